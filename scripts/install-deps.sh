@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12 packages, everything gpubind's build, tests and `make run` need.
+# Idempotent: when every package is already present it does nothing (no apt-get update) and
+# returns in well under a second. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake g++ make pkg-config
+  # libraries
+  libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev hwloc-nox hyperfine bzip2 numactl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  # dpkg-query is fast (no apt cache load); "install ok installed" means fully installed.
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: error: need root to install ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2

@@ -1,0 +1,40 @@
+// gpubind topo: discover a topology and print it.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "discover/hwloc_xml_writer.hpp"
+#include "discover/source.hpp"
+#include "render/topo_text.hpp"
+#include "topo/json.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+int cmd_topo(const std::vector<std::string>& args) {
+  CLI::App app("Show the machine's sockets, NUMA nodes, L3 domains, cores, GPUs and NICs, their locality and "
+               "the PCIe/NVLink path class between devices.",
+               "topo");
+  std::string topology;
+  std::string format = "table";
+  bool json = false;
+  add_topology_option(app, topology);
+  app.add_option("--format", format, "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML)")
+      ->check(CLI::IsMember({"table", "matrix", "json", "xml"}));
+  app.add_flag("--json", json, "Same as --format json");
+  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (json) format = "json";
+
+  auto topo = discover::load_topology(topology_source(topology));
+  if (!topo) return fail(topo.error(), kExitFailure);
+
+  std::string out;
+  if (format == "table") out = render::topo_table(*topo);
+  else if (format == "matrix") out = render::topo_matrix(*topo);
+  else if (format == "json") out = topo::to_json(*topo).dump(2) + "\n";
+  else out = discover::to_hwloc_xml(*topo);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli

@@ -1,0 +1,56 @@
+#include "cli/commands.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "cli/common.hpp"
+#include "discover/hwloc_loader.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+void print_usage(FILE* out) {
+  std::fprintf(out, "usage: gpubind <command> [options]\n\nBind GPU workers to the CPUs, memory and NIC nearest their GPU.\n\ncommands:\n");
+  for (const Command& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'gpubind <command> --help' shows a command's options. Exit codes: 0 ok, 1 error, 2 usage error.\n");
+}
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"topo", "show sockets, NUMA nodes, caches, cores, GPUs and NICs and how they connect", cmd_topo},
+  };
+  return table;
+}
+
+int run_main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("gpubind 0.1.0 (hwloc %s)\n", discover::hwloc_version().c_str());
+    return kExitOk;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : commands()) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    // The library reports failures as Results; an exception reaching here is a bug, and still
+    // must end as one line and a documented status rather than a core dump.
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      return fail(Error{c.name, std::string("internal error: ") + e.what()}, kExitFailure);
+    }
+  }
+  fail(Error{argv[1], "unknown command"}, kExitUsage);
+  std::fprintf(stderr, "hint: 'gpubind help' lists the commands\n");
+  return kExitUsage;
+}
+
+}  // namespace gpubind::cli

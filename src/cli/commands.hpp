@@ -1,0 +1,23 @@
+#pragma once
+// The table of subcommands: `gpubind help` prints it, main() dispatches through it, so the help
+// text cannot drift from what exists.
+#include <string>
+#include <vector>
+
+namespace gpubind::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);  // args exclude "gpubind" and the command name
+};
+
+const std::vector<Command>& commands();
+
+// Entry point used by main(): returns the process exit status.
+int run_main(int argc, char** argv);
+
+// One function per subcommand, each in cmd_<name>.cpp.
+int cmd_topo(const std::vector<std::string>& args);
+
+}  // namespace gpubind::cli

@@ -1,0 +1,42 @@
+#include "cli/common.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+int fail(const Error& e, int code) {
+  std::fprintf(stderr, "gpubind: error: %s\n", e.message().c_str());
+  return code;
+}
+
+std::string topology_source(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("GPUBIND_TOPOLOGY");
+  return env ? env : "";
+}
+
+void add_topology_option(CLI::App& app, std::string& target) {
+  app.add_option("--topology", target,
+                 "Topology source: hwloc XML, NCCL/RCCL XML, gpubind JSON, a gathered /sys+/proc directory or "
+                 ".tar.bz2, or an hwloc synthetic string (default: $GPUBIND_TOPOLOGY, else this machine)");
+}
+
+int parse(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    fail(Error{app.get_name(), e.what()}, kExitUsage);
+    std::fprintf(stderr, "hint: see 'gpubind %s --help'\n", app.get_name().c_str());
+    return kExitUsage;
+  }
+  return -1;
+}
+
+}  // namespace gpubind::cli

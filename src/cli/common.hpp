@@ -1,0 +1,25 @@
+#pragma once
+// What every subcommand shares: the error line format, --topology resolution, flag parsing glue.
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace gpubind::cli {
+
+// Prints "gpubind: error: what: why" to stderr and returns `code`.
+int fail(const Error& e, int code);
+
+// --topology wins; else GPUBIND_TOPOLOGY; else "" (this machine).
+std::string topology_source(const std::string& flag);
+
+// Adds --topology to a subcommand.
+void add_topology_option(CLI::App& app, std::string& target);
+
+// Parses args with CLI11. Returns -1 when the command should go on, else the exit status to
+// return (0 after --help, 2 after a usage error, which it reports in gpubind's format).
+int parse(CLI::App& app, const std::vector<std::string>& args);
+
+}  // namespace gpubind::cli

@@ -1,0 +1,384 @@
+#include "discover/hwloc_loader.hpp"
+
+#include <hwloc.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "discover/classify.hpp"
+#include "sys/fsroot.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::discover {
+
+using topo::Topology;
+
+namespace {
+
+// hwloc reads a few settings only from the environment (HWLOC_FSROOT, HWLOC_COMPONENTS). This
+// sets them for one load and restores what was there before, so nothing leaks into the command
+// that gpubind later executes.
+class ScopedEnv {
+ public:
+  void set(const char* name, const std::string& value) {
+    const char* old = std::getenv(name);
+    m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it) {
+      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else ::unsetenv(it->first.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
+};
+
+struct TopologyDeleter {
+  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+CpuSet to_cpuset(hwloc_const_bitmap_t b) {
+  CpuSet s;
+  if (!b) return s;
+  if (hwloc_bitmap_weight(b) < 0) return s;  // infinite set: never produced for cpusets we read
+  unsigned i;
+  hwloc_bitmap_foreach_begin(i, b) { s.set(i); }
+  hwloc_bitmap_foreach_end();
+  return s;
+}
+
+std::vector<unsigned> to_ids(hwloc_const_bitmap_t b) { return to_cpuset(b).ids(); }
+
+std::string bus_id(unsigned domain, unsigned bus, unsigned dev, unsigned func) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, dev, func);
+  return buf;
+}
+
+std::string pci_bus_id(hwloc_obj_t o) {
+  const auto& p = o->attr->pcidev;
+  return bus_id(p.domain, p.bus, p.dev, p.func);
+}
+
+// Linux gives every CPU exactly one home NUMA node; hwloc gives each NUMA node the cpuset of the
+// object it is attached to, so an HBM or PMem node shares its DRAM sibling's CPUs. The home of a
+// PU is the candidate with the smallest cpuset, then a plain DRAM node (no subtype), then the
+// lowest OS index; the other nodes that cover it are CPU-less in the Linux sense.
+std::map<unsigned, CpuSet> home_cpus_by_node(hwloc_topology_t t) {
+  std::map<unsigned, CpuSet> home;
+  std::vector<hwloc_obj_t> nodes;
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n));) {
+    nodes.push_back(n);
+    home[n->os_index];
+  }
+  hwloc_const_cpuset_t all = hwloc_topology_get_complete_cpuset(t);
+  unsigned pu;
+  hwloc_bitmap_foreach_begin(pu, all) {
+    hwloc_obj_t best = nullptr;
+    for (hwloc_obj_t n : nodes) {
+      if (!n->cpuset || !hwloc_bitmap_isset(n->cpuset, pu)) continue;
+      if (!best) {
+        best = n;
+        continue;
+      }
+      int wn = hwloc_bitmap_weight(n->cpuset), wb = hwloc_bitmap_weight(best->cpuset);
+      bool n_plain = !n->subtype, b_plain = !best->subtype;
+      if (wn < wb || (wn == wb && n_plain && !b_plain) || (wn == wb && n_plain == b_plain && n->os_index < best->os_index))
+        best = n;
+    }
+    if (best) home[best->os_index].set(pu);
+  }
+  hwloc_bitmap_foreach_end();
+  return home;
+}
+
+std::vector<std::string> pcie_path_of(hwloc_obj_t dev) {
+  std::vector<std::string> up;
+  hwloc_obj_t o = dev->parent;
+  for (; o && (o->type == HWLOC_OBJ_BRIDGE || o->type == HWLOC_OBJ_PCI_DEVICE); o = o->parent) {
+    if (o->type != HWLOC_OBJ_BRIDGE) continue;
+    if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "hb:%04x:%02x", unsigned(o->attr->bridge.downstream.pci.domain),
+                    unsigned(o->attr->bridge.downstream.pci.secondary_bus));
+      up.emplace_back(buf);
+    } else {
+      up.push_back(pci_bus_id(o));
+    }
+  }
+  // No host bridge in the capture (some hwloc 1.x exports): the attachment object stands in.
+  if (up.empty() || !up.back().starts_with("hb:")) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "hb:%s#%u", o ? hwloc_obj_type_string(o->type) : "none", o ? o->logical_index : 0);
+    up.emplace_back(buf);
+  }
+  std::reverse(up.begin(), up.end());
+  return up;
+}
+
+// GPUs the NVIDIA driver lists (/proc/driver/nvidia/gpus/<busid>) count even when a capture
+// stripped the PCI vendor ids (hwloc's POWER9 test tree).
+std::set<std::string> nvidia_driver_gpus(const HwlocInput& in) {
+  std::set<std::string> out;
+  std::string root = in.kind == HwlocInput::Kind::fsroot ? in.value : in.kind == HwlocInput::Kind::live ? "/" : "";
+  if (root.empty()) return out;
+  auto fs = sys::open_fsroot(root);
+  if (!fs) return out;
+  auto names = (*fs)->list("proc/driver/nvidia/gpus");
+  if (!names) return out;
+  for (const std::string& n : *names) out.insert(to_lower(n));
+  return out;
+}
+
+struct DeviceLocality {
+  std::optional<std::vector<unsigned>> numa;
+  std::optional<CpuSet> cpus;
+};
+
+// The device's locality is that of its first non-I/O ancestor. Attached to the Machine root on a
+// machine with several NUMA nodes means the source did not know (numa_node -1, old captures).
+DeviceLocality locality_of(hwloc_topology_t t, hwloc_obj_t dev, bool multi_numa) {
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, dev);
+  DeviceLocality l;
+  if (!anc || (anc->type == HWLOC_OBJ_MACHINE && multi_numa)) return l;
+  l.numa = to_ids(anc->nodeset);
+  l.cpus = to_cpuset(anc->cpuset);
+  return l;
+}
+
+std::string info(hwloc_obj_t o, const char* name) {
+  const char* v = hwloc_obj_get_info_by_name(o, name);
+  return v ? v : "";
+}
+
+void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, std::string>& gpu_of_obj) {
+  // hwloc's NVML backend reports NVLink as a bandwidth matrix between GPU OS devices and, on
+  // NVSwitch systems, the switches' PCI devices; RSMI reports xGMI hops between GPU OS devices.
+  unsigned nr = 16;
+  std::vector<hwloc_distances_s*> dists(nr);
+  if (hwloc_distances_get(t, &nr, dists.data(), 0, 0) != 0) return;
+  dists.resize(std::min<size_t>(nr, dists.size()));
+  for (hwloc_distances_s* d : dists) {
+    const char* name = hwloc_distances_get_name(t, d);
+    std::string n = name ? name : "";
+    auto gpu = [&](unsigned i) -> std::string {
+      auto it = gpu_of_obj.find(d->objs[i]);
+      return it == gpu_of_obj.end() ? "" : it->second;
+    };
+    if (n == "NVLinkBandwidth") {
+      bool by25 = true, by20 = true;
+      for (unsigned i = 0; i < d->nbobjs * d->nbobjs; ++i)
+        if (d->values[i]) {
+          by25 = by25 && d->values[i] % 25000 == 0;
+          by20 = by20 && d->values[i] % 20000 == 0;
+        }
+      uint64_t per_link = by25 ? 25000 : by20 ? 20000 : 0;
+      auto links_of = [&](uint64_t bw) -> unsigned { return per_link ? unsigned(bw / per_link) : 0; };
+      std::map<std::string, unsigned> switch_links;  // GPU -> links into the NVSwitch fabric
+      for (unsigned i = 0; i < d->nbobjs; ++i) {
+        std::string a = gpu(i);
+        if (a.empty()) continue;
+        for (unsigned j = 0; j < d->nbobjs; ++j) {
+          uint64_t bw = d->values[i * d->nbobjs + j];
+          if (!bw || i == j) continue;
+          std::string b = gpu(j);
+          if (b.empty()) {
+            if (d->objs[j]->type == HWLOC_OBJ_PCI_DEVICE) switch_links[a] += links_of(bw);
+          } else if (a < b) {
+            topo.links.push_back({a, b, topo::GpuLink::Kind::nvlink, links_of(bw)});
+          }
+        }
+      }
+      for (auto ia = switch_links.begin(); ia != switch_links.end(); ++ia)
+        for (auto ib = std::next(ia); ib != switch_links.end(); ++ib)
+          if (!topo::find_link(topo, ia->first, ib->first))
+            topo.links.push_back({ia->first, ib->first, topo::GpuLink::Kind::nvlink, std::min(ia->second, ib->second)});
+    } else if (n == "XGMIHops") {
+      for (unsigned i = 0; i < d->nbobjs; ++i)
+        for (unsigned j = i + 1; j < d->nbobjs; ++j) {
+          std::string a = gpu(i), b = gpu(j);
+          if (!a.empty() && !b.empty() && d->values[i * d->nbobjs + j] == 1)
+            topo.links.push_back({std::min(a, b), std::max(a, b), topo::GpuLink::Kind::xgmi, 1});
+        }
+    }
+  }
+  for (hwloc_distances_s* d : dists) hwloc_distances_release(t, d);
+  std::sort(topo.links.begin(), topo.links.end(),
+            [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+}
+
+Topology convert(hwloc_topology_t t, const HwlocInput& in) {
+  Topology topo;
+  topo.origin = in.origin;
+  hwloc_obj_t root = hwloc_get_root_obj(t);
+  topo.hostname = info(root, "HostName");
+  topo.cpus = to_cpuset(hwloc_topology_get_complete_cpuset(t));
+  topo.allowed_cpus = to_cpuset(hwloc_topology_get_allowed_cpuset(t)) & topo.cpus;
+
+  for (hwloc_obj_t p = nullptr; (p = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, p));)
+    topo.packages.push_back({p->os_index, to_cpuset(p->cpuset)});
+
+  std::map<unsigned, CpuSet> home = home_cpus_by_node(t);
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n));) {
+    topo::NumaNode node;
+    node.os_index = n->os_index;
+    node.cpus = home[n->os_index];
+    node.memory_bytes = n->attr ? n->attr->numanode.local_memory : 0;
+    if (hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, n)) node.package = pkg->os_index;
+    node.subtype = n->subtype ? n->subtype : "";
+    topo.numa_nodes.push_back(node);
+  }
+  std::sort(topo.numa_nodes.begin(), topo.numa_nodes.end(),
+            [](const topo::NumaNode& a, const topo::NumaNode& b) { return a.os_index < b.os_index; });
+
+  // NUMA distances: the first complete NUMANode matrix hwloc has (ACPI SLIT on Linux).
+  unsigned nr = 1;
+  hwloc_distances_s* d = nullptr;
+  if (hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d, HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 && nr >= 1 && d) {
+    std::map<unsigned, unsigned> pos;
+    for (unsigned i = 0; i < d->nbobjs; ++i) pos[d->objs[i]->os_index] = i;
+    bool complete = true;
+    for (const auto& node : topo.numa_nodes) complete = complete && pos.count(node.os_index);
+    if (complete) {
+      for (const auto& a : topo.numa_nodes) {
+        std::vector<unsigned> row;
+        for (const auto& b : topo.numa_nodes) row.push_back(unsigned(d->values[pos[a.os_index] * d->nbobjs + pos[b.os_index]]));
+        topo.distances.push_back(row);
+      }
+    }
+    hwloc_distances_release(t, d);
+  }
+
+  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_L3CACHE, c));)
+    topo.l3_domains.push_back({to_cpuset(c->cpuset), c->attr->cache.size});
+
+  CpuSet in_cores;
+  for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, c));) {
+    CpuSet pus = to_cpuset(c->cpuset);
+    if (pus.empty()) continue;
+    topo.cores.push_back({pus});
+    in_cores |= pus;
+  }
+  // Sources without Core objects (some synthetic strings, trimmed captures): each PU is a core.
+  for (unsigned pu : (topo.cpus - in_cores).ids()) topo.cores.push_back({CpuSet::of({pu})});
+  std::sort(topo.cores.begin(), topo.cores.end(), [](const topo::Core& a, const topo::Core& b) { return a.pus < b.pus; });
+
+  // I/O: GPUs and NICs with their locality and PCIe path.
+  bool multi_numa = cpu_numa_nodes(topo).size() > 1;
+  std::set<std::string> nv_bound = nvidia_driver_gpus(in);
+  std::vector<bool> has_index;
+  std::map<hwloc_obj_t, std::string> gpu_of_obj;
+  for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_pcidev(t, o));) {
+    PciIdentity id{o->attr->pcidev.vendor_id, o->attr->pcidev.device_id, o->attr->pcidev.class_id,
+                   nv_bound.count(pci_bus_id(o)) > 0};
+    DeviceRole role = classify(id);
+    if (role == DeviceRole::none) continue;
+    topo::PciDevice dev;
+    dev.pci = pci_bus_id(o);
+    dev.vendor_id = id.vendor_id;
+    dev.device_id = id.device_id;
+    dev.class_id = id.class_id;
+    dev.name = info(o, "PCIDevice");
+    if (dev.name.empty() && o->name) dev.name = o->name;
+    DeviceLocality loc = locality_of(t, o, multi_numa);
+    dev.numa = loc.numa;
+    dev.cpus = loc.cpus;
+    dev.pcie_path = pcie_path_of(o);
+    std::string uuid;
+    std::optional<unsigned> rsmi_index;
+    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
+      if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+      dev.os_names.emplace_back(c->name);
+      if (uuid.empty()) uuid = info(c, "NVIDIAUUID");
+      if (uuid.empty()) uuid = info(c, "AMDUUID");
+      if (dev.name.empty()) dev.name = info(c, "GPUModel");
+      std::string cn = c->name;
+      if (cn.starts_with("rsmi") && parse_uint(cn.substr(4))) rsmi_index = unsigned(*parse_uint(cn.substr(4)));
+      if (role == DeviceRole::gpu) gpu_of_obj[c] = dev.pci;
+    }
+    std::sort(dev.os_names.begin(), dev.os_names.end());
+    if (role == DeviceRole::gpu) {
+      gpu_of_obj[o] = dev.pci;
+      topo::Gpu g;
+      static_cast<topo::PciDevice&>(g) = dev;
+      g.vendor = id.nvidia_driver_bound ? topo::Vendor::nvidia : topo::vendor_from_pci_id(id.vendor_id);
+      g.uuid = uuid;
+      // ROCm enumerates AMD GPUs in its own (KFD) order, which hwloc's rsmi index records.
+      has_index.push_back(rsmi_index.has_value() && g.vendor == topo::Vendor::amd);
+      g.index = rsmi_index.value_or(0);
+      topo.gpus.push_back(g);
+    } else {
+      topo::Nic nic;
+      static_cast<topo::PciDevice&>(nic) = dev;
+      topo.nics.push_back(nic);
+    }
+  }
+  assign_gpu_indexes(topo.gpus, has_index);
+  std::sort(topo.nics.begin(), topo.nics.end(), [](const topo::Nic& a, const topo::Nic& b) { return a.pci < b.pci; });
+  add_links(t, topo, gpu_of_obj);
+  add_locality_warnings(topo);
+  return topo;
+}
+
+}  // namespace
+
+std::string hwloc_version() {
+  unsigned v = hwloc_get_api_version();
+  return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." + std::to_string(v & 0xff);
+}
+
+Result<Topology> load_with_hwloc(const HwlocInput& in) {
+  ScopedEnv env;
+  // Never let hwloc print its own diagnostics: gpubind reports one line itself.
+  env.set("HWLOC_HIDE_ERRORS", "2");
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) return Error{"hwloc", "cannot initialise a topology"};
+  TopologyPtr t(raw);
+  hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+
+  const std::string what = in.origin;
+  switch (in.kind) {
+    case HwlocInput::Kind::live:
+      // Live: PCI locality comes from sysfs through hwloc's linux backend. libpciaccess (the
+      // "pci" component) reads config space (~20 ms in a VM) and display plugins probe X
+      // servers; neither adds anything gpubind uses.
+      hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+      break;
+    case HwlocInput::Kind::xml_file:
+      if (hwloc_topology_set_xml(raw, in.value.c_str()) != 0)
+        return Error{what, std::string("hwloc cannot read it as XML (") + std::strerror(errno) + ")"};
+      break;
+    case HwlocInput::Kind::synthetic:
+      if (hwloc_topology_set_synthetic(raw, in.value.c_str()) != 0)
+        return Error{what, "hwloc rejects this synthetic description (expected e.g. \"pack:2 numa:2 core:8 pu:2\")"};
+      break;
+    case HwlocInput::Kind::fsroot:
+      // A gathered tree: hwloc's linux backend reads it in place; nothing else may look at this host.
+      env.set("HWLOC_FSROOT", in.value);
+      env.set("HWLOC_DUMPED_HWDATA_DIR", in.value + "/var/run/hwloc");
+      env.set("HWLOC_COMPONENTS", "linux,stop");
+      break;
+  }
+  if (hwloc_topology_load(raw) != 0)
+    return Error{what, std::string("hwloc failed to load it (") + std::strerror(errno) + ")"};
+  Topology topo = convert(raw, in);
+  if (Status s = topo::validate(topo); !s) return Error{what, s.error().why};
+  return topo;
+}
+
+}  // namespace gpubind::discover

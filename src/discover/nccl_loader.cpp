@@ -1,0 +1,223 @@
+#include "discover/nccl_loader.hpp"
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "discover/classify.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::discover {
+
+using topo::Topology;
+
+namespace {
+
+struct DocDeleter {
+  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
+};
+
+std::optional<std::string> attr(xmlNode* n, const char* name) {
+  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
+  if (!v) return std::nullopt;
+  std::string s(reinterpret_cast<const char*>(v));
+  xmlFree(v);
+  return s;
+}
+
+bool is(xmlNode* n, const char* name) {
+  return n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, reinterpret_cast<const xmlChar*>(name)) == 0;
+}
+
+struct RawLink {
+  std::string from, to;
+  unsigned count;
+  bool to_switch;
+  topo::GpuLink::Kind kind;
+};
+
+struct Walker {
+  Topology& topo;
+  uint16_t default_gpu_vendor;
+  std::vector<bool> has_index;
+  std::vector<RawLink> raw_links;
+  std::optional<std::string> error;
+
+  void device_locality(topo::PciDevice& d, std::optional<unsigned> numa, const std::optional<CpuSet>& cpus) {
+    if (numa) d.numa = std::vector<unsigned>{*numa};
+    d.cpus = cpus;
+  }
+
+  void add_nets(xmlNode* nic, std::vector<std::string>& names) {
+    for (xmlNode* net = nic->children; net; net = net->next)
+      if (is(net, "net"))
+        if (auto name = attr(net, "name")) names.push_back(*name);
+  }
+
+  void walk_pci(xmlNode* pci, std::vector<std::string> path, std::optional<unsigned> numa,
+                const std::optional<CpuSet>& cpus) {
+    std::string busid = to_lower(attr(pci, "busid").value_or(""));
+    auto cls = attr(pci, "class");
+    PciIdentity id;
+    if (auto v = attr(pci, "vendor")) id.vendor_id = uint16_t(parse_uint(*v, 16).value_or(0));
+    if (auto v = attr(pci, "device")) id.device_id = uint16_t(parse_uint(*v, 16).value_or(0));
+    if (cls) id.class_id = uint32_t(parse_uint(*cls, 16).value_or(0) >> 8);  // "0x030200": class/subclass/progif
+
+    xmlNode* gpu = nullptr;
+    xmlNode* nic = nullptr;
+    bool has_pci_children = false;
+    for (xmlNode* c = pci->children; c; c = c->next) {
+      if (is(c, "gpu")) gpu = c;
+      if (is(c, "nic")) nic = c;
+      if (is(c, "pci")) has_pci_children = true;
+    }
+    // NCCL's own dumps omit vendor ids on some clouds (Azure): the format describes only the
+    // GPUs of its dialect, NVIDIA for version 1 (NCCL) and AMD for version 2 (RCCL).
+    bool vendorless_gpu = !attr(pci, "vendor") && ((id.class_id >> 8) == 0x03 || (id.class_id >> 8) == 0x12);
+    if (vendorless_gpu) id.vendor_id = default_gpu_vendor;
+    DeviceRole role = classify(id);
+    if (gpu || vendorless_gpu) role = DeviceRole::gpu;
+    if (nic) role = DeviceRole::nic;
+    // AWS's p5 file lists its EFA devices as class-less leaves under the switches; NCCL treats
+    // such leaves as network devices and so does gpubind.
+    if (!cls && !has_pci_children && !gpu && !nic) role = DeviceRole::nic;
+
+    if (has_pci_children) {
+      std::vector<std::string> below = path;
+      below.push_back(busid);
+      for (xmlNode* c = pci->children; c; c = c->next)
+        if (is(c, "pci")) walk_pci(c, below, numa, cpus);
+    }
+    if (role == DeviceRole::none) return;
+
+    topo::PciDevice d;
+    d.pci = busid;
+    d.vendor_id = id.vendor_id;
+    d.device_id = id.device_id;
+    d.class_id = id.class_id;
+    d.pcie_path = path;
+    device_locality(d, numa, cpus);
+    if (role == DeviceRole::gpu) {
+      topo::Gpu g;
+      static_cast<topo::PciDevice&>(g) = d;
+      g.vendor = topo::vendor_from_pci_id(id.vendor_id);
+      std::optional<uint64_t> dev = gpu ? parse_uint(attr(gpu, "dev").value_or("")) : std::nullopt;
+      has_index.push_back(dev.has_value());
+      g.index = unsigned(dev.value_or(0));
+      if (gpu)
+        for (xmlNode* l = gpu->children; l; l = l->next) {
+          bool nv = is(l, "nvlink"), xg = is(l, "xgmi");
+          if (!nv && !xg) continue;
+          std::string target = to_lower(attr(l, "target").value_or(""));
+          unsigned count = unsigned(parse_uint(attr(l, "count").value_or("0")).value_or(0));
+          uint64_t tclass = parse_uint(attr(l, "tclass").value_or("0"), 16).value_or(0);
+          if (target.empty() || target == busid) continue;
+          raw_links.push_back({busid, target, count, tclass == 0x068000,
+                               nv ? topo::GpuLink::Kind::nvlink : topo::GpuLink::Kind::xgmi});
+        }
+      topo.gpus.push_back(g);
+    } else {
+      topo::Nic n;
+      static_cast<topo::PciDevice&>(n) = d;
+      if (nic) add_nets(nic, n.os_names);
+      topo.nics.push_back(n);
+    }
+  }
+
+  void walk_cpu(xmlNode* cpu) {
+    std::optional<unsigned> numa;
+    if (auto v = attr(cpu, "numaid"))
+      if (auto n = parse_uint(*v)) numa = unsigned(*n);
+    std::optional<CpuSet> cpus;
+    if (auto a = attr(cpu, "affinity")) {
+      auto mask = CpuSet::parse_mask(*a);
+      if (!mask) {
+        error = "cpu numaid=" + attr(cpu, "numaid").value_or("?") + ": " + mask.error().message();
+        return;
+      }
+      cpus = *mask;
+    }
+    if (numa && !topo::find_numa(topo, *numa)) {
+      topo::NumaNode node;
+      node.os_index = *numa;
+      if (cpus) node.cpus = *cpus;
+      topo.numa_nodes.push_back(node);
+    }
+    if (cpus) topo.cpus |= *cpus;
+    std::vector<std::string> path{"cpu:" + (numa ? std::to_string(*numa) : std::string("?"))};
+    for (xmlNode* c = cpu->children; c; c = c->next) {
+      if (is(c, "pci")) walk_pci(c, path, numa, cpus);
+      if (is(c, "nic")) {  // a NIC without a PCI address (Azure's eth0)
+        topo::Nic n;
+        n.pcie_path = path;
+        device_locality(n, numa, cpus);
+        add_nets(c, n.os_names);
+        topo.nics.push_back(n);
+      }
+    }
+  }
+
+  // NVLink through NVSwitch is listed as links to the switch; two GPUs on the same fabric talk
+  // over min(links of each) lanes, which is what nvidia-smi prints as NV#.
+  void resolve_links() {
+    std::set<std::string> gpu_ids;
+    for (const auto& g : topo.gpus) gpu_ids.insert(g.pci);
+    std::map<std::string, unsigned> fabric;
+    for (const RawLink& l : raw_links) {
+      if (l.to_switch) fabric[l.from] += l.count;
+      else if (gpu_ids.count(l.to) && !topo::find_link(topo, l.from, l.to))
+        topo.links.push_back({std::min(l.from, l.to), std::max(l.from, l.to), l.kind, l.count});
+    }
+    for (auto a = fabric.begin(); a != fabric.end(); ++a)
+      for (auto b = std::next(a); b != fabric.end(); ++b)
+        if (!topo::find_link(topo, a->first, b->first))
+          topo.links.push_back({a->first, b->first, topo::GpuLink::Kind::nvlink, std::min(a->second, b->second)});
+    std::sort(topo.links.begin(), topo.links.end(),
+              [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+  }
+};
+
+}  // namespace
+
+Result<Topology> load_nccl_xml(const std::string& text, const std::string& origin) {
+  std::unique_ptr<xmlDoc, DocDeleter> doc(xmlReadMemory(text.data(), int(text.size()), "topology.xml", nullptr,
+                                                        XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  if (!doc) {
+    const xmlError* e = xmlGetLastError();
+    std::string why = e && e->message ? std::string(trim(e->message)) : "not well-formed";
+    if (e) why = "line " + std::to_string(e->line) + ": " + why;
+    return Error{origin, "malformed XML (" + why + ")"};
+  }
+  xmlNode* root = xmlDocGetRootElement(doc.get());
+  if (!root || !is(root, "system")) return Error{origin, "not an NCCL topology (no <system> root element)"};
+
+  Topology topo;
+  topo.origin = origin;
+  uint16_t dialect_vendor = attr(root, "version").value_or("1") == "2" ? 0x1002 : 0x10de;
+  Walker w{topo, dialect_vendor, {}, {}, std::nullopt};
+  for (xmlNode* c = root->children; c; c = c->next)
+    if (is(c, "cpu")) w.walk_cpu(c);
+  if (w.error) return Error{origin, *w.error};
+  w.resolve_links();
+
+  std::sort(topo.numa_nodes.begin(), topo.numa_nodes.end(),
+            [](const topo::NumaNode& a, const topo::NumaNode& b) { return a.os_index < b.os_index; });
+  topo.allowed_cpus = topo.cpus;
+  for (unsigned pu : topo.cpus.ids()) topo.cores.push_back({CpuSet::of({pu})});
+  assign_gpu_indexes(topo.gpus, w.has_index);
+  std::sort(topo.nics.begin(), topo.nics.end(), [](const topo::Nic& a, const topo::Nic& b) {
+    return std::tie(a.pci, a.os_names) < std::tie(b.pci, b.os_names);
+  });
+  topo.warnings.push_back(
+      "NCCL/RCCL topology file: no packages, cores, SMT siblings or memory sizes; each CPU is treated as its own core");
+  add_locality_warnings(topo);
+  if (Status s = topo::validate(topo); !s) return Error{origin, s.error().why};
+  return topo;
+}
+
+}  // namespace gpubind::discover

@@ -1,0 +1,26 @@
+#include "render/table.hpp"
+
+#include <algorithm>
+
+namespace gpubind::render {
+
+std::string TextTable::str(const std::string& indent) const {
+  std::vector<size_t> width;
+  for (const auto& row : m_rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : m_rows) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpubind::render

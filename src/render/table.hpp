@@ -1,0 +1,18 @@
+#pragma once
+// A minimal aligned-column text table: left-aligned cells, two spaces between columns.
+#include <string>
+#include <vector>
+
+namespace gpubind::render {
+
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) { m_rows.push_back(std::move(header)); }
+  void add(std::vector<std::string> row) { m_rows.push_back(std::move(row)); }
+  std::string str(const std::string& indent = "") const;
+
+ private:
+  std::vector<std::vector<std::string>> m_rows;
+};
+
+}  // namespace gpubind::render

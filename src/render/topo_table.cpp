@@ -1,0 +1,84 @@
+#include <map>
+
+#include "render/table.hpp"
+#include "render/topo_text.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+using namespace topo;
+
+std::string cpus_or_unknown(const std::optional<CpuSet>& cpus) { return cpus ? cpus->to_list() : "unknown"; }
+
+std::string numa_or_unknown(const std::optional<std::vector<unsigned>>& numa) {
+  return numa ? join_numbers(*numa) : "unknown";
+}
+
+namespace {
+
+std::string nic_label(const Nic& n) {
+  if (!n.os_names.empty()) return join(n.os_names, ",");
+  return n.pci.empty() ? "?" : n.pci;
+}
+
+std::string plural(size_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
+
+}  // namespace
+
+std::string topo_table(const Topology& t) {
+  std::string out;
+  size_t cpuless = 0;
+  for (const NumaNode& n : t.numa_nodes) cpuless += n.cpus.empty();
+  out += "Machine " + (t.hostname.empty() ? std::string("(unnamed)") : t.hostname) + " from " + t.origin + "\n";
+  out += "  " + plural(t.packages.size(), "package") + ", " + plural(t.numa_nodes.size(), "NUMA node");
+  if (cpuless) out += " (" + std::to_string(cpuless) + " CPU-less)";
+  out += ", " + plural(t.l3_domains.size(), "L3 domain") + ", " + plural(t.cores.size(), "core") + ", " +
+         plural(t.cpus.count(), "PU") + " (" + std::to_string(t.allowed_cpus.count()) + " allowed), " +
+         plural(t.gpus.size(), "GPU") + ", " + plural(t.nics.size(), "NIC") + "\n";
+  if (t.allowed_cpus != t.cpus) out += "  allowed CPUs: " + t.allowed_cpus.to_list() + "\n";
+  out += "\n";
+
+  // Devices by NUMA node: a device local to several nodes is listed under each.
+  std::map<unsigned, std::vector<std::string>> gpus_at, nics_at;
+  for (const Gpu& g : t.gpus)
+    if (g.numa)
+      for (unsigned n : *g.numa) gpus_at[n].push_back(std::to_string(g.index));
+  for (const Nic& n : t.nics)
+    if (n.numa)
+      for (unsigned node : *n.numa) nics_at[node].push_back(nic_label(n));
+
+  TextTable nodes({"NUMA", "PACKAGE", "CPUS", "MEMORY", "KIND", "GPUS", "NICS"});
+  for (const NumaNode& n : t.numa_nodes) {
+    std::string kind = n.cpus.empty() ? "cpu-less" : "cpus";
+    if (!n.subtype.empty()) kind += " " + n.subtype;
+    nodes.add({std::to_string(n.os_index), n.package ? std::to_string(*n.package) : "-",
+               n.cpus.empty() ? "-" : n.cpus.to_list(), n.memory_bytes ? human_bytes(n.memory_bytes) : "?", kind,
+               gpus_at.count(n.os_index) ? join(gpus_at[n.os_index], ",") : "-",
+               nics_at.count(n.os_index) ? join(nics_at[n.os_index], " ") : "-"});
+  }
+  out += nodes.str();
+
+  if (!t.gpus.empty()) {
+    out += "\n";
+    TextTable gpus({"GPU", "PCI", "VENDOR", "NAME", "NUMA", "CPUS", "PCIE PATH"});
+    for (const Gpu& g : t.gpus)
+      gpus.add({std::to_string(g.index), g.pci.empty() ? "-" : g.pci, to_string(g.vendor), g.name.empty() ? "-" : g.name,
+                numa_or_unknown(g.numa), cpus_or_unknown(g.cpus), g.pcie_path.empty() ? "-" : join(g.pcie_path, " > ")});
+    out += gpus.str();
+  }
+  if (!t.nics.empty()) {
+    out += "\n";
+    TextTable nics({"NIC", "PCI", "NAME", "NUMA", "CPUS", "PCIE PATH"});
+    for (const Nic& n : t.nics)
+      nics.add({nic_label(n), n.pci.empty() ? "-" : n.pci, n.name.empty() ? "-" : n.name, numa_or_unknown(n.numa),
+                cpus_or_unknown(n.cpus), n.pcie_path.empty() ? "-" : join(n.pcie_path, " > ")});
+    out += nics.str();
+  }
+  if (!t.warnings.empty()) {
+    out += "\nwarnings:\n";
+    for (const std::string& w : t.warnings) out += "  " + w + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpubind::render

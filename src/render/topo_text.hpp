@@ -1,0 +1,21 @@
+#pragma once
+// Text renderings of a Topology for `gpubind topo`. JSON is topo::to_json (src/topo/json.hpp);
+// hwloc XML is discover::to_hwloc_xml.
+#include <string>
+
+#include "topo/topology.hpp"
+
+namespace gpubind::render {
+
+// Summary, one row per NUMA node (CPUs, memory, GPUs, NICs), GPU and NIC tables, warnings.
+std::string topo_table(const topo::Topology& t);
+
+// The `nvidia-smi topo -m` layout: GPU x GPU/NIC path classes or NV#/XGMI links, CPU and NUMA
+// affinity columns, the legend.
+std::string topo_matrix(const topo::Topology& t);
+
+// "0-3", or "unknown" for a device whose locality the source does not give.
+std::string cpus_or_unknown(const std::optional<CpuSet>& cpus);
+std::string numa_or_unknown(const std::optional<std::vector<unsigned>>& numa);
+
+}  // namespace gpubind::render

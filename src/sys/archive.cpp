@@ -1,0 +1,66 @@
+#include "sys/archive.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace gpubind::sys {
+
+TempDir::~TempDir() {
+  if (!m_path.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+  }
+}
+
+TempDir& TempDir::operator=(TempDir&& o) noexcept {
+  if (this != &o) {
+    TempDir old(std::move(*this));
+    m_path = std::move(o.m_path);
+    o.m_path.clear();
+  }
+  return *this;
+}
+
+Result<TempDir> extract_archive(const std::string& archive) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "gpubind-topo.XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
+  TempDir dir(tmpl);
+
+  // tar's own diagnostics go to a pipe so a broken archive gives one gpubind line, not tar noise.
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+  pid_t pid = ::fork();
+  if (pid < 0) return Error{"fork", std::strerror(errno)};
+  if (pid == 0) {
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+    const char* argv[] = {"tar", "-xf", archive.c_str(), "-C", dir.path().c_str(), "--no-same-owner", nullptr};
+    ::execvp("tar", const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  std::string err;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(err_pipe[0], buf, sizeof buf)) > 0) err.append(buf, size_t(n));
+  ::close(err_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return Error{archive, "cannot run tar to unpack it"};
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    if (auto nl = err.find('\n'); nl != std::string::npos) err = err.substr(0, nl);
+    return Error{archive, "not a readable archive" + (err.empty() ? std::string() : " (" + err + ")")};
+  }
+  return dir;
+}
+
+}  // namespace gpubind::sys

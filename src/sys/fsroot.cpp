@@ -1,0 +1,120 @@
+#include "sys/fsroot.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace gpubind::sys {
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+Result<std::string> read_fd(int fd, const std::string& what) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return Error{what, errno_text(e)};
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+class DirFsRoot final : public FsRoot {
+ public:
+  DirFsRoot(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
+  ~DirFsRoot() override { ::close(m_fd); }
+  DirFsRoot(const DirFsRoot&) = delete;
+  DirFsRoot& operator=(const DirFsRoot&) = delete;
+
+  Result<std::string> read(const std::string& rel) const override {
+    int fd = ::openat(m_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error{full(rel), errno_text(errno)};
+    return read_fd(fd, full(rel));
+  }
+
+  Result<std::vector<std::string>> list(const std::string& rel) const override {
+    int fd = ::openat(m_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Error{full(rel), errno_text(errno)};
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      int e = errno;
+      ::close(fd);
+      return Error{full(rel), errno_text(e)};
+    }
+    std::vector<std::string> names;
+    while (dirent* ent = ::readdir(d)) {
+      if (std::strcmp(ent->d_name, ".") == 0 || std::strcmp(ent->d_name, "..") == 0) continue;
+      names.emplace_back(ent->d_name);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<std::string> read_link(const std::string& rel) const override {
+    char buf[4096];
+    ssize_t n = ::readlinkat(m_fd, rel.c_str(), buf, sizeof buf - 1);
+    if (n < 0) return Error{full(rel), errno_text(errno)};
+    return std::string(buf, size_t(n));
+  }
+
+  bool exists(const std::string& rel) const override {
+    struct stat st;
+    return ::fstatat(m_fd, rel.c_str(), &st, 0) == 0;
+  }
+
+  std::string describe() const override { return m_path; }
+  bool is_this_system() const override { return m_path == "/"; }
+
+ private:
+  std::string full(const std::string& rel) const { return m_path == "/" ? "/" + rel : m_path + "/" + rel; }
+
+  int m_fd;
+  std::string m_path;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Error{dir, errno_text(errno)};
+  std::string path = dir;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return std::unique_ptr<FsRoot>(new DirFsRoot(fd, path));
+}
+
+PathKind path_kind(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return PathKind::missing;
+  if (S_ISDIR(st.st_mode)) return PathKind::directory;
+  if (S_ISREG(st.st_mode)) return PathKind::file;
+  return PathKind::other;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path, errno_text(errno)};
+  return read_fd(fd, path);
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace gpubind::sys

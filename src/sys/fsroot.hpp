@@ -1,0 +1,38 @@
+#pragma once
+// FsRoot: every read of /sys and /proc goes through one of these, so the same code runs on this
+// machine ("/") and on a gathered tree (hwloc-gather-topology output, test fixtures). Paths
+// given to it are relative to the root ("sys/bus/pci/devices"), never absolute.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace gpubind::sys {
+
+class FsRoot {
+ public:
+  virtual ~FsRoot() = default;
+  // The whole file; an Error names the path and errno's text.
+  virtual Result<std::string> read(const std::string& rel) const = 0;
+  // Entry names of a directory, sorted, without "." and "..".
+  virtual Result<std::vector<std::string>> list(const std::string& rel) const = 0;
+  // Where a symlink points (readlink), relative or absolute as stored.
+  virtual Result<std::string> read_link(const std::string& rel) const = 0;
+  virtual bool exists(const std::string& rel) const = 0;
+  // Human-readable location for messages, e.g. "/" or "/tmp/node1".
+  virtual std::string describe() const = 0;
+  // True only for the live root "/": binding against any other root must be refused.
+  virtual bool is_this_system() const = 0;
+};
+
+// Opens a directory as an FsRoot; reads then use openat() relative to it.
+Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir);
+
+// --- plain file-system helpers for loaders (not under a root) ---
+enum class PathKind { missing, file, directory, other };
+PathKind path_kind(const std::string& path);
+Result<std::string> read_file(const std::string& path);
+std::string hostname();
+
+}  // namespace gpubind::sys

@@ -1,0 +1,122 @@
+#include "topo/topology.hpp"
+
+#include <algorithm>
+
+namespace gpubind::topo {
+
+const char* to_string(PathClass c) {
+  switch (c) {
+    case PathClass::PIX: return "PIX";
+    case PathClass::PXB: return "PXB";
+    case PathClass::PHB: return "PHB";
+    case PathClass::NODE: return "NODE";
+    case PathClass::SYS: return "SYS";
+  }
+  return "SYS";
+}
+
+const char* to_string(Vendor v) {
+  switch (v) {
+    case Vendor::nvidia: return "nvidia";
+    case Vendor::amd: return "amd";
+    case Vendor::intel: return "intel";
+    case Vendor::other: return "other";
+  }
+  return "other";
+}
+
+Vendor vendor_from_string(const std::string& s) {
+  if (s == "nvidia") return Vendor::nvidia;
+  if (s == "amd") return Vendor::amd;
+  if (s == "intel") return Vendor::intel;
+  return Vendor::other;
+}
+
+Vendor vendor_from_pci_id(uint16_t vendor_id) {
+  switch (vendor_id) {
+    case 0x10de: return Vendor::nvidia;
+    case 0x1002: return Vendor::amd;
+    case 0x8086: return Vendor::intel;
+    default: return Vendor::other;
+  }
+}
+
+// Devices in different NUMA localities talk across the socket interconnect (SYS); in the same
+// locality but under different host bridges they cross the host's internal fabric (NODE). Below
+// one host bridge the lowest common bridge decides: the host bridge itself is PHB; a switch the
+// two reach through at most one port each is PIX; anything deeper is PXB.
+PathClass path_class(const PciDevice& a, const PciDevice& b) {
+  bool same_root = !a.pcie_path.empty() && !b.pcie_path.empty() && a.pcie_path[0] == b.pcie_path[0];
+  if (!same_root) {
+    bool same_locality = a.numa && b.numa && *a.numa == *b.numa;
+    return same_locality ? PathClass::NODE : PathClass::SYS;
+  }
+  size_t common = 0;
+  while (common < a.pcie_path.size() && common < b.pcie_path.size() &&
+         a.pcie_path[common] == b.pcie_path[common])
+    ++common;
+  if (common == 1) return PathClass::PHB;
+  size_t below_a = a.pcie_path.size() - common;
+  size_t below_b = b.pcie_path.size() - common;
+  return (below_a <= 1 && below_b <= 1) ? PathClass::PIX : PathClass::PXB;
+}
+
+const NumaNode* find_numa(const Topology& t, unsigned os_index) {
+  for (const NumaNode& n : t.numa_nodes)
+    if (n.os_index == os_index) return &n;
+  return nullptr;
+}
+
+std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b) {
+  if (t.distances.size() != t.numa_nodes.size()) return std::nullopt;
+  std::optional<size_t> ia, ib;
+  for (size_t i = 0; i < t.numa_nodes.size(); ++i) {
+    if (t.numa_nodes[i].os_index == a) ia = i;
+    if (t.numa_nodes[i].os_index == b) ib = i;
+  }
+  if (!ia || !ib) return std::nullopt;
+  return t.distances[*ia][*ib];
+}
+
+const GpuLink* find_link(const Topology& t, const std::string& a, const std::string& b) {
+  for (const GpuLink& l : t.links)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
+  return nullptr;
+}
+
+std::vector<unsigned> cpu_numa_nodes(const Topology& t) {
+  std::vector<unsigned> out;
+  for (const NumaNode& n : t.numa_nodes)
+    if (!n.cpus.empty()) out.push_back(n.os_index);
+  return out;
+}
+
+Status validate(const Topology& t) {
+  if (t.cpus.empty()) return Error{"topology", "it has no processing units (PUs)"};
+  if (!t.allowed_cpus.is_subset_of(t.cpus)) return Error{"topology", "allowed CPUs are not a subset of its CPUs"};
+  if (t.allowed_cpus.empty()) return Error{"topology", "none of its CPUs is allowed"};
+  for (const Core& c : t.cores)
+    if (c.pus.empty() || !c.pus.is_subset_of(t.cpus)) return Error{"topology", "a core has no PUs or PUs outside the machine"};
+  for (const NumaNode& n : t.numa_nodes)
+    if (!n.cpus.is_subset_of(t.cpus))
+      return Error{"topology", "NUMA node " + std::to_string(n.os_index) + " has CPUs outside the machine"};
+  if (!t.distances.empty()) {
+    if (t.distances.size() != t.numa_nodes.size()) return Error{"topology", "distance matrix size does not match the NUMA nodes"};
+    for (const auto& row : t.distances)
+      if (row.size() != t.numa_nodes.size()) return Error{"topology", "distance matrix is not square"};
+  }
+  auto check_dev = [&](const PciDevice& d) -> Status {
+    if (d.numa)
+      for (unsigned n : *d.numa)
+        if (!find_numa(t, n))
+          return Error{"topology", "device " + d.pci + " refers to unknown NUMA node " + std::to_string(n)};
+    return Ok{};
+  };
+  for (const Gpu& g : t.gpus)
+    if (Status s = check_dev(g); !s) return s;
+  for (const Nic& n : t.nics)
+    if (Status s = check_dev(n); !s) return s;
+  return Ok{};
+}
+
+}  // namespace gpubind::topo

@@ -1,0 +1,115 @@
+#pragma once
+// The machine model: plain value types, no hwloc, no I/O. Built by src/discover from a live
+// machine, an hwloc XML/synthetic/fsroot source, an NCCL/RCCL topology file or gpubind's own JSON;
+// read by every layer above. Index conventions:
+//   - CPUs are PU OS indexes (what sched_setaffinity and /proc use), never hwloc logical indexes.
+//   - NUMA nodes are OS indexes (what set_mempolicy and /sys/devices/system/node use).
+//   - PCI addresses are "dddd:bb:dd.f", lower case.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/cpuset.hpp"
+
+namespace gpubind::topo {
+
+struct Package {
+  unsigned os_index = 0;
+  CpuSet cpus;
+};
+
+struct NumaNode {
+  unsigned os_index = 0;
+  CpuSet cpus;                     // empty for CPU-less nodes (HBM, CXL, PMem, GPU memory)
+  uint64_t memory_bytes = 0;       // 0 when the source does not say
+  std::optional<unsigned> package; // OS index of the package it belongs to, if any
+  std::string subtype;             // hwloc subtype: "", "HBM", "GPUMemory", "NVM", "CXL-DRAM"...
+};
+
+struct L3Domain {
+  CpuSet cpus;
+  uint64_t size_bytes = 0;
+};
+
+struct Core {
+  CpuSet pus;  // the SMT siblings of this core
+};
+
+enum class Vendor { nvidia, amd, intel, other };
+
+// A PCI device gpubind cares about (a GPU or a NIC) and where it sits.
+struct PciDevice {
+  std::string pci;                 // "0000:07:00.0"; "" when the source gives no address
+  uint16_t vendor_id = 0;
+  uint16_t device_id = 0;
+  uint32_t class_id = 0;           // 16-bit PCI class/subclass, e.g. 0x0302
+  std::string name;                // model name where known ("NVIDIA H100 80GB HBM3")
+  std::vector<std::string> os_names;  // OS devices: "mlx5_0", "ib0", "cuda0", "card1"...
+  // Locality: the NUMA nodes (OS indexes) and CPUs nearest the device, or nullopt when the
+  // source does not know (numa_node -1 in a VM, a capture without PCI locality).
+  std::optional<std::vector<unsigned>> numa;
+  std::optional<CpuSet> cpus;
+  // PCIe path from the root down to the device's parent: first the host bridge ("hb:0000:00",
+  // or "cpu:N" for NCCL files, which only know the CPU root), then each bridge's bus id.
+  std::vector<std::string> pcie_path;
+};
+
+struct Gpu : PciDevice {
+  Vendor vendor = Vendor::other;
+  unsigned index = 0;              // ordinal in the vendor's default enumeration
+  std::string uuid;                // "GPU-..." when the source knows it
+  std::vector<unsigned> memory_numa;  // CPU-less NUMA nodes holding this GPU's memory (GH200, POWER9)
+};
+
+struct Nic : PciDevice {};
+
+// A direct GPU-to-GPU (or GPU-to-switch fabric) link: NVLink or AMD xGMI.
+struct GpuLink {
+  enum class Kind { nvlink, xgmi };
+  std::string a;                   // PCI address of one GPU
+  std::string b;                   // PCI address of the other
+  Kind kind = Kind::nvlink;
+  unsigned count = 0;              // number of links (NV18 = 18)
+};
+
+struct Topology {
+  std::string origin;              // what it was loaded from, e.g. "hwloc-xml:node.xml", "live"
+  std::string hostname;
+  CpuSet cpus;                     // every PU, allowed or not
+  CpuSet allowed_cpus;             // PUs this process may use (cgroup cpuset, XML allowed_cpuset)
+  std::vector<Package> packages;
+  std::vector<NumaNode> numa_nodes;           // sorted by os_index
+  std::vector<std::vector<unsigned>> distances;  // NUMA distance matrix in numa_nodes order; empty if unknown
+  std::vector<L3Domain> l3_domains;
+  std::vector<Core> cores;                    // sorted by first PU
+  std::vector<Gpu> gpus;                      // sorted by vendor, then index
+  std::vector<Nic> nics;                      // sorted by PCI address
+  std::vector<GpuLink> links;
+  std::vector<std::string> warnings;          // what the loader could not know or had to guess
+};
+
+// --- pure queries ---
+
+// How two PCI devices reach each other, in nvidia-smi topo -m terms, best first.
+enum class PathClass { PIX, PXB, PHB, NODE, SYS };
+const char* to_string(PathClass c);
+PathClass path_class(const PciDevice& a, const PciDevice& b);
+
+const char* to_string(Vendor v);
+Vendor vendor_from_string(const std::string& s);
+Vendor vendor_from_pci_id(uint16_t vendor_id);
+
+// The NUMA node with this OS index, or nullptr.
+const NumaNode* find_numa(const Topology& t, unsigned os_index);
+// NUMA distance between two nodes by OS index, nullopt when unknown.
+std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b);
+// The NVLink/xGMI link between two GPUs, or nullptr.
+const GpuLink* find_link(const Topology& t, const std::string& a, const std::string& b);
+// NUMA nodes that have CPUs.
+std::vector<unsigned> cpu_numa_nodes(const Topology& t);
+
+// Checks the invariants every loader must meet; returns the first violation.
+Status validate(const Topology& t);
+
+}  // namespace gpubind::topo

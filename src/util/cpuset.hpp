@@ -1,0 +1,57 @@
+#pragma once
+// CpuSet: a set of CPU (PU) or NUMA-node OS indexes, stored as a bitmap.
+// Text forms it reads and writes:
+//   cpulist  "0-3,8,10-11"             (Linux /sys and /proc *_list files, taskset -c)
+//   mask     "000000ff,ffffffff"       (Linux cpumap files, NCCL `affinity`; 32-bit words, most
+//                                       significant first; an optional 0x prefix is accepted)
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace gpubind {
+
+class CpuSet {
+ public:
+  CpuSet() = default;
+  static CpuSet range(unsigned first, unsigned last);  // inclusive
+  static CpuSet of(std::initializer_list<unsigned> ids);
+
+  // Parses a cpulist; "" is the empty set.
+  static Result<CpuSet> parse_list(std::string_view text);
+  // Parses a Linux/NCCL hex mask.
+  static Result<CpuSet> parse_mask(std::string_view text);
+
+  std::string to_list() const;
+  std::string to_mask() const;
+
+  void set(unsigned id);
+  void clear(unsigned id);
+  bool test(unsigned id) const;
+  bool empty() const;
+  unsigned count() const;
+  std::optional<unsigned> first() const;
+  std::optional<unsigned> last() const;
+  // All members in increasing order.
+  std::vector<unsigned> ids() const;
+
+  CpuSet operator|(const CpuSet& o) const;
+  CpuSet operator&(const CpuSet& o) const;
+  CpuSet operator-(const CpuSet& o) const;  // set difference
+  CpuSet& operator|=(const CpuSet& o);
+  CpuSet& operator&=(const CpuSet& o);
+  bool intersects(const CpuSet& o) const;
+  bool is_subset_of(const CpuSet& o) const;
+  bool operator==(const CpuSet& o) const;
+  // Orders by lowest member first (then by size), so lists of sets sort the way people read them.
+  bool operator<(const CpuSet& o) const;
+
+ private:
+  void drop_zero_words();
+  std::vector<uint64_t> m_words;  // no trailing zero words
+};
+
+}  // namespace gpubind

@@ -1,0 +1,15 @@
+#pragma once
+// Exit codes of the gpubind binary, in one place (docs/cli.md lists them for users).
+namespace gpubind {
+
+enum ExitStatus : int {
+  kExitOk = 0,
+  kExitFailure = 1,        // runtime error: unreadable input, failed syscall
+  kExitUsage = 2,          // bad flags or arguments
+  kExitCheckFindings = 3,  // `check` found problems
+  kExitExecFailed = 125,   // `exec`: gpubind itself failed before the command started
+  kExitNotExecutable = 126,
+  kExitNotFound = 127,
+};
+
+}  // namespace gpubind

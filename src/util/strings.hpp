@@ -1,0 +1,22 @@
+#pragma once
+// Small string helpers that know nothing about gpubind.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpubind {
+
+std::string_view trim(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string to_lower(std::string_view s);
+// Parses a whole string as an unsigned number in the given base; nullopt on any junk.
+std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
+// "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
+std::string human_bytes(uint64_t bytes);
+// Joins numbers with a separator: {0,1} -> "0,1".
+std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep = ",");
+
+}  // namespace gpubind
