@@ -21,7 +21,7 @@ std::string topology_source(const std::string& flag) {
 void add_topology_option(CLI::App& app, std::string& target) {
   app.add_option("--topology", target,
                  "Topology source: hwloc XML, NCCL/RCCL XML, gpubind JSON, a gathered /sys+/proc directory or "
-                 ".tar.bz2, or an hwloc synthetic string (default: $GPUBIND_TOPOLOGY, else this machine)");
+                 ".tar.bz2, an hwloc synthetic string, or example:NAME (default: $GPUBIND_TOPOLOGY, else this machine)");
 }
 
 int parse(CLI::App& app, const std::vector<std::string>& args) {

@@ -91,6 +91,7 @@ struct Writer {
              "\" depth=\"3\" cache_linesize=\"64\" cache_associativity=\"0\" cache_type=\"0\">\n";
       for (const Core& c : t.cores)
         if (c.pus.is_subset_of(l3.cpus)) core(c, depth + 1);
+      io_for(l3.cpus, false, depth + 1);  // Frontier-type GPUs hang off one L3 domain
       out += indent(depth) + "</object>\n";
       done |= l3.cpus;
     }

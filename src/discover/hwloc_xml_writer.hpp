@@ -3,7 +3,8 @@
 // by gpubind as --topology. Pure text generation: no hwloc call, so it works for every source.
 // What hwloc XML cannot hold from the model: NICs without a PCI address; NVLink/xGMI links
 // (hwloc stores those as vendor-plugin distance matrices); L3 domains that span several NUMA
-// nodes of one package (Intel SNC), which are left out so the tree stays nested.
+// nodes of one package (Intel SNC), which are left out so the tree stays nested; which CPU-less
+// node holds a GPU's memory (Gpu::memory_numa).
 #include <string>
 
 #include "topo/topology.hpp"

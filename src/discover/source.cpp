@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "discover/examples.hpp"
 #include "discover/hwloc_loader.hpp"
 #include "discover/nccl_loader.hpp"
 #include "sys/archive.hpp"
@@ -104,6 +105,12 @@ Result<topo::Topology> load_json(const std::string& path, const std::string& tex
 
 }  // namespace
 
+std::string example_names() {
+  std::string names;
+  for (const EmbeddedExample& e : embedded_examples()) names += std::string(names.empty() ? "" : ", ") + e.name;
+  return names;
+}
+
 const char* to_string(SourceKind k) {
   switch (k) {
     case SourceKind::live: return "live";
@@ -113,12 +120,14 @@ const char* to_string(SourceKind k) {
     case SourceKind::fsroot: return "fsroot";
     case SourceKind::archive: return "archive";
     case SourceKind::synthetic: return "synthetic";
+    case SourceKind::example: return "example";
   }
   return "?";
 }
 
 Result<SourceKind> detect_source(const std::string& spec) {
   if (spec.empty()) return SourceKind::live;
+  if (spec.starts_with("example:")) return SourceKind::example;
   switch (sys::path_kind(spec)) {
     case sys::PathKind::directory: return SourceKind::fsroot;
     case sys::PathKind::file: {
@@ -134,17 +143,36 @@ Result<SourceKind> detect_source(const std::string& spec) {
   return Error{spec, "no such file or directory (nor an hwloc synthetic description)"};
 }
 
+namespace {
+Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const std::string& origin);
+}
+
 Result<topo::Topology> load_topology(const std::string& spec) {
   auto kind = detect_source(spec);
   if (!kind) return kind.error();
   std::string origin = std::string(to_string(*kind)) + (spec.empty() ? "" : ":" + spec);
-  switch (*kind) {
+  auto t = load_kind(spec, *kind, origin);
+  // Loaders name the source by its origin; the user named it by what they typed.
+  if (!t && !spec.empty() && t.error().what == origin) return Error{spec, t.error().why};
+  return t;
+}
+
+namespace {
+
+Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const std::string& origin) {
+  switch (kind) {
     case SourceKind::live: {
       auto t = load_with_hwloc({HwlocInput::Kind::live, "", "live"});
       if (t && t->hostname.empty()) t->hostname = sys::hostname();
       return t;
     }
     case SourceKind::synthetic: return load_with_hwloc({HwlocInput::Kind::synthetic, spec, origin});
+    case SourceKind::example: {
+      std::string name = spec.substr(8);
+      for (const EmbeddedExample& e : embedded_examples())
+        if (name == e.name) return load_json(spec, e.json);
+      return Error{spec, "no such example (built in: " + example_names() + ")"};
+    }
     case SourceKind::hwloc_xml: return load_with_hwloc({HwlocInput::Kind::xml_file, spec, origin});
     case SourceKind::fsroot: {
       auto dir = fsroot_dir(spec);
@@ -162,10 +190,12 @@ Result<topo::Topology> load_topology(const std::string& spec) {
     case SourceKind::gpubind_json: {
       auto text = sys::read_file(spec);
       if (!text) return text.error();
-      return *kind == SourceKind::nccl_xml ? load_nccl_xml(*text, origin) : load_json(spec, *text);
+      return kind == SourceKind::nccl_xml ? load_nccl_xml(*text, origin) : load_json(spec, *text);
     }
   }
   return Error{spec, "unsupported topology source"};
 }
+
+}  // namespace
 
 }  // namespace gpubind::discover

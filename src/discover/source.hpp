@@ -6,6 +6,7 @@
 //   DIR                      a gathered /sys and /proc tree (hwloc-gather-topology)
 //   FILE.tar.bz2 (.tar.gz...) the same tree as an archive
 //   "pack:2 numa:2 core:8 pu:2"  an hwloc synthetic description
+//   example:NAME             a machine built into gpubind (data/examples/NAME.json)
 #include <string>
 
 #include "topo/topology.hpp"
@@ -13,12 +14,15 @@
 
 namespace gpubind::discover {
 
-enum class SourceKind { live, hwloc_xml, nccl_xml, gpubind_json, fsroot, archive, synthetic };
+enum class SourceKind { live, hwloc_xml, nccl_xml, gpubind_json, fsroot, archive, synthetic, example };
 const char* to_string(SourceKind k);
 
 // What SRC is, decided from the file system and the file's first element; no topology is built.
 Result<SourceKind> detect_source(const std::string& spec);
 
 Result<topo::Topology> load_topology(const std::string& spec);
+
+// Names of the built-in example machines, comma-separated.
+std::string example_names();
 
 }  // namespace gpubind::discover

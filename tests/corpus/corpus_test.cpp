@@ -1,0 +1,118 @@
+// Acceptance test over the real-machine corpus (../shared/topologies): every hwloc XML, sysfs
+// tree and NCCL/RCCL file is loaded in place, and each GPU's and NIC's NUMA nodes and CPU list
+// are compared with ground-truth.json. The files are never copied into this repository; when the
+// folder is absent the test exits 77 (ctest: skipped) and says why.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "discover/source.hpp"
+
+namespace {
+
+using nlohmann::json;
+const std::string kDir = GPUBIND_CORPUS_DIR;
+
+// Files the model cannot represent, with the reason; the test checks they fail the way we say.
+const std::map<std::string, std::string> kUnrepresentable = {
+    {"aws-p5.48xlarge-32xEFA-nics-only.nccl.xml",
+     "no processing units"},  // no <cpu affinity>: NIC->NUMA only, nothing to bind CPUs to
+};
+
+// Files whose devices hang off the whole machine: gpubind reports locality unknown (null) where
+// ground truth writes the machine's full CPU and node set.
+const std::set<std::string> kUnknownLocality = {"jsc-juropa3-2xE5-2650-2xK20Xm-no-pci-locality.hwloc1.xml"};
+
+json ground_truth() {
+  std::ifstream f(kDir + "/ground-truth.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return json::parse(ss.str());
+}
+
+std::string numa_text(const std::optional<std::vector<unsigned>>& n) { return n ? json(*n).dump() : "null"; }
+
+class Corpus : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Corpus, LocalityMatchesGroundTruth) {
+  const std::string file = GetParam();
+  json truth;
+  for (const json& e : ground_truth())
+    if (e["file"] == file) truth = e;
+  ASSERT_FALSE(truth.is_null());
+
+  auto t = gpubind::discover::load_topology(kDir + "/" + file);
+  if (auto it = kUnrepresentable.find(file); it != kUnrepresentable.end()) {
+    ASSERT_FALSE(t.ok()) << file << " was expected to be unrepresentable";
+    EXPECT_NE(t.error().message().find(it->second), std::string::npos) << t.error().message();
+    return;
+  }
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  bool unknown_ok = kUnknownLocality.count(file) > 0;
+
+  ASSERT_EQ(t->gpus.size(), truth["gpus"].size()) << file;
+  for (const json& g : truth["gpus"]) {
+    auto it = std::find_if(t->gpus.begin(), t->gpus.end(), [&](const auto& x) { return x.pci == g["pci"]; });
+    ASSERT_NE(it, t->gpus.end()) << file << ": GPU " << g["pci"] << " not found";
+    EXPECT_EQ(to_string(it->vendor), g["vendor"].get<std::string>()) << file << " " << it->pci;
+    if (!it->numa && unknown_ok) {
+      EXPECT_EQ(g["cpus"].get<std::string>(), t->cpus.to_list()) << file << ": unknown locality must mean 'whole machine'";
+      continue;
+    }
+    EXPECT_EQ(numa_text(it->numa), g["numa"].dump()) << file << " GPU " << it->pci;
+    EXPECT_EQ(it->cpus ? json(it->cpus->to_list()) : json(), g["cpus"]) << file << " GPU " << it->pci;
+  }
+
+  ASSERT_EQ(t->nics.size(), truth["nics"].size()) << file;
+  for (const json& n : truth["nics"]) {
+    auto it = std::find_if(t->nics.begin(), t->nics.end(), [&](const auto& x) {
+      if (!n["pci"].is_null()) return x.pci == n["pci"];
+      return !x.os_names.empty() && x.os_names.front() == n["name"];
+    });
+    ASSERT_NE(it, t->nics.end()) << file << ": NIC " << n["pci"] << " " << n["name"] << " not found";
+    if (!n["name"].is_null()) {
+      std::string names;
+      for (const auto& s : it->os_names) names += (names.empty() ? "" : ",") + s;
+      EXPECT_EQ(names, n["name"].get<std::string>()) << file << " NIC " << it->pci;
+    }
+    if (!it->numa && unknown_ok) continue;
+    EXPECT_EQ(numa_text(it->numa), n["numa"].dump()) << file << " NIC " << it->pci;
+  }
+}
+
+std::vector<std::string> corpus_files() {
+  std::vector<std::string> out;
+  if (!std::filesystem::exists(kDir + "/ground-truth.json")) return out;
+  for (const json& e : ground_truth())
+    if (e["kind"] != "nvidia-smi") out.push_back(e["file"]);  // matrices are answers, not sources
+  return out;
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, Corpus, ::testing::ValuesIn(corpus_files()), test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!std::filesystem::exists(kDir + "/ground-truth.json")) {
+    std::printf("SKIP: corpus not found at %s (it lives in the shared folder beside the checkout)\n", kDir.c_str());
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  int rc = RUN_ALL_TESTS();
+  std::printf("corpus: %zu files checked\n", corpus_files().size());
+  return rc;
+}

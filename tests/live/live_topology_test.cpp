@@ -1,0 +1,73 @@
+// Live: gpubind's view of this machine against what Linux reports in /sys and sched_getaffinity.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "discover/source.hpp"
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+TEST(LiveTopology, PusMatchSysfs) {
+  auto t = gpubind::discover::load_topology("");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->origin, "live");
+  auto online = gpubind::CpuSet::parse_list(read("/sys/devices/system/cpu/online"));
+  ASSERT_TRUE(online.ok());
+  EXPECT_TRUE(online->is_subset_of(t->cpus)) << online->to_list() << " vs " << t->cpus.to_list();
+}
+
+TEST(LiveTopology, NumaNodesMatchSysfs) {
+  auto t = gpubind::discover::load_topology("");
+  ASSERT_TRUE(t.ok());
+  if (!std::filesystem::exists("/sys/devices/system/node")) GTEST_SKIP() << "no /sys/devices/system/node (kernel without NUMA)";
+  for (const auto& n : t->numa_nodes) {
+    std::string path = "/sys/devices/system/node/node" + std::to_string(n.os_index) + "/cpulist";
+    auto sys = gpubind::CpuSet::parse_list(read(path));
+    ASSERT_TRUE(sys.ok()) << path;
+    EXPECT_EQ(n.cpus, *sys) << "node " << n.os_index;
+  }
+}
+
+TEST(LiveTopology, AllowedCoversOurAffinity) {
+  auto t = gpubind::discover::load_topology("");
+  ASSERT_TRUE(t.ok());
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  for (unsigned i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) {
+      EXPECT_TRUE(t->allowed_cpus.test(i)) << "CPU " << i;
+    }
+}
+
+TEST(LiveTopology, NicLocalityMatchesSysfs) {
+  auto t = gpubind::discover::load_topology("");
+  ASSERT_TRUE(t.ok());
+  for (const auto& n : t->nics) {
+    if (n.pci.empty()) continue;
+    std::string node = read("/sys/bus/pci/devices/" + n.pci + "/numa_node");
+    if (node == "-1") {
+      // One NUMA node: hwloc attaches the device to it; several: locality unknown.
+      if (t->numa_nodes.size() > 1) {
+        EXPECT_FALSE(n.numa.has_value()) << n.pci;
+      }
+      continue;
+    }
+    ASSERT_TRUE(n.numa.has_value()) << n.pci;
+    EXPECT_EQ((*n.numa)[0], std::stoul(node)) << n.pci;
+  }
+}
+
+}  // namespace

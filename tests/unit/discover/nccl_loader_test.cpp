@@ -1,0 +1,102 @@
+#include "discover/nccl_loader.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpubind::discover {
+
+namespace {
+// A small two-socket layout written for this test: one switch per socket holding a GPU and a
+// NIC, GPUs on an NVSwitch fabric with 6 links each, and an RCCL-style direct link variant.
+const char* kTwoSocket = R"(<system version="1">
+  <cpu numaid="0" affinity="00000000,000000ff" arch="x86_64">
+    <pci busid="0000:10:00.0" class="0x060400" vendor="0x1000" device="0xc010">
+      <pci busid="0000:11:00.0" class="0x030200" vendor="0x10de" device="0x20b0">
+        <gpu dev="0" sm="80" rank="0" gdr="1">
+          <nvlink target="0000:f0:00.0" count="6" tclass="0x068000"/>
+        </gpu>
+      </pci>
+      <pci busid="0000:12:00.0" class="0x020700" vendor="0x15b3" device="0x101b">
+        <nic><net name="mlx5_0" dev="0"/></nic>
+      </pci>
+    </pci>
+  </cpu>
+  <cpu numaid="1" affinity="00000000,0000ff00" arch="x86_64">
+    <pci busid="0000:90:00.0" class="0x060400" vendor="0x1000" device="0xc010">
+      <pci busid="0000:91:00.0" class="0x030200" vendor="0x10de" device="0x20b0">
+        <gpu dev="1" sm="80" rank="1" gdr="1">
+          <nvlink target="0000:f0:00.0" count="6" tclass="0x068000"/>
+        </gpu>
+      </pci>
+    </pci>
+    <nic><net name="eth0" dev="1"/></nic>
+  </cpu>
+</system>)";
+}  // namespace
+
+TEST(NcclLoader, GpusNicsAndLocality) {
+  auto t = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->gpus.size(), 2u);
+  EXPECT_EQ(t->gpus[0].pci, "0000:11:00.0");
+  EXPECT_EQ(t->gpus[0].index, 0u);
+  EXPECT_EQ(t->gpus[0].vendor, topo::Vendor::nvidia);
+  EXPECT_EQ(*t->gpus[1].numa, std::vector<unsigned>{1});
+  EXPECT_EQ(t->gpus[1].cpus->to_list(), "8-15");
+  ASSERT_EQ(t->nics.size(), 2u);
+  EXPECT_EQ(t->nics[0].pci, "");  // eth0 has no PCI address
+  EXPECT_EQ(t->nics[0].os_names, std::vector<std::string>{"eth0"});
+  EXPECT_EQ(t->nics[1].os_names, std::vector<std::string>{"mlx5_0"});
+  EXPECT_EQ(t->cpus.to_list(), "0-15");
+  EXPECT_EQ(t->numa_nodes.size(), 2u);
+}
+
+TEST(NcclLoader, GpuAndNicOnOneSwitchArePIX) {
+  auto t = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(topo::path_class(t->gpus[0], t->nics[1]), topo::PathClass::PIX);
+  EXPECT_EQ(topo::path_class(t->gpus[1], t->nics[1]), topo::PathClass::SYS);
+}
+
+TEST(NcclLoader, NvswitchLinksBecomeGpuPairs) {
+  auto t = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->links.size(), 1u);
+  EXPECT_EQ(t->links[0].count, 6u);
+  EXPECT_EQ(t->links[0].kind, topo::GpuLink::Kind::nvlink);
+}
+
+TEST(NcclLoader, WarnsThatCoresAreUnknown) {
+  auto t = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(t.ok());
+  ASSERT_FALSE(t->warnings.empty());
+  EXPECT_NE(t->warnings[0].find("no packages, cores"), std::string::npos);
+}
+
+TEST(NcclLoader, RcclDialectDefaultsToAmd) {
+  const char* xml = R"(<system version="2"><cpu numaid="0" affinity="0000000f">
+      <pci busid="0000:02:00.0" class="0x120000"><gpu dev="0"/></pci></cpu></system>)";
+  auto t = load_nccl_xml(xml, "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->gpus.size(), 1u);
+  EXPECT_EQ(t->gpus[0].vendor, topo::Vendor::amd);
+}
+
+TEST(NcclLoader, MalformedXmlSaysWhere) {
+  auto t = load_nccl_xml("<system version=\"1\"><cpu numaid=\"0\">", "bad.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("malformed XML"), std::string::npos) << t.error().message();
+}
+
+TEST(NcclLoader, BadAffinityIsAnError) {
+  auto t = load_nccl_xml(R"(<system version="1"><cpu numaid="0" affinity="zz"/></system>)", "bad.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("hex digit"), std::string::npos) << t.error().message();
+}
+
+TEST(NcclLoader, NoCpuAffinityMeansNoPUs) {
+  auto t = load_nccl_xml(R"(<system version="1"><cpu numaid="0"/></system>)", "nopu.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("no processing units"), std::string::npos);
+}
+
+}  // namespace gpubind::discover

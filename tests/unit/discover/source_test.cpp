@@ -1,0 +1,139 @@
+#include "discover/source.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "discover/hwloc_xml_writer.hpp"
+
+namespace gpubind::discover {
+
+namespace fs = std::filesystem;
+
+namespace {
+class TempFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("gpubind-source-test-" + std::to_string(::getpid()));
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(m_dir / name) << text;
+    return (m_dir / name).string();
+  }
+  fs::path m_dir;
+};
+
+std::string example(const std::string& name) { return std::string(GPUBIND_SOURCE_DIR) + "/data/examples/" + name; }
+}  // namespace
+
+TEST_F(TempFiles, MissingFileIsAnError) {
+  auto t = load_topology((m_dir / "nope.xml").string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("no such file"), std::string::npos);
+}
+
+TEST_F(TempFiles, EmptyFileIsAnError) {
+  auto t = load_topology(write("empty.xml", ""));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().why, "file is empty");
+}
+
+TEST_F(TempFiles, MalformedHwlocXmlIsAnError) {
+  auto t = load_topology(write("bad.xml", "<topology version=\"2.0\"><object type=\"Machine\""));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("hwloc"), std::string::npos) << t.error().message();
+}
+
+TEST_F(TempFiles, UnknownXmlRootIsAnError) {
+  auto t = load_topology(write("svg.xml", "<?xml version=\"1.0\"?><svg/>"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("<svg>"), std::string::npos);
+}
+
+TEST_F(TempFiles, MalformedJsonIsAnError) {
+  auto t = load_topology(write("bad.json", "{\"schema_version\": 1,"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("malformed JSON"), std::string::npos);
+}
+
+TEST_F(TempFiles, TextFileIsAnError) {
+  auto t = load_topology(write("notes.txt", "hello"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("not a topology file"), std::string::npos);
+}
+
+TEST_F(TempFiles, DirectoryWithoutSysIsAnError) {
+  fs::create_directories(m_dir / "empty-tree");
+  auto t = load_topology((m_dir / "empty-tree").string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("no sys/"), std::string::npos);
+}
+
+TEST_F(TempFiles, BrokenArchiveIsAnError) {
+  auto t = load_topology(write("node.tar.bz2", "this is not bzip2"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("not a readable archive"), std::string::npos) << t.error().message();
+}
+
+TEST(Source, SyntheticStringLoads) {
+  auto t = load_topology("pack:2 numa:2 l3:2 core:4 pu:2");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->packages.size(), 2u);
+  EXPECT_EQ(t->numa_nodes.size(), 4u);
+  EXPECT_EQ(t->l3_domains.size(), 8u);
+  EXPECT_EQ(t->cores.size(), 32u);
+  EXPECT_EQ(t->cpus.count(), 64u);
+  EXPECT_EQ(t->cores[0].pus.count(), 2u);
+}
+
+TEST(Source, SyntheticStringHwlocRejects) {
+  auto t = load_topology("pack:2 bogus:3");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().why.find("synthetic"), std::string::npos);
+}
+
+TEST(Source, DetectsKinds) {
+  EXPECT_EQ(*detect_source(""), SourceKind::live);
+  EXPECT_EQ(*detect_source(example("dgx-h100.json")), SourceKind::gpubind_json);
+  EXPECT_EQ(*detect_source("node:2 pu:2"), SourceKind::synthetic);
+  EXPECT_FALSE(detect_source("no-such-thing").ok());
+}
+
+// hwloc XML written by gpubind is read back by hwloc into the same machine.
+TEST_F(TempFiles, HwlocXmlExportReloads) {
+  for (const char* name : {"dgx-h100.json", "dgx-a100-nps4.json", "frontier-like.json", "gh200.json", "workstation-socket0.json",
+                           "cloud-vm-unknown-locality.json"}) {
+    auto orig = load_topology(example(name));
+    ASSERT_TRUE(orig.ok()) << name;
+    std::string path = write(std::string(name) + ".xml", to_hwloc_xml(*orig));
+    auto back = load_topology(path);
+    ASSERT_TRUE(back.ok()) << name << ": " << back.error().message();
+    EXPECT_EQ(back->cpus, orig->cpus) << name;
+    EXPECT_EQ(back->allowed_cpus, orig->allowed_cpus) << name;
+    ASSERT_EQ(back->numa_nodes.size(), orig->numa_nodes.size()) << name;
+    for (size_t i = 0; i < orig->numa_nodes.size(); ++i) {
+      EXPECT_EQ(back->numa_nodes[i].cpus, orig->numa_nodes[i].cpus) << name << " node " << i;
+      EXPECT_EQ(back->numa_nodes[i].memory_bytes, orig->numa_nodes[i].memory_bytes) << name;
+    }
+    EXPECT_EQ(back->distances, orig->distances) << name;
+    EXPECT_EQ(back->cores.size(), orig->cores.size()) << name;
+    EXPECT_EQ(back->l3_domains.size(), orig->l3_domains.size()) << name;
+    ASSERT_EQ(back->gpus.size(), orig->gpus.size()) << name;
+    for (size_t i = 0; i < orig->gpus.size(); ++i) {
+      EXPECT_EQ(back->gpus[i].pci, orig->gpus[i].pci) << name;
+      EXPECT_EQ(back->gpus[i].numa, orig->gpus[i].numa) << name;
+      EXPECT_EQ(back->gpus[i].cpus, orig->gpus[i].cpus) << name;
+      for (size_t j = 0; j < orig->nics.size(); ++j)
+        EXPECT_EQ(topo::path_class(back->gpus[i], back->nics[j]), topo::path_class(orig->gpus[i], orig->nics[j]))
+            << name << " gpu " << i << " nic " << j;
+    }
+    ASSERT_EQ(back->nics.size(), orig->nics.size()) << name;
+    for (size_t i = 0; i < orig->nics.size(); ++i) EXPECT_EQ(back->nics[i].os_names, orig->nics[i].os_names) << name;
+  }
+}
+
+}  // namespace gpubind::discover

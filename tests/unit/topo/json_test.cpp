@@ -1,0 +1,88 @@
+#include "topo/json.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpubind::topo {
+
+namespace {
+nlohmann::json read_example(const std::string& name) {
+  std::ifstream f(std::string(GPUBIND_SOURCE_DIR) + "/data/examples/" + name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+}  // namespace
+
+// Every example file is gpubind's own output format: reading and writing it changes nothing.
+TEST(TopologyJson, ExamplesRoundTripExactly) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(GPUBIND_SOURCE_DIR) + "/data/examples")) {
+    if (e.path().extension() != ".json") continue;
+    nlohmann::json j = read_example(e.path().filename());
+    auto t = from_json(j);
+    ASSERT_TRUE(t.ok()) << e.path() << ": " << t.error().message();
+    EXPECT_EQ(nlohmann::json(to_json(*t)), j) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST(TopologyJson, RequiredFieldsExist) {
+  auto t = from_json(read_example("dgx-h100.json"));
+  ASSERT_TRUE(t.ok());
+  nlohmann::json j = to_json(*t);
+  for (const char* k : {"schema_version", "packages", "numa_nodes", "gpus", "nics"}) EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["numa_nodes"][0]["os_index"], 0);
+  EXPECT_TRUE(j["numa_nodes"][0]["cpus"].is_string());
+  EXPECT_TRUE(j["numa_nodes"][0]["memory_bytes"].is_number());
+  const auto& g = j["gpus"][0];
+  EXPECT_EQ(g["pci"], "0000:18:00.0");
+  EXPECT_EQ(g["vendor"], "nvidia");
+  EXPECT_EQ(g["numa"], nlohmann::json::array({0}));
+  EXPECT_EQ(g["cpus"], "0-55,112-167");
+  EXPECT_TRUE(j["nics"][0].contains("name"));
+}
+
+TEST(TopologyJson, UnknownLocalityIsNull) {
+  auto t = from_json(read_example("cloud-vm-unknown-locality.json"));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->gpus[0].numa.has_value());
+  EXPECT_TRUE(to_json(*t)["gpus"][0]["numa"].is_null());
+  EXPECT_TRUE(to_json(*t)["gpus"][0]["cpus"].is_null());
+}
+
+TEST(TopologyJson, WrongTypesNameTheField) {
+  nlohmann::json j = read_example("gh200.json");
+  j["gpus"][0]["cpus"] = 5;
+  auto t = from_json(j);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("gpus[0].cpus"), std::string::npos) << t.error().message();
+}
+
+TEST(TopologyJson, RejectsFutureSchema) {
+  nlohmann::json j = read_example("gh200.json");
+  j["schema_version"] = 99;
+  auto t = from_json(j);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("schema_version 99"), std::string::npos);
+}
+
+TEST(TopologyJson, RejectsBadCpuList) {
+  nlohmann::json j = read_example("gh200.json");
+  j["numa_nodes"][0]["cpus"] = "0-x";
+  EXPECT_FALSE(from_json(j).ok());
+}
+
+TEST(TopologyJson, RejectsMissingCores) {
+  nlohmann::json j = read_example("gh200.json");
+  j.erase("cores");
+  auto t = from_json(j);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("cores"), std::string::npos);
+}
+
+}  // namespace gpubind::topo
