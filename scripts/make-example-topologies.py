@@ -219,9 +219,10 @@ def gh200():
     m.l3.append((pus, 114 * 1024 * 1024))
     for k in pus:
         m.core([k])
-    m.gpu("0009:01:00.0", "nvidia", "0x10de", "0x2342", "0x0302", "NVIDIA GH200 480GB", [0], pus,
+    # hwloc reports locality as a nodeset, which here holds the GPU-memory node as well.
+    m.gpu("0009:01:00.0", "nvidia", "0x10de", "0x2342", "0x0302", "NVIDIA GH200 480GB", [0, 1], pus,
           ["hb:0009:00", "0009:00:00.0"], ["cuda0", "nvml0"], memory_numa=[1])
-    m.nic("0000:01:00.0", ["ibp1s0", "mlx5_0"], "MT2910 Family [ConnectX-7]", "0x15b3", "0x1021", "0x0207", [0], pus,
+    m.nic("0000:01:00.0", ["ibp1s0", "mlx5_0"], "MT2910 Family [ConnectX-7]", "0x15b3", "0x1021", "0x0207", [0, 1], pus,
           ["hb:0000:00", "0000:00:00.0"])
     return m
 
