@@ -13,6 +13,7 @@
 #include <set>
 
 #include "discover/classify.hpp"
+#include "discover/sysfs_pci.hpp"
 #include "sys/fsroot.hpp"
 #include "util/strings.hpp"
 
@@ -218,6 +219,113 @@ void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, s
             [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
 }
 
+// Collects GPUs and NICs from either device source, classified the same way.
+struct DeviceSink {
+  Topology& topo;
+  std::vector<bool> has_index;                       // per GPU: index fixed by a vendor library
+  std::map<hwloc_obj_t, std::string> gpu_of_obj;     // hwloc objects (PCI and OS devices) -> GPU bus id
+
+  void add(const PciIdentity& id, topo::PciDevice dev, const std::string& uuid, std::optional<unsigned> rsmi_index) {
+    DeviceRole role = classify(id);
+    if (role == DeviceRole::gpu) {
+      topo::Gpu g;
+      static_cast<topo::PciDevice&>(g) = std::move(dev);
+      g.vendor = id.nvidia_driver_bound ? topo::Vendor::nvidia : topo::vendor_from_pci_id(id.vendor_id);
+      g.uuid = uuid;
+      // ROCm enumerates AMD GPUs in its own (KFD) order, which hwloc's rsmi index records.
+      has_index.push_back(rsmi_index.has_value() && g.vendor == topo::Vendor::amd);
+      g.index = rsmi_index.value_or(0);
+      topo.gpus.push_back(std::move(g));
+    } else if (role == DeviceRole::nic) {
+      topo::Nic nic;
+      static_cast<topo::PciDevice&>(nic) = std::move(dev);
+      topo.nics.push_back(std::move(nic));
+    }
+  }
+};
+
+void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sink) {
+  bool multi_numa = cpu_numa_nodes(sink.topo).size() > 1;
+  std::set<std::string> nv_bound = nvidia_driver_gpus(in);
+  for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_pcidev(t, o));) {
+    PciIdentity id{o->attr->pcidev.vendor_id, o->attr->pcidev.device_id, o->attr->pcidev.class_id,
+                   nv_bound.count(pci_bus_id(o)) > 0};
+    DeviceRole role = classify(id);
+    if (role == DeviceRole::none) continue;
+    topo::PciDevice dev;
+    dev.pci = pci_bus_id(o);
+    dev.vendor_id = id.vendor_id;
+    dev.device_id = id.device_id;
+    dev.class_id = id.class_id;
+    dev.name = info(o, "PCIDevice");
+    if (dev.name.empty() && o->name) dev.name = o->name;
+    DeviceLocality loc = locality_of(t, o, multi_numa);
+    dev.numa = loc.numa;
+    dev.cpus = loc.cpus;
+    dev.pcie_path = pcie_path_of(o);
+    std::string uuid;
+    std::optional<unsigned> rsmi_index;
+    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
+      if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+      dev.os_names.emplace_back(c->name);
+      if (uuid.empty()) uuid = info(c, "NVIDIAUUID");
+      if (uuid.empty()) uuid = info(c, "AMDUUID");
+      if (dev.name.empty()) dev.name = info(c, "GPUModel");
+      std::string cn = c->name;
+      if (cn.starts_with("rsmi") && parse_uint(cn.substr(4))) rsmi_index = unsigned(*parse_uint(cn.substr(4)));
+      if (role == DeviceRole::gpu) sink.gpu_of_obj[c] = dev.pci;
+    }
+    std::sort(dev.os_names.begin(), dev.os_names.end());
+    if (role == DeviceRole::gpu) sink.gpu_of_obj[o] = dev.pci;
+    sink.add(id, std::move(dev), uuid, rsmi_index);
+  }
+}
+
+// Live devices from sysfs. hwloc places an I/O device at the smallest object covering its
+// local_cpulist; doing the same here keeps both paths' answers identical (the corpus test
+// checks them against each other on the gathered trees).
+void add_sysfs_devices(hwloc_topology_t t, const std::string& root_dir, DeviceSink& sink) {
+  auto root = sys::open_fsroot(root_dir);
+  if (!root) return;
+  auto devices = scan_sysfs_pci(**root);
+  if (!devices) {
+    sink.topo.warnings.push_back("PCI devices not read: " + devices.error().message());
+    return;
+  }
+  bool multi_numa = cpu_numa_nodes(sink.topo).size() > 1;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (const SysfsPciDevice& s : *devices) {
+    PciIdentity id{s.vendor_id, s.device_id, s.class_id, s.nvidia_driver_bound};
+    if (classify(id) == DeviceRole::none) continue;
+    topo::PciDevice dev;
+    dev.pci = s.pci;
+    dev.vendor_id = s.vendor_id;
+    dev.device_id = s.device_id;
+    dev.class_id = s.class_id;
+    dev.name = s.name;
+    dev.os_names = s.os_names;
+    dev.pcie_path = s.pcie_path;
+    hwloc_obj_t obj = nullptr;
+    if (s.local_cpus) {
+      hwloc_bitmap_zero(set);
+      for (unsigned c : s.local_cpus->ids()) hwloc_bitmap_set(set, c);
+      hwloc_bitmap_and(set, set, hwloc_topology_get_complete_cpuset(t));
+      if (!hwloc_bitmap_iszero(set)) obj = hwloc_get_obj_covering_cpuset(t, set);
+    }
+    if (obj && !(obj->type == HWLOC_OBJ_MACHINE && multi_numa)) {
+      dev.numa = to_ids(obj->nodeset);
+      dev.cpus = to_cpuset(obj->cpuset);
+    } else if (!multi_numa && !sink.topo.numa_nodes.empty()) {
+      // One NUMA node: every device is local to it whatever the firmware said.
+      hwloc_obj_t r = hwloc_get_root_obj(t);
+      dev.numa = to_ids(r->nodeset);
+      dev.cpus = to_cpuset(r->cpuset);
+    }
+    sink.add(id, std::move(dev), s.uuid, std::nullopt);
+  }
+  hwloc_bitmap_free(set);
+}
+
 Topology convert(hwloc_topology_t t, const HwlocInput& in) {
   Topology topo;
   topo.origin = in.origin;
@@ -274,56 +382,13 @@ Topology convert(hwloc_topology_t t, const HwlocInput& in) {
   for (unsigned pu : (topo.cpus - in_cores).ids()) topo.cores.push_back({CpuSet::of({pu})});
   std::sort(topo.cores.begin(), topo.cores.end(), [](const topo::Core& a, const topo::Core& b) { return a.pus < b.pus; });
 
-  // I/O: GPUs and NICs with their locality and PCIe path.
-  bool multi_numa = cpu_numa_nodes(topo).size() > 1;
-  std::set<std::string> nv_bound = nvidia_driver_gpus(in);
-  std::vector<bool> has_index;
-  std::map<hwloc_obj_t, std::string> gpu_of_obj;
-  for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_pcidev(t, o));) {
-    PciIdentity id{o->attr->pcidev.vendor_id, o->attr->pcidev.device_id, o->attr->pcidev.class_id,
-                   nv_bound.count(pci_bus_id(o)) > 0};
-    DeviceRole role = classify(id);
-    if (role == DeviceRole::none) continue;
-    topo::PciDevice dev;
-    dev.pci = pci_bus_id(o);
-    dev.vendor_id = id.vendor_id;
-    dev.device_id = id.device_id;
-    dev.class_id = id.class_id;
-    dev.name = info(o, "PCIDevice");
-    if (dev.name.empty() && o->name) dev.name = o->name;
-    DeviceLocality loc = locality_of(t, o, multi_numa);
-    dev.numa = loc.numa;
-    dev.cpus = loc.cpus;
-    dev.pcie_path = pcie_path_of(o);
-    std::string uuid;
-    std::optional<unsigned> rsmi_index;
-    for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
-      if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
-      dev.os_names.emplace_back(c->name);
-      if (uuid.empty()) uuid = info(c, "NVIDIAUUID");
-      if (uuid.empty()) uuid = info(c, "AMDUUID");
-      if (dev.name.empty()) dev.name = info(c, "GPUModel");
-      std::string cn = c->name;
-      if (cn.starts_with("rsmi") && parse_uint(cn.substr(4))) rsmi_index = unsigned(*parse_uint(cn.substr(4)));
-      if (role == DeviceRole::gpu) gpu_of_obj[c] = dev.pci;
-    }
-    std::sort(dev.os_names.begin(), dev.os_names.end());
-    if (role == DeviceRole::gpu) {
-      gpu_of_obj[o] = dev.pci;
-      topo::Gpu g;
-      static_cast<topo::PciDevice&>(g) = dev;
-      g.vendor = id.nvidia_driver_bound ? topo::Vendor::nvidia : topo::vendor_from_pci_id(id.vendor_id);
-      g.uuid = uuid;
-      // ROCm enumerates AMD GPUs in its own (KFD) order, which hwloc's rsmi index records.
-      has_index.push_back(rsmi_index.has_value() && g.vendor == topo::Vendor::amd);
-      g.index = rsmi_index.value_or(0);
-      topo.gpus.push_back(g);
-    } else {
-      topo::Nic nic;
-      static_cast<topo::PciDevice&>(nic) = dev;
-      topo.nics.push_back(nic);
-    }
-  }
+  // I/O: GPUs and NICs with their locality and PCIe path. Live machines are read from sysfs
+  // (see sysfs_pci.hpp for why); captures and XML come with hwloc's I/O objects.
+  DeviceSink sink{topo, {}, {}};
+  if (in.devices == HwlocInput::Devices::sysfs) add_sysfs_devices(t, in.kind == HwlocInput::Kind::live ? "/" : in.value, sink);
+  else add_hwloc_devices(t, in, sink);
+  std::vector<bool> has_index = sink.has_index;
+  std::map<hwloc_obj_t, std::string> gpu_of_obj = sink.gpu_of_obj;
   assign_gpu_indexes(topo.gpus, has_index);
   std::sort(topo.nics.begin(), topo.nics.end(), [](const topo::Nic& a, const topo::Nic& b) { return a.pci < b.pci; });
   add_links(t, topo, gpu_of_obj);
@@ -349,12 +414,12 @@ Result<Topology> load_with_hwloc(const HwlocInput& in) {
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
 
   const std::string what = in.origin;
+  if (in.devices == HwlocInput::Devices::sysfs) hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
   switch (in.kind) {
     case HwlocInput::Kind::live:
-      // Live: PCI locality comes from sysfs through hwloc's linux backend. libpciaccess (the
-      // "pci" component) reads config space (~20 ms in a VM) and display plugins probe X
-      // servers; neither adds anything gpubind uses.
-      hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+      // Live: hwloc reads CPUs, caches and NUMA nodes only; PCI devices come from sysfs
+      // (add_sysfs_devices). hwloc's I/O discovery reads config space (~15-20 ms in a VM) and
+      // its display plugins probe X servers; neither adds anything gpubind uses.
       hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
       hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
       hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");

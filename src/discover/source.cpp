@@ -162,7 +162,7 @@ namespace {
 Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const std::string& origin) {
   switch (kind) {
     case SourceKind::live: {
-      auto t = load_with_hwloc({HwlocInput::Kind::live, "", "live"});
+      auto t = load_with_hwloc({HwlocInput::Kind::live, "", "live", HwlocInput::Devices::sysfs});
       if (t && t->hostname.empty()) t->hostname = sys::hostname();
       return t;
     }

@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
+#include "sys/archive.hpp"
 
 namespace {
 
@@ -86,6 +88,49 @@ TEST_P(Corpus, LocalityMatchesGroundTruth) {
   }
 }
 
+// gpubind reads live PCI devices from sysfs itself rather than through hwloc's I/O discovery.
+// On every gathered tree of the corpus both must find the same GPUs and NICs in the same place.
+class SysfsTrees : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SysfsTrees, SysfsScanAgreesWithHwloc) {
+  using gpubind::discover::HwlocInput;
+  auto tmp = gpubind::sys::extract_archive(kDir + "/" + GetParam());
+  ASSERT_TRUE(tmp.ok()) << tmp.error().message();
+  std::string dir;
+  for (const auto& e : std::filesystem::directory_iterator(tmp->path()))
+    if (std::filesystem::exists(e.path() / "sys")) dir = e.path();
+  ASSERT_FALSE(dir.empty());
+  auto by_hwloc = gpubind::discover::load_with_hwloc({HwlocInput::Kind::fsroot, dir, "h", HwlocInput::Devices::hwloc});
+  auto by_sysfs = gpubind::discover::load_with_hwloc({HwlocInput::Kind::fsroot, dir, "s", HwlocInput::Devices::sysfs});
+  ASSERT_TRUE(by_hwloc.ok()) << by_hwloc.error().message();
+  ASSERT_TRUE(by_sysfs.ok()) << by_sysfs.error().message();
+  ASSERT_EQ(by_sysfs->gpus.size(), by_hwloc->gpus.size());
+  for (size_t i = 0; i < by_hwloc->gpus.size(); ++i) {
+    const auto &a = by_hwloc->gpus[i], &b = by_sysfs->gpus[i];
+    EXPECT_EQ(b.pci, a.pci);
+    EXPECT_EQ(b.vendor, a.vendor) << a.pci;
+    EXPECT_EQ(numa_text(b.numa), numa_text(a.numa)) << a.pci;
+    EXPECT_EQ(b.cpus, a.cpus) << a.pci;
+    EXPECT_EQ(b.pcie_path, a.pcie_path) << a.pci;
+  }
+  ASSERT_EQ(by_sysfs->nics.size(), by_hwloc->nics.size());
+  for (size_t i = 0; i < by_hwloc->nics.size(); ++i) {
+    const auto &a = by_hwloc->nics[i], &b = by_sysfs->nics[i];
+    EXPECT_EQ(b.pci, a.pci);
+    EXPECT_EQ(numa_text(b.numa), numa_text(a.numa)) << a.pci;
+    EXPECT_EQ(b.os_names, a.os_names) << a.pci;
+    EXPECT_EQ(b.pcie_path, a.pcie_path) << a.pci;
+  }
+}
+
+std::vector<std::string> sysfs_trees() {
+  std::vector<std::string> out;
+  if (!std::filesystem::exists(kDir + "/ground-truth.json")) return out;
+  for (const json& e : ground_truth())
+    if (e["kind"] == "sysfs") out.push_back(e["file"]);
+  return out;
+}
+
 std::vector<std::string> corpus_files() {
   std::vector<std::string> out;
   if (!std::filesystem::exists(kDir + "/ground-truth.json")) return out;
@@ -103,6 +148,8 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Shared, Corpus, ::testing::ValuesIn(corpus_files()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
+INSTANTIATE_TEST_SUITE_P(Shared, SysfsTrees, ::testing::ValuesIn(sysfs_trees()), test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SysfsTrees);
 
 }  // namespace
 
