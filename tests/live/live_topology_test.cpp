@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,44 @@ TEST(LiveTopology, NicLocalityMatchesSysfs) {
     }
     ASSERT_TRUE(n.numa.has_value()) << n.pci;
     EXPECT_EQ((*n.numa)[0], std::stoul(node)) << n.pci;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// hwloc-gather-topology (hwloc's own capture tool) saves this machine as a /sys+/proc archive and
+// an XML file; gpubind must read both back as the same machine it sees live.
+TEST(LiveTopology, GatheredCaptureMatchesLive) {
+  if (std::system("command -v hwloc-gather-topology >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "hwloc-gather-topology is not installed (Debian package hwloc-nox)";
+  char tmpl[] = "/tmp/gpubind-gather.XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string cmd = "cd " + dir + " && hwloc-gather-topology ./node >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto live = gpubind::discover::load_topology("");
+  auto archive = gpubind::discover::load_topology(dir + "/node.tar.bz2");
+  auto xml = gpubind::discover::load_topology(dir + "/node.xml");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  ASSERT_TRUE(archive.ok()) << archive.error().message();
+  ASSERT_TRUE(xml.ok()) << xml.error().message();
+  for (const auto* t : {&*archive, &*xml}) {
+    EXPECT_EQ(t->cpus, live->cpus) << t->origin;
+    EXPECT_EQ(t->packages.size(), live->packages.size()) << t->origin;
+    EXPECT_EQ(t->cores.size(), live->cores.size()) << t->origin;
+    EXPECT_EQ(t->l3_domains.size(), live->l3_domains.size()) << t->origin;
+    ASSERT_EQ(t->numa_nodes.size(), live->numa_nodes.size()) << t->origin;
+    for (size_t i = 0; i < t->numa_nodes.size(); ++i) EXPECT_EQ(t->numa_nodes[i].cpus, live->numa_nodes[i].cpus);
+  }
+  // The XML carries hwloc's I/O objects: the same GPUs and NICs as gpubind's sysfs scan.
+  ASSERT_EQ(xml->gpus.size(), live->gpus.size());
+  ASSERT_EQ(xml->nics.size(), live->nics.size());
+  for (size_t i = 0; i < live->nics.size(); ++i) {
+    EXPECT_EQ(xml->nics[i].pci, live->nics[i].pci);
+    EXPECT_EQ(xml->nics[i].numa, live->nics[i].numa);
+    EXPECT_EQ(xml->nics[i].pcie_path, live->nics[i].pcie_path);
   }
 }
 

@@ -1,0 +1,47 @@
+# gpubind: two commands.
+#   make run   installs what is missing, builds, shows this machine and an embedded DGX H100
+#   make test  installs what is missing, builds (warnings are errors), runs every test, then the
+#              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: run test deps build build-asan test-asan bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARNINGS_AS_ERRORS=ON $(CMAKE_ARGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	@echo "== gpubind topo (this machine)"
+	@$(BUILD)/src/gpubind topo
+	@echo
+	@echo "== gpubind topo --topology example:dgx-h100 --format matrix (embedded DGX H100-like node)"
+	@$(BUILD)/src/gpubind topo --topology example:dgx-h100 --format matrix
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	$(MAKE) --no-print-directory test-asan
+
+$(ASAN_BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON \
+	  -DGPUBIND_BUILD_BENCH=OFF $(CMAKE_ARGS)
+
+build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli'
+
+bench: build
+	scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

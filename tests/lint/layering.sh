@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The layering rule of docs/ARCHITECTURE.md, for what CMake cannot see: system headers.
+#   hwloc.h        only in src/discover (the one hwloc adapter)
+#   libxml         only in src/discover
+#   syscall headers (unistd, fcntl, dirent, sched, numaif, sys/*) only in src/sys
+#   topo, render, util never include sys/ or discover/ headers
+set -u
+cd "$(dirname "$0")/../.."
+bad=0
+check() {  # check PATTERN ALLOWED_DIR_REGEX MESSAGE
+  local hits
+  hits=$(grep -rnE "$1" src --include='*.cpp' --include='*.hpp' | grep -vE "^($2)" || true)
+  if [ -n "$hits" ]; then
+    echo "layering: $3:"
+    echo "$hits"
+    bad=1
+  fi
+}
+check '#include <hwloc' 'src/discover/' "hwloc is used outside src/discover"
+check '#include <libxml' 'src/discover/' "libxml2 is used outside src/discover"
+check '#include <(unistd|fcntl|dirent|sched|numaif|numa)\.h>|#include <sys/' 'src/sys/' "a syscall header outside src/sys"
+hits=$(grep -rnE '#include "(sys|discover|cli)/' src/util src/topo src/render || true)
+if [ -n "$hits" ]; then
+  echo "layering: a pure layer (util, topo, render) includes sys/, discover/ or cli/:"
+  echo "$hits"
+  bad=1
+fi
+[ $bad = 0 ] && echo "layering: ok"
+exit $bad
