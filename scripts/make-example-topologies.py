@@ -192,14 +192,14 @@ def frontier_like():
     for i, l3 in enumerate(gcd_l3):
         cpus = m.l3[l3][0]
         node = l3 // 2
-        hb = "hb:0000:" + format(int(bus[i], 16) - 1, "02x")
+        root = format(int(bus[i], 16) & ~3, "02x")  # four buses per root complex: c0-c3, c4-c7...
         m.gpu(f"0000:{bus[i]}:00.0", "amd", "0x1002", "0x7408", "0x0380", "AMD Instinct MI250X", [node], cpus,
-              [hb, f"0000:{format(int(bus[i], 16) - 1, '02x')}:07.1"], [f"rsmi{i}"])
+              ["hb:0000:" + root, f"0000:{root}:07.1"], [f"rsmi{i}"])
     for k, (node, b) in enumerate([(3, "c5"), (1, "cd"), (0, "d5"), (2, "dd")]):
-        hb = "hb:0000:" + format(int(b, 16) - 1, "02x")
+        root = format(int(b, 16) & ~3, "02x")  # shares its root complex with an odd-numbered GCD
         m.nic(f"0000:{b}:00.0", [f"hsn{k}", f"cxi{k}"], "Slingshot 200Gb NIC [Cassini]", "0x17db", "0x0501", "0x0200",
               [node], m.l3[node * 2 + 1][0],
-              [hb, f"0000:{format(int(b, 16) - 1, '02x')}:01.1"])
+              ["hb:0000:" + root, f"0000:{root}:01.1"])
     pcis = sorted(g["pci"] for g in m.gpus)
     for i, a in enumerate(pcis):
         for b in pcis[i + 1:]:
