@@ -14,7 +14,7 @@ namespace gpubind::cli {
 int cmd_topo(const std::vector<std::string>& args) {
   CLI::App app("Show the machine's sockets, NUMA nodes, L3 domains, cores, GPUs and NICs, their locality and "
                "the PCIe/NVLink path class between devices.",
-               "topo");
+               "gpubind topo");
   std::string topology;
   std::string format = "table";
   bool json = false;

@@ -32,8 +32,11 @@ int parse(CLI::App& app, const std::vector<std::string>& args) {
     std::fputs(app.help().c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    fail(Error{app.get_name(), e.what()}, kExitUsage);
-    std::fprintf(stderr, "hint: see 'gpubind %s --help'\n", app.get_name().c_str());
+    // App names are "gpubind <command>"; the error line names just the command.
+    std::string name = app.get_name();
+    if (name.starts_with("gpubind ")) name = name.substr(8);
+    fail(Error{name, e.what()}, kExitUsage);
+    std::fprintf(stderr, "hint: see '%s --help'\n", app.get_name().c_str());
     return kExitUsage;
   }
   return -1;
