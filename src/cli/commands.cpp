@@ -23,6 +23,8 @@ void print_usage(FILE* out) {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"topo", "show sockets, NUMA nodes, caches, cores, GPUs and NICs and how they connect", cmd_topo},
+      {"plan", "plan each local rank's GPU, CPUs, memory node and NIC", cmd_plan},
+      {"compare", "score the same job under several binding strategies side by side", cmd_compare},
   };
   return table;
 }

@@ -19,5 +19,7 @@ int run_main(int argc, char** argv);
 
 // One function per subcommand, each in cmd_<name>.cpp.
 int cmd_topo(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_compare(const std::vector<std::string>& args);
 
 }  // namespace gpubind::cli

@@ -1,0 +1,100 @@
+// gpubind compare: the same job under several binding strategies, side by side.
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/plan_options.hpp"
+#include "discover/source.hpp"
+#include "render/plan_render.hpp"
+#include "render/table.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+struct Strategy {
+  const char* name;
+  const char* what;
+  plan::Policy policy;
+};
+
+const Strategy kStrategies[] = {
+    {"kernel-default", "no binding: the scheduler may run any rank anywhere", plan::Policy::none},
+    {"cpu-only", "GPU-unaware contiguous blocks from CPU 0 (DeepSpeed-style)", plan::Policy::cpu_only},
+    {"numa", "the GPU's whole NUMA node, shared by its ranks", plan::Policy::numa},
+    {"socket", "the GPU's whole package, shared by its ranks", plan::Policy::socket},
+    {"closest", "gpubind: disjoint L3-aligned cores on the GPU's node, memory and NIC nearest", plan::Policy::closest},
+};
+
+std::string nic_summary(const plan::Score& s) {
+  std::map<std::string, unsigned> count;
+  for (const auto& c : s.nic_path) count[c ? topo::to_string(*c) : "none"]++;
+  std::string out;
+  for (const char* k : {"PIX", "PXB", "PHB", "NODE", "SYS", "none"})
+    if (count.count(k)) out += (out.empty() ? "" : " ") + std::to_string(count[k]) + "x" + k;
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+int cmd_compare(const std::vector<std::string>& args) {
+  CLI::App app("Score the same job under the kernel default, GPU-unaware pinning, NUMA and socket binding, and gpubind's "
+               "closest policy.",
+               "gpubind compare");
+  PlanOptions o;
+  bool json = false;
+  add_topology_option(app, o.topology);
+  add_plan_options(app, o, false);
+  app.add_flag("--json", json, "JSON output");
+  if (int rc = parse(app, args); rc >= 0) return rc;
+
+  std::string source = topology_source(o.topology);
+  auto topo = discover::load_topology(source);
+  if (!topo) return fail(topo.error(), kExitFailure);
+  auto req = make_request(o, *topo, source.empty());
+  if (!req) return fail(req.error(), kExitUsage);
+
+  nlohmann::ordered_json j;
+  j["schema_version"] = render::kPlanSchemaVersion;
+  j["topology"] = topo->origin;
+  j["strategies"] = nlohmann::ordered_json::array();
+  render::TextTable t({"STRATEGY", "CPU LOCALITY", "MEM LOCALITY", "OVERLAP", "CORES/RANK", "NIC PATH"});
+  std::vector<std::string> warnings;
+  size_t ranks = 0;
+  for (const Strategy& s : kStrategies) {
+    plan::Request r = *req;
+    r.policy = s.policy;
+    auto p = plan::make_plan(*topo, r);
+    if (!p) return fail(p.error(), kExitUsage);
+    ranks = p->ranks.size();
+    if (warnings.empty()) warnings = p->warnings;
+    const plan::Score& sc = p->score;
+    t.add({s.name, render::format_share(sc.cpu_locality), render::format_share(sc.mem_locality),
+           std::to_string(sc.overlap_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
+           nic_summary(sc)});
+    nlohmann::ordered_json e;
+    e["strategy"] = s.name;
+    e["description"] = s.what;
+    e["score"] = render::plan_json(*p, false)["score"];
+    j["strategies"].push_back(e);
+  }
+  j["warnings"] = warnings;
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("Compare: %zu rank(s) on %s\n\n%s", ranks, topo->origin.c_str(), t.str().c_str());
+  std::printf("\n");
+  for (const Strategy& s : kStrategies) std::printf("  %-15s %s\n", s.name, s.what);
+  std::printf("\n  cpu locality: share of the ranks' CPUs on their GPU's NUMA node; memory locality: share of\n"
+              "  memory placed there; overlap: CPUs given to more than one rank.\n");
+  if (!warnings.empty()) {
+    std::printf("\nwarnings:\n");
+    for (const std::string& w : warnings) std::printf("  %s\n", w.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli

@@ -1,0 +1,55 @@
+// gpubind plan: which GPU, CPUs, memory nodes and NIC each local rank gets.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/plan_options.hpp"
+#include "discover/source.hpp"
+#include "render/plan_render.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+int cmd_plan(const std::vector<std::string>& args) {
+  CLI::App app("Plan the binding of every local rank: GPU(s), CPU set, memory node(s), NIC and environment.",
+               "gpubind plan");
+  PlanOptions o;
+  std::string format = "table";
+  bool json = false, explain = false;
+  std::optional<unsigned> rank;
+  add_topology_option(app, o.topology);
+  add_plan_options(app, o);
+  app.add_option("--format", format, "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI), numactl")
+      ->check(CLI::IsMember({"table", "json", "env", "slurm", "rankfile", "numactl"}));
+  app.add_flag("--json", json, "Same as --format json");
+  app.add_option("--rank", rank, "Local rank for --format env");
+  app.add_flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
+  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (json) format = "json";
+  if (format == "env" && !rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)"}, kExitUsage);
+
+  std::string source = topology_source(o.topology);
+  auto topo = discover::load_topology(source);
+  if (!topo) return fail(topo.error(), kExitFailure);
+  auto req = make_request(o, *topo, source.empty());
+  if (!req) return fail(req.error(), kExitUsage);
+  auto plan = plan::make_plan(*topo, *req);
+  if (!plan) return fail(plan.error(), req->require_gpu && plan.error().what == "--require-gpu" ? kExitFailure : kExitUsage);
+  if (rank && *rank >= plan->ranks.size())
+    return fail(Error{"--rank " + std::to_string(*rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1)},
+                kExitUsage);
+
+  std::string out;
+  if (format == "table") out = render::plan_table(*plan, explain);
+  else if (format == "json") out = render::plan_json(*plan, explain).dump(2) + "\n";
+  else if (format == "env") out = render::plan_env(*plan, *rank);
+  else if (format == "slurm") out = render::plan_slurm(*plan);
+  else if (format == "rankfile") out = render::plan_rankfile(*plan, topo->hostname.empty() ? "localhost" : topo->hostname);
+  else out = render::plan_numactl(*plan);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (explain && format != "table" && format != "json")
+    for (const std::string& e : plan->explain) std::fprintf(stderr, "explain: %s\n", e.c_str());
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli

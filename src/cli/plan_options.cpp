@@ -1,0 +1,61 @@
+#include "cli/plan_options.hpp"
+
+#include <cstdlib>
+
+#include "sys/affinity.hpp"
+
+namespace gpubind::cli {
+
+void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
+  app.add_option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
+  app.add_option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1)");
+  if (with_policy)
+    app.add_option("--policy", o.policy, "closest (default), socket, numa, l3, cpu-only (GPU-unaware), none")
+        ->check(CLI::IsMember({"closest", "socket", "numa", "l3", "cpu-only", "none"}));
+  app.add_flag("--no-smt,!--smt", o.no_smt, "One PU per core (default: all SMT siblings of a chosen core)");
+  app.add_option("--reserve", o.reserve, "CPUs never to use (cpulist)");
+  app.add_option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");
+  app.add_option("--mem", o.mem, "Memory policy: preferred (default), bind, interleave, none")
+      ->check(CLI::IsMember({"preferred", "bind", "interleave", "none"}));
+  app.add_option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
+  app.add_flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
+  app.add_flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
+  app.add_flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
+  app.add_flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
+  app.add_flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
+}
+
+Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, bool live) {
+  plan::Request r;
+  r.ranks = o.ranks;
+  r.gpus_per_rank = o.gpus_per_rank;
+  r.policy = *plan::policy_from_string(o.policy);
+  r.smt = !o.no_smt;
+  r.balanced = o.balanced;
+  r.mem = *plan::mem_policy_from_string(o.mem);
+  r.mem_node = o.mem_node;
+  r.nic_env = o.nic_env;
+  r.isolate_gpus = o.isolate_gpus;
+  r.omp = o.omp;
+  r.require_gpu = o.require_gpu;
+  if (!o.reserve.empty()) {
+    auto s = CpuSet::parse_list(o.reserve);
+    if (!s) return Error{"--reserve", s.error().message()};
+    r.reserve = *s;
+  }
+  if (!o.allowed.empty()) {
+    auto s = CpuSet::parse_list(o.allowed);
+    if (!s) return Error{"--allowed", s.error().message()};
+    r.allowed = *s;
+  } else if (live) {
+    // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
+    auto a = sys::current_affinity();
+    if (!a) return a.error();
+    r.allowed = *a & t.cpus;
+  }
+  for (const std::string& name : plan::gpu_env_names())
+    if (const char* v = std::getenv(name.c_str())) r.env[name] = v;
+  return r;
+}
+
+}  // namespace gpubind::cli

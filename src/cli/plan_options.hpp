@@ -1,0 +1,40 @@
+#pragma once
+// The planning flags shared by `plan`, `compare` and (later) `exec`, `launch`: declared once,
+// turned into a plan::Request once.
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "plan/plan.hpp"
+#include "topo/topology.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::cli {
+
+struct PlanOptions {
+  std::string topology;
+  std::optional<unsigned> ranks;
+  unsigned gpus_per_rank = 1;
+  std::string policy = "closest";
+  bool no_smt = false;
+  std::string reserve;
+  std::string allowed;
+  std::string mem = "preferred";
+  std::optional<unsigned> mem_node;
+  bool nic_env = false;
+  bool isolate_gpus = false;
+  bool omp = false;
+  bool balanced = false;
+  bool require_gpu = false;
+};
+
+// Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
+void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy = true);
+
+// Builds the Request: flags, the GPU-selection environment of this process, and the allowed
+// CPUs (--allowed, else this process's affinity on a live topology, else the topology's own).
+// Errors are usage errors (exit 2).
+Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, bool live);
+
+}  // namespace gpubind::cli

@@ -1,0 +1,111 @@
+#include "plan/cpu_split.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace gpubind::plan {
+
+std::vector<CoreSlot> usable_cores(const topo::Topology& t, const CpuSet& allowed, bool smt) {
+  std::vector<CoreSlot> out;
+  for (const topo::Core& c : t.cores) {
+    CpuSet pus = c.pus & allowed;
+    if (pus.empty()) continue;
+    if (!smt) pus = CpuSet::of({*pus.first()});
+    int l3 = -1;
+    for (size_t i = 0; i < t.l3_domains.size(); ++i)
+      if (t.l3_domains[i].cpus.test(*c.pus.first())) l3 = int(i);
+    out.push_back({pus, l3});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CoreSlot& a, const CoreSlot& b) {
+    if (a.l3 != b.l3) return a.l3 < b.l3;
+    return *a.pus.first() < *b.pus.first();
+  });
+  return out;
+}
+
+namespace {
+
+// Hands `n` consecutive slots to `k` ranks: base each, the first n % k one more unless balanced.
+std::vector<size_t> block_sizes(size_t n, size_t k, bool balanced) {
+  std::vector<size_t> sizes(k, n / k);
+  if (!balanced)
+    for (size_t i = 0; i < n % k; ++i) ++sizes[i];
+  return sizes;
+}
+
+}  // namespace
+
+Split split_domain(const std::vector<CoreSlot>& all, const CpuSet& domain, unsigned ranks, bool balanced) {
+  Split s;
+  std::vector<const CoreSlot*> cores;
+  for (const CoreSlot& c : all)
+    if (c.pus.intersects(domain)) cores.push_back(&c);
+  s.blocks.assign(ranks, CpuSet());
+  if (cores.empty() || ranks == 0) {
+    s.how = "no usable cores";
+    return s;
+  }
+  size_t n = cores.size();
+
+  if (n < ranks) {
+    // More ranks than cores: each rank still gets one whole core, cores are reused in order.
+    for (unsigned r = 0; r < ranks; ++r) s.blocks[r] = cores[r % n]->pus & domain;
+    s.shared = true;
+    s.how = std::to_string(ranks) + " ranks on " + std::to_string(n) + " cores: ranks share cores";
+    return s;
+  }
+
+  // L3 domains present, in slot order, with their slot ranges.
+  std::vector<std::pair<size_t, size_t>> l3_ranges;  // [begin, end) into cores
+  for (size_t i = 0; i < n; ++i) {
+    if (l3_ranges.empty() || cores[i]->l3 != cores[l3_ranges.back().first]->l3 || cores[i]->l3 < 0)
+      l3_ranges.push_back({i, i + 1});
+    else
+      l3_ranges.back().second = i + 1;
+  }
+  bool have_l3 = cores[0]->l3 >= 0 && l3_ranges.size() > 1;
+  size_t d = l3_ranges.size();
+
+  auto give = [&](unsigned r, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) s.blocks[r] |= cores[i]->pus & domain;
+  };
+
+  bool equal_l3 = std::all_of(l3_ranges.begin(), l3_ranges.end(), [&](auto& rg) {
+    return rg.second - rg.first == l3_ranges[0].second - l3_ranges[0].first;
+  });
+  if (have_l3 && equal_l3 && d >= ranks && d % ranks == 0) {
+    // Whole L3 domains per rank: 2 ranks on 8 L3 domains get 4 each.
+    size_t per = d / ranks;
+    for (unsigned r = 0; r < ranks; ++r) give(r, l3_ranges[r * per].first, l3_ranges[(r + 1) * per - 1].second);
+    s.how = std::to_string(per) + " whole L3 domain(s) per rank";
+    return s;
+  }
+  if (have_l3 && ranks % d == 0) {
+    // Several ranks per L3 domain: each domain is split among ranks/d ranks.
+    size_t per = ranks / d;
+    bool fits = std::all_of(l3_ranges.begin(), l3_ranges.end(), [&](auto& rg) { return rg.second - rg.first >= per; });
+    if (fits) {
+      for (size_t j = 0; j < d; ++j) {
+        auto sizes = block_sizes(l3_ranges[j].second - l3_ranges[j].first, per, balanced);
+        size_t at = l3_ranges[j].first;
+        for (size_t q = 0; q < per; ++q) {
+          give(unsigned(j * per + q), at, at + sizes[q]);
+          at += sizes[q];
+        }
+      }
+      s.how = std::to_string(per) + " rank(s) per L3 domain, contiguous cores within it";
+      return s;
+    }
+  }
+  auto sizes = block_sizes(n, ranks, balanced);
+  size_t at = 0;
+  for (unsigned r = 0; r < ranks; ++r) {
+    give(r, at, at + sizes[r]);
+    at += sizes[r];
+  }
+  s.how = "contiguous blocks of " + std::to_string(n / ranks) + (n % ranks && !balanced ? "-" + std::to_string(n / ranks + 1) : "") +
+          " core(s)" + (balanced && n % ranks ? " (" + std::to_string(n % ranks) + " left idle: --balanced)" : "");
+  return s;
+}
+
+}  // namespace gpubind::plan

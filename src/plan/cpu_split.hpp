@@ -1,0 +1,31 @@
+#pragma once
+// Splitting a set of cores among the ranks that share it: equal, contiguous, disjoint blocks of
+// whole cores, aligned to L3 domains where the counts allow.
+#include <string>
+#include <vector>
+
+#include "topo/topology.hpp"
+#include "util/cpuset.hpp"
+
+namespace gpubind::plan {
+
+struct CoreSlot {
+  CpuSet pus;   // the usable PUs of one core (allowed, not reserved; first PU only with --no-smt)
+  int l3 = -1;  // index into Topology::l3_domains, -1 when unknown
+};
+
+// The usable cores of the machine, ordered by L3 domain then first PU (so a contiguous run of
+// slots stays inside one L3 where possible).
+std::vector<CoreSlot> usable_cores(const topo::Topology& t, const CpuSet& allowed, bool smt);
+
+struct Split {
+  std::vector<CpuSet> blocks;  // one per rank, in rank order
+  std::string how;             // for --explain
+  bool shared = false;         // fewer cores than ranks: cores are shared
+};
+
+// Divides the slots inside `domain` among `ranks` ranks. `balanced` leaves leftover cores idle
+// rather than giving the first ranks one more.
+Split split_domain(const std::vector<CoreSlot>& cores, const CpuSet& domain, unsigned ranks, bool balanced);
+
+}  // namespace gpubind::plan

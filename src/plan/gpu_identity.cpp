@@ -1,0 +1,220 @@
+// Which GPUs a worker will see, and in which order: the environment rules of CUDA, ROCm, Level
+// Zero and Slurm, applied to the topology. Identity mix-ups are the most common binding bug in
+// this field (peers.md: gpu_affinity assumes NVML order, torchrun assumes cuda:LOCAL_RANK is the
+// LOCAL_RANK-th physical GPU), so every step is recorded for --explain.
+#include <algorithm>
+#include <set>
+
+#include "plan/plan.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::plan {
+
+using topo::Gpu;
+using topo::Topology;
+using topo::Vendor;
+
+namespace {
+
+std::string env_get(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+bool env_has(const std::map<std::string, std::string>& env, const char* name) { return env.count(name) > 0; }
+
+std::string describe(const Gpu* g) { return std::to_string(g->index) + " (" + g->pci + ")"; }
+
+std::string describe(const std::vector<const Gpu*>& gpus) {
+  std::vector<std::string> parts;
+  for (const Gpu* g : gpus) parts.push_back(describe(g));
+  return parts.empty() ? "none" : join(parts, ", ");
+}
+
+Error env_error(const std::string& name, const std::string& value, const std::string& why) {
+  return Error{name + "='" + value + "'", why};
+}
+
+// Picks the vendor whose GPUs the workers drive: the one whose runtime variables are set, else
+// the one with the most GPUs (NVIDIA, AMD, Intel, other on ties).
+Vendor pick_vendor(const Topology& t, const std::map<std::string, std::string>& env) {
+  std::map<Vendor, unsigned> count;
+  for (const Gpu& g : t.gpus) ++count[g.vendor];
+  if ((env_has(env, "ROCR_VISIBLE_DEVICES") || env_has(env, "HIP_VISIBLE_DEVICES")) && count[Vendor::amd]) return Vendor::amd;
+  if (env_has(env, "ZE_AFFINITY_MASK") && count[Vendor::intel]) return Vendor::intel;
+  Vendor best = Vendor::nvidia;
+  unsigned most = 0;
+  for (Vendor v : {Vendor::nvidia, Vendor::amd, Vendor::intel, Vendor::other})
+    if (count[v] > most) {
+      most = count[v];
+      best = v;
+    }
+  return best;
+}
+
+// Parses an index list "0,2,3"; nullopt when any entry is not a plain integer.
+std::optional<std::vector<unsigned>> parse_indices(const std::string& s) {
+  std::vector<unsigned> out;
+  for (std::string_view tok : split(s, ',')) {
+    auto v = parse_uint(trim(tok));
+    if (!v || *v > 4096) return std::nullopt;
+    out.push_back(unsigned(*v));
+  }
+  return out;
+}
+
+// The devices a runtime variable selects from `base` (the GPUs the runtime enumerates, in its
+// order). Integer entries index `base`; "GPU-..." entries match UUID prefixes; an integer past
+// the end stops the list there, as CUDA and ROCm do (with a warning).
+Result<std::vector<const Gpu*>> select(const std::string& name, const std::string& value, const std::vector<const Gpu*>& base,
+                                       bool allow_repeats, std::vector<std::string>& warnings) {
+  std::vector<const Gpu*> out;
+  std::string v(trim(value));
+  if (v.empty()) return out;  // set but empty: the runtime sees no device
+  for (std::string_view raw : split(v, ',')) {
+    std::string tok(trim(raw));
+    if (tok.empty()) return env_error(name, value, "empty entry");
+    const Gpu* g = nullptr;
+    if (tok == "-1") {
+      warnings.push_back(name + " entry -1 hides this and every later device");
+      break;
+    }
+    if (auto idx = parse_uint(tok)) {
+      if (*idx >= base.size()) {
+        warnings.push_back(name + " entry " + tok + " is past the " + std::to_string(base.size()) +
+                           " devices the runtime enumerates; it and later entries are ignored, as the runtime does");
+        break;
+      }
+      g = base[*idx];
+    } else {
+      std::string lower = to_lower(tok);
+      std::string uuid = lower;
+      if (lower.starts_with("mig-gpu-")) {
+        // Pre-R470 MIG ids carry the parent: MIG-GPU-<uuid>/<gi>/<ci>.
+        uuid = lower.substr(4, lower.find('/') == std::string::npos ? std::string::npos : lower.find('/') - 4);
+      } else if (lower.starts_with("mig-")) {
+        return env_error(name, value, "'" + tok + "' is a MIG device id that does not name its parent GPU; use the parent's index or GPU- UUID");
+      } else if (!lower.starts_with("gpu-")) {
+        return env_error(name, value, "'" + tok + "' is neither an index nor a GPU- UUID");
+      }
+      bool any_uuid = std::any_of(base.begin(), base.end(), [](const Gpu* x) { return !x->uuid.empty(); });
+      if (!any_uuid) return env_error(name, value, "it names GPUs by UUID but the topology records no GPU UUIDs");
+      std::vector<const Gpu*> hits;
+      for (const Gpu* x : base)
+        if (!x->uuid.empty() && to_lower(x->uuid).starts_with(uuid)) hits.push_back(x);
+      if (hits.empty()) return env_error(name, value, "no GPU has a UUID starting with '" + tok + "'");
+      if (hits.size() > 1) return env_error(name, value, "'" + tok + "' matches more than one GPU UUID");
+      g = hits[0];
+    }
+    if (!allow_repeats && std::find(out.begin(), out.end(), g) != out.end())
+      return env_error(name, value, "GPU " + describe(g) + " is listed twice");
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& gpu_env_names() {
+  static const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
+                                                 "HIP_VISIBLE_DEVICES",  "ZE_AFFINITY_MASK",  "SLURM_STEP_GPUS",
+                                                 "SLURM_JOB_GPUS"};
+  return names;
+}
+
+Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<std::string, std::string>& env,
+                                            std::vector<std::string>& explain, std::vector<std::string>& warnings) {
+  std::vector<const Gpu*> physical;
+  Vendor vendor = pick_vendor(t, env);
+  for (const Gpu& g : t.gpus)
+    if (g.vendor == vendor) physical.push_back(&g);
+  std::sort(physical.begin(), physical.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
+  if (physical.empty()) {
+    explain.push_back("GPUs: the topology has none");
+    return physical;
+  }
+  explain.push_back(std::string("GPUs: ") + std::to_string(physical.size()) + " " + to_string(vendor) +
+                    " GPU(s) in the vendor's default order: " + describe(physical));
+
+  // Slurm's allocation, in physical indices. With ConstrainDevices the runtime only enumerates
+  // these and numbers them from 0, so CUDA_VISIBLE_DEVICES=0,1 then means SLURM_STEP_GPUS[0..1].
+  std::vector<const Gpu*> base = physical;
+  std::optional<std::set<unsigned>> slurm_set;
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    if (!env_has(env, name)) continue;
+    std::string value = env_get(env, name);
+    auto idx = parse_indices(value);
+    if (!idx) return env_error(name, value, "expected a comma-separated list of GPU indices");
+    std::vector<const Gpu*> alloc;
+    for (unsigned i : *idx) {
+      auto it = std::find_if(physical.begin(), physical.end(), [&](const Gpu* g) { return g->index == i; });
+      if (it == physical.end()) return env_error(name, value, "GPU " + std::to_string(i) + " is not in the topology");
+      alloc.push_back(*it);
+    }
+    slurm_set = std::set<unsigned>(idx->begin(), idx->end());
+    base = alloc;
+    explain.push_back(std::string(name) + "=" + value + ": the job's GPUs are " + describe(alloc));
+    break;
+  }
+
+  size_t first_warning = warnings.size();
+  std::vector<const Gpu*> visible = base;
+  auto apply = [&](const char* name, const std::vector<const Gpu*>& from, bool repeats) -> Status {
+    std::string value = env_get(env, name);
+    std::vector<const Gpu*> enumerated = from;
+    // Without device confinement the runtime enumerates every GPU and Slurm writes physical
+    // indices into the variable; with it, indices are positions in the allocation.
+    if (slurm_set && from == base) {
+      auto idx = parse_indices(value);
+      if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *slurm_set && !idx->empty()) {
+        enumerated = physical;
+        explain.push_back(std::string(name) + " holds the allocation's physical indices (no device confinement)");
+      } else if (idx) {
+        explain.push_back(std::string(name) + " indexes the allocation (devices confined and renumbered from 0)");
+      }
+    }
+    auto sel = select(name, value, enumerated, repeats, warnings);
+    if (!sel) return sel.error();
+    visible = *sel;
+    explain.push_back(std::string(name) + "=" + value + " -> visible: " + describe(visible));
+    return Ok{};
+  };
+
+  if (vendor == Vendor::nvidia || vendor == Vendor::other) {
+    if (env_has(env, "CUDA_VISIBLE_DEVICES")) {
+      if (Status s = apply("CUDA_VISIBLE_DEVICES", base, false); !s) return s.error();
+    }
+    bool identical = std::all_of(physical.begin(), physical.end(), [&](const Gpu* g) { return g->device_id == physical[0]->device_id; });
+    if (!identical && env_get(env, "CUDA_DEVICE_ORDER") != "PCI_BUS_ID")
+      warnings.push_back("the GPUs are not all the same model and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers them "
+                         "fastest first, which may differ from the PCI order used here; set CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  } else if (vendor == Vendor::amd) {
+    // ROCR_VISIBLE_DEVICES filters what the ROCm runtime enumerates; HIP_VISIBLE_DEVICES (or
+    // CUDA_VISIBLE_DEVICES, which HIP also reads) then indexes that list.
+    if (env_has(env, "ROCR_VISIBLE_DEVICES")) {
+      if (Status s = apply("ROCR_VISIBLE_DEVICES", base, false); !s) return s.error();
+    }
+    const char* hip = env_has(env, "HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES"
+                      : env_has(env, "CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES" : nullptr;
+    if (hip) {
+      if (Status s = apply(hip, std::vector<const Gpu*>(visible), false); !s) return s.error();
+    }
+  } else if (vendor == Vendor::intel && env_has(env, "ZE_AFFINITY_MASK")) {
+    // "0,1" devices or "0.0,0.1" sub-devices (tiles): a tile belongs to its parent device.
+    std::string value = env_get(env, "ZE_AFFINITY_MASK");
+    std::string parents;
+    for (std::string_view tok : split(value, ',')) {
+      std::string_view dev = trim(tok).substr(0, trim(tok).find('.'));
+      if (!parents.empty()) parents += ',';
+      parents += std::string(dev);
+    }
+    auto r = select("ZE_AFFINITY_MASK", parents, base, true, warnings);
+    if (!r) return env_error("ZE_AFFINITY_MASK", value, r.error().why);
+    visible = *r;
+    explain.push_back("ZE_AFFINITY_MASK=" + value + " -> visible: " + describe(visible));
+  }
+  for (size_t i = first_warning; i < warnings.size(); ++i) explain.push_back("warning: " + warnings[i]);
+  return visible;
+}
+
+}  // namespace gpubind::plan

@@ -1,0 +1,486 @@
+#include "plan/plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "plan/cpu_split.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::plan {
+
+using topo::Gpu;
+using topo::Nic;
+using topo::PathClass;
+using topo::Topology;
+
+const char* to_string(Policy p) {
+  switch (p) {
+    case Policy::closest: return "closest";
+    case Policy::socket: return "socket";
+    case Policy::numa: return "numa";
+    case Policy::l3: return "l3";
+    case Policy::cpu_only: return "cpu-only";
+    case Policy::none: return "none";
+  }
+  return "?";
+}
+
+const char* to_string(MemPolicy m) {
+  switch (m) {
+    case MemPolicy::preferred: return "preferred";
+    case MemPolicy::bind: return "bind";
+    case MemPolicy::interleave: return "interleave";
+    case MemPolicy::none: return "none";
+  }
+  return "?";
+}
+
+std::optional<Policy> policy_from_string(const std::string& s) {
+  for (Policy p : {Policy::closest, Policy::socket, Policy::numa, Policy::l3, Policy::cpu_only, Policy::none})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+std::optional<MemPolicy> mem_policy_from_string(const std::string& s) {
+  for (MemPolicy m : {MemPolicy::preferred, MemPolicy::bind, MemPolicy::interleave, MemPolicy::none})
+    if (s == to_string(m)) return m;
+  return std::nullopt;
+}
+
+namespace {
+
+// Everything the steps below share.
+struct Ctx {
+  const Topology& t;
+  const Request& req;
+  CpuSet allowed;                   // usable PUs: caller's allowed set minus --reserve
+  std::vector<CoreSlot> cores;
+  Plan plan;
+};
+
+CpuSet node_cpus(const Topology& t, const std::vector<unsigned>& nodes) {
+  CpuSet s;
+  for (unsigned n : nodes)
+    if (const topo::NumaNode* node = topo::find_numa(t, n)) s |= node->cpus;
+  return s;
+}
+
+// The NUMA nodes with CPUs among a device's locality nodes.
+std::vector<unsigned> cpu_nodes_of(const Topology& t, const std::vector<unsigned>& nodes) {
+  std::vector<unsigned> out;
+  for (unsigned n : nodes)
+    if (const topo::NumaNode* node = topo::find_numa(t, n); node && !node->cpus.empty()) out.push_back(n);
+  return out;
+}
+
+// NUMA nodes whose CPUs the set touches.
+std::vector<unsigned> nodes_covering(const Topology& t, const CpuSet& cpus) {
+  std::vector<unsigned> out;
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (n.cpus.intersects(cpus)) out.push_back(n.os_index);
+  return out;
+}
+
+bool locality_known(const std::vector<const Gpu*>& gpus) {
+  return !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Gpu* g) { return g->numa.has_value(); });
+}
+
+std::string cpus_text(const CpuSet& s) { return s.empty() ? "(none)" : s.to_list(); }
+
+unsigned count_cores(const std::vector<CoreSlot>& cores, const CpuSet& cpus) {
+  unsigned n = 0;
+  for (const CoreSlot& c : cores) n += c.pus.intersects(cpus);
+  return n;
+}
+
+// --- GPUs per rank -------------------------------------------------------------------------
+
+// K GPUs per rank: each rank takes the first free GPU and the K-1 free GPUs closest to it
+// (most NVLink/xGMI lanes, then the best PCIe path class, then visible order).
+std::vector<std::vector<const Gpu*>> group_gpus(const Topology& t, const std::vector<const Gpu*>& visible, unsigned ranks,
+                                                unsigned k) {
+  std::vector<std::vector<const Gpu*>> out(ranks);
+  std::vector<bool> used(visible.size(), false);
+  for (unsigned r = 0; r < ranks; ++r) {
+    size_t first = 0;
+    while (used[first]) ++first;
+    used[first] = true;
+    out[r].push_back(visible[first]);
+    while (out[r].size() < k) {
+      size_t best = visible.size();
+      auto key = [&](size_t i) {
+        const topo::GpuLink* l = topo::find_link(t, visible[first]->pci, visible[i]->pci);
+        return std::make_tuple(-int(l ? std::max(1u, l->count) : 0), int(topo::path_class(*visible[first], *visible[i])), i);
+      };
+      for (size_t i = 0; i < visible.size(); ++i)
+        if (!used[i] && (best == visible.size() || key(i) < key(best))) best = i;
+      used[best] = true;
+      out[r].push_back(visible[best]);
+    }
+  }
+  return out;
+}
+
+// --- CPU domains ---------------------------------------------------------------------------
+
+// The CPUs a rank should run on before splitting: its GPU's locality, or a documented fallback.
+CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus, RankBinding& rb) {
+  const Topology& t = c.t;
+  CpuSet domain;
+  if (!locality_known(gpus)) {
+    // Unknown locality (VM, numa_node -1): spread ranks over packages in GPU order.
+    std::vector<CpuSet> places;
+    for (const topo::Package& p : t.packages)
+      if (p.cpus.intersects(c.allowed)) places.push_back(p.cpus & c.allowed);
+    if (places.empty())
+      for (const topo::NumaNode& n : t.numa_nodes)
+        if (n.cpus.intersects(c.allowed)) places.push_back(n.cpus & c.allowed);
+    if (places.empty()) places.push_back(c.allowed);
+    unsigned ranks = unsigned(c.plan.ranks.size());
+    size_t p = size_t(rank) * places.size() / std::max(1u, ranks);
+    c.plan.explain.push_back("rank " + std::to_string(rank) + ": GPU locality unknown; package slot " + std::to_string(p) +
+                             " of " + std::to_string(places.size()) + " in GPU order: " + cpus_text(places[p]));
+    return places[p];
+  }
+  for (const Gpu* g : gpus) {
+    CpuSet local = c.req.policy == Policy::socket || c.req.policy == Policy::numa ? CpuSet() : (g->cpus ? *g->cpus : CpuSet());
+    if (c.req.policy == Policy::numa || local.empty()) local = node_cpus(t, *g->numa);
+    if (c.req.policy == Policy::socket) {
+      for (const topo::Package& p : t.packages)
+        if (p.cpus.intersects(node_cpus(t, *g->numa)) || (g->cpus && p.cpus.intersects(*g->cpus))) local |= p.cpus;
+      if (local.empty()) local = node_cpus(t, *g->numa);
+    }
+    domain |= local & c.allowed;
+  }
+  if (!domain.empty()) return domain;
+
+  // The GPU's node has no allowed cores (a cgroup on the other socket, reserved cores): the
+  // nearest node with allowed cores, same package first, then by NUMA distance.
+  const Gpu* g = gpus[0];
+  unsigned home = g->numa->empty() ? 0 : (*g->numa)[0];
+  std::optional<unsigned> home_pkg;
+  if (const topo::NumaNode* n = topo::find_numa(t, home)) home_pkg = n->package;
+  const topo::NumaNode* best = nullptr;
+  auto key = [&](const topo::NumaNode& n) {
+    bool same_pkg = home_pkg && n.package == home_pkg;
+    unsigned dist = topo::numa_distance(t, home, n.os_index).value_or(n.os_index == home ? 10 : 255);
+    return std::make_tuple(!same_pkg, dist, n.os_index);
+  };
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (n.cpus.intersects(c.allowed) && (!best || key(n) < key(*best))) best = &n;
+  if (!best) return c.allowed;
+  std::string w = "GPU " + std::to_string(g->index) + " (" + g->pci + ") is on NUMA node " + join_numbers(*g->numa) +
+                  ", which has no allowed CPUs; rank " + std::to_string(rank) + " uses node " + std::to_string(best->os_index) +
+                  (home_pkg && best->package == home_pkg ? " (same package)" : " (nearest by NUMA distance)");
+  rb.warnings.push_back(w);
+  return best->cpus & c.allowed;
+}
+
+// Ranks whose domains overlap share one pool; each pool is split (closest) or shared (socket,
+// numa) among its ranks.
+void assign_cpus(Ctx& c, const std::vector<CpuSet>& targets) {
+  size_t n = targets.size();
+  std::vector<size_t> group(n);
+  std::iota(group.begin(), group.end(), 0);
+  std::function<size_t(size_t)> find = [&](size_t i) { return group[i] == i ? i : group[i] = find(group[i]); };
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j)
+      if (targets[i].intersects(targets[j])) group[find(j)] = find(i);
+  std::map<size_t, std::vector<size_t>> pools;
+  for (size_t i = 0; i < n; ++i) pools[find(i)].push_back(i);
+
+  for (auto& [root, members] : pools) {
+    CpuSet domain;
+    for (size_t i : members) domain |= targets[i];
+    std::string who = "ranks " + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
+    bool share = c.req.policy == Policy::socket || c.req.policy == Policy::numa || c.req.policy == Policy::none;
+    if (share) {
+      for (size_t i : members) c.plan.ranks[i].cpus = domain;
+      c.plan.explain.push_back(who + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");
+      continue;
+    }
+    if (c.req.policy == Policy::l3) {
+      // One L3 domain per rank, in order; ranks beyond the L3 count share.
+      std::vector<CpuSet> l3s;
+      for (const topo::L3Domain& l : c.t.l3_domains)
+        if ((l.cpus & domain).intersects(c.allowed)) l3s.push_back(l.cpus & domain);
+      if (!l3s.empty()) {
+        for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = l3s[q % l3s.size()];
+        if (members.size() > l3s.size())
+          c.plan.warnings.push_back(who + ": " + std::to_string(members.size()) + " ranks on " + std::to_string(l3s.size()) +
+                                    " L3 domains: some ranks share an L3 domain");
+        c.plan.explain.push_back(who + ": one L3 domain each within " + cpus_text(domain));
+        continue;
+      }
+      c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
+    }
+    Split s = split_domain(c.cores, domain, unsigned(members.size()), c.req.balanced);
+    for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
+    c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(count_cores(c.cores, domain)) +
+                             " cores): " + s.how);
+    if (s.shared)
+      c.plan.warnings.push_back(who + ": more ranks than cores in " + cpus_text(domain) + "; ranks share cores");
+  }
+}
+
+// --- memory, NIC, environment --------------------------------------------------------------
+
+void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
+  if (c.req.policy == Policy::none || c.req.mem == MemPolicy::none) {
+    rb.mem_policy = MemPolicy::none;
+    return;
+  }
+  rb.mem_policy = c.req.mem;
+  if (c.req.mem_node) {
+    rb.mem_nodes = {*c.req.mem_node};
+    return;
+  }
+  std::set<unsigned> nodes;
+  if (c.req.policy != Policy::cpu_only && locality_known(gpus))
+    for (const Gpu* g : gpus)
+      for (unsigned n : cpu_nodes_of(c.t, *g->numa)) nodes.insert(n);
+  if (nodes.empty() || c.req.mem == MemPolicy::interleave)
+    for (unsigned n : nodes_covering(c.t, rb.cpus)) nodes.insert(n);
+  rb.mem_nodes.assign(nodes.begin(), nodes.end());
+}
+
+bool is_rdma_name(const std::string& n) {
+  for (const char* p : {"mlx", "hfi", "qib", "cxi", "efa", "rdmap", "bnxt_re", "irdma", "ionic", "erdma", "i40iw"})
+    if (n.starts_with(p)) return true;
+  return false;
+}
+
+bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.end(), is_rdma_name); }
+
+void assign_nics(Ctx& c, const std::vector<std::vector<const Gpu*>>& gpus_of) {
+  std::vector<const Nic*> candidates;
+  for (const Nic& n : c.t.nics)
+    if (has_rdma(n)) candidates.push_back(&n);
+  if (candidates.empty())
+    for (const Nic& n : c.t.nics) candidates.push_back(&n);
+  if (candidates.empty()) return;
+  std::map<const Nic*, unsigned> load;
+  for (size_t r = 0; r < c.plan.ranks.size(); ++r) {
+    RankBinding& rb = c.plan.ranks[r];
+    auto klass = [&](const Nic* n) -> PathClass {
+      if (!gpus_of[r].empty()) return topo::path_class(*gpus_of[r][0], *n);
+      // No GPU: a NIC on one of the rank's memory nodes counts as NODE, anything else SYS.
+      if (n->numa)
+        for (unsigned node : *n->numa)
+          if (std::find(rb.mem_nodes.begin(), rb.mem_nodes.end(), node) != rb.mem_nodes.end()) return PathClass::NODE;
+      return PathClass::SYS;
+    };
+    const Nic* best = nullptr;
+    for (const Nic* n : candidates)
+      if (!best || std::make_tuple(int(klass(n)), load[n]) < std::make_tuple(int(klass(best)), load[best])) best = n;
+    ++load[best];
+    rb.nics.push_back({best->pci, join(best->os_names, ","), klass(best)});
+  }
+}
+
+void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
+  if (c.req.policy == Policy::none) return;
+  rb.env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, count_cores(c.cores, rb.cpus)))});
+  if (c.req.omp) {
+    rb.env.push_back({"OMP_PLACES", "cores"});
+    rb.env.push_back({"OMP_PROC_BIND", "close"});
+  }
+  if (c.req.isolate_gpus && !gpus.empty()) {
+    std::vector<unsigned> idx;
+    for (const Gpu* g : gpus) idx.push_back(g->index);
+    switch (gpus[0]->vendor) {
+      case topo::Vendor::amd: rb.env.push_back({"ROCR_VISIBLE_DEVICES", join_numbers(idx)}); break;
+      case topo::Vendor::intel: rb.env.push_back({"ZE_AFFINITY_MASK", join_numbers(idx)}); break;
+      default:
+        rb.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
+        rb.env.push_back({"CUDA_VISIBLE_DEVICES", join_numbers(idx)});
+    }
+  }
+  if (c.req.nic_env && !rb.nics.empty()) {
+    const Nic* nic = nullptr;
+    for (const Nic& n : c.t.nics)
+      if (n.pci == rb.nics[0].pci && join(n.os_names, ",") == rb.nics[0].name) nic = &n;
+    std::string rdma, netdev;
+    if (nic)
+      for (const std::string& o : nic->os_names) {
+        std::string& slot = is_rdma_name(o) ? rdma : netdev;
+        if (slot.empty()) slot = o;
+      }
+    // A leading '=' makes NCCL match the name exactly (mlx5_1 must not select mlx5_10).
+    if (!rdma.empty()) {
+      rb.env.push_back({"NCCL_IB_HCA", "=" + rdma});
+      rb.env.push_back({"UCX_NET_DEVICES", rdma + ":1"});
+    } else if (!netdev.empty()) {
+      rb.env.push_back({"NCCL_SOCKET_IFNAME", "=" + netdev});
+    }
+  }
+}
+
+Status check_request(const Topology& t, const Request& req) {
+  if (req.ranks && *req.ranks == 0) return Error{"-n", "the number of ranks must be at least 1"};
+  if (req.ranks && *req.ranks > 65536) return Error{"-n", "more than 65536 ranks on one node"};
+  if (req.gpus_per_rank == 0) return Error{"--gpus-per-rank", "must be at least 1"};
+  if (!req.reserve.is_subset_of(t.cpus))
+    return Error{"--reserve " + req.reserve.to_list(), "CPUs " + (req.reserve - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")"};
+  if (req.allowed && !req.allowed->is_subset_of(t.cpus))
+    return Error{"--allowed " + req.allowed->to_list(), "CPUs " + (*req.allowed - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")"};
+  if (req.allowed && req.allowed->empty()) return Error{"--allowed", "the allowed CPU set is empty"};
+  if (req.mem_node && !topo::find_numa(t, *req.mem_node))
+    return Error{"--mem-node " + std::to_string(*req.mem_node), "no such NUMA node"};
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Plan> make_plan(const Topology& t, const Request& req) {
+  if (Status s = check_request(t, req); !s) return s.error();
+  Ctx c{t, req, (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - req.reserve, {}, {}};
+  c.plan.policy = req.policy;
+  c.plan.mem = req.policy == Policy::none ? MemPolicy::none : req.mem;
+  c.plan.topology_origin = t.origin;
+  if (c.allowed.empty())
+    return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved"};
+  c.cores = usable_cores(t, c.allowed, req.smt);
+  c.plan.explain.push_back("allowed CPUs: " + c.allowed.to_list() + " (" + std::to_string(c.cores.size()) + " cores" +
+                           (req.smt ? "" : ", one PU per core") + ")");
+
+  // 1. GPU identity: the GPUs the workers will see, in their order.
+  auto vis = visible_gpus(t, req.env, c.plan.explain, c.plan.warnings);
+  if (!vis) return vis.error();
+  std::vector<const Gpu*> visible = *vis;
+  unsigned k = req.gpus_per_rank;
+
+  // 2. Rank count and each rank's GPUs.
+  if (visible.empty()) {
+    if (req.require_gpu) return Error{"--require-gpu", t.gpus.empty() ? "the topology has no GPUs" : "no GPU is visible"};
+    c.plan.warnings.push_back(t.gpus.empty() ? "the topology has no GPUs: CPU-only plan"
+                                             : "the environment hides every GPU: CPU-only plan");
+    if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible"};
+  }
+  unsigned ranks;
+  if (req.ranks) {
+    ranks = *req.ranks;
+  } else if (!visible.empty()) {
+    ranks = unsigned(visible.size()) / k;
+    if (ranks == 0)
+      return Error{"--gpus-per-rank " + std::to_string(k), "needs " + std::to_string(k) + " GPUs per rank but " +
+                                                           std::to_string(visible.size()) + " are visible"};
+  } else {
+    ranks = std::max<unsigned>(1, unsigned(cpu_numa_nodes(t).size()));
+  }
+  if (k > 1 && size_t(ranks) * k > visible.size())
+    return Error{"--gpus-per-rank " + std::to_string(k), std::to_string(ranks) + " ranks x " + std::to_string(k) + " GPUs need " +
+                                                         std::to_string(ranks * k) + " GPUs but " + std::to_string(visible.size()) +
+                                                         " are visible"};
+  std::vector<std::vector<const Gpu*>> gpus_of(ranks);
+  if (!visible.empty()) {
+    if (k > 1) {
+      gpus_of = group_gpus(t, visible, ranks, k);
+    } else if (ranks <= visible.size()) {
+      for (unsigned r = 0; r < ranks; ++r) gpus_of[r] = {visible[r]};
+    } else {
+      // More ranks than GPUs: consecutive ranks share a GPU (rank r -> GPU r*G/R).
+      for (unsigned r = 0; r < ranks; ++r) gpus_of[r] = {visible[size_t(r) * visible.size() / ranks]};
+      c.plan.warnings.push_back(std::to_string(ranks) + " ranks on " + std::to_string(visible.size()) +
+                                " GPUs: consecutive ranks share a GPU; CPUs are still split");
+    }
+  }
+  c.plan.ranks.resize(ranks);
+  for (unsigned r = 0; r < ranks; ++r) {
+    c.plan.ranks[r].local_rank = r;
+    for (const Gpu* g : gpus_of[r]) c.plan.ranks[r].gpus.push_back({g->index, g->pci, g->vendor});
+  }
+  if (!visible.empty() && !locality_known(visible))
+    c.plan.warnings.push_back("GPU locality is unknown (the source gives no NUMA node for the GPUs, as in most VMs): "
+                              "ranks are spread over packages in GPU order, which may not match the hardware");
+
+  // 3. CPUs.
+  std::vector<CpuSet> targets(ranks);
+  for (unsigned r = 0; r < ranks; ++r) {
+    RankBinding& rb = c.plan.ranks[r];
+    if (req.policy == Policy::none || req.policy == Policy::cpu_only || gpus_of[r].empty()) targets[r] = c.allowed;
+    else targets[r] = target_domain(c, r, gpus_of[r], rb);
+  }
+  if (req.policy == Policy::cpu_only || visible.empty()) {
+    // GPU-unaware: contiguous blocks from CPU 0, like DeepSpeed's --bind_cores_to_rank
+    // (cpu-only), or, without GPUs, the whole machine split evenly.
+    std::vector<CoreSlot> in_order = c.cores;
+    std::stable_sort(in_order.begin(), in_order.end(),
+                     [](const CoreSlot& a, const CoreSlot& b) { return *a.pus.first() < *b.pus.first(); });
+    if (req.policy == Policy::cpu_only)
+      for (CoreSlot& s : in_order) s.l3 = -1;
+    Split s = split_domain(in_order, c.allowed, ranks, req.balanced);
+    for (unsigned r = 0; r < ranks; ++r) c.plan.ranks[r].cpus = req.policy == Policy::none ? c.allowed : s.blocks[r];
+    c.plan.explain.push_back(std::string(req.policy == Policy::cpu_only ? "GPU-unaware: " : "no GPU: ") + s.how + " over " +
+                             c.allowed.to_list());
+    if (s.shared) c.plan.warnings.push_back("more ranks than allowed cores: ranks share cores");
+  } else {
+    assign_cpus(c, targets);
+  }
+
+  // 4. Memory, NIC, environment.
+  for (unsigned r = 0; r < ranks; ++r) assign_memory(c, c.plan.ranks[r], gpus_of[r]);
+  assign_nics(c, gpus_of);
+  for (unsigned r = 0; r < ranks; ++r) {
+    assign_env(c, c.plan.ranks[r], gpus_of[r]);
+    for (const std::string& w : c.plan.ranks[r].warnings) c.plan.warnings.push_back("rank " + std::to_string(r) + ": " + w);
+  }
+  c.plan.score = score_plan(t, c.plan.ranks);
+  return c.plan;
+}
+
+Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
+  Score s;
+  std::map<std::string, const Gpu*> by_pci;
+  for (const Gpu& g : t.gpus) by_pci[g.pci] = &g;
+  double local = 0, total = 0, mem_ok = 0;
+  unsigned judged = 0;
+  std::map<unsigned, unsigned> uses;
+  bool first = true;
+  for (const RankBinding& rb : ranks) {
+    for (unsigned pu : rb.cpus.ids()) ++uses[pu];
+    unsigned cores = 0;
+    for (const topo::Core& c : t.cores) cores += c.pus.intersects(rb.cpus);
+    s.min_cores = first ? cores : std::min(s.min_cores, cores);
+    s.max_cores = first ? cores : std::max(s.max_cores, cores);
+    first = false;
+    s.nic_path.push_back(rb.nics.empty() ? std::nullopt : std::optional<PathClass>(rb.nics[0].path));
+
+    std::vector<unsigned> gpu_nodes;
+    bool known = !rb.gpus.empty();
+    for (const GpuRef& g : rb.gpus) {
+      const Gpu* gpu = by_pci.count(g.pci) ? by_pci[g.pci] : nullptr;
+      if (!gpu || !gpu->numa) {
+        known = false;
+        break;
+      }
+      for (unsigned n : cpu_nodes_of(t, *gpu->numa)) gpu_nodes.push_back(n);
+    }
+    if (!known || rb.cpus.empty()) continue;
+    CpuSet near = node_cpus(t, gpu_nodes);
+    double share = double((rb.cpus & near).count()) / double(rb.cpus.count());
+    local += double((rb.cpus & near).count());
+    total += double(rb.cpus.count());
+    ++judged;
+    if (rb.mem_policy == MemPolicy::none) {
+      mem_ok += share;  // first touch lands on the node of whichever CPU the thread runs on
+    } else {
+      bool all_local = !rb.mem_nodes.empty() && std::all_of(rb.mem_nodes.begin(), rb.mem_nodes.end(), [&](unsigned n) {
+        return std::find(gpu_nodes.begin(), gpu_nodes.end(), n) != gpu_nodes.end();
+      });
+      mem_ok += all_local ? 1.0 : 0.0;
+    }
+  }
+  for (auto& [pu, n] : uses) s.overlap_cpus += n > 1;
+  if (judged) {
+    s.cpu_locality = total > 0 ? local / total : 0.0;
+    s.mem_locality = mem_ok / judged;
+  }
+  return s;
+}
+
+}  // namespace gpubind::plan

@@ -1,0 +1,100 @@
+#pragma once
+// The planner: which GPU(s), CPUs, memory nodes and NIC each local rank gets. Pure: a function of
+// (Topology, Request) only; no syscalls, no environment reads, no clock. The CLI (and later exec,
+// launch and the SPANK plugin) fill Request from flags, the caller's affinity and the environment.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topo/topology.hpp"
+#include "util/cpuset.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::plan {
+
+enum class Policy { closest, socket, numa, l3, cpu_only, none };
+enum class MemPolicy { preferred, bind, interleave, none };
+
+const char* to_string(Policy p);
+const char* to_string(MemPolicy m);
+std::optional<Policy> policy_from_string(const std::string& s);
+std::optional<MemPolicy> mem_policy_from_string(const std::string& s);
+
+struct Request {
+  std::optional<unsigned> ranks;       // default: visible GPUs / gpus_per_rank (CPU NUMA nodes without GPUs)
+  unsigned gpus_per_rank = 1;
+  Policy policy = Policy::closest;
+  bool smt = true;                     // false: one PU per core
+  bool balanced = false;               // leave leftover cores idle so every rank has the same count
+  CpuSet reserve;                      // never used
+  std::optional<CpuSet> allowed;       // the caller's allowed CPUs; default: the topology's
+  MemPolicy mem = MemPolicy::preferred;
+  std::optional<unsigned> mem_node;    // explicit memory node (may be CPU-less)
+  bool nic_env = false;                // export NCCL_IB_HCA / UCX_NET_DEVICES
+  bool isolate_gpus = false;           // export CUDA/ROCR_VISIBLE_DEVICES per rank
+  bool omp = false;                    // export OMP_PLACES / OMP_PROC_BIND
+  bool require_gpu = false;            // a topology without GPUs is an error
+  // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
+  // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
+  std::map<std::string, std::string> env;
+};
+
+// Names of the environment variables Request::env may carry; the CLI copies exactly these.
+const std::vector<std::string>& gpu_env_names();
+
+struct GpuRef {
+  unsigned index = 0;                  // vendor ordinal (topology index)
+  std::string pci;
+  topo::Vendor vendor = topo::Vendor::other;
+};
+
+struct NicRef {
+  std::string pci;
+  std::string name;                    // OS names joined by ","
+  topo::PathClass path = topo::PathClass::SYS;  // to the rank's (first) GPU
+};
+
+struct RankBinding {
+  unsigned local_rank = 0;
+  std::vector<GpuRef> gpus;
+  CpuSet cpus;
+  std::vector<unsigned> mem_nodes;
+  MemPolicy mem_policy = MemPolicy::preferred;
+  std::vector<NicRef> nics;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> warnings;
+};
+
+struct Score {
+  std::optional<double> cpu_locality;  // share of rank PUs on their GPU's NUMA node(s); null if unknown
+  std::optional<double> mem_locality;  // share of ranks whose memory goes to their GPU's node(s)
+  unsigned overlap_cpus = 0;           // PUs given to more than one rank
+  unsigned min_cores = 0;              // cores per rank, smallest and largest
+  unsigned max_cores = 0;
+  std::vector<std::optional<topo::PathClass>> nic_path;  // per rank; nullopt without NIC
+};
+
+struct Plan {
+  Policy policy = Policy::closest;
+  MemPolicy mem = MemPolicy::preferred;
+  std::string topology_origin;
+  std::vector<RankBinding> ranks;
+  Score score;
+  std::vector<std::string> warnings;
+  std::vector<std::string> explain;    // every step of the GPU resolution and the CPU choice
+};
+
+Result<Plan> make_plan(const topo::Topology& t, const Request& req);
+
+// Scores a set of rank bindings against the topology (also used for the strategies `compare`
+// shows side by side).
+Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks);
+
+// Resolves which GPUs the worker sees, in the order it numbers them (cuda:0, cuda:1...), from
+// the environment in `env`. Steps are appended to `explain`, doubts to `warnings`.
+Result<std::vector<const topo::Gpu*>> visible_gpus(const topo::Topology& t, const std::map<std::string, std::string>& env,
+                                                  std::vector<std::string>& explain, std::vector<std::string>& warnings);
+
+}  // namespace gpubind::plan

@@ -1,0 +1,203 @@
+#include "render/plan_render.hpp"
+
+#include <cstdio>
+
+#include "render/table.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+using plan::MemPolicy;
+using plan::Plan;
+using plan::RankBinding;
+
+namespace {
+
+std::string gpu_list(const RankBinding& rb) {
+  std::vector<std::string> parts;
+  for (const auto& g : rb.gpus) parts.push_back(std::to_string(g.index));
+  return parts.empty() ? "-" : join(parts, ",");
+}
+
+std::string gpu_pcis(const RankBinding& rb) {
+  std::vector<std::string> parts;
+  for (const auto& g : rb.gpus) parts.push_back(g.pci);
+  return join(parts, ",");
+}
+
+std::string mem_text(const RankBinding& rb) {
+  if (rb.mem_policy == MemPolicy::none) return "-";
+  return std::string(plan::to_string(rb.mem_policy)) + ":" + join_numbers(rb.mem_nodes);
+}
+
+std::string nic_text(const RankBinding& rb) {
+  if (rb.nics.empty()) return "-";
+  return (rb.nics[0].name.empty() ? rb.nics[0].pci : rb.nics[0].name) + " (" + topo::to_string(rb.nics[0].path) + ")";
+}
+
+std::string quote(const std::string& v) {
+  for (char c : v)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/'))
+      return "'" + v + "'";
+  return v;
+}
+
+std::string hex_mask(const CpuSet& s) {
+  // Slurm's mask_cpu takes one hex number per task.
+  std::string m = s.to_mask();
+  std::string out;
+  for (char c : m)
+    if (c != ',') out += c;
+  size_t nz = out.find_first_not_of('0');
+  return "0x" + (nz == std::string::npos ? std::string("0") : out.substr(nz));
+}
+
+}  // namespace
+
+std::string format_share(const std::optional<double>& v) {
+  if (!v) return "unknown";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", *v * 100.0);
+  return buf;
+}
+
+std::vector<std::pair<std::string, std::string>> gpubind_env(const Plan& p, const RankBinding& rb) {
+  std::vector<std::pair<std::string, std::string>> env;
+  env.push_back({"GPUBIND_LOCAL_RANK", std::to_string(rb.local_rank)});
+  env.push_back({"GPUBIND_GPU", gpu_pcis(rb)});
+  env.push_back({"GPUBIND_CPUS", rb.cpus.to_list()});
+  env.push_back({"GPUBIND_MEM", join_numbers(rb.mem_nodes)});
+  env.push_back({"GPUBIND_MEM_POLICY", plan::to_string(rb.mem_policy)});
+  env.push_back({"GPUBIND_POLICY", plan::to_string(p.policy)});
+  return env;
+}
+
+std::string plan_table(const Plan& p, bool explain) {
+  std::string out = "Plan: " + std::to_string(p.ranks.size()) + " rank(s), policy " + plan::to_string(p.policy) + ", memory " +
+                    plan::to_string(p.mem) + ", on " + p.topology_origin + "\n\n";
+  TextTable t({"RANK", "GPU", "PCI", "CPUS", "CORES", "MEMORY", "NIC"});
+  for (const RankBinding& rb : p.ranks) {
+    unsigned cores = 0;
+    for (const auto& e : rb.env)
+      if (e.first == "OMP_NUM_THREADS") cores = unsigned(std::stoul(e.second));
+    t.add({std::to_string(rb.local_rank), gpu_list(rb), rb.gpus.empty() ? "-" : gpu_pcis(rb), rb.cpus.to_list(),
+           cores ? std::to_string(cores) : "-", mem_text(rb), nic_text(rb)});
+  }
+  out += t.str();
+  const plan::Score& s = p.score;
+  out += "\nscore: cpu locality " + format_share(s.cpu_locality) + ", memory locality " + format_share(s.mem_locality) +
+         ", overlap " + std::to_string(s.overlap_cpus) + " CPU(s), cores per rank " + std::to_string(s.min_cores) + "-" +
+         std::to_string(s.max_cores) + "\n";
+  if (!p.warnings.empty()) {
+    out += "\nwarnings:\n";
+    for (const std::string& w : p.warnings) out += "  " + w + "\n";
+  }
+  if (explain) {
+    out += "\nexplain:\n";
+    for (const std::string& e : p.explain) out += "  " + e + "\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
+  using oj = nlohmann::ordered_json;
+  oj j;
+  j["schema_version"] = kPlanSchemaVersion;
+  j["topology"] = p.topology_origin;
+  j["policy"] = plan::to_string(p.policy);
+  j["mem_policy"] = plan::to_string(p.mem);
+  j["ranks"] = oj::array();
+  for (const RankBinding& rb : p.ranks) {
+    oj r;
+    r["local_rank"] = rb.local_rank;
+    r["gpus"] = oj::array();
+    for (const auto& g : rb.gpus) r["gpus"].push_back({{"index", g.index}, {"pci", g.pci}, {"vendor", topo::to_string(g.vendor)}});
+    r["cpus"] = rb.cpus.to_list();
+    r["mem_nodes"] = rb.mem_nodes;
+    r["mem_policy"] = plan::to_string(rb.mem_policy);
+    r["nics"] = oj::array();
+    for (const auto& n : rb.nics)
+      r["nics"].push_back({{"pci", n.pci.empty() ? oj() : oj(n.pci)}, {"name", n.name}, {"path", topo::to_string(n.path)}});
+    r["env"] = oj::object();
+    for (const auto& [k, v] : rb.env) r["env"][k] = v;
+    r["warnings"] = rb.warnings;
+    j["ranks"].push_back(r);
+  }
+  const plan::Score& s = p.score;
+  oj score;
+  score["cpu_locality"] = s.cpu_locality ? oj(*s.cpu_locality) : oj();
+  score["mem_locality"] = s.mem_locality ? oj(*s.mem_locality) : oj();
+  score["overlap_cpus"] = s.overlap_cpus;
+  score["cores_per_rank"] = {{"min", s.min_cores}, {"max", s.max_cores}};
+  score["nic_path"] = oj::array();
+  for (const auto& c : s.nic_path) score["nic_path"].push_back(c ? oj(topo::to_string(*c)) : oj());
+  j["score"] = score;
+  j["warnings"] = p.warnings;
+  if (explain) j["explain"] = p.explain;
+  return j;
+}
+
+std::string plan_env(const Plan& p, unsigned rank) {
+  const RankBinding& rb = p.ranks.at(rank);
+  std::string out = "# gpubind plan: local rank " + std::to_string(rank) + " of " + std::to_string(p.ranks.size()) + "\n";
+  for (const auto& [k, v] : gpubind_env(p, rb)) out += "export " + k + "=" + quote(v) + "\n";
+  for (const auto& [k, v] : rb.env) out += "export " + k + "=" + quote(v) + "\n";
+  return out;
+}
+
+std::string plan_slurm(const Plan& p) {
+  std::vector<std::string> masks, gpus, mems;
+  bool multi_gpu = false, any_gpu = false;
+  for (const RankBinding& rb : p.ranks) {
+    masks.push_back(hex_mask(rb.cpus));
+    multi_gpu = multi_gpu || rb.gpus.size() > 1;
+    any_gpu = any_gpu || !rb.gpus.empty();
+    CpuSet nodes;
+    for (unsigned n : rb.mem_nodes) nodes.set(n);
+    mems.push_back(rb.mem_nodes.empty() ? "" : hex_mask(nodes));
+  }
+  for (const RankBinding& rb : p.ranks) {
+    if (multi_gpu) {
+      CpuSet g;
+      for (const auto& x : rb.gpus) g.set(x.index);
+      gpus.push_back(hex_mask(g));
+    } else {
+      gpus.push_back(rb.gpus.empty() ? "0" : std::to_string(rb.gpus[0].index));
+    }
+  }
+  std::string out = "--cpu-bind=mask_cpu:" + join(masks, ",");
+  if (any_gpu) out += std::string(" --gpu-bind=") + (multi_gpu ? "mask_gpu:" : "map_gpu:") + join(gpus, ",");
+  bool mem = p.mem != MemPolicy::none && p.mem != MemPolicy::interleave;
+  for (const std::string& m : mems) mem = mem && !m.empty();
+  if (mem) out += std::string(" --mem-bind=") + (p.mem == MemPolicy::preferred ? "prefer," : "") + "mask_mem:" + join(mems, ",");
+  return out + "\n";
+}
+
+std::string plan_rankfile(const Plan& p, const std::string& host) {
+  std::string out = "# Open MPI rankfile from gpubind (physical CPU numbers):\n"
+                    "#   mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 ...\n";
+  for (const RankBinding& rb : p.ranks)
+    out += "rank " + std::to_string(rb.local_rank) + "=" + host + " slot=" + rb.cpus.to_list() + "\n";
+  return out;
+}
+
+std::string plan_numactl(const Plan& p) {
+  std::string out;
+  for (const RankBinding& rb : p.ranks) {
+    out += "numactl --physcpubind=" + rb.cpus.to_list();
+    std::string nodes = join_numbers(rb.mem_nodes);
+    switch (rb.mem_policy) {
+      case MemPolicy::preferred:
+        // numactl --preferred takes one node; several need --preferred-many (numactl >= 2.0.15).
+        out += rb.mem_nodes.size() == 1 ? " --preferred=" + nodes : " --preferred-many=" + nodes;
+        break;
+      case MemPolicy::bind: out += " --membind=" + nodes; break;
+      case MemPolicy::interleave: out += " --interleave=" + nodes; break;
+      case MemPolicy::none: break;
+    }
+    out += " -- CMD   # local rank " + std::to_string(rb.local_rank) + ", GPU " + gpu_list(rb) + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpubind::render

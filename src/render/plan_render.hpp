@@ -1,0 +1,33 @@
+#pragma once
+// Renderings of a Plan: the table people read, JSON for programs, and the formats other
+// launchers take (shell env, srun flags, an Open MPI rankfile, numactl command lines).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"
+
+namespace gpubind::render {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+std::string plan_table(const plan::Plan& p, bool explain);
+nlohmann::ordered_json plan_json(const plan::Plan& p, bool explain);
+// Shell `export` lines for one rank: the plan's environment plus the GPUBIND_* variables that
+// `gpubind exec` sets (so `check` can later compare intent with reality).
+std::string plan_env(const plan::Plan& p, unsigned rank);
+// srun flags: --cpu-bind=mask_cpu:..., --gpu-bind=map_gpu:... (mask_gpu with several GPUs per
+// rank), --mem-bind=... .
+std::string plan_slurm(const plan::Plan& p);
+// An Open MPI rankfile with physical CPU numbers, for `mpirun --rankfile F --mca rmaps_rank_file_physical 1`.
+std::string plan_rankfile(const plan::Plan& p, const std::string& host);
+// One numactl command line per rank.
+std::string plan_numactl(const plan::Plan& p);
+
+// The GPUBIND_* variables of one rank, in the order they are exported.
+std::vector<std::pair<std::string, std::string>> gpubind_env(const plan::Plan& p, const plan::RankBinding& rb);
+
+// Per-score text used by the plan table and by compare.
+std::string format_share(const std::optional<double>& v);
+
+}  // namespace gpubind::render

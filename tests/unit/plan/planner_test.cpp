@@ -1,0 +1,559 @@
+// The planner's rules (../shared/DESIGN.md "Planner rules", issue 3), one test per rule and per
+// fallback, named after it.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "discover/source.hpp"
+#include "plan/plan.hpp"
+
+namespace gpubind::plan {
+
+namespace {
+
+topo::Topology example(const std::string& name) {
+  auto t = discover::load_topology("example:" + name);
+  EXPECT_TRUE(t.ok()) << name;
+  return *t;
+}
+
+Plan must_plan(const topo::Topology& t, const Request& r) {
+  auto p = make_plan(t, r);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return p.ok() ? *p : Plan{};
+}
+
+Request with_env(std::map<std::string, std::string> env) {
+  Request r;
+  r.env = std::move(env);
+  return r;
+}
+
+bool has_warning(const Plan& p, const std::string& part) {
+  for (const auto& w : p.warnings)
+    if (w.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string env_of(const RankBinding& rb, const std::string& k) {
+  for (const auto& [key, v] : rb.env)
+    if (key == k) return v;
+  return "";
+}
+
+// One NUMA node, 8 L3 domains of 4 cores (2 PUs each, siblings n and n+32), two GPUs on it.
+topo::Topology eight_l3_node() {
+  topo::Topology t;
+  t.origin = "test";
+  t.cpus = t.allowed_cpus = CpuSet::range(0, 63);
+  t.packages.push_back({0, t.cpus});
+  t.numa_nodes.push_back({0, t.cpus, 0, 0, ""});
+  for (unsigned l = 0; l < 8; ++l) {
+    CpuSet s;
+    for (unsigned c = l * 4; c < l * 4 + 4; ++c) {
+      s.set(c);
+      s.set(c + 32);
+      t.cores.push_back({CpuSet::of({c, c + 32})});
+    }
+    t.l3_domains.push_back({s, 32u << 20});
+  }
+  for (unsigned i = 0; i < 2; ++i) {
+    topo::Gpu g;
+    g.index = i;
+    g.pci = "0000:0" + std::to_string(i + 1) + ":00.0";
+    g.vendor = topo::Vendor::nvidia;
+    g.device_id = 0x2330;
+    g.numa = std::vector<unsigned>{0};
+    g.cpus = t.cpus;
+    g.pcie_path = {"hb:0000:0" + std::to_string(i)};
+    g.uuid = i == 0 ? "GPU-aaaa1111-0000-0000-0000-000000000000" : "GPU-bbbb2222-0000-0000-0000-000000000000";
+    t.gpus.push_back(g);
+  }
+  return t;
+}
+
+}  // namespace
+
+// --- 1. defaults -----------------------------------------------------------------------------
+
+TEST(Planner, DefaultRanksEqualVisibleGpus) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  ASSERT_EQ(p.ranks.size(), 8u);
+  for (unsigned r = 0; r < 8; ++r) EXPECT_EQ(p.ranks[r].gpus.at(0).index, r);
+  EXPECT_EQ(p.policy, Policy::closest);
+  EXPECT_EQ(p.ranks[0].mem_policy, MemPolicy::preferred);
+}
+
+TEST(Planner, SmtSiblingsStayTogether) {
+  auto t = example("dgx-h100");
+  Plan p = must_plan(t, {});
+  for (const auto& rb : p.ranks)
+    for (const auto& c : t.cores)
+      if (c.pus.intersects(rb.cpus)) {
+        EXPECT_TRUE(c.pus.is_subset_of(rb.cpus)) << c.pus.to_list();
+      }
+}
+
+TEST(Planner, NoSmtKeepsOnePuPerCore) {
+  Request r;
+  r.smt = false;
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-13");
+  EXPECT_EQ(p.ranks[4].cpus.to_list(), "56-69");
+}
+
+// --- 2. GPU identity -------------------------------------------------------------------------
+
+TEST(GpuIdentity, CudaVisibleDevicesIndicesPickGpusInOrder) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", "5,2"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 2u);
+  // Each rank runs next to its own GPU: rank 0 on socket 1, rank 1 on socket 0.
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(CpuSet::range(56, 111) | CpuSet::range(168, 223)));
+  EXPECT_TRUE(p.ranks[1].cpus.is_subset_of(CpuSet::range(0, 55) | CpuSet::range(112, 167)));
+}
+
+TEST(GpuIdentity, CudaVisibleDevicesUuidPrefix) {
+  Plan p = must_plan(eight_l3_node(), with_env({{"CUDA_VISIBLE_DEVICES", "GPU-bbbb"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+}
+
+TEST(GpuIdentity, UnknownUuidIsAnError) {
+  auto p = make_plan(eight_l3_node(), with_env({{"CUDA_VISIBLE_DEVICES", "GPU-cccc"}}));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("no GPU has a UUID"), std::string::npos) << p.error().message();
+}
+
+TEST(GpuIdentity, UuidWithoutUuidsInTopologyIsAnError) {
+  auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", "GPU-1234"}}));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("records no GPU UUIDs"), std::string::npos);
+}
+
+TEST(GpuIdentity, LegacyMigIdMapsToParentGpu) {
+  Plan p = must_plan(eight_l3_node(), with_env({{"CUDA_VISIBLE_DEVICES", "MIG-GPU-bbbb2222-0000-0000-0000-000000000000/1/0"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+}
+
+TEST(GpuIdentity, ModernMigIdIsRefused) {
+  auto p = make_plan(eight_l3_node(), with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"}}));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("MIG"), std::string::npos);
+}
+
+TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {
+  for (const char* bad : {"abc", "0,,1", "1,1", "zero"}) {
+    auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", bad}}));
+    EXPECT_FALSE(p.ok()) << bad;
+  }
+}
+
+TEST(GpuIdentity, OutOfRangeEntryEndsTheListLikeCuda) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", "1,9,2"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_TRUE(has_warning(p, "ignored"));
+}
+
+TEST(GpuIdentity, EmptyCudaVisibleDevicesHidesEveryGpu) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", ""}}));
+  EXPECT_TRUE(has_warning(p, "hides every GPU"));
+  for (const auto& rb : p.ranks) EXPECT_TRUE(rb.gpus.empty());
+}
+
+TEST(GpuIdentity, SlurmConfinedDevicesAreRenumbered) {
+  // ConstrainDevices=yes: the job holds physical GPUs 4,5; CUDA sees them as 0,1.
+  Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_STEP_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 4u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 5u);
+}
+
+TEST(GpuIdentity, SlurmWithoutConfinementUsesPhysicalIndices) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_STEP_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "4,5"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 4u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 5u);
+}
+
+TEST(GpuIdentity, SlurmJobGpusAloneLimitsTheGpus) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_JOB_GPUS", "6,7"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 7u);
+}
+
+TEST(GpuIdentity, RocrThenHipVisibleDevices) {
+  // ROCR keeps GCDs 4-7, HIP then picks the second of those: GCD 5.
+  Plan p = must_plan(example("frontier-like"), with_env({{"ROCR_VISIBLE_DEVICES", "4,5,6,7"}, {"HIP_VISIBLE_DEVICES", "1"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "9-15,73-79");
+}
+
+TEST(GpuIdentity, ZeAffinityMaskTilesBelongToTheirDevice) {
+  auto t = eight_l3_node();
+  for (auto& g : t.gpus) g.vendor = topo::Vendor::intel;
+  Plan p = must_plan(t, with_env({{"ZE_AFFINITY_MASK", "1.0,1.1"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 1u);
+}
+
+TEST(GpuIdentity, MixedModelsWarnAboutCudaOrder) {
+  auto t = eight_l3_node();
+  t.gpus[1].device_id = 0x1234;
+  Plan p = must_plan(t, {});
+  EXPECT_TRUE(has_warning(p, "CUDA_DEVICE_ORDER"));
+  Plan q = must_plan(t, with_env({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}}));
+  EXPECT_FALSE(has_warning(q, "CUDA_DEVICE_ORDER"));
+}
+
+TEST(GpuIdentity, ExplainShowsEveryStep) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_STEP_GPUS", "4,5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  std::string all;
+  for (const auto& e : p.explain) all += e + "\n";
+  EXPECT_NE(all.find("SLURM_STEP_GPUS=4,5"), std::string::npos) << all;
+  EXPECT_NE(all.find("renumbered"), std::string::npos) << all;
+  EXPECT_NE(all.find("split"), std::string::npos) << all;
+}
+
+// --- 3. CPU split ----------------------------------------------------------------------------
+
+TEST(CpuSplit, RanksSharingANodeGetEqualContiguousDisjointBlocks) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-13,112-125");
+  EXPECT_EQ(p.ranks[1].cpus.to_list(), "14-27,126-139");
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_EQ(p.score.min_cores, 14u);
+  EXPECT_EQ(p.score.max_cores, 14u);
+}
+
+TEST(CpuSplit, TwoRanksOnEightL3DomainsGetFourEach) {
+  Plan p = must_plan(eight_l3_node(), {});
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-15,32-47");
+  EXPECT_EQ(p.ranks[1].cpus.to_list(), "16-31,48-63");
+}
+
+TEST(CpuSplit, SixteenRanksOnEightL3DomainsSplitEachDomain) {
+  Request r;
+  r.ranks = 16;
+  Plan p = must_plan(eight_l3_node(), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-1,32-33");
+  EXPECT_EQ(p.ranks[1].cpus.to_list(), "2-3,34-35");
+}
+
+TEST(CpuSplit, LeftoverCoresAreHandedOutOneByOne) {
+  Request r;
+  r.ranks = 3;
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+  // 56 cores on socket 0 for 3 ranks: 19, 19, 18.
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(p.score.max_cores, 19u);
+  EXPECT_EQ(p.score.min_cores, 18u);
+}
+
+TEST(CpuSplit, BalancedLeavesLeftoverCoresIdle) {
+  Request r;
+  r.ranks = 3;
+  r.balanced = true;
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(p.score.max_cores, 18u);
+  EXPECT_EQ(p.score.min_cores, 18u);
+}
+
+TEST(CpuSplit, ReservedCpusAreNeverUsed) {
+  Request r;
+  r.reserve = CpuSet::of({0, 112, 56, 168});
+  Plan p = must_plan(example("dgx-h100"), r);
+  for (const auto& rb : p.ranks) EXPECT_FALSE(rb.cpus.intersects(r.reserve));
+  EXPECT_EQ(p.ranks[0].cpus.first(), 1u);
+}
+
+TEST(CpuSplit, FrontierReservedFirstCoreOfEachL3IsNotUsed) {
+  auto t = example("frontier-like");
+  Plan p = must_plan(t, {});
+  for (const auto& rb : p.ranks) {
+    EXPECT_TRUE(rb.cpus.is_subset_of(t.allowed_cpus));
+    EXPECT_EQ(rb.cpus.count(), 14u);
+  }
+  EXPECT_EQ(p.ranks[4].cpus.to_list(), "1-7,65-71");  // GCD 4 sits on the first L3 domain
+}
+
+TEST(CpuSplit, CallersAllowedSetIsRespected) {
+  Request r;
+  r.allowed = CpuSet::range(0, 27) | CpuSet::range(112, 139);
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0,1"}};
+  Plan p = must_plan(example("dgx-h100"), r);
+  for (const auto& rb : p.ranks) EXPECT_TRUE(rb.cpus.is_subset_of(*r.allowed));
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+}
+
+// --- 4. fallbacks ----------------------------------------------------------------------------
+
+TEST(Fallback, GpuNodeWithoutAllowedCoresUsesNearestNodeOnSamePackage) {
+  // DGX A100 NPS4: GPU 0 is on node 3; only node 0 (same package) and node 4 (other) are allowed.
+  auto t = example("dgx-a100-nps4");
+  Request r;
+  r.allowed = t.numa_nodes[0].cpus | t.numa_nodes[4].cpus;
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
+  Plan p = must_plan(t, r);
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(t.numa_nodes[0].cpus)) << p.ranks[0].cpus.to_list();
+  EXPECT_TRUE(has_warning(p, "no allowed CPUs"));
+  EXPECT_TRUE(has_warning(p, "same package"));
+  // Memory still goes to the GPU's own node.
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{3});
+}
+
+TEST(Fallback, GpuNodeWithoutAllowedCoresOnAnyPackageUsesNearestByDistance) {
+  auto t = example("dgx-a100-nps4");
+  Request r;
+  r.allowed = t.numa_nodes[5].cpus;  // other package only
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
+  Plan p = must_plan(t, r);
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(t.numa_nodes[5].cpus));
+  EXPECT_TRUE(has_warning(p, "nearest by NUMA distance"));
+}
+
+TEST(Fallback, UnknownGpuLocalitySpreadsRanksOverPackagesInGpuOrder) {
+  auto t = example("cloud-vm-unknown-locality");
+  Plan p = must_plan(t, {});
+  ASSERT_EQ(p.ranks.size(), 4u);
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(t.packages[0].cpus));
+  EXPECT_TRUE(p.ranks[1].cpus.is_subset_of(t.packages[0].cpus));
+  EXPECT_TRUE(p.ranks[2].cpus.is_subset_of(t.packages[1].cpus));
+  EXPECT_TRUE(p.ranks[3].cpus.is_subset_of(t.packages[1].cpus));
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_TRUE(has_warning(p, "GPU locality is unknown"));
+  EXPECT_FALSE(p.score.cpu_locality.has_value());
+}
+
+TEST(Fallback, MoreRanksThanCoresShareCores) {
+  Request r;
+  r.ranks = 100;
+  r.allowed = CpuSet::range(0, 3);
+  r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
+  Plan p = must_plan(example("gh200"), r);
+  for (const auto& rb : p.ranks) EXPECT_FALSE(rb.cpus.empty());
+  EXPECT_TRUE(has_warning(p, "share cores"));
+}
+
+TEST(Fallback, MoreRanksThanGpusShareGpusWhileCoresAreSplit) {
+  Request r;
+  r.ranks = 16;
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 0u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 0u);
+  EXPECT_EQ(p.ranks[15].gpus[0].index, 7u);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_EQ(p.score.min_cores, 7u);
+  EXPECT_TRUE(has_warning(p, "share a GPU"));
+}
+
+TEST(Fallback, GpusPerRankTakesGpusClosestToEachOther) {
+  Request r;
+  r.gpus_per_rank = 2;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  ASSERT_EQ(p.ranks.size(), 4u);
+  // GPUs 0 and 1 share a PCIe switch (and NUMA node 3).
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 0u);
+  EXPECT_EQ(p.ranks[0].gpus[1].index, 1u);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "48-63,176-191");
+}
+
+TEST(Fallback, GpusPerRankThatDoesNotFitIsAnError) {
+  Request r;
+  r.gpus_per_rank = 3;
+  r.ranks = 3;
+  auto p = make_plan(example("dgx-h100"), r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("9 GPUs"), std::string::npos) << p.error().message();
+}
+
+// --- 5. memory -------------------------------------------------------------------------------
+
+TEST(Memory, PreferredOnTheGpusNode) {
+  Plan p = must_plan(example("dgx-a100-nps4"), {});
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{3});
+  EXPECT_EQ(p.ranks[0].mem_policy, MemPolicy::preferred);
+}
+
+TEST(Memory, NeverACpulessNodeUnlessAsked) {
+  Plan p = must_plan(example("gh200"), {});
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{0});
+  Request r;
+  r.mem_node = 1;
+  r.mem = MemPolicy::bind;
+  Plan q = must_plan(example("gh200"), r);
+  EXPECT_EQ(q.ranks[0].mem_nodes, std::vector<unsigned>{1});
+  EXPECT_EQ(q.ranks[0].mem_policy, MemPolicy::bind);
+}
+
+TEST(Memory, NoneLeavesMemoryAlone) {
+  Request r;
+  r.mem = MemPolicy::none;
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(p.ranks[0].mem_policy, MemPolicy::none);
+  EXPECT_TRUE(p.ranks[0].mem_nodes.empty());
+}
+
+TEST(Memory, InterleaveSpansTheRanksLocalNodes) {
+  Request r;
+  r.mem = MemPolicy::interleave;
+  r.policy = Policy::socket;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  EXPECT_EQ(p.ranks[0].mem_nodes, (std::vector<unsigned>{0, 1, 2, 3}));
+}
+
+// --- 6. NIC ----------------------------------------------------------------------------------
+
+TEST(Nic, ShortestPciePathWins) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  for (const auto& rb : p.ranks) EXPECT_EQ(rb.nics.at(0).path, topo::PathClass::PIX);
+  EXPECT_EQ(p.ranks[0].nics[0].name, "ibp26s0,mlx5_0");
+}
+
+TEST(Nic, RanksAreBalancedOverNicsOfEqualDistance) {
+  // Two GPUs and two HCAs behind each switch: each rank gets its own HCA.
+  Plan p = must_plan(example("dgx-a100-nps4"), {});
+  std::set<std::string> used;
+  for (const auto& rb : p.ranks) used.insert(rb.nics.at(0).pci);
+  EXPECT_EQ(used.size(), 8u);
+}
+
+TEST(Nic, EnvironmentOnlyWithNicEnv) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  EXPECT_EQ(env_of(p.ranks[0], "NCCL_IB_HCA"), "");
+  Request r;
+  r.nic_env = true;
+  Plan q = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(env_of(q.ranks[0], "NCCL_IB_HCA"), "=mlx5_0");
+  EXPECT_EQ(env_of(q.ranks[0], "UCX_NET_DEVICES"), "mlx5_0:1");
+}
+
+// --- 7. environment --------------------------------------------------------------------------
+
+TEST(Env, OmpNumThreadsIsTheRanksCores) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  EXPECT_EQ(env_of(p.ranks[0], "OMP_NUM_THREADS"), "14");
+  EXPECT_EQ(env_of(p.ranks[0], "OMP_PLACES"), "");
+  Request r;
+  r.omp = true;
+  Plan q = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(env_of(q.ranks[0], "OMP_PLACES"), "cores");
+  EXPECT_EQ(env_of(q.ranks[0], "OMP_PROC_BIND"), "close");
+}
+
+TEST(Env, EveryGpuStaysVisibleUnlessIsolated) {
+  Plan p = must_plan(example("dgx-h100"), {});
+  EXPECT_EQ(env_of(p.ranks[3], "CUDA_VISIBLE_DEVICES"), "");
+  Request r;
+  r.isolate_gpus = true;
+  Plan q = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(env_of(q.ranks[3], "CUDA_VISIBLE_DEVICES"), "3");
+  EXPECT_EQ(env_of(q.ranks[3], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+  Plan a = must_plan(example("frontier-like"), r);
+  EXPECT_EQ(env_of(a.ranks[2], "ROCR_VISIBLE_DEVICES"), "2");
+}
+
+// --- 8. other policies -----------------------------------------------------------------------
+
+TEST(Policy, SocketSharesTheGpusPackage) {
+  Request r;
+  r.policy = Policy::socket;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-63,128-191");
+  EXPECT_EQ(p.ranks[0].cpus, p.ranks[1].cpus);
+}
+
+TEST(Policy, NumaSharesTheGpusNode) {
+  Request r;
+  r.policy = Policy::numa;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "48-63,176-191");
+  EXPECT_EQ(p.ranks[1].cpus, p.ranks[0].cpus);
+}
+
+TEST(Policy, L3GivesOneL3DomainPerRank) {
+  Request r;
+  r.policy = Policy::l3;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "48-51,176-179");
+  EXPECT_EQ(p.ranks[1].cpus.to_list(), "52-55,180-183");
+}
+
+TEST(Policy, CpuOnlyIgnoresTheGpus) {
+  Request r;
+  r.policy = Policy::cpu_only;
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "0-15,128-143");  // node 0, while GPU 0 is on node 3
+  EXPECT_EQ(p.score.cpu_locality, 0.0);
+}
+
+TEST(Policy, NoneBindsNothing) {
+  Request r;
+  r.policy = Policy::none;
+  auto t = example("dgx-h100");
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].cpus, t.allowed_cpus);
+  EXPECT_EQ(p.ranks[0].mem_policy, MemPolicy::none);
+  EXPECT_TRUE(p.ranks[0].env.empty());
+  EXPECT_DOUBLE_EQ(*p.score.cpu_locality, 0.5);
+}
+
+// --- 9. score --------------------------------------------------------------------------------
+
+TEST(Score, ClosestOnNps4IsFullyLocal) {
+  Plan p = must_plan(example("dgx-a100-nps4"), {});
+  EXPECT_DOUBLE_EQ(*p.score.cpu_locality, 1.0);
+  EXPECT_DOUBLE_EQ(*p.score.mem_locality, 1.0);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_EQ(p.score.nic_path.size(), 8u);
+}
+
+// --- no GPU, bad requests --------------------------------------------------------------------
+
+TEST(NoGpu, CpuOnlyPlanWithAWarning) {
+  auto t = discover::load_topology("pack:2 numa:2 core:4 pu:2");
+  ASSERT_TRUE(t.ok());
+  Plan p = must_plan(*t, {});
+  EXPECT_EQ(p.ranks.size(), 4u);  // one per NUMA node with CPUs
+  EXPECT_TRUE(has_warning(p, "no GPUs"));
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+}
+
+TEST(NoGpu, RequireGpuMakesItAnError) {
+  auto t = discover::load_topology("pack:1 core:2 pu:1");
+  ASSERT_TRUE(t.ok());
+  Request r;
+  r.require_gpu = true;
+  EXPECT_FALSE(make_plan(*t, r).ok());
+}
+
+TEST(BadRequest, Rejected) {
+  auto t = example("dgx-h100");
+  Request zero;
+  zero.ranks = 0;
+  EXPECT_FALSE(make_plan(t, zero).ok());
+  Request outside;
+  outside.reserve = CpuSet::of({500});
+  EXPECT_NE(make_plan(t, outside).error().message().find("not in this machine"), std::string::npos);
+  Request allowed;
+  allowed.allowed = CpuSet::range(220, 300);
+  EXPECT_FALSE(make_plan(t, allowed).ok());
+  Request all_reserved;
+  all_reserved.reserve = t.cpus;
+  EXPECT_NE(make_plan(t, all_reserved).error().message().find("is reserved"), std::string::npos);
+  Request bad_node;
+  bad_node.mem_node = 7;
+  EXPECT_FALSE(make_plan(t, bad_node).ok());
+  Request k0;
+  k0.gpus_per_rank = 0;
+  EXPECT_FALSE(make_plan(t, k0).ok());
+}
+
+}  // namespace gpubind::plan
