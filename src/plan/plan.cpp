@@ -180,9 +180,8 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
   return best->cpus & c.allowed;
 }
 
-// Ranks whose domains overlap share one pool; each pool is split (closest) or shared (socket,
-// numa) among its ranks.
-void assign_cpus(Ctx& c, const std::vector<CpuSet>& targets) {
+// Ranks whose target domains overlap form one pool, in rank order.
+std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) {
   size_t n = targets.size();
   std::vector<size_t> group(n);
   std::iota(group.begin(), group.end(), 0);
@@ -192,12 +191,49 @@ void assign_cpus(Ctx& c, const std::vector<CpuSet>& targets) {
       if (targets[i].intersects(targets[j])) group[find(j)] = find(i);
   std::map<size_t, std::vector<size_t>> pools;
   for (size_t i = 0; i < n; ++i) pools[find(i)].push_back(i);
+  std::vector<std::vector<size_t>> out;
+  for (auto& [root, members] : pools) out.push_back(members);
+  return out;
+}
 
-  for (auto& [root, members] : pools) {
+// A pool with fewer cores than ranks (many ranks on a GPU whose locality is one L3 domain, or a
+// small allowed set) grows before ranks are made to share cores: to the NUMA node(s), then the
+// package(s), then every allowed CPU.
+void widen_crowded_pools(Ctx& c, std::vector<CpuSet>& targets) {
+  static const char* kLevels[] = {"their NUMA node", "their package", "every allowed CPU"};
+  for (int level = 0; level < 3; ++level) {
+    bool widened = false;
+    for (const auto& members : pool_ranks(targets)) {
+      CpuSet domain;
+      for (size_t i : members) domain |= targets[i];
+      if (count_cores(c.cores, domain) >= members.size()) continue;
+      for (size_t i : members) {
+        CpuSet wider;
+        if (level == 0) wider = node_cpus(c.t, nodes_covering(c.t, targets[i]));
+        if (level == 1)
+          for (const topo::Package& p : c.t.packages)
+            if (p.cpus.intersects(targets[i])) wider |= p.cpus;
+        if (level == 2 || wider.empty()) wider = c.allowed;
+        targets[i] = (wider & c.allowed) | targets[i];
+      }
+      std::string who = "ranks " + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
+      c.plan.explain.push_back(who + ": fewer cores than ranks near their GPU; widened to " + kLevels[level]);
+      if (level > 0)
+        c.plan.warnings.push_back(who + ": more ranks than allowed cores on their GPU's NUMA node; widened to " + kLevels[level]);
+      widened = true;
+    }
+    if (!widened) break;
+  }
+}
+
+// Each pool is split (closest, l3) or shared (socket, numa) among its ranks.
+void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
+  bool share = c.req.policy == Policy::socket || c.req.policy == Policy::numa || c.req.policy == Policy::none;
+  if (!share) widen_crowded_pools(c, targets);
+  for (const auto& members : pool_ranks(targets)) {
     CpuSet domain;
     for (size_t i : members) domain |= targets[i];
     std::string who = "ranks " + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
-    bool share = c.req.policy == Policy::socket || c.req.policy == Policy::numa || c.req.policy == Policy::none;
     if (share) {
       for (size_t i : members) c.plan.ranks[i].cpus = domain;
       c.plan.explain.push_back(who + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../support/plan_invariants.hpp"
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "sys/archive.hpp"
@@ -123,6 +124,18 @@ TEST_P(SysfsTrees, SysfsScanAgreesWithHwloc) {
   }
 }
 
+// The planner's invariants on every corpus machine that loads.
+class CorpusPlans : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CorpusPlans, PlanInvariantsHold) {
+  if (kUnrepresentable.count(GetParam())) GTEST_SKIP() << "unrepresentable: " << kUnrepresentable.at(GetParam());
+  auto t = gpubind::discover::load_topology(kDir + "/" + GetParam());
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  for (const auto& r : gpubind::testing::invariant_requests(*t))
+    gpubind::testing::expect_plan_invariants(*t, r, GetParam() + " -n " + std::to_string(*r.ranks) + " --gpus-per-rank " +
+                                                        std::to_string(r.gpus_per_rank));
+}
+
 std::vector<std::string> sysfs_trees() {
   std::vector<std::string> out;
   if (!std::filesystem::exists(kDir + "/ground-truth.json")) return out;
@@ -148,6 +161,8 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Shared, Corpus, ::testing::ValuesIn(corpus_files()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Corpus);
+INSTANTIATE_TEST_SUITE_P(Shared, CorpusPlans, ::testing::ValuesIn(corpus_files()), test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CorpusPlans);
 INSTANTIATE_TEST_SUITE_P(Shared, SysfsTrees, ::testing::ValuesIn(sysfs_trees()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SysfsTrees);
 

@@ -1,0 +1,104 @@
+#pragma once
+// The planner's invariants (issue 3 acceptance), checked on any topology: used over the
+// repository's example machines (unit) and over the shared real-machine corpus (corpus).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"
+
+namespace gpubind::testing {
+
+// The rank counts the acceptance names: 1, GPUs, 2 x GPUs, and GPUs/2 with 2 GPUs per rank.
+inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
+  std::vector<plan::Request> out;
+  auto add = [&](unsigned ranks, unsigned k) {
+    plan::Request r;
+    r.ranks = ranks;
+    r.gpus_per_rank = k;
+    out.push_back(r);
+  };
+  unsigned g = 0;
+  for (const auto& gpu : t.gpus) g += gpu.vendor == t.gpus[0].vendor;
+  add(1, 1);
+  if (g) {
+    add(g, 1);
+    add(2 * g, 1);
+    if (g >= 2) add(g / 2, 2);
+  }
+  return out;
+}
+
+inline void expect_plan_invariants(const topo::Topology& t, const plan::Request& req, const std::string& what) {
+  auto p = plan::make_plan(t, req);
+  ASSERT_TRUE(p.ok()) << what << ": " << p.error().message();
+  unsigned allowed_cores = 0;
+  for (const auto& c : t.cores) allowed_cores += c.pus.intersects(t.allowed_cpus);
+  std::map<unsigned, unsigned> seen;
+  std::map<std::string, bool> gpu_used;
+  for (const auto& rb : p->ranks) {
+    EXPECT_FALSE(rb.cpus.empty()) << what << " rank " << rb.local_rank << ": empty CPU set";
+    EXPECT_TRUE(rb.cpus.is_subset_of(t.allowed_cpus)) << what << " rank " << rb.local_rank << ": CPUs outside the allowed set";
+    for (unsigned pu : rb.cpus.ids()) ++seen[pu];
+    for (unsigned n : rb.mem_nodes) {
+      const topo::NumaNode* node = topo::find_numa(t, n);
+      ASSERT_NE(node, nullptr) << what;
+      EXPECT_FALSE(node->cpus.empty()) << what << " rank " << rb.local_rank << ": CPU-less node " << n << " in mem_nodes";
+    }
+    for (const auto& g : rb.gpus) gpu_used[g.pci] = true;
+  }
+  if (allowed_cores >= p->ranks.size()) {
+    for (auto& [pu, n] : seen) EXPECT_EQ(n, 1u) << what << ": CPU " << pu << " given to " << n << " ranks";
+  }
+
+  // Ranks whose GPU sits on node N stay on N when N has enough allowed cores for them.
+  std::map<std::string, const topo::Gpu*> gpu_by_pci;
+  for (const auto& g : t.gpus) gpu_by_pci[g.pci] = &g;
+  std::map<std::vector<unsigned>, unsigned> ranks_per_nodes;
+  for (const auto& rb : p->ranks)
+    if (rb.gpus.size() == 1 && gpu_by_pci[rb.gpus[0].pci]->numa) ++ranks_per_nodes[*gpu_by_pci[rb.gpus[0].pci]->numa];
+  for (const auto& rb : p->ranks) {
+    if (rb.gpus.size() != 1) continue;
+    const topo::Gpu* g = gpu_by_pci[rb.gpus[0].pci];
+    if (!g->numa) continue;
+    CpuSet node_cpus;
+    for (unsigned n : *g->numa)
+      if (const topo::NumaNode* node = topo::find_numa(t, n)) node_cpus |= node->cpus;
+    unsigned cores = 0;
+    for (const auto& c : t.cores) cores += c.pus.intersects(node_cpus & t.allowed_cpus);
+    if (cores >= ranks_per_nodes[*g->numa]) {
+      EXPECT_TRUE(rb.cpus.is_subset_of(node_cpus)) << what << " rank " << rb.local_rank << ": CPUs " << rb.cpus.to_list()
+                                                   << " leave GPU node(s) " << node_cpus.to_list();
+    }
+  }
+
+  // Balance: ranks that share one pool of cores differ by at most one core, or one L3 domain.
+  unsigned biggest_l3 = 1;
+  for (const auto& l : t.l3_domains) {
+    unsigned n = 0;
+    for (const auto& c : t.cores) n += c.pus.intersects(l.cpus);
+    biggest_l3 = std::max(biggest_l3, n);
+  }
+  std::map<std::vector<unsigned>, std::pair<unsigned, unsigned>> span;  // GPU nodes -> min/max cores
+  for (const auto& rb : p->ranks) {
+    if (rb.gpus.size() != 1 || !gpu_by_pci[rb.gpus[0].pci]->numa) continue;
+    unsigned cores = 0;
+    for (const auto& c : t.cores) cores += c.pus.intersects(rb.cpus);
+    auto key = *gpu_by_pci[rb.gpus[0].pci]->numa;
+    auto [it, fresh] = span.emplace(key, std::make_pair(cores, cores));
+    it->second.first = std::min(it->second.first, cores);
+    it->second.second = std::max(it->second.second, cores);
+  }
+  for (auto& [nodes, mm] : span)
+    EXPECT_LE(mm.second - mm.first, std::max(1u, biggest_l3)) << what << ": unbalanced ranks on one node";
+
+  unsigned vendor_gpus = 0;
+  for (const auto& g : t.gpus) vendor_gpus += g.vendor == t.gpus[0].vendor;
+  if (vendor_gpus && *req.ranks * req.gpus_per_rank >= vendor_gpus) {
+    EXPECT_EQ(gpu_used.size(), vendor_gpus) << what << ": a GPU got no rank";
+  }
+}
+
+}  // namespace gpubind::testing
