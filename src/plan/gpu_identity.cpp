@@ -52,13 +52,16 @@ Vendor pick_vendor(const Topology& t, const std::map<std::string, std::string>& 
   return best;
 }
 
-// Parses an index list "0,2,3"; nullopt when any entry is not a plain integer.
+// Parses an index list "0,2,3" (ranges "0-3" allowed, in order); nullopt on anything else.
 std::optional<std::vector<unsigned>> parse_indices(const std::string& s) {
   std::vector<unsigned> out;
   for (std::string_view tok : split(s, ',')) {
-    auto v = parse_uint(trim(tok));
-    if (!v || *v > 4096) return std::nullopt;
-    out.push_back(unsigned(*v));
+    tok = trim(tok);
+    size_t dash = tok.find('-');
+    auto lo = parse_uint(tok.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : parse_uint(tok.substr(dash + 1));
+    if (!lo || !hi || *lo > *hi || *hi > 4096) return std::nullopt;
+    for (uint64_t i = *lo; i <= *hi; ++i) out.push_back(unsigned(i));
   }
   return out;
 }

@@ -179,6 +179,12 @@ TEST(GpuIdentity, SlurmWithoutConfinementUsesPhysicalIndices) {
   EXPECT_EQ(p.ranks[1].gpus[0].index, 5u);
 }
 
+TEST(GpuIdentity, SlurmGpuRangesAreAccepted) {
+  Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_STEP_GPUS", "2-3,6"}}));
+  ASSERT_EQ(p.ranks.size(), 3u);
+  EXPECT_EQ(p.ranks[2].gpus[0].index, 6u);
+}
+
 TEST(GpuIdentity, SlurmJobGpusAloneLimitsTheGpus) {
   Plan p = must_plan(example("dgx-h100"), with_env({{"SLURM_JOB_GPUS", "6,7"}}));
   ASSERT_EQ(p.ranks.size(), 2u);
