@@ -5,21 +5,39 @@
 
 namespace gpubind::plan {
 
-std::vector<CoreSlot> usable_cores(const topo::Topology& t, const CpuSet& allowed, bool smt) {
-  std::vector<CoreSlot> out;
+CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool smt) {
+  CoreTable table;
+  unsigned top = t.cpus.last().value_or(0);
+  std::vector<int> l3_of_pu(top + 1, -1);
+  for (size_t i = 0; i < t.l3_domains.size(); ++i)
+    for (unsigned pu : t.l3_domains[i].cpus.ids())
+      if (pu <= top) l3_of_pu[pu] = int(i);
   for (const topo::Core& c : t.cores) {
-    CpuSet pus = c.pus & allowed;
+    CpuSet pus = c.pus.is_subset_of(allowed) ? c.pus : c.pus & allowed;
     if (pus.empty()) continue;
     if (!smt) pus = CpuSet::of({*pus.first()});
-    int l3 = -1;
-    for (size_t i = 0; i < t.l3_domains.size(); ++i)
-      if (t.l3_domains[i].cpus.test(*c.pus.first())) l3 = int(i);
-    out.push_back({pus, l3});
+    unsigned first = *c.pus.first();
+    table.slots.push_back({pus, first <= top ? l3_of_pu[first] : -1});
   }
-  std::stable_sort(out.begin(), out.end(), [](const CoreSlot& a, const CoreSlot& b) {
+  std::stable_sort(table.slots.begin(), table.slots.end(), [](const CoreSlot& a, const CoreSlot& b) {
     if (a.l3 != b.l3) return a.l3 < b.l3;
     return *a.pus.first() < *b.pus.first();
   });
+  table.slot_of_pu.assign(top + 1, -1);
+  for (size_t i = 0; i < table.slots.size(); ++i)
+    for (unsigned pu : table.slots[i].pus.ids()) table.slot_of_pu[pu] = int(i);
+  return table;
+}
+
+std::vector<const CoreSlot*> CoreTable::within(const CpuSet& cpus) const {
+  std::vector<int> idx;
+  for (unsigned pu : cpus.ids())
+    if (pu < slot_of_pu.size() && slot_of_pu[pu] >= 0) idx.push_back(slot_of_pu[pu]);
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  std::vector<const CoreSlot*> out;
+  out.reserve(idx.size());
+  for (int i : idx) out.push_back(&slots[size_t(i)]);
   return out;
 }
 
@@ -35,11 +53,8 @@ std::vector<size_t> block_sizes(size_t n, size_t k, bool balanced) {
 
 }  // namespace
 
-Split split_domain(const std::vector<CoreSlot>& all, const CpuSet& domain, unsigned ranks, bool balanced) {
+Split split_domain(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks, bool balanced) {
   Split s;
-  std::vector<const CoreSlot*> cores;
-  for (const CoreSlot& c : all)
-    if (c.pus.intersects(domain)) cores.push_back(&c);
   s.blocks.assign(ranks, CpuSet());
   if (cores.empty() || ranks == 0) {
     s.how = "no usable cores";
@@ -67,7 +82,11 @@ Split split_domain(const std::vector<CoreSlot>& all, const CpuSet& domain, unsig
   size_t d = l3_ranges.size();
 
   auto give = [&](unsigned r, size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) s.blocks[r] |= cores[i]->pus & domain;
+    for (size_t i = begin; i < end; ++i) {
+      const CpuSet& pus = cores[i]->pus;
+      if (pus.is_subset_of(domain)) s.blocks[r] |= pus;
+      else s.blocks[r] |= pus & domain;
+    }
   };
 
   bool equal_l3 = std::all_of(l3_ranges.begin(), l3_ranges.end(), [&](auto& rg) {

@@ -15,8 +15,17 @@ struct CoreSlot {
 };
 
 // The usable cores of the machine, ordered by L3 domain then first PU (so a contiguous run of
-// slots stays inside one L3 where possible).
-std::vector<CoreSlot> usable_cores(const topo::Topology& t, const CpuSet& allowed, bool smt);
+// slots stays inside one L3 where possible), with a PU -> slot index for fast lookups.
+struct CoreTable {
+  std::vector<CoreSlot> slots;
+  std::vector<int> slot_of_pu;  // -1 for PUs that are not usable
+
+  // The slots touching `cpus`, in slot order.
+  std::vector<const CoreSlot*> within(const CpuSet& cpus) const;
+  unsigned count(const CpuSet& cpus) const { return unsigned(within(cpus).size()); }
+};
+
+CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool smt);
 
 struct Split {
   std::vector<CpuSet> blocks;  // one per rank, in rank order
@@ -24,8 +33,8 @@ struct Split {
   bool shared = false;         // fewer cores than ranks: cores are shared
 };
 
-// Divides the slots inside `domain` among `ranks` ranks. `balanced` leaves leftover cores idle
-// rather than giving the first ranks one more.
-Split split_domain(const std::vector<CoreSlot>& cores, const CpuSet& domain, unsigned ranks, bool balanced);
+// Divides `cores` (the slots inside `domain`, in order) among `ranks` ranks. `balanced` leaves
+// leftover cores idle rather than giving the first ranks one more.
+Split split_domain(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks, bool balanced);
 
 }  // namespace gpubind::plan

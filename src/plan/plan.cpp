@@ -1,6 +1,7 @@
 #include "plan/plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -58,7 +59,7 @@ struct Ctx {
   const Topology& t;
   const Request& req;
   CpuSet allowed;                   // usable PUs: caller's allowed set minus --reserve
-  std::vector<CoreSlot> cores;
+  CoreTable cores;
   Plan plan;
 };
 
@@ -91,11 +92,6 @@ bool locality_known(const std::vector<const Gpu*>& gpus) {
 
 std::string cpus_text(const CpuSet& s) { return s.empty() ? "(none)" : s.to_list(); }
 
-unsigned count_cores(const std::vector<CoreSlot>& cores, const CpuSet& cpus) {
-  unsigned n = 0;
-  for (const CoreSlot& c : cores) n += c.pus.intersects(cpus);
-  return n;
-}
 
 // --- GPUs per rank -------------------------------------------------------------------------
 
@@ -206,7 +202,7 @@ void widen_crowded_pools(Ctx& c, std::vector<CpuSet>& targets) {
     for (const auto& members : pool_ranks(targets)) {
       CpuSet domain;
       for (size_t i : members) domain |= targets[i];
-      if (count_cores(c.cores, domain) >= members.size()) continue;
+      if (c.cores.count(domain) >= members.size()) continue;
       for (size_t i : members) {
         CpuSet wider;
         if (level == 0) wider = node_cpus(c.t, nodes_covering(c.t, targets[i]));
@@ -254,9 +250,10 @@ void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
       }
       c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
     }
-    Split s = split_domain(c.cores, domain, unsigned(members.size()), c.req.balanced);
+    std::vector<const CoreSlot*> slots = c.cores.within(domain);
+    Split s = split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
     for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
-    c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(count_cores(c.cores, domain)) +
+    c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(slots.size()) +
                              " cores): " + s.how);
     if (s.shared)
       c.plan.warnings.push_back(who + ": more ranks than cores in " + cpus_text(domain) + "; ranks share cores");
@@ -320,7 +317,7 @@ void assign_nics(Ctx& c, const std::vector<std::vector<const Gpu*>>& gpus_of) {
 
 void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
   if (c.req.policy == Policy::none) return;
-  rb.env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, count_cores(c.cores, rb.cpus)))});
+  rb.env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, c.cores.count(rb.cpus)))});
   if (c.req.omp) {
     rb.env.push_back({"OMP_PLACES", "cores"});
     rb.env.push_back({"OMP_PROC_BIND", "close"});
@@ -380,8 +377,8 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   c.plan.topology_origin = t.origin;
   if (c.allowed.empty())
     return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved"};
-  c.cores = usable_cores(t, c.allowed, req.smt);
-  c.plan.explain.push_back("allowed CPUs: " + c.allowed.to_list() + " (" + std::to_string(c.cores.size()) + " cores" +
+  c.cores = make_core_table(t, c.allowed, req.smt);
+  c.plan.explain.push_back("allowed CPUs: " + c.allowed.to_list() + " (" + std::to_string(c.cores.slots.size()) + " cores" +
                            (req.smt ? "" : ", one PU per core") + ")");
 
   // 1. GPU identity: the GPUs the workers will see, in their order.
@@ -444,12 +441,15 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   if (req.policy == Policy::cpu_only || visible.empty()) {
     // GPU-unaware: contiguous blocks from CPU 0, like DeepSpeed's --bind_cores_to_rank
     // (cpu-only), or, without GPUs, the whole machine split evenly.
-    std::vector<CoreSlot> in_order = c.cores;
+    std::vector<CoreSlot> in_order = c.cores.slots;
     std::stable_sort(in_order.begin(), in_order.end(),
                      [](const CoreSlot& a, const CoreSlot& b) { return *a.pus.first() < *b.pus.first(); });
-    if (req.policy == Policy::cpu_only)
-      for (CoreSlot& s : in_order) s.l3 = -1;
-    Split s = split_domain(in_order, c.allowed, ranks, req.balanced);
+    std::vector<const CoreSlot*> slots;
+    for (CoreSlot& s : in_order) {
+      if (req.policy == Policy::cpu_only) s.l3 = -1;
+      slots.push_back(&s);
+    }
+    Split s = split_domain(slots, c.allowed, ranks, req.balanced);
     for (unsigned r = 0; r < ranks; ++r) c.plan.ranks[r].cpus = req.policy == Policy::none ? c.allowed : s.blocks[r];
     c.plan.explain.push_back(std::string(req.policy == Policy::cpu_only ? "GPU-unaware: " : "no GPU: ") + s.how + " over " +
                              c.allowed.to_list());
@@ -475,12 +475,26 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
   for (const Gpu& g : t.gpus) by_pci[g.pci] = &g;
   double local = 0, total = 0, mem_ok = 0;
   unsigned judged = 0;
-  std::map<unsigned, unsigned> uses;
+  size_t top = t.cpus.last().value_or(0) + 1;
+  std::vector<unsigned> uses(top, 0);
+  std::vector<int> core_of_pu(top, -1);
+  for (size_t i = 0; i < t.cores.size(); ++i)
+    for (unsigned pu : t.cores[i].pus.ids())
+      if (pu < top) core_of_pu[pu] = int(i);
+  std::vector<size_t> core_seen_by(t.cores.size(), SIZE_MAX);  // last rank that counted the core
   bool first = true;
-  for (const RankBinding& rb : ranks) {
-    for (unsigned pu : rb.cpus.ids()) ++uses[pu];
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const RankBinding& rb = ranks[ri];
     unsigned cores = 0;
-    for (const topo::Core& c : t.cores) cores += c.pus.intersects(rb.cpus);
+    for (unsigned pu : rb.cpus.ids()) {
+      if (pu >= top) continue;
+      ++uses[pu];
+      int core = core_of_pu[pu];
+      if (core >= 0 && core_seen_by[size_t(core)] != ri) {
+        core_seen_by[size_t(core)] = ri;
+        ++cores;
+      }
+    }
     s.min_cores = first ? cores : std::min(s.min_cores, cores);
     s.max_cores = first ? cores : std::max(s.max_cores, cores);
     first = false;
@@ -511,7 +525,7 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
       mem_ok += all_local ? 1.0 : 0.0;
     }
   }
-  for (auto& [pu, n] : uses) s.overlap_cpus += n > 1;
+  for (unsigned n : uses) s.overlap_cpus += n > 1;
   if (judged) {
     s.cpu_locality = total > 0 ? local / total : 0.0;
     s.mem_locality = mem_ok / judged;

@@ -209,7 +209,13 @@ bool CpuSet::intersects(const CpuSet& o) const {
   return false;
 }
 
-bool CpuSet::is_subset_of(const CpuSet& o) const { return (*this - o).empty(); }
+bool CpuSet::is_subset_of(const CpuSet& o) const {
+  for (size_t w = 0; w < m_words.size(); ++w) {
+    uint64_t theirs = w < o.m_words.size() ? o.m_words[w] : 0;
+    if (m_words[w] & ~theirs) return false;
+  }
+  return true;
+}
 
 bool CpuSet::operator==(const CpuSet& o) const { return m_words == o.m_words; }
 
