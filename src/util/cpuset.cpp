@@ -23,6 +23,28 @@ std::optional<unsigned> parse_id(std::string_view s) {
 }
 }  // namespace
 
+void CpuSet::Words::resize(size_t n, uint64_t fill) {
+  if (n <= kInline) {
+    if (m_size > kInline) {  // heap -> inline
+      for (size_t i = 0; i < n; ++i) m_inline[i] = m_heap[i];
+      m_heap.clear();
+    } else {
+      for (size_t i = m_size; i < n; ++i) m_inline[i] = fill;
+    }
+  } else {
+    if (m_size <= kInline) m_heap.assign(m_inline, m_inline + m_size);  // inline -> heap
+    m_heap.resize(n, fill);
+  }
+  m_size = n;
+}
+
+bool CpuSet::Words::operator==(const Words& o) const {
+  if (m_size != o.m_size) return false;
+  for (size_t i = 0; i < m_size; ++i)
+    if ((*this)[i] != o[i]) return false;
+  return true;
+}
+
 CpuSet CpuSet::range(unsigned first, unsigned last) {
   CpuSet s;
   for (unsigned i = first; i <= last; ++i) s.set(i);
@@ -143,7 +165,7 @@ bool CpuSet::empty() const { return m_words.empty(); }
 
 unsigned CpuSet::count() const {
   unsigned n = 0;
-  for (uint64_t w : m_words) n += unsigned(std::popcount(w));
+  for (size_t w = 0; w < m_words.size(); ++w) n += unsigned(std::popcount(m_words[w]));
   return n;
 }
 

@@ -50,8 +50,30 @@ class CpuSet {
   bool operator<(const CpuSet& o) const;
 
  private:
+  // The bitmap's 64-bit words with room for 256 CPUs inline: sets are built and combined in
+  // every planning step, and most machines fit, so most sets never touch the heap.
+  class Words {
+   public:
+    size_t size() const { return m_size; }
+    bool empty() const { return m_size == 0; }
+    uint64_t& operator[](size_t i) { return data()[i]; }
+    uint64_t operator[](size_t i) const { return data()[i]; }
+    uint64_t back() const { return data()[m_size - 1]; }
+    void pop_back() { resize(m_size - 1); }
+    void resize(size_t n, uint64_t fill = 0);
+    bool operator==(const Words& o) const;
+
+   private:
+    static constexpr size_t kInline = 4;
+    uint64_t* data() { return m_size > kInline ? m_heap.data() : m_inline; }
+    const uint64_t* data() const { return m_size > kInline ? m_heap.data() : m_inline; }
+    uint64_t m_inline[kInline] = {};
+    std::vector<uint64_t> m_heap;  // in use only when m_size > kInline
+    size_t m_size = 0;
+  };
+
   void drop_zero_words();
-  std::vector<uint64_t> m_words;  // no trailing zero words
+  Words m_words;  // no trailing zero words
 };
 
 }  // namespace gpubind

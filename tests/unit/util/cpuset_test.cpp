@@ -79,3 +79,26 @@ TEST(CpuSet, DifferenceToEmptyEqualsEmpty) {
 }
 
 }  // namespace gpubind
+
+namespace gpubind {
+
+// Sets above 256 CPUs leave the inline words for the heap and come back when they shrink.
+TEST(CpuSet, GrowsPastInlineStorageAndShrinksBack) {
+  CpuSet s = CpuSet::of({1, 255});
+  s.set(4095);
+  EXPECT_EQ(s.to_list(), "1,255,4095");
+  EXPECT_EQ(s.count(), 3u);
+  CpuSet big = CpuSet::range(0, 4095);
+  EXPECT_TRUE(s.is_subset_of(big));
+  EXPECT_FALSE(big.is_subset_of(s));
+  s.clear(4095);
+  EXPECT_EQ(s, CpuSet::of({1, 255}));
+  EXPECT_EQ((big & CpuSet::of({7, 3000})).to_list(), "7,3000");
+  EXPECT_EQ((big - CpuSet::range(64, 4095)).to_list(), "0-63");
+  CpuSet copy = big;
+  copy.clear(0);
+  EXPECT_EQ(big.count(), 4096u);
+  EXPECT_EQ(copy.count(), 4095u);
+}
+
+}  // namespace gpubind
