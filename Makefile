@@ -1,5 +1,6 @@
 # gpubind: two commands.
-#   make run   installs what is missing, builds, shows this machine and an embedded DGX H100
+#   make run   installs what is missing, builds, shows this machine, then topology, plan and
+#              strategy comparison for an embedded DGX H100-like node
 #   make test  installs what is missing, builds (warnings are errors), runs every test, then the
 #              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 BUILD      ?= build
@@ -24,6 +25,12 @@ run: build
 	@echo
 	@echo "== gpubind topo --topology example:dgx-h100 --format matrix (embedded DGX H100-like node)"
 	@$(BUILD)/src/gpubind topo --topology example:dgx-h100 --format matrix
+	@echo
+	@echo "== gpubind plan --topology example:dgx-h100"
+	@$(BUILD)/src/gpubind plan --topology example:dgx-h100
+	@echo
+	@echo "== gpubind compare --topology example:dgx-a100-nps4 (8 GPUs on 4 of 8 NUMA nodes)"
+	@$(BUILD)/src/gpubind compare --topology example:dgx-a100-nps4
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
