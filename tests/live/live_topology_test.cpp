@@ -3,7 +3,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -107,6 +109,37 @@ TEST(LiveTopology, GatheredCaptureMatchesLive) {
     EXPECT_EQ(xml->nics[i].numa, live->nics[i].numa);
     EXPECT_EQ(xml->nics[i].pcie_path, live->nics[i].pcie_path);
   }
+}
+
+}  // namespace
+
+namespace {
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// On a live machine the plan stays inside the caller's affinity (taskset, cgroups, Slurm): the
+// binary reads it with sched_getaffinity.
+TEST(LivePlan, RespectsTheCallersAffinity) {
+  if (std::system("command -v taskset >/dev/null 2>&1") != 0) GTEST_SKIP() << "taskset (util-linux) is not installed";
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  int last = -1;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) last = i;
+  ASSERT_GE(last, 0);
+  std::string out = run("taskset -c " + std::to_string(last) + " " + GPUBIND_BINARY + " plan --json -n 2");
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  for (const auto& r : j["ranks"]) EXPECT_EQ(r["cpus"], std::to_string(last)) << out;
 }
 
 }  // namespace
