@@ -94,6 +94,19 @@ class Machine:
         }
 
 
+def two_sockets(m, cores, memory, l3_bytes, remote_distance):
+    """Two packages of `cores` cores, one NUMA node and one L3 each; PU n and n + 2*cores are siblings."""
+    total = 2 * cores
+    for s in range(2):
+        pus = [c for k in range(cores) for c in (s * cores + k, s * cores + k + total)]
+        m.packages.append(pus)
+        m.numa.append({"os_index": s, "cpus": pus, "memory": memory, "package": s})
+        m.l3.append((pus, l3_bytes))
+        for k in range(cores):
+            m.core([s * cores + k, s * cores + k + total])
+    m.distances = [[10, remote_distance], [remote_distance, 10]]
+
+
 def nvswitch_links(m, count):
     pcis = sorted(g["pci"] for g in m.gpus)
     for i, a in enumerate(pcis):
@@ -106,14 +119,7 @@ def dgx_h100():
     # 8 H100 SXM5, each behind its own PCIe switch shared with one ConnectX-7 (PIX); all GPUs
     # on the NVSwitch fabric with 18 links each (NV18).
     m = Machine("dgx-h100", "dgx-h100")
-    for s in range(2):
-        pus = [c for k in range(56) for c in (s * 56 + k, s * 56 + k + 112)]
-        m.packages.append(pus)
-        m.numa.append({"os_index": s, "cpus": pus, "memory": 1024 * GiB, "package": s})
-        m.l3.append((pus, 105 * 1024 * 1024))
-        for k in range(56):
-            m.core([s * 56 + k, s * 56 + k + 112])
-    m.distances = [[10, 21], [21, 10]]
+    two_sockets(m, 56, 1024 * GiB, 105 * 1024 * 1024, 21)
     gpus = [("0000:18:00.0", "0000:1a:00.0", "0000:15:00.0", 0), ("0000:2a:00.0", "0000:29:00.0", "0000:26:00.0", 0),
             ("0000:3a:00.0", "0000:3c:00.0", "0000:37:00.0", 0), ("0000:5d:00.0", "0000:5e:00.0", "0000:5a:00.0", 0),
             ("0000:9a:00.0", "0000:9c:00.0", "0000:97:00.0", 1), ("0000:ab:00.0", "0000:aa:00.0", "0000:a7:00.0", 1),
@@ -232,14 +238,7 @@ def cloud_vm():
     # passed through: the hypervisor reports numa_node -1 for every PCI device, so GPU and NIC
     # locality is unknown.
     m = Machine("cloud-vm-unknown-locality", "gpu-vm")
-    for s in range(2):
-        pus = [c for k in range(24) for c in (s * 24 + k, s * 24 + k + 48)]
-        m.packages.append(pus)
-        m.numa.append({"os_index": s, "cpus": pus, "memory": 440 * GiB, "package": s})
-        m.l3.append((pus, 32 * 1024 * 1024))
-        for k in range(24):
-            m.core([s * 24 + k, s * 24 + k + 48])
-    m.distances = [[10, 20], [20, 10]]
+    two_sockets(m, 24, 440 * GiB, 32 * 1024 * 1024, 20)
     for i in range(4):
         pci = f"000{i + 1}:00:00.0"
         m.gpu(pci, "nvidia", "0x10de", "0x20b5", "0x0302", "NVIDIA A100 80GB PCIe", None, None, [f"hb:000{i + 1}:00"],
@@ -253,14 +252,7 @@ def workstation():
     # A 2-socket workstation (2x Xeon Gold 6248: 20 cores, 2 threads, siblings n and n+40) whose
     # four RTX A6000 all sit on socket 0, two per PLX switch; the 10 GbE NIC is on socket 1.
     m = Machine("workstation-socket0", "ws")
-    for s in range(2):
-        pus = [c for k in range(20) for c in (s * 20 + k, s * 20 + k + 40)]
-        m.packages.append(pus)
-        m.numa.append({"os_index": s, "cpus": pus, "memory": 192 * GiB, "package": s})
-        m.l3.append((pus, 28835840))  # 27.5 MiB
-        for k in range(20):
-            m.core([s * 20 + k, s * 20 + k + 40])
-    m.distances = [[10, 21], [21, 10]]
+    two_sockets(m, 20, 192 * GiB, 28835840, 21)  # 27.5 MiB L3
     for i, (pci, sw, leaf) in enumerate([("0000:1b:00.0", "0000:18:00.0", "0000:19:08.0"),
                                          ("0000:1c:00.0", "0000:18:00.0", "0000:19:10.0"),
                                          ("0000:3b:00.0", "0000:38:00.0", "0000:39:08.0"),
