@@ -123,6 +123,21 @@ std::vector<std::vector<const Gpu*>> group_gpus(const Topology& t, const std::ve
 
 // --- CPU domains ---------------------------------------------------------------------------
 
+// The CPUs near one GPU under a policy: the GPU's own locality (closest, l3: an L3 domain on
+// Frontier-type nodes, a NUMA node or package elsewhere), its NUMA node(s) (numa), or the
+// package(s) holding them (socket).
+CpuSet gpu_locality(const Topology& t, const Gpu& g, Policy policy) {
+  CpuSet node = node_cpus(t, *g.numa);
+  if (policy == Policy::numa) return node;
+  if (policy == Policy::socket) {
+    CpuSet pkg;
+    for (const topo::Package& p : t.packages)
+      if (p.cpus.intersects(node) || (g.cpus && p.cpus.intersects(*g.cpus))) pkg |= p.cpus;
+    return pkg.empty() ? node : pkg;
+  }
+  return g.cpus && !g.cpus->empty() ? *g.cpus : node;
+}
+
 // The CPUs a rank should run on before splitting: its GPU's locality, or a documented fallback.
 CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus, RankBinding& rb) {
   const Topology& t = c.t;
@@ -142,16 +157,7 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
                              " of " + std::to_string(places.size()) + " in GPU order: " + cpus_text(places[p]));
     return places[p];
   }
-  for (const Gpu* g : gpus) {
-    CpuSet local = c.req.policy == Policy::socket || c.req.policy == Policy::numa ? CpuSet() : (g->cpus ? *g->cpus : CpuSet());
-    if (c.req.policy == Policy::numa || local.empty()) local = node_cpus(t, *g->numa);
-    if (c.req.policy == Policy::socket) {
-      for (const topo::Package& p : t.packages)
-        if (p.cpus.intersects(node_cpus(t, *g->numa)) || (g->cpus && p.cpus.intersects(*g->cpus))) local |= p.cpus;
-      if (local.empty()) local = node_cpus(t, *g->numa);
-    }
-    domain |= local & c.allowed;
-  }
+  for (const Gpu* g : gpus) domain |= gpu_locality(t, *g, c.req.policy) & c.allowed;
   if (!domain.empty()) return domain;
 
   // The GPU's node has no allowed cores (a cgroup on the other socket, reserved cores): the
