@@ -21,5 +21,6 @@ int run_main(int argc, char** argv);
 int cmd_topo(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
+int cmd_exec(const std::vector<std::string>& args);
 
 }  // namespace gpubind::cli

@@ -2,7 +2,10 @@
 // What every subcommand shares: the error line format, --topology resolution, flag parsing glue.
 #include <CLI/CLI.hpp>
 
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/result.hpp"
@@ -19,7 +22,13 @@ std::string topology_source(const std::string& flag);
 void add_topology_option(CLI::App& app, std::string& target);
 
 // Parses args with CLI11. Returns -1 when the command should go on, else the exit status to
-// return (0 after --help, 2 after a usage error, which it reports in gpubind's format).
-int parse(CLI::App& app, const std::vector<std::string>& args);
+// return (0 after --help, `usage_exit` after a usage error, which it reports in gpubind's format).
+int parse(CLI::App& app, const std::vector<std::string>& args, int usage_exit = 2);
+
+// Splits "flags -- CMD ARGS" at the first "--"; nullopt when there is no "--".
+std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> split_command(const std::vector<std::string>& args);
+
+// The named variables of this process's environment, for the pure layers that take a map.
+std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
 
 }  // namespace gpubind::cli

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "cli/common.hpp"
 #include "sys/affinity.hpp"
 
 namespace gpubind::cli {
@@ -53,8 +54,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     if (!a) return a.error();
     r.allowed = *a & t.cpus;
   }
-  for (const std::string& name : plan::gpu_env_names())
-    if (const char* v = std::getenv(name.c_str())) r.env[name] = v;
+  r.env = environment_of(plan::gpu_env_names());
   return r;
 }
 

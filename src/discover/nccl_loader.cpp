@@ -1,8 +1,5 @@
 #include "discover/nccl_loader.hpp"
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -10,6 +7,7 @@
 #include <set>
 
 #include "discover/classify.hpp"
+#include "discover/xml.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::discover {
@@ -18,21 +16,12 @@ using topo::Topology;
 
 namespace {
 
-struct DocDeleter {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
-
-std::optional<std::string> attr(xmlNode* n, const char* name) {
-  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
-  if (!v) return std::nullopt;
-  std::string s(reinterpret_cast<const char*>(v));
-  xmlFree(v);
-  return s;
+std::optional<std::string> attr(const XmlElement& n, const char* name) {
+  const std::string* v = n.attr(name);
+  return v ? std::optional<std::string>(*v) : std::nullopt;
 }
 
-bool is(xmlNode* n, const char* name) {
-  return n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, reinterpret_cast<const xmlChar*>(name)) == 0;
-}
+bool is(const XmlElement& n, const char* name) { return n.name == name; }
 
 struct RawLink {
   std::string from, to;
@@ -53,13 +42,13 @@ struct Walker {
     d.cpus = cpus;
   }
 
-  void add_nets(xmlNode* nic, std::vector<std::string>& names) {
-    for (xmlNode* net = nic->children; net; net = net->next)
+  void add_nets(const XmlElement& nic, std::vector<std::string>& names) {
+    for (const XmlElement& net : nic.children)
       if (is(net, "net"))
         if (auto name = attr(net, "name")) names.push_back(*name);
   }
 
-  void walk_pci(xmlNode* pci, std::vector<std::string> path, std::optional<unsigned> numa,
+  void walk_pci(const XmlElement& pci, std::vector<std::string> path, std::optional<unsigned> numa,
                 const std::optional<CpuSet>& cpus) {
     std::string busid = to_lower(attr(pci, "busid").value_or(""));
     auto cls = attr(pci, "class");
@@ -68,12 +57,12 @@ struct Walker {
     if (auto v = attr(pci, "device")) id.device_id = uint16_t(parse_uint(*v, 16).value_or(0));
     if (cls) id.class_id = uint32_t(parse_uint(*cls, 16).value_or(0) >> 8);  // "0x030200": class/subclass/progif
 
-    xmlNode* gpu = nullptr;
-    xmlNode* nic = nullptr;
+    const XmlElement* gpu = nullptr;
+    const XmlElement* nic = nullptr;
     bool has_pci_children = false;
-    for (xmlNode* c = pci->children; c; c = c->next) {
-      if (is(c, "gpu")) gpu = c;
-      if (is(c, "nic")) nic = c;
+    for (const XmlElement& c : pci.children) {
+      if (is(c, "gpu")) gpu = &c;
+      if (is(c, "nic")) nic = &c;
       if (is(c, "pci")) has_pci_children = true;
     }
     // NCCL's own dumps omit vendor ids on some clouds (Azure): the format describes only the
@@ -90,7 +79,7 @@ struct Walker {
     if (has_pci_children) {
       std::vector<std::string> below = path;
       below.push_back(busid);
-      for (xmlNode* c = pci->children; c; c = c->next)
+      for (const XmlElement& c : pci.children)
         if (is(c, "pci")) walk_pci(c, below, numa, cpus);
     }
     if (role == DeviceRole::none) return;
@@ -106,11 +95,11 @@ struct Walker {
       topo::Gpu g;
       static_cast<topo::PciDevice&>(g) = d;
       g.vendor = topo::vendor_from_pci_id(id.vendor_id);
-      std::optional<uint64_t> dev = gpu ? parse_uint(attr(gpu, "dev").value_or("")) : std::nullopt;
+      std::optional<uint64_t> dev = gpu ? parse_uint(attr(*gpu, "dev").value_or("")) : std::nullopt;
       has_index.push_back(dev.has_value());
       g.index = unsigned(dev.value_or(0));
       if (gpu)
-        for (xmlNode* l = gpu->children; l; l = l->next) {
+        for (const XmlElement& l : gpu->children) {
           bool nv = is(l, "nvlink"), xg = is(l, "xgmi");
           if (!nv && !xg) continue;
           std::string target = to_lower(attr(l, "target").value_or(""));
@@ -124,12 +113,12 @@ struct Walker {
     } else {
       topo::Nic n;
       static_cast<topo::PciDevice&>(n) = d;
-      if (nic) add_nets(nic, n.os_names);
+      if (nic) add_nets(*nic, n.os_names);
       topo.nics.push_back(n);
     }
   }
 
-  void walk_cpu(xmlNode* cpu) {
+  void walk_cpu(const XmlElement& cpu) {
     std::optional<unsigned> numa;
     if (auto v = attr(cpu, "numaid"))
       if (auto n = parse_uint(*v)) numa = unsigned(*n);
@@ -150,7 +139,7 @@ struct Walker {
     }
     if (cpus) topo.cpus |= *cpus;
     std::vector<std::string> path{"cpu:" + (numa ? std::to_string(*numa) : std::string("?"))};
-    for (xmlNode* c = cpu->children; c; c = c->next) {
+    for (const XmlElement& c : cpu.children) {
       if (is(c, "pci")) walk_pci(c, path, numa, cpus);
       if (is(c, "nic")) {  // a NIC without a PCI address (Azure's eth0)
         topo::Nic n;
@@ -185,22 +174,16 @@ struct Walker {
 }  // namespace
 
 Result<Topology> load_nccl_xml(const std::string& text, const std::string& origin) {
-  std::unique_ptr<xmlDoc, DocDeleter> doc(xmlReadMemory(text.data(), int(text.size()), "topology.xml", nullptr,
-                                                        XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-  if (!doc) {
-    const xmlError* e = xmlGetLastError();
-    std::string why = e && e->message ? std::string(trim(e->message)) : "not well-formed";
-    if (e) why = "line " + std::to_string(e->line) + ": " + why;
-    return Error{origin, "malformed XML (" + why + ")"};
-  }
-  xmlNode* root = xmlDocGetRootElement(doc.get());
-  if (!root || !is(root, "system")) return Error{origin, "not an NCCL topology (no <system> root element)"};
+  auto doc = parse_xml(text);
+  if (!doc) return Error{origin, "malformed XML (" + doc.error().message() + ")"};
+  const XmlElement& root = *doc;
+  if (!is(root, "system")) return Error{origin, "not an NCCL topology (no <system> root element)"};
 
   Topology topo;
   topo.origin = origin;
   uint16_t dialect_vendor = attr(root, "version").value_or("1") == "2" ? 0x1002 : 0x10de;
   Walker w{topo, dialect_vendor, {}, {}, std::nullopt};
-  for (xmlNode* c = root->children; c; c = c->next)
+  for (const XmlElement& c : root.children)
     if (is(c, "cpu")) w.walk_cpu(c);
   if (w.error) return Error{origin, *w.error};
   w.resolve_links();

@@ -475,6 +475,21 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   return c.plan;
 }
 
+std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb) {
+  std::vector<std::string> gpus;
+  for (const GpuRef& g : rb.gpus) gpus.push_back(g.pci);
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"GPUBIND_LOCAL_RANK", std::to_string(rb.local_rank)},
+      {"GPUBIND_GPU", join(gpus, ",")},
+      {"GPUBIND_CPUS", rb.cpus.to_list()},
+      {"GPUBIND_MEM", join_numbers(rb.mem_nodes)},
+      {"GPUBIND_MEM_POLICY", to_string(rb.mem_policy)},
+      {"GPUBIND_POLICY", to_string(p.policy)},
+  };
+  env.insert(env.end(), rb.env.begin(), rb.env.end());
+  return env;
+}
+
 Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
   Score s;
   std::map<std::string, const Gpu*> by_pci;

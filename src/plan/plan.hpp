@@ -88,6 +88,10 @@ struct Plan {
 
 Result<Plan> make_plan(const topo::Topology& t, const Request& req);
 
+// The environment a bound rank gets: the GPUBIND_* variables that record what was applied (so
+// `check` can compare intent with reality later), then the plan's own (OMP_NUM_THREADS...).
+std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb);
+
 // Scores a set of rank bindings against the topology (also used for the strategies `compare`
 // shows side by side).
 Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks);

@@ -61,17 +61,6 @@ std::string format_share(const std::optional<double>& v) {
   return buf;
 }
 
-std::vector<std::pair<std::string, std::string>> gpubind_env(const Plan& p, const RankBinding& rb) {
-  std::vector<std::pair<std::string, std::string>> env;
-  env.push_back({"GPUBIND_LOCAL_RANK", std::to_string(rb.local_rank)});
-  env.push_back({"GPUBIND_GPU", gpu_pcis(rb)});
-  env.push_back({"GPUBIND_CPUS", rb.cpus.to_list()});
-  env.push_back({"GPUBIND_MEM", join_numbers(rb.mem_nodes)});
-  env.push_back({"GPUBIND_MEM_POLICY", plan::to_string(rb.mem_policy)});
-  env.push_back({"GPUBIND_POLICY", plan::to_string(p.policy)});
-  return env;
-}
-
 std::string plan_table(const Plan& p, bool explain) {
   std::string out = "Plan: " + std::to_string(p.ranks.size()) + " rank(s), policy " + plan::to_string(p.policy) + ", memory " +
                     plan::to_string(p.mem) + ", on " + p.topology_origin + "\n\n";
@@ -140,8 +129,7 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
 std::string plan_env(const Plan& p, unsigned rank) {
   const RankBinding& rb = p.ranks.at(rank);
   std::string out = "# gpubind plan: local rank " + std::to_string(rank) + " of " + std::to_string(p.ranks.size()) + "\n";
-  for (const auto& [k, v] : gpubind_env(p, rb)) out += "export " + k + "=" + quote(v) + "\n";
-  for (const auto& [k, v] : rb.env) out += "export " + k + "=" + quote(v) + "\n";
+  for (const auto& [k, v] : plan::rank_environment(p, rb)) out += "export " + k + "=" + quote(v) + "\n";
   return out;
 }
 

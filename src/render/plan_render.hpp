@@ -13,8 +13,7 @@ inline constexpr int kPlanSchemaVersion = 1;
 
 std::string plan_table(const plan::Plan& p, bool explain);
 nlohmann::ordered_json plan_json(const plan::Plan& p, bool explain);
-// Shell `export` lines for one rank: the plan's environment plus the GPUBIND_* variables that
-// `gpubind exec` sets (so `check` can later compare intent with reality).
+// Shell `export` lines for one rank: plan::rank_environment, what `gpubind exec` sets.
 std::string plan_env(const plan::Plan& p, unsigned rank);
 // srun flags: --cpu-bind=mask_cpu:..., --gpu-bind=map_gpu:... (mask_gpu with several GPUs per
 // rank), --mem-bind=... .
@@ -23,9 +22,6 @@ std::string plan_slurm(const plan::Plan& p);
 std::string plan_rankfile(const plan::Plan& p, const std::string& host);
 // One numactl command line per rank.
 std::string plan_numactl(const plan::Plan& p);
-
-// The GPUBIND_* variables of one rank, in the order they are exported.
-std::vector<std::pair<std::string, std::string>> gpubind_env(const plan::Plan& p, const plan::RankBinding& rb);
 
 // Per-score text used by the plan table and by compare.
 std::string format_share(const std::optional<double>& v);

@@ -111,6 +111,43 @@ Result<std::string> read_file(const std::string& path) {
   return read_fd(fd, path);
 }
 
+Status write_file_atomic(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{tmp, errno_text(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Error{tmp, errno_text(e)};
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Error{path, errno_text(e)};
+  }
+  return Ok{};
+}
+
+Status ensure_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Error{dir, errno_text(errno)};
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Error{dir, errno_text(errno)};
+  if (!S_ISDIR(st.st_mode)) return Error{dir, "not a directory"};
+  if (st.st_uid != ::getuid()) return Error{dir, "owned by another user"};
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return Error{dir, "writable by other users"};
+  return Ok{};
+}
+
+std::string user_id() { return std::to_string(::getuid()); }
+
 std::string hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "";

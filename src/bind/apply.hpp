@@ -1,0 +1,27 @@
+#pragma once
+// Applying one rank's binding to this process, all or nothing: everything is checked against
+// what Linux reports before the first syscall, so a binding that cannot be applied stops before
+// anything changed (unless best effort was asked for).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "sys/binder.hpp"
+
+namespace gpubind::bind {
+
+enum class BestEffort { no, yes };
+
+struct MachineState {
+  CpuSet online_cpus;
+  CpuSet allowed_cpus;  // this process's affinity
+  CpuSet online_nodes;
+};
+
+// Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
+// Warnings (best effort) are appended to `warnings`.
+Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
+                     BestEffort best_effort, std::vector<std::string>& warnings);
+
+}  // namespace gpubind::bind

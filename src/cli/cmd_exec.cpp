@@ -1,0 +1,133 @@
+// gpubind exec: inside a launcher, bind this rank to its GPU's CPUs, memory and NIC, then exec.
+#include <algorithm>
+#include <cstdio>
+
+#include "bind/apply.hpp"
+#include "bind/local_rank.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/plan_options.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "render/plan_render.hpp"
+#include "sys/affinity.hpp"
+#include "sys/binder.hpp"
+#include "util/exit_status.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+std::string describe(const plan::RankBinding& rb) {
+  std::vector<std::string> gpus;
+  for (const auto& g : rb.gpus) gpus.push_back(std::to_string(g.index) + " (" + g.pci + ")");
+  std::string mem = rb.mem_policy == plan::MemPolicy::none
+                        ? "unchanged"
+                        : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
+  return "GPU " + (gpus.empty() ? std::string("none") : join(gpus, ",")) + ", CPUs " + rb.cpus.to_list() + ", memory " + mem +
+         (rb.nics.empty() ? "" : ", NIC " + rb.nics[0].name);
+}
+
+}  // namespace
+
+int cmd_exec(const std::vector<std::string>& args) {
+  CLI::App app("Bind this process (one rank under srun, mpirun, torchrun, flux...) to its GPU's CPUs, memory node and "
+               "NIC, then run the command. Usage: gpubind exec [options] -- CMD [ARGS...]",
+               "gpubind exec");
+  PlanOptions o;
+  std::optional<unsigned> local_rank, local_size;
+  bool dry_run = false, verbose = false, best_effort = false, no_cache = false;
+  add_topology_option(app, o.topology);
+  add_plan_options(app, o);
+  app.add_option("--local-rank", local_rank, "This process's local rank (default: from the launcher's environment)");
+  app.add_option("--local-size", local_size, "Local ranks on this node (default: from the launcher, else -n, else GPUs)");
+  app.add_flag("--dry-run", dry_run, "Print the binding and the command; run nothing");
+  app.add_flag("--verbose", verbose, "Say which launcher variable gave the local rank and what was applied");
+  app.add_flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
+  app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
+
+  auto parts = split_command(args);
+  bool wants_help = std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end();
+  if (!parts && !wants_help)
+    return fail(Error{"exec", "missing '--' before the command (gpubind exec [options] -- CMD [ARGS...])"}, kExitExecFailed);
+  if (int rc = parse(app, parts ? parts->first : args, kExitExecFailed); rc >= 0) return rc;
+  const std::vector<std::string>& command = parts->second;
+  if (command.empty()) return fail(Error{"exec", "no command after '--'"}, kExitExecFailed);
+
+  // 1. Which local rank this process is.
+  bind::LocalRank lr;
+  if (local_rank) {
+    lr.rank = *local_rank;
+    lr.source = "--local-rank";
+  } else {
+    auto found = bind::detect_local_rank(environment_of(bind::local_rank_env_names()));
+    if (!found) return fail(found.error(), kExitExecFailed);
+    if (!*found)
+      return fail(Error{"exec", "cannot tell this process's local rank: no launcher variable (SLURM_LOCALID, "
+                                "OMPI_COMM_WORLD_LOCAL_RANK, LOCAL_RANK...) is set; give --local-rank N"},
+                  kExitExecFailed);
+    lr = **found;
+  }
+  if (local_size) lr.size = local_size;
+
+  // 2. The machine: this one. A captured topology describes another machine, so it may only
+  // be previewed.
+  std::string source = topology_source(o.topology);
+  if (!source.empty() && !dry_run)
+    return fail(Error{"--topology " + source, "refusing to bind with a topology that is not this machine; "
+                                              "use --dry-run to preview the binding"},
+                kExitExecFailed);
+  auto topo = source.empty() ? discover::load_live_cached(no_cache ? "" : discover::default_cache_dir())
+                             : discover::load_topology(source);
+  if (!topo) return fail(topo.error(), kExitExecFailed);
+
+  // 3. The same plan `gpubind plan` makes, for this node's ranks.
+  if (!o.ranks && lr.size) o.ranks = lr.size;
+  auto req = make_request(o, *topo, source.empty());
+  if (!req) return fail(req.error(), kExitExecFailed);
+  auto plan = plan::make_plan(*topo, *req);
+  if (!plan) return fail(plan.error(), kExitExecFailed);
+  if (lr.rank >= plan->ranks.size())
+    return fail(Error{lr.source + "=" + std::to_string(lr.rank), "the plan has only " + std::to_string(plan->ranks.size()) +
+                                                                  " local ranks; give --local-size or -n"},
+                kExitExecFailed);
+  const plan::RankBinding& rb = plan->ranks[lr.rank];
+  // Rank-level warnings (a fallback node) always; plan-level ones (no GPU...) with --verbose.
+  for (const std::string& w : verbose ? plan->warnings : rb.warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
+
+  if (dry_run) {
+    std::printf("local rank %u of %zu (%s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(), describe(rb).c_str());
+    std::string env = render::plan_env(*plan, lr.rank);
+    std::fputs(env.c_str(), stdout);
+    std::printf("exec %s\n", join(command, " ").c_str());
+    return kExitOk;
+  }
+
+  // 4. Apply, all or nothing, then exec.
+  bind::MachineState m;
+  auto online = sys::online_cpus();
+  auto allowed = sys::current_affinity();
+  auto nodes = sys::online_numa_nodes();
+  if (!online) return fail(online.error(), kExitExecFailed);
+  if (!allowed) return fail(allowed.error(), kExitExecFailed);
+  if (!nodes) return fail(nodes.error(), kExitExecFailed);
+  m.online_cpus = *online;
+  m.allowed_cpus = *allowed;
+  m.online_nodes = *nodes;
+  if (req->allowed) m.allowed_cpus &= *req->allowed | *allowed;  // --allowed narrows, never widens
+  auto binder = sys::real_binder();
+  std::vector<std::string> warnings;
+  Status applied = bind::apply_binding(*plan, rb, m, *binder, best_effort ? bind::BestEffort::yes : bind::BestEffort::no, warnings);
+  if (!applied) return fail(Error{"binding local rank " + std::to_string(lr.rank), applied.error().message()}, kExitExecFailed);
+  for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
+  if (verbose)
+    std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(),
+                 describe(rb).c_str());
+  std::fflush(stdout);
+  sys::ExecFailure f = binder->exec(command);
+  std::fprintf(stderr, "gpubind: error: %s\n", f.message.c_str());
+  return f.exit_code;
+}
+
+}  // namespace gpubind::cli

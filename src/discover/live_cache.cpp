@@ -1,0 +1,75 @@
+#include "discover/live_cache.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "discover/hwloc_loader.hpp"
+#include "discover/source.hpp"
+#include "sys/fsroot.hpp"
+#include "topo/json.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::discover {
+
+namespace {
+
+constexpr const char* kGpubindVersion = "0.1.0";
+
+std::string status_field(const std::string& status, const std::string& name) {
+  for (std::string_view line : split(status, '\n'))
+    if (line.starts_with(name + ":")) return std::string(trim(line.substr(name.size() + 1)));
+  return "";
+}
+
+// The key's text; its FNV-1a hash names the file, the text itself is checked on load.
+Result<std::string> cache_key() {
+  auto boot = sys::read_file("/proc/sys/kernel/random/boot_id");
+  auto status = sys::read_file("/proc/self/status");
+  if (!boot) return boot.error();
+  if (!status) return status.error();
+  return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_version() + "; boot " + std::string(trim(*boot)) +
+         "; cpus " + status_field(*status, "Cpus_allowed_list") + "; mems " + status_field(*status, "Mems_allowed_list");
+}
+
+std::string fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("GPUBIND_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/gpubind";
+  return "/tmp/gpubind-" + sys::user_id();
+}
+
+Result<topo::Topology> load_live_cached(const std::string& cache_dir) {
+  if (cache_dir.empty()) return load_topology("");
+  auto key = cache_key();
+  if (!key) return load_topology("");
+  std::string path = cache_dir + "/topology-" + fnv1a(*key) + ".json";
+  if (auto text = sys::read_file(path)) {
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_discarded() && j.value("cache_key", "") == *key && j.contains("topology"))
+      if (auto t = topo::from_json(j["topology"]); t) return t;
+  }
+  auto t = load_topology("");
+  if (!t) return t;
+  if (sys::ensure_private_dir(cache_dir)) {
+    nlohmann::ordered_json j;
+    j["cache_key"] = *key;
+    j["topology"] = topo::to_json(*t);
+    (void)sys::write_file_atomic(path, j.dump());  // a cache that cannot be written is only slower
+  }
+  return t;
+}
+
+}  // namespace gpubind::discover

@@ -1,0 +1,23 @@
+#pragma once
+// A cache of this machine's topology for `gpubind exec`, which every rank of every job pays for
+// (8 ranks start at once on a node). The cache file holds its key, and a file whose key differs
+// is never used: the kernel boot (boot_id), gpubind's and hwloc's versions, and this process's
+// allowed CPUs and memory nodes (cgroup cpuset, taskset, Slurm). Anything else that changes the
+// machine within one boot (PCI hot-plug, a driver loaded later) needs --no-cache once.
+#include <string>
+
+#include "topo/topology.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::discover {
+
+// Where the cache lives: $GPUBIND_CACHE_DIR, else $XDG_RUNTIME_DIR/gpubind, else
+// /tmp/gpubind-<uid>; "" when GPUBIND_CACHE_DIR is set to "off".
+std::string default_cache_dir();
+
+// This machine's topology, from the cache when its key matches, else discovered live and
+// written to the cache (best effort: a cache that cannot be written is skipped silently).
+// `cache_dir` "" disables the cache.
+Result<topo::Topology> load_live_cached(const std::string& cache_dir);
+
+}  // namespace gpubind::discover

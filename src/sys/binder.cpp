@@ -1,0 +1,102 @@
+#include "sys/binder.hpp"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "sys/fsroot.hpp"
+
+namespace gpubind::sys {
+
+namespace {
+
+// <numaif.h> needs libnuma-dev for declarations only; the syscall and its constants are stable
+// kernel ABI (include/uapi/linux/mempolicy.h).
+constexpr int kMpolPreferred = 1;
+constexpr int kMpolBind = 2;
+constexpr int kMpolInterleave = 3;
+constexpr int kMpolPreferredMany = 5;  // Linux 5.15+
+
+long mempolicy(int mode, const std::vector<unsigned long>& mask, unsigned long maxnode) {
+  return ::syscall(SYS_set_mempolicy, mode, mask.empty() ? nullptr : mask.data(), maxnode);
+}
+
+class RealBinder final : public Binder {
+ public:
+  Status set_cpu_affinity(const CpuSet& cpus) override {
+    if (cpus.empty()) return Error{"sched_setaffinity", "empty CPU set"};
+    size_t ncpus = *cpus.last() + 1;
+    size_t bytes = CPU_ALLOC_SIZE(ncpus);
+    cpu_set_t* set = CPU_ALLOC(ncpus);
+    if (!set) return Error{"sched_setaffinity", "out of memory"};
+    CPU_ZERO_S(bytes, set);
+    for (unsigned c : cpus.ids()) CPU_SET_S(c, bytes, set);
+    int rc = ::sched_setaffinity(0, bytes, set);
+    int e = errno;
+    CPU_FREE(set);
+    if (rc != 0) return Error{"sched_setaffinity " + cpus.to_list(), std::strerror(e)};
+    return Ok{};
+  }
+
+  Status set_memory_policy(MemMode mode, const CpuSet& nodes) override {
+    if (nodes.empty()) return Error{"set_mempolicy", "no NUMA node given"};
+    unsigned long maxnode = *nodes.last() + 2;  // the kernel ignores the last bit it is given
+    std::vector<unsigned long> mask((maxnode + 8 * sizeof(unsigned long) - 1) / (8 * sizeof(unsigned long)), 0);
+    for (unsigned n : nodes.ids()) mask[n / (8 * sizeof(unsigned long))] |= 1ul << (n % (8 * sizeof(unsigned long)));
+    int m = mode == MemMode::bind ? kMpolBind : mode == MemMode::interleave ? kMpolInterleave : kMpolPreferred;
+    if (mode == MemMode::preferred && nodes.count() > 1) {
+      // Several preferred nodes need MPOL_PREFERRED_MANY; older kernels prefer the first node only.
+      if (mempolicy(kMpolPreferredMany, mask, maxnode) == 0) return Ok{};
+      if (errno != EINVAL) return Error{"set_mempolicy preferred-many " + nodes.to_list(), std::strerror(errno)};
+      std::vector<unsigned long> first(mask.size(), 0);
+      unsigned n = *nodes.first();
+      first[n / (8 * sizeof(unsigned long))] |= 1ul << (n % (8 * sizeof(unsigned long)));
+      mask = first;
+    }
+    if (mempolicy(m, mask, maxnode) != 0)
+      return Error{"set_mempolicy " + nodes.to_list(), std::strerror(errno)};
+    return Ok{};
+  }
+
+  Status set_env(const std::string& name, const std::string& value) override {
+    if (::setenv(name.c_str(), value.c_str(), 1) != 0) return Error{"setenv " + name, std::strerror(errno)};
+    return Ok{};
+  }
+
+  ExecFailure exec(const std::vector<std::string>& argv) override {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    int e = errno;
+    ExecFailure f;
+    f.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+    f.message = argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e)));
+    return f;
+  }
+};
+
+Result<CpuSet> read_list(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto set = CpuSet::parse_list(*text);
+  if (!set) return Error{path, set.error().message()};
+  return *set;
+}
+
+}  // namespace
+
+std::unique_ptr<Binder> real_binder() { return std::make_unique<RealBinder>(); }
+
+Result<CpuSet> online_cpus() { return read_list("/sys/devices/system/cpu/online"); }
+
+Result<CpuSet> online_numa_nodes() {
+  if (path_kind("/sys/devices/system/node/online") != PathKind::file) return CpuSet::of({0});
+  return read_list("/sys/devices/system/node/online");
+}
+
+}  // namespace gpubind::sys

@@ -1,0 +1,40 @@
+#pragma once
+// Binder: the side effects of binding this process, behind one small interface so the bind
+// layer is tested with a recording fake. RealBinder makes the syscalls; it must only be used on
+// the machine the plan was made for (the CLI refuses a file topology unless --dry-run).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/cpuset.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::sys {
+
+enum class MemMode { preferred, bind, interleave };
+
+// Why exec failed, in env(1)'s terms: 127 not found, 126 found but not executable.
+struct ExecFailure {
+  int exit_code = 127;
+  std::string message;
+};
+
+class Binder {
+ public:
+  virtual ~Binder() = default;
+  // sched_setaffinity for the calling thread (inherited by threads it creates and kept by exec).
+  virtual Status set_cpu_affinity(const CpuSet& cpus) = 0;
+  // set_mempolicy for the calling thread; `nodes` are NUMA OS indexes.
+  virtual Status set_memory_policy(MemMode mode, const CpuSet& nodes) = 0;
+  virtual Status set_env(const std::string& name, const std::string& value) = 0;
+  // execvp(argv); returns only when the exec failed.
+  virtual ExecFailure exec(const std::vector<std::string>& argv) = 0;
+};
+
+std::unique_ptr<Binder> real_binder();
+
+// Linux's own view, for validating a binding before applying it.
+Result<CpuSet> online_cpus();           // /sys/devices/system/cpu/online
+Result<CpuSet> online_numa_nodes();     // /sys/devices/system/node/online (node 0 when absent)
+
+}  // namespace gpubind::sys
