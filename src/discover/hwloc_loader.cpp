@@ -425,8 +425,10 @@ Result<Topology> load_with_hwloc(const HwlocInput& in) {
       hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
       break;
     case HwlocInput::Kind::xml_file:
+      // hwloc parses either here or in load(), depending on which of its XML backends is
+      // available; both failures read the same.
       if (hwloc_topology_set_xml(raw, in.value.c_str()) != 0)
-        return Error{what, std::string("hwloc cannot read it as XML (") + std::strerror(errno) + ")"};
+        return Error{what, std::string("hwloc cannot load it as topology XML (") + std::strerror(errno) + ")"};
       break;
     case HwlocInput::Kind::synthetic:
       if (hwloc_topology_set_synthetic(raw, in.value.c_str()) != 0)
@@ -439,8 +441,11 @@ Result<Topology> load_with_hwloc(const HwlocInput& in) {
       env.set("HWLOC_COMPONENTS", "linux,stop");
       break;
   }
-  if (hwloc_topology_load(raw) != 0)
+  if (hwloc_topology_load(raw) != 0) {
+    if (in.kind == HwlocInput::Kind::xml_file)
+      return Error{what, std::string("hwloc cannot load it as topology XML (") + std::strerror(errno) + ")"};
     return Error{what, std::string("hwloc failed to load it (") + std::strerror(errno) + ")"};
+  }
   Topology topo = convert(raw, in);
   if (Status s = topo::validate(topo); !s) return Error{what, s.error().why};
   return topo;
