@@ -22,12 +22,12 @@ class Parser {
   explicit Parser(std::string_view text) : m_text(text) {}
 
   Result<XmlElement> document() {
-    skip_misc();
+    if (!skip_misc()) return m_error;
     if (at_end()) return fail("no root element");
     if (peek() != '<') return fail("text before the root element");
     XmlElement root;
     if (!element(root, 0)) return m_error;
-    skip_misc();
+    if (!skip_misc()) return m_error;
     if (!at_end()) return fail("content after the root element");
     return root;
   }

@@ -1,0 +1,111 @@
+#include "bind/apply.hpp"
+
+#include <gtest/gtest.h>
+
+#include "../../support/recording_binder.hpp"
+#include "discover/source.hpp"
+
+namespace gpubind::bind {
+
+namespace {
+
+struct Fixture {
+  plan::Plan plan;
+  MachineState machine;
+};
+
+Fixture dgx(plan::Request r = {}) {
+  auto t = discover::load_topology("example:dgx-h100");
+  EXPECT_TRUE(t.ok());
+  auto p = plan::make_plan(*t, r);
+  EXPECT_TRUE(p.ok());
+  return {*p, {t->cpus, t->cpus, CpuSet::of({0, 1})}};
+}
+
+bool has(const std::vector<std::string>& calls, const std::string& c) {
+  return std::find(calls.begin(), calls.end(), c) != calls.end();
+}
+
+}  // namespace
+
+TEST(ApplyBinding, SetsAffinityMemoryPolicyAndEnvironment) {
+  Fixture f = dgx();
+  testing::RecordingBinder b;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, warnings).ok());
+  EXPECT_EQ(b.calls.at(0), "affinity 70-83,182-195");
+  EXPECT_EQ(b.calls.at(1), "mempolicy preferred 1");
+  EXPECT_TRUE(has(b.calls, "env GPUBIND_LOCAL_RANK=5"));
+  EXPECT_TRUE(has(b.calls, "env GPUBIND_GPU=0000:ab:00.0"));
+  EXPECT_TRUE(has(b.calls, "env GPUBIND_CPUS=70-83,182-195"));
+  EXPECT_TRUE(has(b.calls, "env GPUBIND_MEM=1"));
+  EXPECT_TRUE(has(b.calls, "env OMP_NUM_THREADS=14"));
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(ApplyBinding, BindAndInterleaveModes) {
+  plan::Request r;
+  r.mem = plan::MemPolicy::bind;
+  Fixture f = dgx(r);
+  testing::RecordingBinder b;
+  std::vector<std::string> w;
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  EXPECT_EQ(b.calls.at(1), "mempolicy bind 0");
+}
+
+TEST(ApplyBinding, CpusOutsideTheAllowedSetStopBeforeAnySyscall) {
+  Fixture f = dgx();
+  f.machine.allowed_cpus = CpuSet::range(0, 27);
+  testing::RecordingBinder b;
+  std::vector<std::string> w;
+  Status s = apply_binding(f.plan, f.plan.ranks[3], f.machine, b, BestEffort::no, w);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("outside this process's allowed CPUs"), std::string::npos);
+  EXPECT_TRUE(b.calls.empty());  // nothing half-applied
+}
+
+TEST(ApplyBinding, OfflineCpusAndNodesAreRefused) {
+  Fixture f = dgx();
+  f.machine.online_cpus = CpuSet::range(0, 100);
+  testing::RecordingBinder b;
+  std::vector<std::string> w;
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, w).ok());
+  f = dgx();
+  f.machine.online_nodes = CpuSet::of({0});
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, w).ok());
+  EXPECT_TRUE(b.calls.empty());
+}
+
+TEST(ApplyBinding, BestEffortNarrowsAndWarns) {
+  Fixture f = dgx();
+  f.machine.allowed_cpus = CpuSet::range(0, 20);
+  testing::RecordingBinder b;
+  std::vector<std::string> w;
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[1], f.machine, b, BestEffort::yes, w).ok());
+  EXPECT_EQ(b.calls.at(0), "affinity 14-20");
+  EXPECT_FALSE(w.empty());
+}
+
+TEST(ApplyBinding, RefusedMemoryPolicyIsAnErrorUnlessBestEffort) {
+  Fixture f = dgx();
+  testing::RecordingBinder b;
+  b.fail_mempolicy = true;
+  std::vector<std::string> w;
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  testing::RecordingBinder lenient;
+  lenient.fail_mempolicy = true;
+  EXPECT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, lenient, BestEffort::yes, w).ok());
+  EXPECT_FALSE(w.empty());
+}
+
+TEST(ApplyBinding, PolicyNoneTouchesOnlyTheEnvironment) {
+  plan::Request r;
+  r.policy = plan::Policy::none;
+  Fixture f = dgx(r);
+  testing::RecordingBinder b;
+  std::vector<std::string> w;
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  for (const std::string& c : b.calls) EXPECT_EQ(c.rfind("env ", 0), 0u) << c;
+}
+
+}  // namespace gpubind::bind

@@ -1,0 +1,89 @@
+#include "bind/local_rank.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpubind::bind {
+
+namespace {
+LocalRank must(const std::map<std::string, std::string>& env) {
+  auto r = detect_local_rank(env);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(r.ok() && r->has_value());
+  return r.ok() && r->has_value() ? **r : LocalRank{};
+}
+}  // namespace
+
+TEST(LocalRank, SlurmWithStepTasksPerNode) {
+  LocalRank lr = must({{"SLURM_LOCALID", "3"}, {"SLURM_STEP_TASKS_PER_NODE", "8(x2)"}, {"SLURM_NODEID", "1"}});
+  EXPECT_EQ(lr.rank, 3u);
+  EXPECT_EQ(lr.size, 8u);
+  EXPECT_EQ(lr.source, "SLURM_LOCALID");
+}
+
+TEST(LocalRank, SlurmUnevenNodesUseTheNodesOwnCount) {
+  LocalRank lr = must({{"SLURM_LOCALID", "1"}, {"SLURM_TASKS_PER_NODE", "4(x2),2"}, {"SLURM_NODEID", "2"}});
+  EXPECT_EQ(lr.size, 2u);
+}
+
+TEST(LocalRank, SlurmStepCountsWinOverJobCounts) {
+  LocalRank lr = must({{"SLURM_LOCALID", "0"}, {"SLURM_TASKS_PER_NODE", "8"}, {"SLURM_STEP_TASKS_PER_NODE", "2"}});
+  EXPECT_EQ(lr.size, 2u);
+}
+
+TEST(LocalRank, OpenMpi) {
+  LocalRank lr = must({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(lr.rank, 1u);
+  EXPECT_EQ(lr.size, 2u);
+  EXPECT_EQ(lr.source, "OMPI_COMM_WORLD_LOCAL_RANK");
+}
+
+TEST(LocalRank, MpichAndIntelMpi) {
+  EXPECT_EQ(must({{"MPI_LOCALRANKID", "5"}, {"MPI_LOCALNRANKS", "8"}}).source, "MPI_LOCALRANKID");
+}
+
+TEST(LocalRank, PmiPalsMvapichFluxJsm) {
+  EXPECT_EQ(must({{"PMI_LOCAL_RANK", "0"}, {"PMI_LOCAL_SIZE", "4"}}).size, 4u);
+  EXPECT_EQ(must({{"PALS_LOCAL_RANKID", "2"}, {"PALS_LOCAL_SIZE", "4"}}).rank, 2u);
+  EXPECT_EQ(must({{"MV2_COMM_WORLD_LOCAL_RANK", "1"}, {"MV2_COMM_WORLD_LOCAL_SIZE", "2"}}).rank, 1u);
+  LocalRank flux = must({{"FLUX_TASK_LOCAL_ID", "3"}});
+  EXPECT_EQ(flux.rank, 3u);
+  EXPECT_FALSE(flux.size.has_value());
+  EXPECT_EQ(must({{"JSM_NAMESPACE_LOCAL_RANK", "1"}, {"JSM_NAMESPACE_LOCAL_SIZE", "6"}}).size, 6u);
+}
+
+TEST(LocalRank, TorchrunStyle) {
+  LocalRank lr = must({{"LOCAL_RANK", "7"}, {"LOCAL_WORLD_SIZE", "8"}});
+  EXPECT_EQ(lr.rank, 7u);
+  EXPECT_EQ(lr.source, "LOCAL_RANK");
+}
+
+TEST(LocalRank, FirstMatchWins) {
+  // torchrun started by srun: Slurm's task id is the process's place on the node.
+  LocalRank lr = must({{"SLURM_LOCALID", "0"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}});
+  EXPECT_EQ(lr.source, "SLURM_LOCALID");
+  LocalRank ompi = must({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"LOCAL_RANK", "0"}});
+  EXPECT_EQ(ompi.rank, 1u);
+}
+
+TEST(LocalRank, NoneSet) {
+  auto r = detect_local_rank({{"HOME", "/root"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_value());
+}
+
+TEST(LocalRank, NonsenseIsAnError) {
+  EXPECT_FALSE(detect_local_rank({{"LOCAL_RANK", "one"}}).ok());
+  EXPECT_FALSE(detect_local_rank({{"LOCAL_RANK", "-1"}}).ok());
+  EXPECT_FALSE(detect_local_rank({{"LOCAL_RANK", "4"}, {"LOCAL_WORLD_SIZE", "4"}}).ok());
+  EXPECT_FALSE(detect_local_rank({{"SLURM_LOCALID", "0"}, {"SLURM_TASKS_PER_NODE", "4(x"}}).ok());
+  EXPECT_FALSE(detect_local_rank({{"SLURM_LOCALID", "0"}, {"SLURM_TASKS_PER_NODE", "4"}, {"SLURM_NODEID", "3"}}).ok());
+}
+
+TEST(LocalRank, ExpandsSlurmCounts) {
+  EXPECT_EQ(*expand_slurm_counts("2(x3),1"), (std::vector<unsigned>{2, 2, 2, 1}));
+  EXPECT_EQ(*expand_slurm_counts("16"), std::vector<unsigned>{16});
+  EXPECT_FALSE(expand_slurm_counts("2(x0)").has_value());
+  EXPECT_FALSE(expand_slurm_counts("x").has_value());
+}
+
+}  // namespace gpubind::bind
