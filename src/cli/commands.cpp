@@ -27,6 +27,7 @@ const std::vector<Command>& commands() {
       {"plan", "plan each local rank's GPU, CPUs, memory node and NIC", cmd_plan},
       {"compare", "score the same job under several binding strategies side by side", cmd_compare},
       {"exec", "bind this rank (under srun, mpirun, torchrun...) to its GPU's CPUs, memory and NIC, then run CMD", cmd_exec},
+      {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
   };
   return table;
 }

@@ -1,0 +1,173 @@
+#include "sys/process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpubind::sys {
+
+namespace {
+
+sigset_t watched_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&s, sig);
+  return s;
+}
+
+sigset_t g_original_mask;
+bool g_have_original_mask = false;
+
+[[noreturn]] void child_fail(int code, const std::string& msg) {
+  std::string line = "gpubind: error: " + msg + "\n";
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+  ::_exit(code);
+}
+
+}  // namespace
+
+Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+                      bool capture_output, const std::function<Status()>& prepare) {
+  if (argv.empty()) return Error{"spawn", "empty command"};
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (capture_output && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0))
+    return Error{"pipe", std::strerror(errno)};
+  pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return Error{"fork", std::strerror(errno)};
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    // Killed with gpubind launch, even when launch itself is SIGKILLed; if it already died
+    // between fork and here, stop now.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
+    if (g_have_original_mask) ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
+    if (capture_output) {
+      ::dup2(out_pipe[1], STDOUT_FILENO);
+      ::dup2(err_pipe[1], STDERR_FILENO);
+    }
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (prepare) {
+      Status s = prepare();
+      if (!s) child_fail(125, s.error().message());
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    int e = errno;
+    child_fail(e == ENOENT || e == ENOTDIR ? 127 : 126,
+               argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e))));
+  }
+  // The parent also sets the group, so a signal sent right after spawn cannot miss it.
+  ::setpgid(pid, pid);
+  Spawned s;
+  s.pid = pid;
+  if (capture_output) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    s.out_fd = out_pipe[0];
+    s.err_fd = err_pipe[0];
+  }
+  return s;
+}
+
+Result<SignalWatch> SignalWatch::create() {
+  sigset_t s = watched_signals();
+  if (::sigprocmask(SIG_BLOCK, &s, &g_original_mask) != 0) return Error{"sigprocmask", std::strerror(errno)};
+  g_have_original_mask = true;
+  int fd = ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) return Error{"signalfd", std::strerror(errno)};
+  return SignalWatch(fd);
+}
+
+SignalWatch::SignalWatch(SignalWatch&& o) noexcept : m_fd(o.m_fd) { o.m_fd = -1; }
+
+SignalWatch::~SignalWatch() {
+  if (m_fd < 0) return;
+  ::close(m_fd);
+  if (g_have_original_mask) ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
+  g_have_original_mask = false;
+}
+
+std::vector<int> SignalWatch::drain() {
+  std::vector<int> out;
+  signalfd_siginfo info;
+  while (::read(m_fd, &info, sizeof info) == ssize_t(sizeof info)) out.push_back(int(info.ssi_signo));
+  return out;
+}
+
+std::vector<ChildExit> reap_children() {
+  std::vector<ChildExit> out;
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    ChildExit e;
+    e.pid = pid;
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    out.push_back(e);
+  }
+  return out;
+}
+
+void signal_group(pid_t pgid, int sig) {
+  if (pgid > 0) ::kill(-pgid, sig);
+}
+
+std::vector<size_t> wait_readable(const std::vector<int>& fds, int timeout_ms) {
+  std::vector<pollfd> p;
+  for (int fd : fds) p.push_back({fd, POLLIN, 0});
+  std::vector<size_t> ready;
+  int n = ::poll(p.data(), p.size(), timeout_ms);
+  if (n <= 0) return ready;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) ready.push_back(i);
+  return ready;
+}
+
+std::string read_some(int fd) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0 ? std::string(buf, size_t(n)) : std::string();
+  }
+}
+
+void close_fd(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+Result<unsigned> free_tcp_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Error{"socket", std::strerror(errno)};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    int e = errno;
+    ::close(s);
+    return Error{"finding a free port", std::strerror(e)};
+  }
+  ::close(s);
+  return unsigned(ntohs(a.sin_port));
+}
+
+}  // namespace gpubind::sys

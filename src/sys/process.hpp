@@ -1,0 +1,65 @@
+#pragma once
+// Child processes for `gpubind launch`: spawning (own process group, killed with the parent),
+// signals as a file descriptor, reaping, and a free TCP port for the rendezvous.
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/result.hpp"
+
+namespace gpubind::sys {
+
+struct Spawned {
+  pid_t pid = -1;
+  int out_fd = -1;  // read ends of the child's stdout/stderr when captured, else -1
+  int err_fd = -1;
+};
+
+// Forks a child that leads its own process group, is SIGKILLed if this process dies
+// (PR_SET_PDEATHSIG), gets `env` added to its environment, runs `prepare` (binding), then execs
+// `argv`. If `prepare` fails the child prints the error and exits 125; a failed exec exits 127
+// (not found) or 126 (not executable), as env(1) does.
+Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+                      bool capture_output, const std::function<Status()>& prepare);
+
+// SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered through a signalfd instead of handlers. The
+// signals stay blocked while it lives; spawned children get the original mask back.
+class SignalWatch {
+ public:
+  static Result<SignalWatch> create();
+  SignalWatch(SignalWatch&& o) noexcept;
+  SignalWatch& operator=(SignalWatch&&) = delete;
+  SignalWatch(const SignalWatch&) = delete;
+  ~SignalWatch();
+  int fd() const { return m_fd; }
+  // Signals received since the last call (SIGCHLD included).
+  std::vector<int> drain();
+
+ private:
+  explicit SignalWatch(int fd) : m_fd(fd) {}
+  int m_fd = -1;
+};
+
+struct ChildExit {
+  pid_t pid = -1;
+  int exit_code = 0;  // valid when signal == 0
+  int signal = 0;     // the signal that killed it, 0 when it exited
+};
+
+// Every child that has ended, without blocking.
+std::vector<ChildExit> reap_children();
+// Sends `sig` to a process group; a group that is already gone is not an error.
+void signal_group(pid_t pgid, int sig);
+// Blocks in poll(2) on `fds` (readable) for at most `timeout_ms` (-1: forever); returns the
+// indexes of readable or hung-up descriptors.
+std::vector<size_t> wait_readable(const std::vector<int>& fds, int timeout_ms);
+// Reads what is available (at most 64 KiB); an empty result means end of file.
+std::string read_some(int fd);
+void close_fd(int fd);
+// A TCP port that was free on the loopback interface a moment ago.
+Result<unsigned> free_tcp_port();
+
+}  // namespace gpubind::sys
