@@ -53,7 +53,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::string source = topology_source(o.topology);
   auto topo = discover::load_topology(source);
   if (!topo) return fail(topo.error(), kExitFailure);
-  auto req = make_request(o, *topo, source.empty());
+  auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
   if (!req) return fail(req.error(), kExitUsage);
 
   nlohmann::ordered_json j;

@@ -84,7 +84,11 @@ int cmd_exec(const std::vector<std::string>& args) {
 
   // 3. The same plan `gpubind plan` makes, for this node's ranks.
   if (!o.ranks && lr.size) o.ranks = lr.size;
-  auto req = make_request(o, *topo, source.empty());
+  // MPI launchers and srun may have pinned this rank already; plan over the node's (cgroup's)
+  // CPUs so every rank of the node sees the same set. torchrun-style launchers do not pin.
+  bool launcher_pins = lr.source != "LOCAL_RANK" && lr.source != "--local-rank";
+  AllowedFrom from = !source.empty() ? AllowedFrom::topology : launcher_pins ? AllowedFrom::cgroup : AllowedFrom::affinity;
+  auto req = make_request(o, *topo, from);
   if (!req) return fail(req.error(), kExitExecFailed);
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitExecFailed);
@@ -113,17 +117,18 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!allowed) return fail(allowed.error(), kExitExecFailed);
   if (!nodes) return fail(nodes.error(), kExitExecFailed);
   m.online_cpus = *online;
-  m.allowed_cpus = *allowed;
+  // sched_setaffinity may widen a launcher's pinning up to the cgroup's CPUs, never beyond.
+  m.allowed_cpus = from == AllowedFrom::cgroup ? topo->allowed_cpus : *allowed;
   m.online_nodes = *nodes;
-  if (req->allowed) m.allowed_cpus &= *req->allowed | *allowed;  // --allowed narrows, never widens
   auto binder = sys::real_binder();
   std::vector<std::string> warnings;
   Status applied = bind::apply_binding(*plan, rb, m, *binder, best_effort ? bind::BestEffort::yes : bind::BestEffort::no, warnings);
   if (!applied) return fail(Error{"binding local rank " + std::to_string(lr.rank), applied.error().message()}, kExitExecFailed);
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
   if (verbose)
-    std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(),
-                 describe(rb).c_str());
+    std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", lr.rank,
+                 plan->ranks.size(), lr.source.c_str(), from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
+                 (req->allowed ? *req->allowed : topo->allowed_cpus).to_list().c_str(), describe(rb).c_str());
   std::fflush(stdout);
   sys::ExecFailure f = binder->exec(command);
   std::fprintf(stderr, "gpubind: error: %s\n", f.message.c_str());

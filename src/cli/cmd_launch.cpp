@@ -98,7 +98,7 @@ int cmd_launch(const std::vector<std::string>& args) {
 
   auto topo = discover::load_live_cached(no_cache ? "" : discover::default_cache_dir());
   if (!topo) return fail(topo.error(), kExitFailure);
-  auto req = make_request(o, *topo, true);
+  auto req = make_request(o, *topo, AllowedFrom::affinity);
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitUsage);

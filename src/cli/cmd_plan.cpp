@@ -31,7 +31,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string source = topology_source(o.topology);
   auto topo = discover::load_topology(source);
   if (!topo) return fail(topo.error(), kExitFailure);
-  auto req = make_request(o, *topo, source.empty());
+  auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), req->require_gpu && plan.error().what == "--require-gpu" ? kExitFailure : kExitUsage);

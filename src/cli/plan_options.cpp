@@ -26,7 +26,7 @@ void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   app.add_flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
 }
 
-Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, bool live) {
+Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {
   plan::Request r;
   r.ranks = o.ranks;
   r.gpus_per_rank = o.gpus_per_rank;
@@ -48,7 +48,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     auto s = CpuSet::parse_list(o.allowed);
     if (!s) return Error{"--allowed", s.error().message()};
     r.allowed = *s;
-  } else if (live) {
+  } else if (from == AllowedFrom::affinity) {
     // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
     auto a = sys::current_affinity();
     if (!a) return a.error();

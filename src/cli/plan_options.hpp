@@ -32,9 +32,17 @@ struct PlanOptions {
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
 void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy = true);
 
+// Where the allowed CPUs come from when --allowed is not given.
+enum class AllowedFrom {
+  topology,  // a file topology: all its allowed PUs
+  affinity,  // this process's affinity (taskset, a cgroup): plan, compare, launch, exec under torchrun
+  cgroup,    // the topology's allowed set, which live is the cgroup cpuset: exec under a launcher that
+             // may already have pinned each rank to a core or two (srun --cpu-bind, mpirun
+             // --bind-to core), so the node's ranks plan over the same set
+};
+
 // Builds the Request: flags, the GPU-selection environment of this process, and the allowed
-// CPUs (--allowed, else this process's affinity on a live topology, else the topology's own).
-// Errors are usage errors (exit 2).
-Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, bool live);
+// CPUs. Errors are usage errors.
+Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from);
 
 }  // namespace gpubind::cli

@@ -26,10 +26,14 @@ std::string status_field(const std::string& status, const std::string& name) {
 Result<std::string> cache_key() {
   auto boot = sys::read_file("/proc/sys/kernel/random/boot_id");
   auto status = sys::read_file("/proc/self/status");
+  auto cgroup = sys::read_file("/proc/self/cgroup");
   if (!boot) return boot.error();
   if (!status) return status.error();
+  // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
+  // same affinity must not share an entry.
   return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_version() + "; boot " + std::string(trim(*boot)) +
-         "; cpus " + status_field(*status, "Cpus_allowed_list") + "; mems " + status_field(*status, "Mems_allowed_list");
+         "; cpus " + status_field(*status, "Cpus_allowed_list") + "; mems " + status_field(*status, "Mems_allowed_list") +
+         "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
 
 std::string fnv1a(const std::string& s) {

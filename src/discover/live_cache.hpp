@@ -1,8 +1,8 @@
 #pragma once
 // A cache of this machine's topology for `gpubind exec`, which every rank of every job pays for
 // (8 ranks start at once on a node). The cache file holds its key, and a file whose key differs
-// is never used: the kernel boot (boot_id), gpubind's and hwloc's versions, and this process's
-// allowed CPUs and memory nodes (cgroup cpuset, taskset, Slurm). Anything else that changes the
+// is never used: the kernel boot (boot_id), gpubind's and hwloc's versions, this process's
+// allowed CPUs and memory nodes (taskset, Slurm) and its cgroup. Anything else that changes the
 // machine within one boot (PCI hot-plug, a driver loaded later) needs --no-cache once.
 #include <string>
 
