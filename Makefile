@@ -1,6 +1,7 @@
 # gpubind: two commands.
-#   make run   installs what is missing, builds, shows this machine, then topology, plan and
-#              strategy comparison for an embedded DGX H100-like node
+#   make run   installs what is missing, builds, launches the example DDP job bound on this
+#              machine (a C++ stand-in worker when PyTorch is absent), then shows topology, plan
+#              and strategy comparison for embedded 8-GPU nodes
 #   make test  installs what is missing, builds (warnings are errors), runs every test, then the
 #              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 BUILD      ?= build
@@ -19,9 +20,19 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
+DDP_RANKS ?= 2
+
 run: build
 	@echo "== gpubind topo (this machine)"
 	@$(BUILD)/src/gpubind topo
+	@echo
+	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then \
+	  echo "== gpubind launch -n $(DDP_RANKS) --tag-output -- /usr/bin/python3 examples/ddp_train.py (PyTorch DDP, gloo)"; \
+	  $(BUILD)/src/gpubind launch -n $(DDP_RANKS) --tag-output -- /usr/bin/python3 examples/ddp_train.py --steps 20; \
+	else \
+	  echo "== gpubind launch -n $(DDP_RANKS) --tag-output -- gpubind_demo_worker (PyTorch not installed)"; \
+	  $(BUILD)/src/gpubind launch -n $(DDP_RANKS) --tag-output -- $(BUILD)/examples/gpubind_demo_worker --steps 20; \
+	fi
 	@echo
 	@echo "== gpubind topo --topology example:dgx-h100 --format matrix (embedded DGX H100-like node)"
 	@$(BUILD)/src/gpubind topo --topology example:dgx-h100 --format matrix

@@ -11,6 +11,8 @@ packages=(
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev hwloc-nox hyperfine bzip2 numactl
+  # real clients of `gpubind exec` and `gpubind launch`: Open MPI's mpirun, PyTorch DDP (CPU, gloo)
+  openmpi-bin python3-torch
 )
 
 missing=()

@@ -1,0 +1,58 @@
+// A stand-in training worker for `make run` on machines without PyTorch: each rank runs a few
+// "steps" of arithmetic and prints where it ran, in the same shape as examples/ddp_train.py.
+//
+//   gpubind launch -n 2 -- build/examples/gpubind_demo_worker --steps 20
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string status_field(const std::string& name) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(name + ":", 0) == 0) {
+      std::string v = line.substr(name.size() + 1);
+      return v.substr(v.find_first_not_of(" \t"));
+    }
+  return "";
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = 20;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+  std::vector<double> times;
+  double acc = 0;
+  for (int s = 0; s < steps; ++s) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 1; k < 200000; ++k) acc += std::sqrt(double(k) * (s + 1));
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("WORKER {\"rank\": %s, \"local_rank\": %s, \"world_size\": %s, \"cpus_allowed_list\": \"%s\", "
+              "\"mems_allowed_list\": \"%s\", \"last_cpu\": %d, \"gpubind_cpus\": \"%s\", \"step_ms\": {\"median\": %.2f, "
+              "\"max\": %.2f}, \"checksum\": %.0f}\n",
+              env("RANK").c_str(), env("LOCAL_RANK").c_str(), env("WORLD_SIZE").c_str(),
+              status_field("Cpus_allowed_list").c_str(), status_field("Mems_allowed_list").c_str(), sched_getcpu(),
+              env("GPUBIND_CPUS").c_str(), sorted[sorted.size() / 2], sorted.back(), acc);
+  return 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gpubind launch as a supervisor: exit status, fail-fast, signal forwarding, no orphans.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+# Each rank records its pid, then rank FAILER does ACTION while the others sleep.
+rank_cmd() {  # rank_cmd FAILER ACTION
+  echo "echo \$\$ > $WORK/pid.\$LOCAL_RANK; if [ \$LOCAL_RANK = $1 ]; then $2; fi; exec sleep 300"
+}
+pids() { cat "$WORK"/pid.* 2>/dev/null; }
+have_pids() { [ "$(ls "$WORK"/pid.* 2>/dev/null | wc -l)" -ge "$1" ]; }
+
+# 1. A rank exiting 3: launch exits 3 and no rank is left.
+rm -f "$WORK"/pid.*
+"$GPUBIND" launch -n 2 --grace 5 -- sh -c "$(rank_cmd 1 'exit 3')" 2>"$WORK/err"
+rc=$?
+[ $rc = 3 ] && pass "rank exit 3 -> launch exits 3" || fail "rank exit 3 -> launch exited $rc"
+wait_until 10 none_alive $(pids) && pass "no rank left after a failure" || fail "ranks still alive: $(pids)"
+grep -q "first failure: local rank 1" "$WORK/err" && pass "summary names the failing rank" || fail "summary: $(cat "$WORK/err")"
+
+# 2. A rank killed with SIGKILL: the others are terminated, status 128+9.
+rm -f "$WORK"/pid.*
+"$GPUBIND" launch -n 2 --grace 5 -- sh -c "$(rank_cmd 0 'kill -9 $$')" 2>/dev/null
+rc=$?
+[ $rc = 137 ] && pass "rank SIGKILLed -> launch exits 137" || fail "rank SIGKILLed -> launch exited $rc"
+wait_until 10 none_alive $(pids) && pass "others terminated after SIGKILL" || fail "ranks still alive: $(pids)"
+
+# 3. SIGTERM to launch: forwarded to every rank, all exit, launch reports 143.
+rm -f "$WORK"/pid.*
+"$GPUBIND" launch -n 2 --grace 5 -- sh -c "$(rank_cmd 99 true)" 2>/dev/null &
+launcher=$!
+wait_until 20 have_pids 2 || fail "ranks did not start"
+kill -TERM $launcher
+wait $launcher
+rc=$?
+[ $rc = 143 ] && pass "SIGTERM forwarded, launch exits 143" || fail "SIGTERM -> launch exited $rc"
+wait_until 10 none_alive $(pids) && pass "all ranks exited on SIGTERM" || fail "ranks still alive: $(pids)"
+
+# 4. A rank that ignores SIGTERM is killed after the grace period.
+rm -f "$WORK"/pid.*
+"$GPUBIND" launch -n 2 --grace 1 -- sh -c "trap '' TERM; $(rank_cmd 1 'exit 5')" 2>/dev/null
+rc=$?
+[ $rc = 5 ] && pass "grace period then SIGKILL, launch exits 5" || fail "grace -> launch exited $rc"
+wait_until 10 none_alive $(pids) && pass "SIGTERM-ignoring rank killed" || fail "ranks still alive: $(pids)"
+
+# 5. launch itself SIGKILLed: no rank survives (parent-death signal).
+rm -f "$WORK"/pid.*
+"$GPUBIND" launch -n 2 -- sh -c "$(rank_cmd 99 true)" 2>/dev/null &
+launcher=$!
+wait_until 20 have_pids 2 || fail "ranks did not start"
+kill -KILL $launcher
+wait $launcher 2>/dev/null
+wait_until 10 none_alive $(pids) && pass "no orphan after launch is SIGKILLed" || fail "orphans: $(pids)"
+
+# 6. The environment contract and tagged output.
+out=$("$GPUBIND" launch -n 2 --tag-output -- sh -c 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT"' 2>/dev/null)
+echo "$out" | grep -qE '^\[0\] 0 0 2 2 0 127\.0\.0\.1 [0-9]+$' && echo "$out" | grep -qE '^\[1\] 1 1 2 2 0 127\.0\.0\.1 [0-9]+$' \
+  && pass "torchrun environment and --tag-output" || fail "environment: $out"
+
+# 7. Bad input: one error line and the documented status.
+"$GPUBIND" launch -n 0 -- true 2>"$WORK/err"; rc=$?
+[ $rc = 2 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && pass "-n 0 -> exit 2" || fail "-n 0 -> $rc: $(cat "$WORK/err")"
+"$GPUBIND" launch -n 2 true 2>"$WORK/err"; rc=$?
+[ $rc = 2 ] && grep -q "missing '--'" "$WORK/err" && pass "missing -- -> exit 2" || fail "missing -- -> $rc"
+"$GPUBIND" launch -n 1 -- /nonexistent/cmd 2>/dev/null; rc=$?
+[ $rc = 127 ] && pass "command not found -> 127" || fail "not found -> $rc"
+printf "data\n" >"$WORK/notexec"; chmod 644 "$WORK/notexec"
+"$GPUBIND" launch -n 1 -- "$WORK/notexec" 2>/dev/null; rc=$?
+[ $rc = 126 ] && pass "not executable -> 126" || fail "not executable -> $rc"
+finish
