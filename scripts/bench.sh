@@ -1,14 +1,39 @@
 #!/usr/bin/env bash
 # Benchmarks behind docs/PERFORMANCE.md. Usage: scripts/bench.sh [BUILD_DIR]
+# Prints medians; hyperfine runs each set of commands in one invocation so ratios are read
+# within a run on this noisy shared machine.
 set -euo pipefail
 build=${1:-build}
 gpubind=$build/src/gpubind
-echo "== in-process topology loads (Google Benchmark, median of 5 repetitions)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+medians() {  # medians FILE.json: "median_ms  command" per command, and the ratio to the first
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+base = r[0]["median"]
+for x in r:
+    print(f"  {x['median']*1000:7.2f} ms  {x['median']/base:5.2f}x  {x['command']}")
+PY
+}
+
+echo "== in-process: topology loads and planning (Google Benchmark, medians of 5)"
 "$build/bench/gpubind_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_min_time=0.5 2>/dev/null | grep -E "median|Benchmark|---"
+  --benchmark_min_time=0.5 2>/dev/null | grep -E "median"
+
 echo
-echo "== whole-process: gpubind topo vs lstopo (hyperfine, same run)"
-hyperfine -N --warmup 20 --runs 200 --style basic \
-  "$gpubind topo --format json" \
-  "lstopo-no-graphics --of xml" \
-  "$gpubind topo --topology example:dgx-h100 --format json"
+echo "== whole process: gpubind topo vs lstopo (hyperfine -N, 200 runs)"
+hyperfine -N --warmup 20 --runs 200 --export-json "$tmp/topo.json" \
+  "lstopo-no-graphics --of xml" "$gpubind topo --format json" \
+  "$gpubind plan --topology example:dgx-h100 --format json" >/dev/null
+medians "$tmp/topo.json"
+
+echo
+echo "== bind + exec: gpubind exec vs numactl and hwloc-bind (hyperfine -N, 300 runs, LOCAL_RANK=0)"
+export LOCAL_RANK=0
+"$gpubind" exec -- true  # fills the topology cache
+hyperfine -N --warmup 30 --runs 300 --export-json "$tmp/exec.json" \
+  "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" "$gpubind exec --no-cache -- true" \
+  "hwloc-bind core:0 -- true" "true" >/dev/null
+medians "$tmp/exec.json"

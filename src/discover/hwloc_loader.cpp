@@ -407,6 +407,10 @@ Result<Topology> load_with_hwloc(const HwlocInput& in) {
   ScopedEnv env;
   // Never let hwloc print its own diagnostics: gpubind reports one line itself.
   env.set("HWLOC_HIDE_ERRORS", "2");
+  // hwloc dlopens its plugins at the first topology: libxml2 (+ICU) for XML, OpenCL, X11/NVCtrl
+  // and libpciaccess, ~4 ms of loading per process. gpubind needs none of them: hwloc's built-in
+  // XML reader imports files, and its linux backend (or gpubind's sysfs scan) finds PCI devices.
+  env.set("HWLOC_PLUGINS_BLACKLIST", "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci");
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return Error{"hwloc", "cannot initialise a topology"};
   TopologyPtr t(raw);
@@ -418,11 +422,7 @@ Result<Topology> load_with_hwloc(const HwlocInput& in) {
   switch (in.kind) {
     case HwlocInput::Kind::live:
       // Live: hwloc reads CPUs, caches and NUMA nodes only; PCI devices come from sysfs
-      // (add_sysfs_devices). hwloc's I/O discovery reads config space (~15-20 ms in a VM) and
-      // its display plugins probe X servers; neither adds anything gpubind uses.
-      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
-      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
-      hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+      // (add_sysfs_devices), since hwloc's I/O discovery reads config space (~15-20 ms in a VM).
       break;
     case HwlocInput::Kind::xml_file:
       // hwloc parses either here or in load(), depending on which of its XML backends is
