@@ -59,7 +59,7 @@ test-asan: build-asan
 	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli'
 
 bench: build
-	scripts/bench.sh $(BUILD)
+	bench/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

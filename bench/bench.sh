@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks behind docs/PERFORMANCE.md. Usage: scripts/bench.sh [BUILD_DIR]
+# Benchmarks behind docs/PERFORMANCE.md. Usage: bench/bench.sh [BUILD_DIR] (or make bench)
 # Prints medians; hyperfine runs each set of commands in one invocation so ratios are read
 # within a run on this noisy shared machine.
 set -euo pipefail
@@ -24,16 +24,16 @@ echo "== in-process: topology loads and planning (Google Benchmark, medians of 5
 
 echo
 echo "== whole process: gpubind topo vs lstopo (hyperfine -N, 200 runs)"
-hyperfine -N --warmup 20 --runs 200 --export-json "$tmp/topo.json" \
+hyperfine -N --style none --warmup 20 --runs 200 --export-json "$tmp/topo.json" \
   "lstopo-no-graphics --of xml" "$gpubind topo --format json" \
-  "$gpubind plan --topology example:dgx-h100 --format json" >/dev/null
+  "$gpubind plan --topology example:dgx-h100 --format json" >/dev/null 2>&1
 medians "$tmp/topo.json"
 
 echo
 echo "== bind + exec: gpubind exec vs numactl and hwloc-bind (hyperfine -N, 300 runs, LOCAL_RANK=0)"
 export LOCAL_RANK=0
 "$gpubind" exec -- true  # fills the topology cache
-hyperfine -N --warmup 30 --runs 300 --export-json "$tmp/exec.json" \
+hyperfine -N --style none --warmup 30 --runs 300 --export-json "$tmp/exec.json" \
   "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" "$gpubind exec --no-cache -- true" \
-  "hwloc-bind core:0 -- true" "true" >/dev/null
+  "hwloc-bind core:0 -- true" "true" >/dev/null 2>&1
 medians "$tmp/exec.json"
