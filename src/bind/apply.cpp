@@ -1,10 +1,21 @@
 #include "bind/apply.hpp"
 
+#include "sys/affinity.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bind {
 
 using plan::MemPolicy;
+
+Result<MachineState> current_machine_state() {
+  auto online = sys::online_cpus();
+  auto allowed = sys::current_affinity();
+  auto nodes = sys::online_numa_nodes();
+  if (!online) return online.error();
+  if (!allowed) return allowed.error();
+  if (!nodes) return nodes.error();
+  return MachineState{*online, *allowed, *nodes};
+}
 
 Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
                      BestEffort best_effort, std::vector<std::string>& warnings) {

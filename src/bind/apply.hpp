@@ -19,6 +19,9 @@ struct MachineState {
   CpuSet online_nodes;
 };
 
+// What Linux says now: online CPUs and nodes, and this process's affinity.
+Result<MachineState> current_machine_state();
+
 // Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
 // Warnings (best effort) are appended to `warnings`.
 Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,

@@ -1,5 +1,4 @@
 // gpubind exec: inside a launcher, bind this rank to its GPU's CPUs, memory and NIC, then exec.
-#include <algorithm>
 #include <cstdio>
 
 #include "bind/apply.hpp"
@@ -10,7 +9,6 @@
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "render/plan_render.hpp"
-#include "sys/affinity.hpp"
 #include "sys/binder.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
@@ -47,13 +45,8 @@ int cmd_exec(const std::vector<std::string>& args) {
   app.add_flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
   app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
 
-  auto parts = split_command(args);
-  bool wants_help = std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end();
-  if (!parts && !wants_help)
-    return fail(Error{"exec", "missing '--' before the command (gpubind exec [options] -- CMD [ARGS...])"}, kExitExecFailed);
-  if (int rc = parse(app, parts ? parts->first : args, kExitExecFailed); rc >= 0) return rc;
-  const std::vector<std::string>& command = parts->second;
-  if (command.empty()) return fail(Error{"exec", "no command after '--'"}, kExitExecFailed);
+  std::vector<std::string> command;
+  if (int rc = parse_with_command(app, args, kExitExecFailed, command); rc >= 0) return rc;
 
   // 1. Which local rank this process is.
   bind::LocalRank lr;
@@ -109,17 +102,11 @@ int cmd_exec(const std::vector<std::string>& args) {
   }
 
   // 4. Apply, all or nothing, then exec.
-  bind::MachineState m;
-  auto online = sys::online_cpus();
-  auto allowed = sys::current_affinity();
-  auto nodes = sys::online_numa_nodes();
-  if (!online) return fail(online.error(), kExitExecFailed);
-  if (!allowed) return fail(allowed.error(), kExitExecFailed);
-  if (!nodes) return fail(nodes.error(), kExitExecFailed);
-  m.online_cpus = *online;
+  auto machine = bind::current_machine_state();
+  if (!machine) return fail(machine.error(), kExitExecFailed);
+  bind::MachineState m = *machine;
   // sched_setaffinity may widen a launcher's pinning up to the cgroup's CPUs, never beyond.
-  m.allowed_cpus = from == AllowedFrom::cgroup ? topo->allowed_cpus : *allowed;
-  m.online_nodes = *nodes;
+  if (from == AllowedFrom::cgroup) m.allowed_cpus = topo->allowed_cpus;
   auto binder = sys::real_binder();
   std::vector<std::string> warnings;
   Status applied = bind::apply_binding(*plan, rb, m, *binder, best_effort ? bind::BestEffort::yes : bind::BestEffort::no, warnings);

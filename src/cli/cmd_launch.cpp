@@ -9,8 +9,6 @@
 #include "cli/plan_options.hpp"
 #include "discover/live_cache.hpp"
 #include "render/table.hpp"
-#include "sys/affinity.hpp"
-#include "sys/binder.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
@@ -56,15 +54,9 @@ int cmd_launch(const std::vector<std::string>& args) {
   app.add_flag("--best-effort", best_effort, "Start ranks even when part of a binding cannot be applied");
   app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
 
-  auto parts = split_command(args);
-  bool wants_help = std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end();
-  if (!parts && !wants_help)
-    return fail(Error{"launch", "missing '--' before the command (gpubind launch -n N [options] -- CMD [ARGS...])"}, kExitUsage);
-  if (int rc = parse(app, parts ? parts->first : args); rc >= 0) return rc;
-  if (parts->second.empty()) return fail(Error{"launch", "no command after '--'"}, kExitUsage);
-
   bind::LaunchSpec spec;
-  spec.command = parts->second;
+  if (int rc = parse_with_command(app, args, kExitUsage, spec.command); rc >= 0) return rc;
+
   spec.bind = !no_bind;
   spec.tag_output = tag_output;
   spec.grace = std::chrono::milliseconds(long(grace_seconds * 1000));
@@ -103,18 +95,9 @@ int cmd_launch(const std::vector<std::string>& args) {
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitUsage);
 
-  bind::MachineState m;
-  auto online = sys::online_cpus();
-  auto allowed = sys::current_affinity();
-  auto nodes = sys::online_numa_nodes();
-  if (!online) return fail(online.error(), kExitFailure);
-  if (!allowed) return fail(allowed.error(), kExitFailure);
-  if (!nodes) return fail(nodes.error(), kExitFailure);
-  m.online_cpus = *online;
-  m.allowed_cpus = *allowed;
-  m.online_nodes = *nodes;
-
-  auto result = bind::launch(*plan, m, spec);
+  auto machine = bind::current_machine_state();
+  if (!machine) return fail(machine.error(), kExitFailure);
+  auto result = bind::launch(*plan, *machine, spec);
   if (!result) return fail(result.error(), kExitFailure);
 
   // Closing summary, one row per rank.

@@ -1,5 +1,6 @@
 #include "cli/common.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -42,12 +43,18 @@ int parse(CLI::App& app, const std::vector<std::string>& args, int usage_exit) {
   return -1;
 }
 
-std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> split_command(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i] == "--")
-      return std::make_pair(std::vector<std::string>(args.begin(), args.begin() + long(i)),
-                            std::vector<std::string>(args.begin() + long(i) + 1, args.end()));
-  return std::nullopt;
+int parse_with_command(CLI::App& app, const std::vector<std::string>& args, int usage_exit, std::vector<std::string>& command) {
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> options(args.begin(), dashes);
+  bool wants_help = std::find(options.begin(), options.end(), "--help") != options.end() ||
+                    std::find(options.begin(), options.end(), "-h") != options.end();
+  std::string name = app.get_name().starts_with("gpubind ") ? app.get_name().substr(8) : app.get_name();
+  if (dashes == args.end() && !wants_help)
+    return fail(Error{name, "missing '--' before the command (" + app.get_name() + " [options] -- CMD [ARGS...])"}, usage_exit);
+  if (int rc = parse(app, options, usage_exit); rc >= 0) return rc;
+  command.assign(dashes + 1, args.end());
+  if (command.empty()) return fail(Error{name, "no command after '--'"}, usage_exit);
+  return -1;
 }
 
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) {

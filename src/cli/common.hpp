@@ -25,8 +25,10 @@ void add_topology_option(CLI::App& app, std::string& target);
 // return (0 after --help, `usage_exit` after a usage error, which it reports in gpubind's format).
 int parse(CLI::App& app, const std::vector<std::string>& args, int usage_exit = 2);
 
-// Splits "flags -- CMD ARGS" at the first "--"; nullopt when there is no "--".
-std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> split_command(const std::vector<std::string>& args);
+// For commands of the form "gpubind X [options] -- CMD [ARGS...]": splits at the first "--",
+// parses the options, and fills `command`. Returns -1 to go on, else the exit status (0 after
+// --help; `usage_exit` for bad options, a missing "--" or an empty command).
+int parse_with_command(CLI::App& app, const std::vector<std::string>& args, int usage_exit, std::vector<std::string>& command);
 
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
