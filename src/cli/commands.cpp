@@ -15,7 +15,8 @@ namespace {
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: gpubind <command> [options]\n\nBind GPU workers to the CPUs, memory and NIC nearest their GPU.\n\ncommands:\n");
   for (const Command& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'gpubind <command> --help' shows a command's options. Exit codes: 0 ok, 1 error, 2 usage error;\n"
+  std::fprintf(out, "\n'gpubind <command> --help' shows a command's options. Exit codes: 0 ok, 1 error, 2 usage error,\n"
+               "3 check found problems; "
                "exec: 125 gpubind failed, 126 not executable, 127 not found, else the command's own.\n");
 }
 
@@ -28,6 +29,7 @@ const std::vector<Command>& commands() {
       {"compare", "score the same job under several binding strategies side by side", cmd_compare},
       {"exec", "bind this rank (under srun, mpirun, torchrun...) to its GPU's CPUs, memory and NIC, then run CMD", cmd_exec},
       {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
+      {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
   };
   return table;
 }

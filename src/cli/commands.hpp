@@ -23,5 +23,6 @@ int cmd_plan(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
 int cmd_exec(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
+int cmd_check(const std::vector<std::string>& args);
 
 }  // namespace gpubind::cli

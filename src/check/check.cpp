@@ -1,0 +1,183 @@
+#include "check/check.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "util/strings.hpp"
+
+namespace gpubind::check {
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::ok: return "OK";
+    case Verdict::unbound: return "UNBOUND";
+    case Verdict::misplaced: return "MISPLACED";
+    case Verdict::overlap: return "OVERLAP";
+    case Verdict::remote_memory: return "REMOTE_MEMORY";
+    case Verdict::drifted: return "DRIFTED";
+    case Verdict::no_gpu: return "NO_GPU";
+  }
+  return "?";
+}
+
+bool Report::has_findings() const {
+  for (const ProcessReport& p : processes)
+    if (!p.findings.empty()) return true;
+  return false;
+}
+
+namespace {
+
+const topo::Gpu* find_gpu(const topo::Topology& t, const std::string& pci) {
+  for (const topo::Gpu& g : t.gpus)
+    if (g.pci == pci) return &g;
+  return nullptr;
+}
+
+std::string gpu_name(const topo::Topology& t, const std::string& pci) {
+  const topo::Gpu* g = find_gpu(t, pci);
+  return g ? "GPU " + std::to_string(g->index) + " (" + pci + ")" : "GPU " + pci;
+}
+
+// The GPU(s) to judge against and the CPUs local to them.
+void locate(const topo::Topology& t, ProcessReport& r) {
+  const probe::ProcessState& s = r.state;
+  if (!s.gpus.empty()) {
+    r.gpus = s.gpus;
+    r.gpu_source = "open device files";
+  } else if (auto it = s.env.find("GPUBIND_GPU"); it != s.env.end() && !it->second.empty()) {
+    for (std::string_view p : split(it->second, ',')) r.gpus.emplace_back(trim(p));
+    r.gpu_source = "GPUBIND_GPU";
+  }
+  if (auto it = s.env.find("GPUBIND_CPUS"); it != s.env.end())
+    if (auto c = CpuSet::parse_list(it->second); c && !c->empty()) r.intended_cpus = *c;
+  if (r.gpus.empty()) return;
+  CpuSet local;
+  for (const std::string& pci : r.gpus) {
+    const topo::Gpu* g = find_gpu(t, pci);
+    if (!g || !g->numa) return;  // not in the topology, or locality unknown: cannot judge placement
+    for (unsigned n : *g->numa) {
+      const topo::NumaNode* node = topo::find_numa(t, n);
+      if (!node || node->cpus.empty()) continue;
+      local |= node->cpus;
+      if (std::find(r.gpu_nodes.begin(), r.gpu_nodes.end(), n) == r.gpu_nodes.end()) r.gpu_nodes.push_back(n);
+    }
+  }
+  if (!local.empty()) r.gpu_local = local;
+}
+
+void judge_one(const topo::Topology& t, ProcessReport& r) {
+  const probe::ProcessState& s = r.state;
+  locate(t, r);
+  if (r.gpus.empty() && !r.intended_cpus) {
+    r.judged = false;
+    return;
+  }
+  std::string gpus;
+  for (const std::string& g : r.gpus) gpus += (gpus.empty() ? "" : ", ") + gpu_name(t, g);
+  std::string node_text = "NUMA node " + join_numbers(r.gpu_nodes) + " (CPUs " + (r.gpu_local ? r.gpu_local->to_list() : "?") + ")";
+
+  // DRIFTED: no longer what gpubind applied. Threads may narrow their set (NCCL pins its own
+  // threads inside the rank's CPUs); a set that is wider or elsewhere is a reset.
+  if (r.intended_cpus) {
+    for (const probe::ThreadState& th : s.threads)
+      if (!th.cpus_allowed.is_subset_of(*r.intended_cpus)) r.threads_drifted.push_back(th.tid);
+    if (s.cpus_allowed != *r.intended_cpus || !r.threads_drifted.empty()) {
+      std::string who = s.cpus_allowed != *r.intended_cpus
+                            ? "allowed CPUs are " + s.cpus_allowed.to_list()
+                            : std::to_string(r.threads_drifted.size()) + " thread(s) allowed outside it";
+      r.findings.push_back({Verdict::drifted, who + ", but gpubind applied " + r.intended_cpus->to_list() +
+                                                  ": something reset the affinity after start"});
+    }
+  }
+
+  if (r.gpu_local) {
+    // UNBOUND / MISPLACED: allowed CPUs against the GPU's node.
+    if (!s.cpus_allowed.is_subset_of(*r.gpu_local)) {
+      if (!s.cpus_allowed.intersects(*r.gpu_local))
+        r.findings.push_back({Verdict::misplaced, "allowed CPUs " + s.cpus_allowed.to_list() + " are all off " + gpus +
+                                                      "'s " + node_text});
+      else
+        r.findings.push_back({Verdict::unbound, "allowed CPUs " + s.cpus_allowed.to_list() + " span more than " + gpus +
+                                                    "'s " + node_text});
+    }
+    // Where the threads actually ran.
+    CpuSet ran_off;
+    for (const probe::ThreadState& th : s.threads)
+      if (th.last_cpu && !r.gpu_local->test(*th.last_cpu)) {
+        r.threads_off_node.push_back(th.tid);
+        ran_off.set(*th.last_cpu);
+      }
+    bool already = std::any_of(r.findings.begin(), r.findings.end(),
+                               [](const Finding& f) { return f.verdict == Verdict::misplaced || f.verdict == Verdict::unbound; });
+    if (!r.threads_off_node.empty() && !already)
+      r.findings.push_back({Verdict::misplaced, std::to_string(r.threads_off_node.size()) + " of " +
+                                                    std::to_string(s.threads.size()) + " thread(s) last ran on CPUs " +
+                                                    ran_off.to_list() + ", off " + gpus + "'s " + node_text});
+  }
+
+  // REMOTE_MEMORY: most resident pages away from the GPU's node (or the intended nodes).
+  if (s.pages_per_node) {
+    std::vector<unsigned> home = r.gpu_nodes;
+    if (home.empty())
+      if (auto it = s.env.find("GPUBIND_MEM"); it != s.env.end())
+        for (std::string_view n : split(it->second, ','))
+          if (auto v = parse_uint(trim(n))) home.push_back(unsigned(*v));
+    uint64_t total = 0, local = 0;
+    for (const auto& [node, pages] : *s.pages_per_node) {
+      total += pages;
+      if (std::find(home.begin(), home.end(), node) != home.end()) local += pages;
+    }
+    if (!home.empty() && total > 0 && local * 2 < total) {
+      std::string where;
+      for (const auto& [node, pages] : *s.pages_per_node)
+        where += (where.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " +
+                 std::to_string(pages * 100 / total) + "%";
+      r.findings.push_back({Verdict::remote_memory, std::to_string((total - local) * 100 / total) +
+                                                        "% of resident pages are off node " + join_numbers(home) + " (" + where + ")"});
+    }
+  }
+}
+
+}  // namespace
+
+Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors) {
+  Report rep;
+  rep.errors = std::move(errors);
+  for (probe::ProcessState& s : states) {
+    ProcessReport r;
+    r.state = std::move(s);
+    judge_one(t, r);
+    rep.processes.push_back(std::move(r));
+  }
+  // OVERLAP: checked ranks that share CPUs. Processes of one rank (its children: a shell, a
+  // worker pool) share its CPUs by design: a rank is its GPUBIND_LOCAL_RANK, else the oldest
+  // ancestor among the checked processes. An UNBOUND process overlaps everything; that is
+  // already its finding.
+  std::map<pid_t, pid_t> parent_of;
+  for (const ProcessReport& r : rep.processes) parent_of[r.state.pid] = r.state.ppid;
+  auto rank_key = [&](const ProcessReport& r) -> std::string {
+    if (auto it = r.state.env.find("GPUBIND_LOCAL_RANK"); it != r.state.env.end()) return "rank " + it->second;
+    pid_t p = r.state.pid;
+    for (int hops = 0; hops < 64 && parent_of.count(parent_of[p]); ++hops) p = parent_of[p];
+    return "pid " + std::to_string(p);
+  };
+  // Processes without a GPU take part when they are pinned (narrower than the machine).
+  auto bound = [&](const ProcessReport& r) {
+    if (!r.judged) return !t.allowed_cpus.is_subset_of(r.state.cpus_allowed);
+    return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.verdict == Verdict::unbound; });
+  };
+  for (size_t i = 0; i < rep.processes.size(); ++i)
+    for (size_t j = i + 1; j < rep.processes.size(); ++j) {
+      ProcessReport &a = rep.processes[i], &b = rep.processes[j];
+      if (!bound(a) || !bound(b) || rank_key(a) == rank_key(b)) continue;
+      CpuSet shared = a.state.cpus_allowed & b.state.cpus_allowed;
+      if (shared.empty()) continue;
+      a.findings.push_back({Verdict::overlap, "shares CPUs " + shared.to_list() + " with PID " + std::to_string(b.state.pid)});
+      b.findings.push_back({Verdict::overlap, "shares CPUs " + shared.to_list() + " with PID " + std::to_string(a.state.pid)});
+      a.judged = b.judged = true;
+    }
+  return rep;
+}
+
+}  // namespace gpubind::check

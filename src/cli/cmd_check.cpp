@@ -1,0 +1,100 @@
+// gpubind check: what running processes are actually bound to, judged against the topology.
+#include <unistd.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "check/check.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "probe/probe.hpp"
+#include "probe/select.hpp"
+#include "render/check_render.hpp"
+#include "util/exit_status.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::cli {
+
+int cmd_check(const std::vector<std::string>& args) {
+  CLI::App app("Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
+               "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, NO_GPU.",
+               "gpubind check");
+  std::string topology, root_dir, children_of, match;
+  std::vector<std::string> pid_args;
+  bool self = false, all_gpu = false, numa_maps = false, verbose = false, json = false;
+  add_topology_option(app, topology);
+  app.add_option("--pid", pid_args, "Processes to check (repeatable)");
+  app.add_flag("--self", self, "Check this gpubind process (it inherited its parent's binding and environment)");
+  app.add_flag("--all-gpu-procs", all_gpu, "Every process holding a GPU device open (the default)");
+  app.add_option("--children-of", children_of, "Every descendant of this PID (a launcher's ranks)");
+  app.add_option("--match", match, "Processes whose command line matches this regular expression");
+  app.add_option("--root", root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
+  app.add_flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
+  app.add_flag("--verbose", verbose, "Per-thread detail");
+  app.add_flag("--json", json, "JSON output");
+  if (int rc = parse(app, args); rc >= 0) return rc;
+
+  // Targets.
+  std::vector<pid_t> pids;
+  for (const std::string& a : pid_args) {
+    auto v = parse_uint(a);
+    if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
+    pids.push_back(pid_t(*v));
+  }
+  std::optional<pid_t> parent;
+  if (!children_of.empty()) {
+    auto v = parse_uint(children_of);
+    if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
+    parent = pid_t(*v);
+  }
+  std::optional<std::regex> re;
+  if (!match.empty()) {
+    try {
+      re = std::regex(match, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return fail(Error{"--match '" + match + "'", std::string("not a valid regular expression (") + e.what() + ")"}, kExitUsage);
+    }
+  }
+  if (self && !root_dir.empty()) return fail(Error{"--self", "cannot be used with --root"}, kExitUsage);
+
+  std::string source = topology_source(topology);
+  if (!root_dir.empty() && source.empty())
+    return fail(Error{"--root " + root_dir, "needs --topology (the machine the captured processes ran on)"}, kExitUsage);
+  auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir()) : discover::load_topology(source);
+  if (!topo) return fail(topo.error(), kExitFailure);
+  auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
+  if (!root) return fail(root.error(), kExitFailure);
+
+  pid_t me = ::getpid();
+  if (self) pids.push_back(me);
+  auto add_all = [&](std::vector<pid_t> found) {
+    for (pid_t p : found)
+      if (p != me || !root_dir.empty()) pids.push_back(p);
+  };
+  if (parent) add_all(probe::descendants_of(**root, *parent));
+  if (re) add_all(probe::matching(**root, [&](const std::string& c) { return std::regex_search(c, *re); }));
+  bool selected = !pids.empty() || parent || re || self;
+  if (all_gpu || !selected) add_all(probe::gpu_processes(**root));
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+
+  // Probe each; one that cannot be read is an error line while the others are still checked.
+  std::vector<probe::ProcessState> states;
+  std::vector<Error> errors;
+  for (pid_t p : pids) {
+    auto s = probe::probe_process(**root, p, {numa_maps});
+    if (s) states.push_back(std::move(*s));
+    else errors.push_back(s.error());
+  }
+  check::Report report = check::judge(*topo, std::move(states), errors);
+  for (const Error& e : report.errors) fail(e, kExitFailure);
+  if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
+  std::string out = json ? render::check_json(report).dump(2) + "\n" : render::check_text(report, verbose);
+  if (!report.processes.empty() || json) std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!report.errors.empty()) return kExitFailure;
+  return report.has_findings() ? kExitCheckFindings : kExitOk;
+}
+
+}  // namespace gpubind::cli

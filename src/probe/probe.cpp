@@ -1,0 +1,216 @@
+#include "probe/probe.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "util/strings.hpp"
+
+namespace gpubind::probe {
+
+namespace {
+
+std::string status_field(const std::string& status, std::string_view name) {
+  for (std::string_view line : split(status, '\n'))
+    if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ':')
+      return std::string(trim(line.substr(name.size() + 1)));
+  return "";
+}
+
+Result<CpuSet> list_field(const std::string& status, std::string_view name, const std::string& where) {
+  std::string v = status_field(status, name);
+  auto s = CpuSet::parse_list(v);
+  if (!s) return Error{where, std::string(name) + ": " + s.error().why};
+  return *s;
+}
+
+// /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses, so fields
+// are counted after the last ')'. Field 39 (processor) is the 37th after it.
+std::vector<std::string_view> stat_fields_after_comm(std::string_view stat) {
+  size_t close = stat.rfind(')');
+  if (close == std::string_view::npos) return {};
+  std::vector<std::string_view> out;
+  for (std::string_view f : split(trim(stat.substr(close + 1)), ' '))
+    if (!f.empty()) out.push_back(f);
+  return out;
+}
+
+std::optional<uint64_t> sched_migrations(const std::string& sched) {
+  for (std::string_view line : split(sched, '\n')) {
+    line = trim(line);
+    if (!line.starts_with("se.nr_migrations")) continue;
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    return parse_uint(trim(line.substr(colon + 1)));
+  }
+  return std::nullopt;
+}
+
+Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, pid_t tid) {
+  ThreadState t;
+  t.tid = tid;
+  auto status = root.read(dir + "/status");
+  if (!status) return status.error();
+  t.comm = status_field(*status, "Name");
+  auto cpus = list_field(*status, "Cpus_allowed_list", dir + "/status");
+  auto mems = list_field(*status, "Mems_allowed_list", dir + "/status");
+  if (!cpus) return cpus.error();
+  if (!mems) return mems.error();
+  t.cpus_allowed = *cpus;
+  t.mems_allowed = *mems;
+  t.voluntary_switches = parse_uint(status_field(*status, "voluntary_ctxt_switches")).value_or(0);
+  t.involuntary_switches = parse_uint(status_field(*status, "nonvoluntary_ctxt_switches")).value_or(0);
+  if (auto stat = root.read(dir + "/stat")) {
+    auto f = stat_fields_after_comm(*stat);
+    if (f.size() > 36)
+      if (auto cpu = parse_uint(f[36])) t.last_cpu = unsigned(*cpu);
+  }
+  if (auto sched = root.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  return t;
+}
+
+// numa_maps lines carry "N<node>=<pages>" per mapping.
+std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
+  std::map<unsigned, uint64_t> pages;
+  for (std::string_view line : split(text, '\n'))
+    for (std::string_view tok : split(line, ' ')) {
+      if (tok.size() < 4 || tok[0] != 'N') continue;
+      auto eq = tok.find('=');
+      if (eq == std::string_view::npos) continue;
+      auto node = parse_uint(tok.substr(1, eq - 1));
+      auto n = parse_uint(tok.substr(eq + 1));
+      if (node && n) pages[unsigned(*node)] += *n;
+    }
+  return pages;
+}
+
+Error vanished_or(const Error& e, pid_t pid) {
+  if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), "no such process"};
+  if (e.why.find("Permission denied") != std::string::npos)
+    return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)"};
+  return e;
+}
+
+}  // namespace
+
+const std::vector<std::string>& env_names() {
+  static const std::vector<std::string> names = {
+      "GPUBIND_LOCAL_RANK", "GPUBIND_GPU",          "GPUBIND_CPUS",     "GPUBIND_MEM",     "GPUBIND_MEM_POLICY",
+      "GPUBIND_POLICY",     "LOCAL_RANK",           "RANK",             "SLURM_LOCALID",   "OMPI_COMM_WORLD_LOCAL_RANK",
+      "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"};
+  return names;
+}
+
+GpuDeviceMap::GpuDeviceMap(const sys::FsRoot& root) : m_root(root) {
+  auto gpus = root.list("proc/driver/nvidia/gpus");
+  if (!gpus) return;
+  for (const std::string& bus : *gpus) {
+    auto info = root.read("proc/driver/nvidia/gpus/" + bus + "/information");
+    if (!info) continue;
+    for (std::string_view line : split(*info, '\n')) {
+      auto colon = line.find(':');
+      if (colon == std::string_view::npos || trim(line.substr(0, colon)) != "Device Minor") continue;
+      if (auto minor = parse_uint(trim(line.substr(colon + 1)))) m_nvidia_minor[unsigned(*minor)] = to_lower(bus);
+    }
+  }
+}
+
+bool GpuDeviceMap::is_gpu_control_file(const std::string& p) {
+  return p == "/dev/nvidiactl" || p == "/dev/nvidia-uvm" || p == "/dev/nvidia-uvm-tools" || p == "/dev/kfd" ||
+         p.starts_with("/dev/nvidia-caps");
+}
+
+std::string GpuDeviceMap::pci_of(const std::string& p) const {
+  if (p.starts_with("/dev/nvidia")) {
+    auto minor = parse_uint(p.substr(11));
+    if (!minor) return "";
+    auto it = m_nvidia_minor.find(unsigned(*minor));
+    return it == m_nvidia_minor.end() ? "" : it->second;
+  }
+  if (p.starts_with("/dev/dri/renderD") || p.starts_with("/dev/dri/card")) {
+    std::string node = p.substr(9);
+    auto link = m_root.read_link("sys/class/drm/" + node + "/device");
+    if (!link) return "";
+    std::string target = *link;
+    while (!target.empty() && target.back() == '/') target.pop_back();
+    std::string last = target.substr(target.rfind('/') + 1);
+    return last.size() == 12 && last[4] == ':' ? to_lower(last) : "";
+  }
+  return "";
+}
+
+std::vector<pid_t> list_pids(const sys::FsRoot& root) {
+  std::vector<pid_t> pids;
+  auto names = root.list("proc");
+  if (!names) return pids;
+  for (const std::string& n : *names)
+    if (auto v = parse_uint(n); v && *v > 0 && *v < (1u << 30)) pids.push_back(pid_t(*v));
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+Result<ProcessState> probe_process(const sys::FsRoot& root, pid_t pid, const ProbeOptions& options) {
+  std::string dir = "proc/" + std::to_string(pid);
+  ProcessState p;
+  p.pid = pid;
+  auto status = root.read(dir + "/status");
+  if (!status) return vanished_or(status.error(), pid);
+  p.comm = status_field(*status, "Name");
+  p.ppid = pid_t(parse_uint(status_field(*status, "PPid")).value_or(0));
+  auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
+  auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
+  if (!cpus) return cpus.error();
+  if (!mems) return mems.error();
+  p.cpus_allowed = *cpus;
+  p.mems_allowed = *mems;
+  if (auto cmd = root.read(dir + "/cmdline")) {
+    std::string c = *cmd;
+    std::replace(c.begin(), c.end(), '\0', ' ');
+    p.cmdline = std::string(trim(c));
+  }
+
+  // Threads; one that exits while being read is simply gone, not an error.
+  auto tids = root.list(dir + "/task");
+  if (!tids) return vanished_or(tids.error(), pid);
+  for (const std::string& t : *tids) {
+    auto tid = parse_uint(t);
+    if (!tid) continue;
+    auto ts = read_thread(root, dir + "/task/" + t, pid_t(*tid));
+    if (ts) p.threads.push_back(*ts);
+    else if (pid_t(*tid) == pid) return vanished_or(ts.error(), pid);
+  }
+
+  // GPUs held open.
+  GpuDeviceMap devices(root);
+  std::set<std::string> gpus;
+  if (auto fds = root.list(dir + "/fd")) {
+    for (const std::string& fd : *fds) {
+      auto target = root.read_link(dir + "/fd/" + fd);
+      if (!target || !target->starts_with("/dev/")) continue;
+      std::string pci = devices.pci_of(*target);
+      if (!pci.empty()) gpus.insert(pci);
+    }
+  } else {
+    p.notes.push_back("open files not readable (" + fds.error().why + "): GPUs unknown");
+  }
+  p.gpus.assign(gpus.begin(), gpus.end());
+
+  if (auto env = root.read(dir + "/environ")) {
+    p.env_readable = true;
+    for (std::string_view kv : split(*env, '\0')) {
+      auto eq = kv.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string key(kv.substr(0, eq));
+      if (std::find(env_names().begin(), env_names().end(), key) != env_names().end()) p.env[key] = kv.substr(eq + 1);
+    }
+  } else {
+    p.notes.push_back("environment not readable (" + env.error().why + ")");
+  }
+
+  if (options.numa_maps) {
+    if (auto maps = root.read(dir + "/numa_maps")) p.pages_per_node = sum_numa_maps(*maps);
+    else p.notes.push_back("numa_maps not readable (" + maps.error().why + ")");
+  }
+  return p;
+}
+
+}  // namespace gpubind::probe

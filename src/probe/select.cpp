@@ -1,0 +1,65 @@
+#include "probe/select.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "probe/probe.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::probe {
+
+std::vector<pid_t> descendants_of(const sys::FsRoot& root, pid_t pid) {
+  std::multimap<pid_t, pid_t> children;
+  for (pid_t p : list_pids(root)) {
+    auto stat = root.read("proc/" + std::to_string(p) + "/stat");
+    if (!stat) continue;
+    size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
+    if (fields.size() < 2) continue;
+    if (auto pp = parse_uint(fields[1])) children.emplace(pid_t(*pp), p);
+  }
+  std::vector<pid_t> out, todo{pid};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [a, b] = children.equal_range(p);
+    for (auto it = a; it != b; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<pid_t> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches) {
+  std::vector<pid_t> out;
+  for (pid_t p : list_pids(root)) {
+    auto cmd = root.read("proc/" + std::to_string(p) + "/cmdline");
+    if (!cmd || cmd->empty()) continue;
+    std::string c = *cmd;
+    std::replace(c.begin(), c.end(), '\0', ' ');
+    if (matches(std::string(trim(c)))) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<pid_t> gpu_processes(const sys::FsRoot& root) {
+  std::vector<pid_t> out;
+  for (pid_t p : list_pids(root)) {
+    std::string dir = "proc/" + std::to_string(p) + "/fd";
+    auto fds = root.list(dir);
+    if (!fds) continue;
+    for (const std::string& fd : *fds) {
+      auto target = root.read_link(dir + "/" + fd);
+      if (target && (target->starts_with("/dev/nvidia") || target->starts_with("/dev/dri/") || *target == "/dev/kfd")) {
+        out.push_back(p);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gpubind::probe

@@ -1,0 +1,41 @@
+#pragma once
+// Value types of a probed process (src/probe/probe.hpp reads them; src/check judges them).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/cpuset.hpp"
+
+namespace gpubind::probe {
+
+struct ThreadState {
+  pid_t tid = 0;
+  std::string comm;
+  CpuSet cpus_allowed;
+  CpuSet mems_allowed;
+  std::optional<unsigned> last_cpu;        // /proc/PID/task/TID/stat field 39
+  std::optional<uint64_t> migrations;      // se.nr_migrations (needs CONFIG_SCHED_DEBUG)
+  uint64_t voluntary_switches = 0;
+  uint64_t involuntary_switches = 0;
+};
+
+struct ProcessState {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string comm;
+  std::string cmdline;                     // arguments joined by spaces
+  CpuSet cpus_allowed;                     // the main thread's
+  CpuSet mems_allowed;
+  std::vector<ThreadState> threads;
+  std::vector<std::string> gpus;           // PCI addresses of the GPU device files it holds open
+  std::optional<std::map<unsigned, uint64_t>> pages_per_node;  // with numa_maps
+  std::map<std::string, std::string> env;  // the variables of env_names() it has, when readable
+  bool env_readable = false;
+  std::vector<std::string> notes;          // what could not be read, and why
+};
+
+}  // namespace gpubind::probe

@@ -1,0 +1,129 @@
+#include "render/check_render.hpp"
+
+#include <algorithm>
+
+#include "render/table.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+using check::ProcessReport;
+using check::Verdict;
+
+namespace {
+
+std::string verdicts(const ProcessReport& p) {
+  if (!p.judged) return "NO_GPU";
+  if (p.findings.empty()) return "OK";
+  std::vector<std::string> v;
+  for (const auto& f : p.findings) {
+    std::string s = check::to_string(f.verdict);
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  }
+  return join(v, ",");
+}
+
+std::string rank_of(const ProcessReport& p) {
+  for (const char* k : {"GPUBIND_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"})
+    if (auto it = p.state.env.find(k); it != p.state.env.end()) return it->second;
+  return "-";
+}
+
+}  // namespace
+
+std::string check_text(const check::Report& r, bool verbose) {
+  TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU NODE", "CPUS ALLOWED", "THREADS", "VERDICT"});
+  for (const ProcessReport& p : r.processes)
+    t.add({std::to_string(p.state.pid), rank_of(p), p.state.comm, p.gpus.empty() ? "-" : join(p.gpus, ","),
+           p.gpu_nodes.empty() ? (p.gpus.empty() ? "-" : "unknown") : join_numbers(p.gpu_nodes), p.state.cpus_allowed.to_list(),
+           std::to_string(p.state.threads.size()), verdicts(p)});
+  std::string out = t.str();
+  bool any = false;
+  for (const ProcessReport& p : r.processes) {
+    for (const auto& f : p.findings) {
+      if (!any) out += "\n";
+      any = true;
+      out += "PID " + std::to_string(p.state.pid) + " " + check::to_string(f.verdict) + ": " + f.reason + "\n";
+    }
+  }
+  if (verbose) {
+    for (const ProcessReport& p : r.processes) {
+      out += "\nPID " + std::to_string(p.state.pid) + " (" + p.state.comm + ")" +
+             (p.gpu_source.empty() ? "" : ", GPU from " + p.gpu_source) +
+             (p.intended_cpus ? ", gpubind applied CPUs " + p.intended_cpus->to_list() : "") + ":\n";
+      TextTable th({"TID", "NAME", "CPUS ALLOWED", "MEMS", "LAST CPU", "MIGRATIONS", "CTXSW VOL/INVOL", "NOTE"});
+      for (const auto& x : p.state.threads) {
+        std::string note;
+        if (std::find(p.threads_off_node.begin(), p.threads_off_node.end(), x.tid) != p.threads_off_node.end()) note = "off GPU node";
+        if (std::find(p.threads_drifted.begin(), p.threads_drifted.end(), x.tid) != p.threads_drifted.end())
+          note += std::string(note.empty() ? "" : ", ") + "drifted";
+        th.add({std::to_string(x.tid), x.comm, x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
+                x.last_cpu ? std::to_string(*x.last_cpu) : "?", x.migrations ? std::to_string(*x.migrations) : "?",
+                std::to_string(x.voluntary_switches) + "/" + std::to_string(x.involuntary_switches), note.empty() ? "-" : note});
+      }
+      out += th.str("  ");
+      if (p.state.pages_per_node) {
+        std::string pages;
+        for (const auto& [n, c] : *p.state.pages_per_node) pages += (pages.empty() ? "" : ", ") + std::string("node ") + std::to_string(n) + ": " + std::to_string(c);
+        out += "  resident pages: " + pages + "\n";
+      }
+      for (const std::string& n : p.state.notes) out += "  note: " + n + "\n";
+    }
+  }
+  size_t ok = 0, found = 0, nogpu = 0;
+  for (const ProcessReport& p : r.processes) (!p.judged ? nogpu : p.findings.empty() ? ok : found)++;
+  out += "\n" + std::to_string(r.processes.size()) + " process(es): " + std::to_string(ok) + " OK, " + std::to_string(found) +
+         " with findings, " + std::to_string(nogpu) + " without GPU";
+  if (!r.errors.empty()) out += ", " + std::to_string(r.errors.size()) + " not readable";
+  return out + "\n";
+}
+
+nlohmann::ordered_json check_json(const check::Report& r) {
+  using oj = nlohmann::ordered_json;
+  oj j;
+  j["schema_version"] = kCheckSchemaVersion;
+  j["processes"] = oj::array();
+  for (const ProcessReport& p : r.processes) {
+    const probe::ProcessState& s = p.state;
+    oj o;
+    o["pid"] = s.pid;
+    o["ppid"] = s.ppid;
+    o["comm"] = s.comm;
+    o["cmdline"] = s.cmdline;
+    o["verdict"] = verdicts(p);
+    o["findings"] = oj::array();
+    for (const auto& f : p.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
+    o["gpus"] = p.gpus;
+    o["gpu_source"] = p.gpu_source;
+    o["gpu_numa"] = p.gpu_nodes;
+    o["gpu_cpus"] = p.gpu_local ? oj(p.gpu_local->to_list()) : oj();
+    o["intended_cpus"] = p.intended_cpus ? oj(p.intended_cpus->to_list()) : oj();
+    o["cpus_allowed"] = s.cpus_allowed.to_list();
+    o["mems_allowed"] = s.mems_allowed.to_list();
+    o["threads"] = oj::array();
+    for (const auto& t : s.threads)
+      o["threads"].push_back({{"tid", t.tid},
+                              {"comm", t.comm},
+                              {"cpus_allowed", t.cpus_allowed.to_list()},
+                              {"mems_allowed", t.mems_allowed.to_list()},
+                              {"last_cpu", t.last_cpu ? oj(*t.last_cpu) : oj()},
+                              {"migrations", t.migrations ? oj(*t.migrations) : oj()},
+                              {"voluntary_switches", t.voluntary_switches},
+                              {"involuntary_switches", t.involuntary_switches}});
+    if (s.pages_per_node) {
+      oj pages = oj::object();
+      for (const auto& [n, c] : *s.pages_per_node) pages[std::to_string(n)] = c;
+      o["pages_per_node"] = pages;
+    } else {
+      o["pages_per_node"] = oj();
+    }
+    o["env"] = s.env;
+    o["notes"] = s.notes;
+    j["processes"].push_back(o);
+  }
+  j["errors"] = oj::array();
+  for (const Error& e : r.errors) j["errors"].push_back(e.message());
+  return j;
+}
+
+}  // namespace gpubind::render
