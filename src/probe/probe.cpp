@@ -83,8 +83,8 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   return pages;
 }
 
-Error vanished_or(const Error& e, pid_t pid) {
-  if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), "no such process"};
+Error vanished_or(const Error& e, pid_t pid, const char* gone = "no such process") {
+  if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), gone};
   if (e.why.find("Permission denied") != std::string::npos)
     return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)"};
   return e;
@@ -170,13 +170,13 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, pid_t pid, const Pro
 
   // Threads; one that exits while being read is simply gone, not an error.
   auto tids = root.list(dir + "/task");
-  if (!tids) return vanished_or(tids.error(), pid);
+  if (!tids) return vanished_or(tids.error(), pid, "vanished while being read");
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
     if (!tid) continue;
     auto ts = read_thread(root, dir + "/task/" + t, pid_t(*tid));
     if (ts) p.threads.push_back(*ts);
-    else if (pid_t(*tid) == pid) return vanished_or(ts.error(), pid);
+    else if (pid_t(*tid) == pid) return vanished_or(ts.error(), pid, "vanished while being read");
   }
 
   // GPUs held open.
