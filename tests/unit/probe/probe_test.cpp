@@ -1,0 +1,76 @@
+#include "probe/probe.hpp"
+
+#include <gtest/gtest.h>
+
+#include "../../support/fake_tree.hpp"
+
+namespace gpubind::probe {
+
+namespace {
+void process(gpubind::testing::FakeTree& t, int pid, const std::string& comm, const std::string& cpus, int last_cpu) {
+  std::string d = "proc/" + std::to_string(pid);
+  std::string status = "Name:\t" + comm + "\nPPid:\t1\nCpus_allowed_list:\t" + cpus +
+                       "\nMems_allowed_list:\t0\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t2\n";
+  std::string stat = std::to_string(pid) + " (" + comm + ") S 1";
+  for (int f = 2; f < 45; ++f) stat += " " + std::to_string(f == 36 ? last_cpu : 0);
+  t.file(d + "/status", status);
+  t.file(d + "/task/" + std::to_string(pid) + "/status", status);
+  t.file(d + "/task/" + std::to_string(pid) + "/stat", stat + "\n");
+  t.file(d + "/task/" + std::to_string(pid) + "/sched", "x\n-----\nse.nr_migrations                             :                   42\n");
+  t.dir(d + "/fd");
+}
+}  // namespace
+
+TEST(Probe, ThreadStateFromProcFiles) {
+  gpubind::testing::FakeTree t;
+  process(t, 77, "my (odd) name", "2-3", 3);  // parentheses and spaces in comm
+  auto root = sys::open_fsroot(t.root());
+  auto p = probe_process(**root, 77, {});
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_EQ(p->threads.size(), 1u);
+  EXPECT_EQ(p->cpus_allowed.to_list(), "2-3");
+  EXPECT_EQ(p->threads[0].last_cpu, 3u);
+  EXPECT_EQ(p->threads[0].migrations, 42u);
+  EXPECT_EQ(p->threads[0].voluntary_switches, 7u);
+  EXPECT_EQ(p->threads[0].involuntary_switches, 2u);
+}
+
+TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
+  gpubind::testing::FakeTree t;
+  process(t, 10, "python", "0-1", 0);
+  t.file("proc/driver/nvidia/gpus/0000:3A:00.0/information", "Model: X\nDevice Minor: \t 2\n");
+  t.link("proc/10/fd/3", "/dev/nvidia2");
+  t.link("proc/10/fd/4", "/dev/nvidiactl");
+  t.link("proc/10/fd/5", "/dev/dri/renderD129");
+  t.link("sys/class/drm/renderD129/device", "../../../0000:c6:00.0");
+  auto root = sys::open_fsroot(t.root());
+  auto p = probe_process(**root, 10, {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->gpus, (std::vector<std::string>{"0000:3a:00.0", "0000:c6:00.0"}));
+}
+
+TEST(Probe, NumaMapsAreSummedPerNode) {
+  gpubind::testing::FakeTree t;
+  process(t, 11, "python", "0", 0);
+  t.file("proc/11/numa_maps", "1000 default anon=5 N0=3 N1=2 kernelpagesize_kB=4\n2000 bind:1 anon=7 N1=7\n");
+  auto root = sys::open_fsroot(t.root());
+  auto p = probe_process(**root, 11, {true});
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->pages_per_node.has_value());
+  EXPECT_EQ((*p->pages_per_node)[0], 3u);
+  EXPECT_EQ((*p->pages_per_node)[1], 9u);
+}
+
+TEST(Probe, MissingAndMalformedAreErrors) {
+  gpubind::testing::FakeTree t;
+  t.file("proc/12/status", "Name:\tx\nCpus_allowed_list:\tbanana\nMems_allowed_list:\t0\n");
+  auto root = sys::open_fsroot(t.root());
+  auto bad = probe_process(**root, 12, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("Cpus_allowed_list"), std::string::npos);
+  auto gone = probe_process(**root, 13, {});
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().why, "no such process");
+}
+
+}  // namespace gpubind::probe
