@@ -154,11 +154,11 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   // worker pool) share its CPUs by design: a rank is its GPUBIND_LOCAL_RANK, else the oldest
   // ancestor among the checked processes. An UNBOUND process overlaps everything; that is
   // already its finding.
-  std::map<pid_t, pid_t> parent_of;
+  std::map<int, int> parent_of;
   for (const ProcessReport& r : rep.processes) parent_of[r.state.pid] = r.state.ppid;
   auto rank_key = [&](const ProcessReport& r) -> std::string {
     if (auto it = r.state.env.find("GPUBIND_LOCAL_RANK"); it != r.state.env.end()) return "rank " + it->second;
-    pid_t p = r.state.pid;
+    int p = r.state.pid;
     for (int hops = 0; hops < 64 && parent_of.count(parent_of[p]); ++hops) p = parent_of[p];
     return "pid " + std::to_string(p);
   };

@@ -28,8 +28,8 @@ struct ProcessReport {
   std::optional<CpuSet> intended_cpus;   // GPUBIND_CPUS
   std::vector<Finding> findings;         // empty: OK (or NO_GPU, when not judged)
   bool judged = true;                    // false: NO_GPU, listed only (unless pinned and overlapping)
-  std::vector<pid_t> threads_off_node;   // threads whose last CPU is off the GPU's node
-  std::vector<pid_t> threads_drifted;    // threads allowed outside what gpubind applied
+  std::vector<int> threads_off_node;   // threads whose last CPU is off the GPU's node
+  std::vector<int> threads_drifted;    // threads allowed outside what gpubind applied
 };
 
 struct Report {

@@ -1,6 +1,4 @@
 // gpubind check: what running processes are actually bound to, judged against the topology.
-#include <unistd.h>
-
 #include <cstdio>
 #include <regex>
 
@@ -12,6 +10,7 @@
 #include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "render/check_render.hpp"
+#include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -37,17 +36,17 @@ int cmd_check(const std::vector<std::string>& args) {
   if (int rc = parse(app, args); rc >= 0) return rc;
 
   // Targets.
-  std::vector<pid_t> pids;
+  std::vector<int> pids;
   for (const std::string& a : pid_args) {
     auto v = parse_uint(a);
     if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
-    pids.push_back(pid_t(*v));
+    pids.push_back(int(*v));
   }
-  std::optional<pid_t> parent;
+  std::optional<int> parent;
   if (!children_of.empty()) {
     auto v = parse_uint(children_of);
     if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
-    parent = pid_t(*v);
+    parent = int(*v);
   }
   std::optional<std::regex> re;
   if (!match.empty()) {
@@ -67,10 +66,10 @@ int cmd_check(const std::vector<std::string>& args) {
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error(), kExitFailure);
 
-  pid_t me = ::getpid();
+  int me = sys::current_pid();
   if (self) pids.push_back(me);
-  auto add_all = [&](std::vector<pid_t> found) {
-    for (pid_t p : found)
+  auto add_all = [&](std::vector<int> found) {
+    for (int p : found)
       if (p != me || !root_dir.empty()) pids.push_back(p);
   };
   if (parent) add_all(probe::descendants_of(**root, *parent));
@@ -83,7 +82,7 @@ int cmd_check(const std::vector<std::string>& args) {
   // Probe each; one that cannot be read is an error line while the others are still checked.
   std::vector<probe::ProcessState> states;
   std::vector<Error> errors;
-  for (pid_t p : pids) {
+  for (int p : pids) {
     auto s = probe::probe_process(**root, p, {numa_maps});
     if (s) states.push_back(std::move(*s));
     else errors.push_back(s.error());

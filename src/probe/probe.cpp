@@ -45,7 +45,7 @@ std::optional<uint64_t> sched_migrations(const std::string& sched) {
   return std::nullopt;
 }
 
-Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, pid_t tid) {
+Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, int tid) {
   ThreadState t;
   t.tid = tid;
   auto status = root.read(dir + "/status");
@@ -83,7 +83,7 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   return pages;
 }
 
-Error vanished_or(const Error& e, pid_t pid, const char* gone = "no such process") {
+Error vanished_or(const Error& e, int pid, const char* gone = "no such process") {
   if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), gone};
   if (e.why.find("Permission denied") != std::string::npos)
     return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)"};
@@ -138,24 +138,24 @@ std::string GpuDeviceMap::pci_of(const std::string& p) const {
   return "";
 }
 
-std::vector<pid_t> list_pids(const sys::FsRoot& root) {
-  std::vector<pid_t> pids;
+std::vector<int> list_pids(const sys::FsRoot& root) {
+  std::vector<int> pids;
   auto names = root.list("proc");
   if (!names) return pids;
   for (const std::string& n : *names)
-    if (auto v = parse_uint(n); v && *v > 0 && *v < (1u << 30)) pids.push_back(pid_t(*v));
+    if (auto v = parse_uint(n); v && *v > 0 && *v < (1u << 30)) pids.push_back(int(*v));
   std::sort(pids.begin(), pids.end());
   return pids;
 }
 
-Result<ProcessState> probe_process(const sys::FsRoot& root, pid_t pid, const ProbeOptions& options) {
+Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options) {
   std::string dir = "proc/" + std::to_string(pid);
   ProcessState p;
   p.pid = pid;
   auto status = root.read(dir + "/status");
   if (!status) return vanished_or(status.error(), pid);
   p.comm = status_field(*status, "Name");
-  p.ppid = pid_t(parse_uint(status_field(*status, "PPid")).value_or(0));
+  p.ppid = int(parse_uint(status_field(*status, "PPid")).value_or(0));
   auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
   auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
   if (!cpus) return cpus.error();
@@ -174,9 +174,9 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, pid_t pid, const Pro
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
     if (!tid) continue;
-    auto ts = read_thread(root, dir + "/task/" + t, pid_t(*tid));
+    auto ts = read_thread(root, dir + "/task/" + t, int(*tid));
     if (ts) p.threads.push_back(*ts);
-    else if (pid_t(*tid) == pid) return vanished_or(ts.error(), pid, "vanished while being read");
+    else if (int(*tid) == pid) return vanished_or(ts.error(), pid, "vanished while being read");
   }
 
   // GPUs held open.

@@ -22,10 +22,10 @@ struct ProbeOptions {
 const std::vector<std::string>& env_names();
 
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
-Result<ProcessState> probe_process(const sys::FsRoot& root, pid_t pid, const ProbeOptions& options);
+Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);
 
 // PIDs of every process under the root, sorted.
-std::vector<pid_t> list_pids(const sys::FsRoot& root);
+std::vector<int> list_pids(const sys::FsRoot& root);
 
 // Maps GPU device files to PCI addresses: /dev/nvidiaN via /proc/driver/nvidia/gpus/*/information
 // ("Device Minor"), /dev/dri/renderD* and card* via /sys/class/drm/*/device.

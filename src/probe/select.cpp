@@ -8,20 +8,20 @@
 
 namespace gpubind::probe {
 
-std::vector<pid_t> descendants_of(const sys::FsRoot& root, pid_t pid) {
-  std::multimap<pid_t, pid_t> children;
-  for (pid_t p : list_pids(root)) {
+std::vector<int> descendants_of(const sys::FsRoot& root, int pid) {
+  std::multimap<int, int> children;
+  for (int p : list_pids(root)) {
     auto stat = root.read("proc/" + std::to_string(p) + "/stat");
     if (!stat) continue;
     size_t close = stat->rfind(')');
     if (close == std::string::npos) continue;
     auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
     if (fields.size() < 2) continue;
-    if (auto pp = parse_uint(fields[1])) children.emplace(pid_t(*pp), p);
+    if (auto pp = parse_uint(fields[1])) children.emplace(int(*pp), p);
   }
-  std::vector<pid_t> out, todo{pid};
+  std::vector<int> out, todo{pid};
   while (!todo.empty()) {
-    pid_t p = todo.back();
+    int p = todo.back();
     todo.pop_back();
     auto [a, b] = children.equal_range(p);
     for (auto it = a; it != b; ++it) {
@@ -33,9 +33,9 @@ std::vector<pid_t> descendants_of(const sys::FsRoot& root, pid_t pid) {
   return out;
 }
 
-std::vector<pid_t> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches) {
-  std::vector<pid_t> out;
-  for (pid_t p : list_pids(root)) {
+std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches) {
+  std::vector<int> out;
+  for (int p : list_pids(root)) {
     auto cmd = root.read("proc/" + std::to_string(p) + "/cmdline");
     if (!cmd || cmd->empty()) continue;
     std::string c = *cmd;
@@ -45,9 +45,9 @@ std::vector<pid_t> matching(const sys::FsRoot& root, const std::function<bool(co
   return out;
 }
 
-std::vector<pid_t> gpu_processes(const sys::FsRoot& root) {
-  std::vector<pid_t> out;
-  for (pid_t p : list_pids(root)) {
+std::vector<int> gpu_processes(const sys::FsRoot& root) {
+  std::vector<int> out;
+  for (int p : list_pids(root)) {
     std::string dir = "proc/" + std::to_string(p) + "/fd";
     auto fds = root.list(dir);
     if (!fds) continue;

@@ -9,10 +9,10 @@
 namespace gpubind::probe {
 
 // Every descendant of `pid` (children, grandchildren...), sorted.
-std::vector<pid_t> descendants_of(const sys::FsRoot& root, pid_t pid);
+std::vector<int> descendants_of(const sys::FsRoot& root, int pid);
 // PIDs whose command line (arguments joined by spaces) `matches` accepts.
-std::vector<pid_t> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches);
+std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches);
 // PIDs holding a GPU device file open (/dev/nvidiaN, /dev/dri/renderD*, /dev/kfd).
-std::vector<pid_t> gpu_processes(const sys::FsRoot& root);
+std::vector<int> gpu_processes(const sys::FsRoot& root);
 
 }  // namespace gpubind::probe

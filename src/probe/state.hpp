@@ -1,7 +1,5 @@
 #pragma once
 // Value types of a probed process (src/probe/probe.hpp reads them; src/check judges them).
-#include <sys/types.h>
-
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,8 +10,10 @@
 
 namespace gpubind::probe {
 
+// Process and thread ids are plain ints (Linux pid_t), so this header needs no system header.
+
 struct ThreadState {
-  pid_t tid = 0;
+  int tid = 0;
   std::string comm;
   CpuSet cpus_allowed;
   CpuSet mems_allowed;
@@ -24,8 +24,8 @@ struct ThreadState {
 };
 
 struct ProcessState {
-  pid_t pid = 0;
-  pid_t ppid = 0;
+  int pid = 0;
+  int ppid = 0;
   std::string comm;
   std::string cmdline;                     // arguments joined by spaces
   CpuSet cpus_allowed;                     // the main thread's

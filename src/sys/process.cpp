@@ -153,6 +153,8 @@ void close_fd(int fd) {
   if (fd >= 0) ::close(fd);
 }
 
+int current_pid() { return int(::getpid()); }
+
 Result<unsigned> free_tcp_port() {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return Error{"socket", std::strerror(errno)};

@@ -59,6 +59,7 @@ std::vector<size_t> wait_readable(const std::vector<int>& fds, int timeout_ms);
 // Reads what is available (at most 64 KiB); an empty result means end of file.
 std::string read_some(int fd);
 void close_fd(int fd);
+int current_pid();
 // A TCP port that was free on the loopback interface a moment ago.
 Result<unsigned> free_tcp_port();
 

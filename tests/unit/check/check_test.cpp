@@ -8,7 +8,7 @@ namespace gpubind::check {
 
 namespace {
 
-probe::ProcessState proc(pid_t pid, const std::string& gpu, const std::string& cpus, unsigned last_cpu) {
+probe::ProcessState proc(int pid, const std::string& gpu, const std::string& cpus, unsigned last_cpu) {
   probe::ProcessState p;
   p.pid = pid;
   p.ppid = 1;
