@@ -16,6 +16,14 @@
 
 namespace gpubind::cli {
 
+namespace {
+std::optional<int> parse_pid(const std::string& text) {
+  auto v = parse_uint(text);
+  if (!v || *v == 0 || *v > (1u << 30)) return std::nullopt;
+  return int(*v);
+}
+}  // namespace
+
 int cmd_check(const std::vector<std::string>& args) {
   CLI::App app("Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
                "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, NO_GPU.",
@@ -38,15 +46,14 @@ int cmd_check(const std::vector<std::string>& args) {
   // Targets.
   std::vector<int> pids;
   for (const std::string& a : pid_args) {
-    auto v = parse_uint(a);
-    if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
-    pids.push_back(int(*v));
+    auto pid = parse_pid(a);
+    if (!pid) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
+    pids.push_back(*pid);
   }
   std::optional<int> parent;
   if (!children_of.empty()) {
-    auto v = parse_uint(children_of);
-    if (!v || *v == 0 || *v > (1u << 30)) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
-    parent = int(*v);
+    parent = parse_pid(children_of);
+    if (!parent) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
   }
   std::optional<std::regex> re;
   if (!match.empty()) {
