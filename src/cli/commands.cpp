@@ -30,6 +30,7 @@ const std::vector<Command>& commands() {
       {"exec", "bind this rank (under srun, mpirun, torchrun...) to its GPU's CPUs, memory and NIC, then run CMD", cmd_exec},
       {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
       {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
+      {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
   };
   return table;
 }

@@ -1,0 +1,27 @@
+// gpubind slurm: helpers for Slurm sites. `gres-conf` writes gres.conf lines for the GPUs.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "discover/source.hpp"
+#include "render/gres_conf.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+int cmd_slurm(const std::vector<std::string>& args) {
+  CLI::App app("Slurm helpers. Usage: gpubind slurm gres-conf [--topology SRC] [--node-name NAME]", "gpubind slurm");
+  app.require_subcommand(1);
+  CLI::App* gres = app.add_subcommand("gres-conf", "Write gres.conf lines (Name=gpu Type= File= Cores= Links=) for the GPUs");
+  std::string topology, node_name;
+  add_topology_option(*gres, topology);
+  gres->add_option("--node-name", node_name, "Prefix every line with NodeName=NAME");
+  if (int rc = parse(app, args); rc >= 0) return rc;
+  auto topo = discover::load_topology(topology_source(topology));
+  if (!topo) return fail(topo.error(), kExitFailure);
+  std::string out = render::gres_conf(*topo, node_name);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli

@@ -1,0 +1,88 @@
+#include "render/gres_conf.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+std::vector<unsigned> slurm_core_ids(const topo::Topology& t) {
+  auto package_of = [&](const topo::Core& c) -> size_t {
+    for (size_t p = 0; p < t.packages.size(); ++p)
+      if (t.packages[p].cpus.test(*c.pus.first())) return p;
+    return t.packages.size();
+  };
+  std::vector<size_t> order(t.cores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    size_t pa = package_of(t.cores[a]), pb = package_of(t.cores[b]);
+    if (pa != pb) return pa < pb;
+    return *t.cores[a].pus.first() < *t.cores[b].pus.first();
+  });
+  std::vector<unsigned> id(t.cores.size());
+  for (size_t i = 0; i < order.size(); ++i) id[order[i]] = unsigned(i);
+  return id;
+}
+
+namespace {
+
+std::string type_of(const topo::Gpu& g) {
+  std::string out;
+  for (char c : g.name.empty() ? std::string(topo::to_string(g.vendor)) : g.name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "gpu" : out;
+}
+
+std::string device_file(const topo::Gpu& g) {
+  if (g.vendor == topo::Vendor::nvidia) return "/dev/nvidia" + std::to_string(g.index);
+  for (const std::string& n : g.os_names)
+    if (n.starts_with("renderD")) return "/dev/dri/" + n;
+  return "/dev/dri/renderD" + std::to_string(128 + g.index);
+}
+
+}  // namespace
+
+std::string gres_conf(const topo::Topology& t, const std::string& node_name) {
+  std::string out = "# gres.conf for " + (t.hostname.empty() ? std::string("this node") : t.hostname) + ", written by gpubind from " +
+                    t.origin + "\n# Cores= uses Slurm's core numbering (package by package), not OS CPU numbers.\n";
+  std::vector<unsigned> ids = slurm_core_ids(t);
+  std::vector<const topo::Gpu*> gpus;
+  for (const topo::Gpu& g : t.gpus) gpus.push_back(&g);
+  for (const topo::Gpu* g : gpus) {
+    std::string line = (node_name.empty() ? "" : "NodeName=" + node_name + " ") + "Name=gpu Type=" + type_of(*g) +
+                       " File=" + device_file(*g);
+    if (g->cpus && g->numa) {
+      CpuSet cores;
+      for (size_t i = 0; i < t.cores.size(); ++i)
+        if (t.cores[i].pus.intersects(*g->cpus)) cores.set(ids[i]);
+      line += " Cores=" + cores.to_list();
+    } else {
+      out += "# GPU " + std::to_string(g->index) + " (" + g->pci + "): locality unknown, no Cores= (any core may use it)\n";
+    }
+    // Links: per GPU of the same vendor in index order, -1 for itself, else the link count.
+    std::vector<std::string> links;
+    bool any = false;
+    for (const topo::Gpu* o : gpus) {
+      if (o->vendor != g->vendor) continue;
+      if (o == g) {
+        links.push_back("-1");
+        continue;
+      }
+      const topo::GpuLink* l = topo::find_link(t, g->pci, o->pci);
+      unsigned n = l ? std::max(1u, l->count) : 0;
+      any = any || n;
+      links.push_back(std::to_string(n));
+    }
+    if (any) line += " Links=" + join(links, ",");
+    out += "# GPU " + std::to_string(g->index) + ": " + g->pci + (g->name.empty() ? "" : ", " + g->name) + "\n" + line + "\n";
+  }
+  if (gpus.empty()) out += "# no GPU in this topology\n";
+  return out;
+}
+
+}  // namespace gpubind::render
