@@ -28,6 +28,9 @@ taskset -c 1 sleep 60 &
 a=$!
 taskset -c 1 sleep 60 &
 b=$!
+# Wait until both have exec'd sleep with their new affinity (taskset itself runs unpinned).
+pinned() { grep -q '^Name:.*sleep' "/proc/$1/status" && grep -q '^Cpus_allowed_list:[[:space:]]*1$' "/proc/$1/status"; }
+wait_until 10 pinned $a && wait_until 10 pinned $b || fail "sleeps not pinned in time"
 "$GPUBIND" check --pid $a --pid $b >"$WORK/out" 2>&1
 rc=$?
 [ $rc = 3 ] && grep -q "OVERLAP" "$WORK/out" && pass "two processes on one CPU are OVERLAP" || fail "overlap: rc $rc: $(cat "$WORK/out")"
