@@ -264,11 +264,31 @@ def workstation():
     return m
 
 
+def slurm_test_node():
+    # The node shape the Slurm tests' throw-away cluster claims: 2 sockets x 8 cores, one thread
+    # each, GPUs 0-3 on socket 0 and 4-7 on socket 1 (for `gpubind slurm gres-conf` against slurmd).
+    m = Machine("slurm-2x8-8gpu", "n1")
+    for s in range(2):
+        pus = list(range(s * 8, s * 8 + 8))
+        m.packages.append(pus)
+        m.numa.append({"os_index": s, "cpus": pus, "memory": 16 * GiB, "package": s})
+        m.l3.append((pus, 32 * 1024 * 1024))
+        for k in pus:
+            m.core([k])
+    m.distances = [[10, 21], [21, 10]]
+    for i in range(8):
+        node = i // 4
+        bus = f"{0x18 + i * 0x10:02x}"
+        m.gpu(f"0000:{bus}:00.0", "nvidia", "0x10de", "0x2330", "0x0302", "NVIDIA H100 80GB HBM3", [node], m.packages[node],
+              [f"hb:0000:{bus}"], [f"cuda{i}", f"nvml{i}"])
+    return m
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(here, "..", "data", "examples")
     os.makedirs(out, exist_ok=True)
-    for make in (dgx_h100, dgx_a100_nps4, frontier_like, gh200, cloud_vm, workstation):
+    for make in (dgx_h100, dgx_a100_nps4, frontier_like, gh200, cloud_vm, workstation, slurm_test_node):
         m = make()
         with open(os.path.join(out, m.name + ".json"), "w") as f:
             json.dump(m.to_json(), f, indent=2)

@@ -1,0 +1,199 @@
+// gpubind_spank.so: `srun --gpubind[=closest|socket|numa|none|verbose]` binds every task the way
+// `gpubind exec` would, inside slurmstepd, after fork and before exec. A thin C ABI shim over the
+// same library calls; no exception crosses it, and it never crashes slurmstepd.
+//
+// plugstack.conf:  required /path/gpubind_spank.so [default=closest] [mem=preferred] [strict]
+//                                                  [topology=/admin/path.json] [dryrun]
+//   default=  binds every job step even without --gpubind (an admin's choice)
+//   mem=      memory policy: preferred (default), bind, interleave, none
+//   strict    a binding that cannot be applied fails the task (default: warning, task unbound)
+//   topology= a topology file chosen by the admin (never one named by the user's environment)
+//   dryrun    plan and export GPUBIND_* but apply nothing (tests with a fake node layout)
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bind/apply.hpp"
+#include "bind/local_rank.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "plan/plan.hpp"
+#include "sys/binder.hpp"
+#include "util/strings.hpp"
+
+extern "C" {
+// SPANK_PLUGIN() declares these const, which C++ gives internal linkage; define them by hand.
+extern const char plugin_name[] = "gpubind";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+
+using namespace gpubind;
+
+struct Settings {
+  std::string mode;  // "" = not requested
+  bool verbose = false;
+  std::string site_default;
+  plan::MemPolicy mem = plan::MemPolicy::preferred;
+  bool strict = false;
+  bool dry_run = false;
+  std::string topology;
+};
+
+Settings g;
+
+int parse_mode(const std::string& v, std::string& mode, bool& verbose) {
+  std::string m = v.empty() ? "closest" : v;
+  if (m == "verbose") {
+    verbose = true;
+    m = "closest";
+  }
+  if (m != "closest" && m != "socket" && m != "numa" && m != "none") return -1;
+  mode = m;
+  return 0;
+}
+
+int option_cb(int, const char* optarg, int) {
+  return parse_mode(optarg ? optarg : "", g.mode, g.verbose) == 0 ? 0 : -1;
+}
+
+struct spank_option g_option = {
+    const_cast<char*>("gpubind"), const_cast<char*>("mode"),
+    const_cast<char*>("Bind every task to its GPU's cores, memory and NIC [mode: closest (default), socket, numa, none, "
+                      "verbose]"),
+    2, 0, option_cb};
+
+// Environment changes go to the task's environment (spank_setenv), not slurmstepd's.
+class SpankBinder final : public sys::Binder {
+ public:
+  SpankBinder(spank_t sp, std::unique_ptr<sys::Binder> real, bool dry) : m_sp(sp), m_real(std::move(real)), m_dry(dry) {}
+  Status set_cpu_affinity(const CpuSet& cpus) override { return m_dry ? Status(Ok{}) : m_real->set_cpu_affinity(cpus); }
+  Status set_memory_policy(sys::MemMode mode, const CpuSet& nodes) override {
+    return m_dry ? Status(Ok{}) : m_real->set_memory_policy(mode, nodes);
+  }
+  Status set_env(const std::string& name, const std::string& value) override {
+    if (spank_setenv(m_sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) return Error{"spank_setenv " + name, "failed"};
+    return Ok{};
+  }
+  sys::ExecFailure exec(const std::vector<std::string>&) override { return {125, "exec is slurmstepd's job"}; }
+
+ private:
+  spank_t m_sp;
+  std::unique_ptr<sys::Binder> m_real;
+  bool m_dry;
+};
+
+std::map<std::string, std::string> task_env(spank_t sp) {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> names = bind::local_rank_env_names();
+  for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
+  char buf[4096];
+  for (const std::string& n : names)
+    if (spank_getenv(sp, n.c_str(), buf, sizeof buf) == ESPANK_SUCCESS) env[n] = buf;
+  return env;
+}
+
+// The task's binding; an Error says why it could not be made or applied.
+Status bind_task(spank_t sp) {
+  std::map<std::string, std::string> env = task_env(sp);
+  auto lr = bind::detect_local_rank(env);
+  if (!lr) return lr.error();
+  if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
+  auto topo = g.topology.empty() ? discover::load_live_cached(discover::default_cache_dir()) : discover::load_topology(g.topology);
+  if (!topo) return topo.error();
+  plan::Request req;
+  req.ranks = (*lr)->size;
+  req.policy = *plan::policy_from_string(g.mode);
+  req.mem = g.mem;
+  req.env = env;
+  auto p = plan::make_plan(*topo, req);
+  if (!p) return p.error();
+  if ((*lr)->rank >= p->ranks.size()) return Error{"SLURM_LOCALID", "beyond the plan's ranks"};
+  const plan::RankBinding& rb = p->ranks[(*lr)->rank];
+  bind::MachineState m;
+  if (g.dry_run) {
+    m = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
+  } else {
+    auto cur = bind::current_machine_state();
+    if (!cur) return cur.error();
+    m = *cur;
+    m.allowed_cpus = topo->allowed_cpus;  // the step's cgroup, as `gpubind exec` under srun
+  }
+  SpankBinder binder(sp, sys::real_binder(), g.dry_run);
+  std::vector<std::string> warnings;
+  Status s = bind::apply_binding(*p, rb, m, binder, bind::BestEffort::no, warnings);
+  if (!s) return s;
+  if (g.verbose)
+    std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
+                 rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
+                 join_numbers(rb.mem_nodes).c_str(), g.dry_run ? " (dry run)" : "");
+  return Ok{};
+}
+
+}  // namespace
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+  try {
+    for (int i = 0; i < ac; ++i) {
+      std::string a = av[i];
+      if (a.starts_with("default=")) {
+        bool v = false;
+        if (parse_mode(a.substr(8), g.site_default, v) != 0) {
+          slurm_error("gpubind: plugstack.conf: bad argument '%s' (default=closest|socket|numa|none)", av[i]);
+          return -1;
+        }
+      } else if (a.starts_with("mem=")) {
+        auto m = plan::mem_policy_from_string(a.substr(4));
+        if (!m) {
+          slurm_error("gpubind: plugstack.conf: bad argument '%s' (mem=preferred|bind|interleave|none)", av[i]);
+          return -1;
+        }
+        g.mem = *m;
+      } else if (a == "strict") {
+        g.strict = true;
+      } else if (a == "dryrun") {
+        g.dry_run = true;
+      } else if (a.starts_with("topology=")) {
+        g.topology = a.substr(9);
+      } else {
+        slurm_error("gpubind: plugstack.conf: unknown argument '%s' (default=, mem=, strict, topology=, dryrun)", av[i]);
+        return -1;
+      }
+    }
+    spank_context_t ctx = spank_context();
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || ctx == S_CTX_ALLOCATOR) return spank_option_register(sp, &g_option);
+    return 0;
+  } catch (const std::exception& e) {
+    slurm_error("gpubind: %s", e.what());
+    return -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+  try {
+    std::string mode = g.mode.empty() ? g.site_default : g.mode;
+    if (mode.empty() || mode == "none") return 0;
+    g.mode = mode;
+    Status s = bind_task(sp);
+    if (s) return 0;
+    std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", s.error().message().c_str());
+    return g.strict ? -1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpubind: warning (task runs unbound): internal error: %s\n", e.what());
+    return g.strict ? -1 : 0;
+  } catch (...) {
+    return g.strict ? -1 : 0;
+  }
+}

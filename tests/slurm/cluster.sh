@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# A throw-away Slurm cluster for the tests: munged with its own key and socket, slurmctld, and
+# NODES slurmd processes acting as nodes on this host, each claiming 2 sockets x 8 cores and 8
+# GPUs (fake /dev/nvidia* files, SlurmdParameters=config_overrides, TaskPlugin=task/none so Slurm
+# itself binds nothing). Everything lives in DIR; only the processes started here are stopped,
+# by the PIDs recorded at start.
+#
+#   cluster.sh start DIR [PLUGIN.so [PLUGSTACK ARGS...]]   -> writes DIR/env.sh (SLURM_CONF)
+#   cluster.sh stop DIR
+set -u
+cmd=${1:?start|stop}
+D=${2:?directory}
+NODES=${NODES:-2}
+PORT=${PORT:-17817}
+
+log() { echo "cluster: $*" >&2; }
+
+stop() {
+  [ -f "$D/env.sh" ] && . "$D/env.sh" && scancel --quiet --user "$(id -un)" 2>/dev/null
+  for f in "$D"/pids/slurmd-*.pid "$D"/pids/slurmctld.pid "$D"/pids/munged.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    exe=$(cat "${f%.pid}.exe" 2>/dev/null)
+    # Only our own daemon: the PID must still run the binary we started.
+    if [ -n "$exe" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]; then
+      kill -TERM "$pid" 2>/dev/null
+      for _ in $(seq 100); do
+        [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ] || break
+        grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null && break
+        sleep 0.05
+      done
+      kill -KILL "$pid" 2>/dev/null
+    fi
+    rm -f "$f"
+  done
+}
+
+listening() {  # listening PORT: a TCP socket in LISTEN state on that port
+  local hex
+  hex=$(printf '%04X' "$1")
+  awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+wait_for() {  # wait_for SECONDS COMMAND...
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
+}
+
+start() {
+  local plugin=${3:-} host
+  shift 3 2>/dev/null || shift $#
+  local plugargs="$*"
+  host=$(hostname -s)
+  mkdir -p "$D"/{etc,state,log,pids,munge}
+  chmod 755 "$D" "$D/munge"
+  listening $PORT && { log "port $PORT is busy"; return 1; }
+  local nodes="" gres_lines="" node_lines=""
+  for i in $(seq 1 "$NODES"); do
+    local n="n$i"
+    nodes="$nodes${nodes:+,}$n"
+    mkdir -p "$D/spool/$n" "$D/dev/$n"
+    for g in $(seq 0 7); do
+      mknod "$D/dev/$n/nvidia$g" c 195 "$g" 2>/dev/null || : > "$D/dev/$n/nvidia$g"
+      # GPUs 0-3 on socket 0 (cores 0-7), 4-7 on socket 1 (cores 8-15).
+      gres_lines="${gres_lines}NodeName=$n Name=gpu File=$D/dev/$n/nvidia$g Cores=$(( g < 4 ? 0 : 8 ))-$(( g < 4 ? 7 : 15 ))
+"
+    done
+    node_lines="${node_lines}NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:8 State=UNKNOWN
+"
+  done
+  printf '%s' "$gres_lines" > "$D/etc/gres.conf"
+  # GRES_FROM: a command that writes gres.conf lines for one node (`gpubind slurm gres-conf
+  # --topology ...`); its /dev/nvidiaN files are mapped to this cluster's fake ones.
+  if [ -n "${GRES_FROM:-}" ]; then
+    : > "$D/etc/gres.conf"
+    for i in $(seq 1 "$NODES"); do
+      $GRES_FROM --node-name "n$i" | sed "s#File=/dev/#File=$D/dev/n$i/#" >> "$D/etc/gres.conf" || return 1
+    done
+  fi
+  : > "$D/etc/plugstack.conf"
+  [ -n "$plugin" ] && echo "required $plugin $plugargs" > "$D/etc/plugstack.conf"
+  cat > "$D/etc/slurm.conf" <<CONF
+ClusterName=gpubindtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$PORT
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$D/munge/munge.sock
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool/%n
+SlurmctldPidFile=$D/state/slurmctld.pid
+SlurmdPidFile=$D/spool/%n/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd-%n.log
+PlugStackConfig=$D/etc/plugstack.conf
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmdParameters=config_overrides
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
+KillWait=5
+InactiveLimit=0
+MinJobAge=60
+$node_lines
+PartitionName=test Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
+CONF
+  echo "export SLURM_CONF=$D/etc/slurm.conf" > "$D/env.sh"
+  export SLURM_CONF=$D/etc/slurm.conf
+
+  mungekey --create --keyfile="$D/munge/munge.key" --bits=1024 >/dev/null 2>&1 || { log "mungekey failed"; return 1; }
+  chmod 600 "$D/munge/munge.key"
+  launch_daemon munged munged -F --socket="$D/munge/munge.sock" --key-file="$D/munge/munge.key" \
+    --pid-file="$D/munge/munged.pid" --seed-file="$D/munge/seed" --log-file="$D/log/munged.log"
+  wait_for 10 test -S "$D/munge/munge.sock" || { log "munged did not start"; return 1; }
+  launch_daemon slurmctld slurmctld -D -i
+  wait_for 20 listening $PORT || { log "slurmctld did not listen: $(tail -3 "$D/log/slurmctld.log")"; return 1; }
+  for i in $(seq 1 "$NODES"); do launch_daemon "slurmd-n$i" slurmd -D -N "n$i"; done
+  all_idle() { [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle')" = "$NODES" ]; }
+  wait_for 30 all_idle || { log "nodes not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"; return 1; }
+}
+
+launch_daemon() {  # launch_daemon NAME COMMAND...: in its own session, PID and binary recorded
+  local name=$1; shift
+  setsid "$@" >"$D/log/$name.stderr" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid" > "$D/pids/$name.pid"
+  readlink -f "$(command -v "$1")" > "$D/pids/$name.exe"
+}
+
+case $cmd in
+  start) start "$@" || { stop; exit 1; } ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The SPANK plugin on a live throw-away Slurm cluster (tests/slurm/cluster.sh): two slurmd
+# "nodes" on this host, each claiming 2 sockets x 8 cores and 8 GPUs.
+# Usage: spank_test.sh GPUBIND PLUGIN.so
+set -u
+. "$(dirname "$0")/../integration/lib.sh"
+PLUGIN=${2:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+for t in srun slurmctld slurmd munged mungekey sinfo; do
+  command -v $t >/dev/null || skip "$t not found (Debian packages slurmctld slurmd slurm-client munge)"
+done
+[ -f "$PLUGIN" ] || skip "plugin not built (needs libslurm-dev at configure time)"
+[ "$(id -u)" = 0 ] || skip "the throw-away cluster runs its daemons as root"
+
+chmod 755 "$WORK"  # munged wants every directory above its socket searchable
+D="$WORK/cluster"
+NODES=2 "$HERE/cluster.sh" start "$D" "$PLUGIN" || { fail "cluster did not start"; finish; }
+trap '"$HERE/cluster.sh" stop "$D"; rm -rf "$WORK"' EXIT
+. "$D/env.sh"
+plugstack() { echo "required $PLUGIN $*" > "$D/etc/plugstack.conf"; }
+probe='echo "$SLURM_NODEID $SLURM_LOCALID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"'
+
+# 1. srun --gpubind: every task bound by the plugin to the CPUs `gpubind plan` gives its local rank.
+out=$(srun -Q -N2 --ntasks-per-node=2 --gpubind sh -c "$probe" 2>"$WORK/err")
+rc=$?
+[ $rc = 0 ] || fail "srun --gpubind exited $rc: $(cat "$WORK/err")"
+for node in 0 1; do
+  for r in 0 1; do
+    line=$(echo "$out" | awk -v n=$node -v r=$r '$1==n && $2==r')
+    got=$(echo "$line" | awk '{print $3}')
+    env=$(echo "$line" | awk '{print $4}')
+    want=$(plan_cpus 2 $r)
+    [ -n "$got" ] && [ "$got" = "$want" ] && [ "$env" = "$want" ] && pass "node $node rank $r bound to $got (plan: $want)" \
+      || fail "node $node rank $r: actual '$got', GPUBIND_CPUS '$env', plan '$want': $out"
+  done
+  c0=$(echo "$out" | awk -v n=$node '$1==n && $2==0 {print $3}')
+  c1=$(echo "$out" | awk -v n=$node '$1==n && $2==1 {print $3}')
+  [ "$(nproc)" -lt 2 ] || { disjoint "$c0" "$c1" && pass "node $node: tasks disjoint" || fail "node $node overlap: $c0 / $c1"; }
+done
+
+# 2. 16 tasks on two nodes (8 per node): each task's binding equals the plan for its local rank.
+out=$(srun -Q -N2 --ntasks-per-node=8 --gpubind sh -c "$probe" 2>"$WORK/err")
+bad=0
+for r in $(seq 0 7); do
+  want=$(plan_cpus 8 $r)
+  n=$(echo "$out" | awk -v r=$r -v w="$want" '$2==r && $3==w && $4==w' | wc -l)
+  [ "$n" = 2 ] || { bad=1; fail "rank $r: expected 2 tasks on $want: $out"; }
+done
+[ $bad = 0 ] && pass "srun -N2 --ntasks-per-node=8 --gpubind: all 16 tasks follow the plan"
+
+# 3. srun gpubind exec -- CMD without the plugin gives the same binding as --gpubind.
+via_exec=$(srun -Q -N2 --ntasks-per-node=2 "$GPUBIND" exec -- sh -c "$probe" 2>"$WORK/err" | sort)
+via_plugin=$(srun -Q -N2 --ntasks-per-node=2 --gpubind sh -c "$probe" 2>>"$WORK/err" | sort)
+[ -n "$via_exec" ] && [ "$via_exec" = "$via_plugin" ] && pass "srun gpubind exec == srun --gpubind" \
+  || fail "exec vs plugin differ: [$via_exec] [$via_plugin] $(cat "$WORK/err")"
+
+# 4. --gpubind=none leaves tasks unbound.
+all=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+out=$(srun -Q -N1 -n2 --gpubind=none sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk -v a="$all" '$3==a && $4=="unset"' | wc -l)" = 2 ] && pass "--gpubind=none: unbound" || fail "none: $out"
+
+# 5. No option and no site default: the plugin does nothing.
+out=$(srun -Q -N1 -n2 sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk '$4=="unset"' | wc -l)" = 2 ] && pass "no --gpubind: nothing applied" || fail "no option: $out"
+
+# 6. A bad --gpubind value is refused by srun.
+srun -Q -N1 -n1 --gpubind=bogus true >"$WORK/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "gpubind" "$WORK/out" && pass "--gpubind=bogus refused" || fail "bogus accepted (rc $rc): $(cat "$WORK/out")"
+
+# 7. Site default: every step bound without users changing scripts.
+plugstack default=closest
+out=$(srun -Q -N1 -n2 sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk '$4!="unset"' | wc -l)" = 2 ] && pass "plugstack default=closest binds plain srun" || fail "site default: $out"
+
+# 8. A fixture topology (admin-chosen) in dry-run: the plan follows its 2-socket, 8-GPU layout.
+plugstack "topology=example:dgx-h100 dryrun"
+out=$(srun -Q -N1 -n8 --gpubind sh -c "$probe" 2>&1)
+bad=0
+for r in $(seq 0 7); do
+  want=$("$GPUBIND" plan --topology example:dgx-h100 -n 8 --format env --rank $r | sed -n 's/^export GPUBIND_CPUS=//p')
+  [ "$(echo "$out" | awk -v r=$r '$2==r {print $4}')" = "$want" ] || { bad=1; fail "dry-run rank $r: want $want: $out"; }
+done
+[ $bad = 0 ] && pass "dry run with a DGX H100 topology: GPUBIND_CPUS follow its layout"
+
+# 9. A broken site argument: a clear error in srun's output.
+plugstack "mem=sometimes"
+srun -Q -N1 -n1 --gpubind true >"$WORK/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "mem=sometimes" "$WORK/out" && pass "broken plugstack argument reported" \
+  || fail "broken argument (rc $rc): $(cat "$WORK/out")"
+plugstack
+
+# 10. gres.conf written by `gpubind slurm gres-conf` for this node shape is accepted by slurmd.
+"$HERE/cluster.sh" stop "$D"
+D2="$WORK/cluster2"
+if GRES_FROM="$GPUBIND slurm gres-conf --topology example:slurm-2x8-8gpu" NODES=1 "$HERE/cluster.sh" start "$D2"; then
+  trap '"$HERE/cluster.sh" stop "$D2"; rm -rf "$WORK"' EXIT
+  export SLURM_CONF="$D2/etc/slurm.conf"
+  grep -q "Cores=8-15" "$D2/etc/gres.conf" && pass "gres.conf from gpubind: $(grep -c Name=gpu "$D2/etc/gres.conf") GPU lines" \
+    || fail "gres.conf: $(cat "$D2/etc/gres.conf")"
+  out=$(srun -Q -N1 -n1 --gres=gpu:8 sh -c 'echo $CUDA_VISIBLE_DEVICES' 2>&1)
+  [ "$out" = "0,1,2,3,4,5,6,7" ] && pass "slurmd accepted it: node idle, 8 GPUs allocatable" || fail "srun with generated gres.conf: $out"
+  grep -qi "invalid\|fatal" "$D2"/log/slurmd-n1.log "$D2"/log/slurmctld.log && fail "errors in logs: $(grep -i 'invalid\|fatal' "$D2"/log/*.log | head -3)"
+else
+  fail "cluster with gpubind's gres.conf did not start"
+fi
+finish
