@@ -64,7 +64,10 @@ int parse_mode(const std::string& v, std::string& mode, bool& verbose) {
 }
 
 int option_cb(int, const char* optarg, int) {
-  return parse_mode(optarg ? optarg : "", g.mode, g.verbose) == 0 ? 0 : -1;
+  // sbatch --gpubind without a value reaches the job's steps as the literal "(null)" (Slurm
+  // 22.05 prints the missing optional argument into SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpubind).
+  std::string v = optarg && std::strcmp(optarg, "(null)") != 0 ? optarg : "";
+  return parse_mode(v, g.mode, g.verbose) == 0 ? 0 : -1;
 }
 
 struct spank_option g_option = {

@@ -83,7 +83,26 @@ for r in $(seq 0 7); do
 done
 [ $bad = 0 ] && pass "dry run with a DGX H100 topology: GPUBIND_CPUS follow its layout"
 
-# 9. A broken site argument: a clear error in srun's output.
+# 9. sbatch --gpubind: the job's choice reaches the steps inside it.
+plugstack
+out=$(sbatch -Q --wait -N1 -n2 --gpubind -o "$WORK/batch.out" --wrap "srun -Q sh -c '$probe'" 2>&1)
+rc=$?
+[ $rc = 0 ] && [ "$(awk '$4!="unset"' "$WORK/batch.out" | wc -l)" = 2 ] && pass "sbatch --gpubind carries to srun steps" \
+  || fail "sbatch (rc $rc): $out $(cat "$WORK/batch.out" 2>/dev/null)"
+
+# 10. A binding that cannot be made: a warning and an unbound task, or with strict a failed task.
+plugstack "topology=$WORK/no-such-topology.json"
+out=$(srun -Q -N1 -n1 --gpubind sh -c "$probe" 2>"$WORK/err")
+rc=$?
+[ $rc = 0 ] && grep -q "task runs unbound" "$WORK/err" && [ "$(echo "$out" | awk '{print $4}')" = unset ] \
+  && pass "unappliable binding: warning, task runs unbound" || fail "warning case (rc $rc): $out $(cat "$WORK/err")"
+plugstack "strict topology=$WORK/no-such-topology.json"
+srun -Q -N1 -n1 --gpubind true >"$WORK/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "gpubind: error" "$WORK/out" && pass "strict: the task fails with a clear message" \
+  || fail "strict (rc $rc): $(cat "$WORK/out")"
+
+# 11. A broken site argument: a clear error in srun's output.
 plugstack "mem=sometimes"
 srun -Q -N1 -n1 --gpubind true >"$WORK/out" 2>&1
 rc=$?
@@ -91,7 +110,7 @@ rc=$?
   || fail "broken argument (rc $rc): $(cat "$WORK/out")"
 plugstack
 
-# 10. gres.conf written by `gpubind slurm gres-conf` for this node shape is accepted by slurmd.
+# 12. gres.conf written by `gpubind slurm gres-conf` for this node shape is accepted by slurmd.
 "$HERE/cluster.sh" stop "$D"
 D2="$WORK/cluster2"
 if GRES_FROM="$GPUBIND slurm gres-conf --topology example:slurm-2x8-8gpu" NODES=1 "$HERE/cluster.sh" start "$D2"; then
