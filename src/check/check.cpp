@@ -28,14 +28,8 @@ bool Report::has_findings() const {
 
 namespace {
 
-const topo::Gpu* find_gpu(const topo::Topology& t, const std::string& pci) {
-  for (const topo::Gpu& g : t.gpus)
-    if (g.pci == pci) return &g;
-  return nullptr;
-}
-
 std::string gpu_name(const topo::Topology& t, const std::string& pci) {
-  const topo::Gpu* g = find_gpu(t, pci);
+  const topo::Gpu* g = topo::find_gpu(t, pci);
   return g ? "GPU " + std::to_string(g->index) + " (" + pci + ")" : "GPU " + pci;
 }
 
@@ -52,17 +46,13 @@ void locate(const topo::Topology& t, ProcessReport& r) {
   if (auto it = s.env.find("GPUBIND_CPUS"); it != s.env.end())
     if (auto c = CpuSet::parse_list(it->second); c && !c->empty()) r.intended_cpus = *c;
   if (r.gpus.empty()) return;
-  CpuSet local;
   for (const std::string& pci : r.gpus) {
-    const topo::Gpu* g = find_gpu(t, pci);
+    const topo::Gpu* g = topo::find_gpu(t, pci);
     if (!g || !g->numa) return;  // not in the topology, or locality unknown: cannot judge placement
-    for (unsigned n : *g->numa) {
-      const topo::NumaNode* node = topo::find_numa(t, n);
-      if (!node || node->cpus.empty()) continue;
-      local |= node->cpus;
+    for (unsigned n : topo::nodes_with_cpus(t, *g->numa))
       if (std::find(r.gpu_nodes.begin(), r.gpu_nodes.end(), n) == r.gpu_nodes.end()) r.gpu_nodes.push_back(n);
-    }
   }
+  CpuSet local = topo::cpus_of_nodes(t, r.gpu_nodes);
   if (!local.empty()) r.gpu_local = local;
 }
 

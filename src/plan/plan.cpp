@@ -63,21 +63,6 @@ struct Ctx {
   Plan plan;
 };
 
-CpuSet node_cpus(const Topology& t, const std::vector<unsigned>& nodes) {
-  CpuSet s;
-  for (unsigned n : nodes)
-    if (const topo::NumaNode* node = topo::find_numa(t, n)) s |= node->cpus;
-  return s;
-}
-
-// The NUMA nodes with CPUs among a device's locality nodes.
-std::vector<unsigned> cpu_nodes_of(const Topology& t, const std::vector<unsigned>& nodes) {
-  std::vector<unsigned> out;
-  for (unsigned n : nodes)
-    if (const topo::NumaNode* node = topo::find_numa(t, n); node && !node->cpus.empty()) out.push_back(n);
-  return out;
-}
-
 // NUMA nodes whose CPUs the set touches.
 std::vector<unsigned> nodes_covering(const Topology& t, const CpuSet& cpus) {
   std::vector<unsigned> out;
@@ -127,7 +112,7 @@ std::vector<std::vector<const Gpu*>> group_gpus(const Topology& t, const std::ve
 // Frontier-type nodes, a NUMA node or package elsewhere), its NUMA node(s) (numa), or the
 // package(s) holding them (socket).
 CpuSet gpu_locality(const Topology& t, const Gpu& g, Policy policy) {
-  CpuSet node = node_cpus(t, *g.numa);
+  CpuSet node = topo::cpus_of_nodes(t, *g.numa);
   if (policy == Policy::numa) return node;
   if (policy == Policy::socket) {
     CpuSet pkg;
@@ -211,7 +196,7 @@ void widen_crowded_pools(Ctx& c, std::vector<CpuSet>& targets) {
       if (c.cores.count(domain) >= members.size()) continue;
       for (size_t i : members) {
         CpuSet wider;
-        if (level == 0) wider = node_cpus(c.t, nodes_covering(c.t, targets[i]));
+        if (level == 0) wider = topo::cpus_of_nodes(c.t, nodes_covering(c.t, targets[i]));
         if (level == 1)
           for (const topo::Package& p : c.t.packages)
             if (p.cpus.intersects(targets[i])) wider |= p.cpus;
@@ -281,7 +266,7 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
   std::set<unsigned> nodes;
   if (c.req.policy != Policy::cpu_only && locality_known(gpus))
     for (const Gpu* g : gpus)
-      for (unsigned n : cpu_nodes_of(c.t, *g->numa)) nodes.insert(n);
+      for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
   if (nodes.empty() || c.req.mem == MemPolicy::interleave)
     for (unsigned n : nodes_covering(c.t, rb.cpus)) nodes.insert(n);
   rb.mem_nodes.assign(nodes.begin(), nodes.end());
@@ -492,8 +477,6 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
 
 Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
   Score s;
-  std::map<std::string, const Gpu*> by_pci;
-  for (const Gpu& g : t.gpus) by_pci[g.pci] = &g;
   double local = 0, total = 0, mem_ok = 0;
   unsigned judged = 0;
   size_t top = t.cpus.last().value_or(0) + 1;
@@ -524,15 +507,15 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
     std::vector<unsigned> gpu_nodes;
     bool known = !rb.gpus.empty();
     for (const GpuRef& g : rb.gpus) {
-      const Gpu* gpu = by_pci.count(g.pci) ? by_pci[g.pci] : nullptr;
+      const Gpu* gpu = topo::find_gpu(t, g.pci);
       if (!gpu || !gpu->numa) {
         known = false;
         break;
       }
-      for (unsigned n : cpu_nodes_of(t, *gpu->numa)) gpu_nodes.push_back(n);
+      for (unsigned n : topo::nodes_with_cpus(t, *gpu->numa)) gpu_nodes.push_back(n);
     }
     if (!known || rb.cpus.empty()) continue;
-    CpuSet near = node_cpus(t, gpu_nodes);
+    CpuSet near = topo::cpus_of_nodes(t, gpu_nodes);
     double share = double((rb.cpus & near).count()) / double(rb.cpus.count());
     local += double((rb.cpus & near).count());
     total += double(rb.cpus.count());

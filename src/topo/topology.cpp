@@ -91,6 +91,26 @@ std::vector<unsigned> cpu_numa_nodes(const Topology& t) {
   return out;
 }
 
+CpuSet cpus_of_nodes(const Topology& t, const std::vector<unsigned>& nodes) {
+  CpuSet s;
+  for (unsigned n : nodes)
+    if (const NumaNode* node = find_numa(t, n)) s |= node->cpus;
+  return s;
+}
+
+std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsigned>& nodes) {
+  std::vector<unsigned> out;
+  for (unsigned n : nodes)
+    if (const NumaNode* node = find_numa(t, n); node && !node->cpus.empty()) out.push_back(n);
+  return out;
+}
+
+const Gpu* find_gpu(const Topology& t, const std::string& pci) {
+  for (const Gpu& g : t.gpus)
+    if (g.pci == pci) return &g;
+  return nullptr;
+}
+
 Status validate(const Topology& t) {
   if (t.cpus.empty()) return Error{"topology", "it has no processing units (PUs)"};
   if (!t.allowed_cpus.is_subset_of(t.cpus)) return Error{"topology", "allowed CPUs are not a subset of its CPUs"};

@@ -108,6 +108,12 @@ std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b)
 const GpuLink* find_link(const Topology& t, const std::string& a, const std::string& b);
 // NUMA nodes that have CPUs.
 std::vector<unsigned> cpu_numa_nodes(const Topology& t);
+// The CPUs of these NUMA nodes (OS indexes; unknown ones contribute nothing).
+CpuSet cpus_of_nodes(const Topology& t, const std::vector<unsigned>& nodes);
+// Those of these NUMA nodes that have CPUs (a device's locality may list HBM or GPU memory too).
+std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsigned>& nodes);
+// The GPU with this PCI address, or nullptr.
+const Gpu* find_gpu(const Topology& t, const std::string& pci);
 
 // Checks the invariants every loader must meet; returns the first violation.
 Status validate(const Topology& t);

@@ -63,9 +63,7 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     if (rb.gpus.size() != 1) continue;
     const topo::Gpu* g = gpu_by_pci[rb.gpus[0].pci];
     if (!g->numa) continue;
-    CpuSet node_cpus;
-    for (unsigned n : *g->numa)
-      if (const topo::NumaNode* node = topo::find_numa(t, n)) node_cpus |= node->cpus;
+    CpuSet node_cpus = topo::cpus_of_nodes(t, *g->numa);
     unsigned cores = 0;
     for (const auto& c : t.cores) cores += c.pus.intersects(node_cpus & t.allowed_cpus);
     if (cores >= ranks_per_nodes[*g->numa]) {
