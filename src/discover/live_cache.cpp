@@ -16,12 +16,6 @@ namespace {
 
 constexpr const char* kGpubindVersion = "0.1.0";
 
-std::string status_field(const std::string& status, const std::string& name) {
-  for (std::string_view line : split(status, '\n'))
-    if (line.starts_with(name + ":")) return std::string(trim(line.substr(name.size() + 1)));
-  return "";
-}
-
 // The key's text; its FNV-1a hash names the file, the text itself is checked on load.
 Result<std::string> cache_key() {
   auto boot = sys::read_file("/proc/sys/kernel/random/boot_id");
@@ -32,7 +26,7 @@ Result<std::string> cache_key() {
   // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
   // same affinity must not share an entry.
   return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_version() + "; boot " + std::string(trim(*boot)) +
-         "; cpus " + status_field(*status, "Cpus_allowed_list") + "; mems " + status_field(*status, "Mems_allowed_list") +
+         "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
          "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
 

@@ -49,13 +49,8 @@ void add_class_dir(const sys::FsRoot& root, const std::string& dir, const char* 
 void read_nvidia_info(const sys::FsRoot& root, const std::string& dir, SysfsPciDevice& d) {
   auto text = root.read(dir + "/information");
   if (!text) return;
-  for (std::string_view line : split(*text, '\n')) {
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
-    if (key == "Model") d.name = value;
-    if (key == "GPU UUID") d.uuid = value;
-  }
+  d.name = key_value(*text, "Model");
+  d.uuid = key_value(*text, "GPU UUID");
 }
 
 }  // namespace

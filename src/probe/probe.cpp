@@ -9,15 +9,8 @@ namespace gpubind::probe {
 
 namespace {
 
-std::string status_field(const std::string& status, std::string_view name) {
-  for (std::string_view line : split(status, '\n'))
-    if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ':')
-      return std::string(trim(line.substr(name.size() + 1)));
-  return "";
-}
-
 Result<CpuSet> list_field(const std::string& status, std::string_view name, const std::string& where) {
-  std::string v = status_field(status, name);
+  std::string v = key_value(status, name);
   auto s = CpuSet::parse_list(v);
   if (!s) return Error{where, std::string(name) + ": " + s.error().why};
   return *s;
@@ -50,15 +43,15 @@ Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir,
   t.tid = tid;
   auto status = root.read(dir + "/status");
   if (!status) return status.error();
-  t.comm = status_field(*status, "Name");
+  t.comm = key_value(*status, "Name");
   auto cpus = list_field(*status, "Cpus_allowed_list", dir + "/status");
   auto mems = list_field(*status, "Mems_allowed_list", dir + "/status");
   if (!cpus) return cpus.error();
   if (!mems) return mems.error();
   t.cpus_allowed = *cpus;
   t.mems_allowed = *mems;
-  t.voluntary_switches = parse_uint(status_field(*status, "voluntary_ctxt_switches")).value_or(0);
-  t.involuntary_switches = parse_uint(status_field(*status, "nonvoluntary_ctxt_switches")).value_or(0);
+  t.voluntary_switches = parse_uint(key_value(*status, "voluntary_ctxt_switches")).value_or(0);
+  t.involuntary_switches = parse_uint(key_value(*status, "nonvoluntary_ctxt_switches")).value_or(0);
   if (auto stat = root.read(dir + "/stat")) {
     auto f = stat_fields_after_comm(*stat);
     if (f.size() > 36)
@@ -106,11 +99,7 @@ GpuDeviceMap::GpuDeviceMap(const sys::FsRoot& root) : m_root(root) {
   for (const std::string& bus : *gpus) {
     auto info = root.read("proc/driver/nvidia/gpus/" + bus + "/information");
     if (!info) continue;
-    for (std::string_view line : split(*info, '\n')) {
-      auto colon = line.find(':');
-      if (colon == std::string_view::npos || trim(line.substr(0, colon)) != "Device Minor") continue;
-      if (auto minor = parse_uint(trim(line.substr(colon + 1)))) m_nvidia_minor[unsigned(*minor)] = to_lower(bus);
-    }
+    if (auto minor = parse_uint(key_value(*info, "Device Minor"))) m_nvidia_minor[unsigned(*minor)] = to_lower(bus);
   }
 }
 
@@ -154,8 +143,8 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   p.pid = pid;
   auto status = root.read(dir + "/status");
   if (!status) return vanished_or(status.error(), pid);
-  p.comm = status_field(*status, "Name");
-  p.ppid = int(parse_uint(status_field(*status, "PPid")).value_or(0));
+  p.comm = key_value(*status, "Name");
+  p.ppid = int(parse_uint(key_value(*status, "PPid")).value_or(0));
   auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
   auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
   if (!cpus) return cpus.error();

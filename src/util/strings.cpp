@@ -49,6 +49,13 @@ std::optional<uint64_t> parse_uint(std::string_view s, int base) {
   return v;
 }
 
+std::string key_value(std::string_view text, std::string_view key) {
+  for (std::string_view line : split(text, '\n'))
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
+      return std::string(trim(line.substr(key.size() + 1)));
+  return "";
+}
+
 std::string human_bytes(uint64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = double(bytes);

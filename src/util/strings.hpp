@@ -14,6 +14,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string to_lower(std::string_view s);
 // Parses a whole string as an unsigned number in the given base; nullopt on any junk.
 std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
+// The value of the first "key: value" line (as in /proc/PID/status), trimmed; "" when absent.
+std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
 std::string human_bytes(uint64_t bytes);
 // Joins numbers with a separator: {0,1} -> "0,1".
