@@ -61,8 +61,7 @@ std::string topo_matrix(const Topology& t) {
   if (!t.nics.empty()) {
     out += "\nNICs:\n";
     for (size_t i = 0; i < t.nics.size(); ++i) {
-      const Nic& n = t.nics[i];
-      out += "  NIC" + std::to_string(i) + ": " + (n.os_names.empty() ? (n.pci.empty() ? "?" : n.pci) : join(n.os_names, ",")) + "\n";
+      out += "  NIC" + std::to_string(i) + ": " + nic_label(t.nics[i]) + "\n";
     }
   }
   if (!t.warnings.empty()) {

@@ -14,12 +14,12 @@ std::string numa_or_unknown(const std::optional<std::vector<unsigned>>& numa) {
   return numa ? join_numbers(*numa) : "unknown";
 }
 
-namespace {
-
 std::string nic_label(const Nic& n) {
   if (!n.os_names.empty()) return join(n.os_names, ",");
   return n.pci.empty() ? "?" : n.pci;
 }
+
+namespace {
 
 std::string plural(size_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 

@@ -17,5 +17,7 @@ std::string topo_matrix(const topo::Topology& t);
 // "0-3", or "unknown" for a device whose locality the source does not give.
 std::string cpus_or_unknown(const std::optional<CpuSet>& cpus);
 std::string numa_or_unknown(const std::optional<std::vector<unsigned>>& numa);
+// A NIC as operators name it: its OS devices ("ib0,mlx5_0"), else its PCI address.
+std::string nic_label(const topo::Nic& n);
 
 }  // namespace gpubind::render
