@@ -90,10 +90,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   for (const Strategy& s : kStrategies) std::printf("  %-15s %s\n", s.name, s.what);
   std::printf("\n  cpu locality: share of the ranks' CPUs on their GPU's NUMA node; memory locality: share of\n"
               "  memory placed there; overlap: CPUs given to more than one rank.\n");
-  if (!warnings.empty()) {
-    std::printf("\nwarnings:\n");
-    for (const std::string& w : warnings) std::printf("  %s\n", w.c_str());
-  }
+  std::fputs(render::text_block("warnings", warnings).c_str(), stdout);
   return kExitOk;
 }
 

@@ -4,6 +4,13 @@
 
 namespace gpubind::render {
 
+std::string text_block(const std::string& title, const std::vector<std::string>& lines) {
+  if (lines.empty()) return "";
+  std::string out = "\n" + title + ":\n";
+  for (const std::string& l : lines) out += "  " + l + "\n";
+  return out;
+}
+
 std::string TextTable::str(const std::string& indent) const {
   std::vector<size_t> width;
   for (const auto& row : m_rows) {

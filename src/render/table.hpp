@@ -5,6 +5,9 @@
 
 namespace gpubind::render {
 
+// "\n<title>:\n  line\n..." for a non-empty list of lines (warnings, explanations); "" otherwise.
+std::string text_block(const std::string& title, const std::vector<std::string>& lines);
+
 class TextTable {
  public:
   explicit TextTable(std::vector<std::string> header) { m_rows.push_back(std::move(header)); }

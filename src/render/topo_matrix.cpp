@@ -64,10 +64,7 @@ std::string topo_matrix(const Topology& t) {
       out += "  NIC" + std::to_string(i) + ": " + nic_label(t.nics[i]) + "\n";
     }
   }
-  if (!t.warnings.empty()) {
-    out += "\nwarnings:\n";
-    for (const std::string& w : t.warnings) out += "  " + w + "\n";
-  }
+  out += text_block("warnings", t.warnings);
   return out;
 }
 

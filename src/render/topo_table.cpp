@@ -74,10 +74,7 @@ std::string topo_table(const Topology& t) {
                 cpus_or_unknown(n.cpus), n.pcie_path.empty() ? "-" : join(n.pcie_path, " > ")});
     out += nics.str();
   }
-  if (!t.warnings.empty()) {
-    out += "\nwarnings:\n";
-    for (const std::string& w : t.warnings) out += "  " + w + "\n";
-  }
+  out += text_block("warnings", t.warnings);
   return out;
 }
 
