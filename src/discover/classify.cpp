@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 namespace gpubind::discover {
 
@@ -59,6 +60,18 @@ void assign_gpu_indexes(std::vector<topo::Gpu>& gpus, const std::vector<bool>& h
     return a.index < b.index;
   });
   gpus = std::move(sorted);
+}
+
+void add_fabric_links(topo::Topology& t, const std::map<std::string, unsigned>& fabric) {
+  for (auto a = fabric.begin(); a != fabric.end(); ++a)
+    for (auto b = std::next(a); b != fabric.end(); ++b)
+      if (!topo::find_link(t, a->first, b->first))
+        t.links.push_back({a->first, b->first, topo::GpuLink::Kind::nvlink, std::min(a->second, b->second)});
+}
+
+void sort_links(topo::Topology& t) {
+  std::sort(t.links.begin(), t.links.end(),
+            [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
 }
 
 void add_locality_warnings(topo::Topology& t) {

@@ -2,6 +2,7 @@
 // Which PCI functions are GPUs/accelerators and which are NICs. Shared by every loader so an
 // XML capture, a sysfs tree and an NCCL file agree on what counts.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ DeviceRole classify(const PciIdentity& id);
 // A GPU whose `index` was already fixed by a vendor library (rsmi) keeps it when every GPU of
 // that vendor has one; `has_index` says which.
 void assign_gpu_indexes(std::vector<topo::Gpu>& gpus, const std::vector<bool>& has_index);
+
+// GPUs attached to an NVSwitch fabric talk to each other over min(lanes of each) NVLinks, which
+// is what nvidia-smi prints as NV#. `fabric` maps a GPU's PCI address to its lanes into the
+// switches; adds a link for every pair not linked directly.
+void add_fabric_links(topo::Topology& t, const std::map<std::string, unsigned>& fabric);
+// Links in PCI address order, as every loader leaves them.
+void sort_links(topo::Topology& t);
 
 // Fills topology-level warnings that every loader should report the same way.
 void add_locality_warnings(topo::Topology& t);

@@ -201,10 +201,7 @@ void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, s
           }
         }
       }
-      for (auto ia = switch_links.begin(); ia != switch_links.end(); ++ia)
-        for (auto ib = std::next(ia); ib != switch_links.end(); ++ib)
-          if (!topo::find_link(topo, ia->first, ib->first))
-            topo.links.push_back({ia->first, ib->first, topo::GpuLink::Kind::nvlink, std::min(ia->second, ib->second)});
+      add_fabric_links(topo, switch_links);
     } else if (n == "XGMIHops") {
       for (unsigned i = 0; i < d->nbobjs; ++i)
         for (unsigned j = i + 1; j < d->nbobjs; ++j) {
@@ -215,8 +212,7 @@ void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, s
     }
   }
   for (hwloc_distances_s* d : dists) hwloc_distances_release(t, d);
-  std::sort(topo.links.begin(), topo.links.end(),
-            [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+  sort_links(topo);
 }
 
 // Collects GPUs and NICs from either device source, classified the same way.

@@ -151,8 +151,7 @@ struct Walker {
     }
   }
 
-  // NVLink through NVSwitch is listed as links to the switch; two GPUs on the same fabric talk
-  // over min(links of each) lanes, which is what nvidia-smi prints as NV#.
+  // NVLink through NVSwitch is listed as links to the switch (add_fabric_links pairs the GPUs).
   void resolve_links() {
     std::set<std::string> gpu_ids;
     for (const auto& g : topo.gpus) gpu_ids.insert(g.pci);
@@ -162,12 +161,8 @@ struct Walker {
       else if (gpu_ids.count(l.to) && !topo::find_link(topo, l.from, l.to))
         topo.links.push_back({std::min(l.from, l.to), std::max(l.from, l.to), l.kind, l.count});
     }
-    for (auto a = fabric.begin(); a != fabric.end(); ++a)
-      for (auto b = std::next(a); b != fabric.end(); ++b)
-        if (!topo::find_link(topo, a->first, b->first))
-          topo.links.push_back({a->first, b->first, topo::GpuLink::Kind::nvlink, std::min(a->second, b->second)});
-    std::sort(topo.links.begin(), topo.links.end(),
-              [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
+    add_fabric_links(topo, fabric);
+    sort_links(topo);
   }
 };
 
