@@ -9,6 +9,7 @@
 #include <map>
 
 #include "sys/process.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::bind {
 
@@ -100,7 +101,8 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
         auto binder = sys::real_binder();
         std::vector<std::string> warnings;
         Status s = apply_binding(plan, rb, machine, *binder, spec.best_effort, warnings);
-        for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
+        if (!spec.quiet)
+          for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
         return s;
       };
     }

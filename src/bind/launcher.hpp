@@ -23,6 +23,7 @@ struct LaunchSpec {
   bool tag_output = false;        // prefix every output line with "[RANK] "
   std::chrono::milliseconds grace{10000};  // SIGTERM -> SIGKILL
   BestEffort best_effort = BestEffort::no;
+  bool quiet = false;             // no warnings on stderr
 };
 
 struct RankOutcome {

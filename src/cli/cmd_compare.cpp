@@ -81,6 +81,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     j["strategies"].push_back(e);
   }
   j["warnings"] = warnings;
+  print_warnings(warnings, o.quiet);
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
@@ -90,7 +91,6 @@ int cmd_compare(const std::vector<std::string>& args) {
   for (const Strategy& s : kStrategies) std::printf("  %-15s %s\n", s.name, s.what);
   std::printf("\n  cpu locality: share of the ranks' CPUs on their GPU's NUMA node; memory locality: share of\n"
               "  memory placed there; overlap: CPUs given to more than one rank.\n");
-  std::fputs(render::text_block("warnings", warnings).c_str(), stdout);
   return kExitOk;
 }
 

@@ -27,6 +27,15 @@ std::string describe(const plan::RankBinding& rb) {
          (rb.nics.empty() ? "" : ", NIC " + rb.nics[0].name);
 }
 
+// The plan's warnings that concern this rank: plan-wide ones and its own, not other ranks'.
+std::vector<std::string> warnings_for_rank(const plan::Plan& p, unsigned rank) {
+  std::vector<std::string> out;
+  std::string own = "rank " + std::to_string(rank) + ": ";
+  for (const std::string& w : p.warnings)
+    if (!w.starts_with("rank ") || w.starts_with(own)) out.push_back(w);
+  return out;
+}
+
 }  // namespace
 
 int cmd_exec(const std::vector<std::string>& args) {
@@ -90,8 +99,7 @@ int cmd_exec(const std::vector<std::string>& args) {
                                                                   " local ranks; give --local-size or -n"},
                 kExitExecFailed);
   const plan::RankBinding& rb = plan->ranks[lr.rank];
-  // Rank-level warnings (a fallback node) always; plan-level ones (no GPU...) with --verbose.
-  for (const std::string& w : verbose ? plan->warnings : rb.warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
+  print_warnings(warnings_for_rank(*plan, lr.rank), o.quiet);
 
   if (dry_run) {
     std::printf("local rank %u of %zu (%s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(), describe(rb).c_str());
@@ -111,7 +119,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   std::vector<std::string> warnings;
   Status applied = bind::apply_binding(*plan, rb, m, *binder, best_effort ? bind::BestEffort::yes : bind::BestEffort::no, warnings);
   if (!applied) return fail(Error{"binding local rank " + std::to_string(lr.rank), applied.error().message()}, kExitExecFailed);
-  for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", w.c_str());
+  print_warnings(warnings, o.quiet);
   if (verbose)
     std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", lr.rank,
                  plan->ranks.size(), lr.source.c_str(), from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",

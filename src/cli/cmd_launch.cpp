@@ -61,6 +61,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   spec.tag_output = tag_output;
   spec.grace = std::chrono::milliseconds(long(grace_seconds * 1000));
   spec.best_effort = best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
+  spec.quiet = o.quiet;
 
   // Under srun with one launch per node, the job's shape comes from Slurm.
   bool under_srun = std::getenv("SLURM_STEP_ID") && std::getenv("SLURM_NNODES") && std::getenv("SLURM_NODEID");
@@ -94,6 +95,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitUsage);
+  if (spec.bind) print_warnings(plan->warnings, o.quiet);
 
   auto machine = bind::current_machine_state();
   if (!machine) return fail(machine.error(), kExitFailure);

@@ -39,6 +39,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     return fail(Error{"--rank " + std::to_string(*rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1)},
                 kExitUsage);
 
+  print_warnings(plan->warnings, o.quiet);
   std::string out;
   if (format == "table") out = render::plan_table(*plan, explain);
   else if (format == "json") out = render::plan_json(*plan, explain).dump(2) + "\n";

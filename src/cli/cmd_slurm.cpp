@@ -14,11 +14,14 @@ int cmd_slurm(const std::vector<std::string>& args) {
   app.require_subcommand(1);
   CLI::App* gres = app.add_subcommand("gres-conf", "Write gres.conf lines (Name=gpu Type= File= Cores= Links=) for the GPUs");
   std::string topology, node_name;
+  bool quiet = false;
   add_topology_option(*gres, topology);
+  add_quiet_option(*gres, quiet);
   gres->add_option("--node-name", node_name, "Prefix every line with NodeName=NAME");
   if (int rc = parse(app, args); rc >= 0) return rc;
   auto topo = discover::load_topology(topology_source(topology));
   if (!topo) return fail(topo.error(), kExitFailure);
+  print_warnings(topo->warnings, quiet);
   std::string out = render::gres_conf(*topo, node_name);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;

@@ -17,8 +17,9 @@ int cmd_topo(const std::vector<std::string>& args) {
                "gpubind topo");
   std::string topology;
   std::string format = "table";
-  bool json = false;
+  bool json = false, quiet = false;
   add_topology_option(app, topology);
+  add_quiet_option(app, quiet);
   app.add_option("--format", format, "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML)")
       ->check(CLI::IsMember({"table", "matrix", "json", "xml"}));
   app.add_flag("--json", json, "Same as --format json");
@@ -27,6 +28,7 @@ int cmd_topo(const std::vector<std::string>& args) {
 
   auto topo = discover::load_topology(topology_source(topology));
   if (!topo) return fail(topo.error(), kExitFailure);
+  print_warnings(topo->warnings, quiet);
 
   std::string out;
   if (format == "table") out = render::topo_table(*topo);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "util/exit_status.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::cli {
 
@@ -23,6 +24,15 @@ void add_topology_option(CLI::App& app, std::string& target) {
   app.add_option("--topology", target,
                  "Topology source: hwloc XML, NCCL/RCCL XML, gpubind JSON, a gathered /sys+/proc directory or "
                  ".tar.bz2, an hwloc synthetic string, or example:NAME (default: $GPUBIND_TOPOLOGY, else this machine)");
+}
+
+void add_quiet_option(CLI::App& app, bool& target) {
+  app.add_flag("-q,--quiet", target, "Print no warnings (errors are still printed)");
+}
+
+void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
+  if (quiet) return;
+  for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
 }
 
 int parse(CLI::App& app, const std::vector<std::string>& args, int usage_exit) {

@@ -21,6 +21,14 @@ std::string topology_source(const std::string& flag);
 // Adds --topology to a subcommand.
 void add_topology_option(CLI::App& app, std::string& target);
 
+// Adds --quiet (no warnings on stderr) to a subcommand.
+void add_quiet_option(CLI::App& app, bool& target);
+
+// Every warning goes to stderr, one line each ("gpubind: warning: ..."), in every format and
+// command, unless --quiet. Control characters (a newline in a device name) are escaped so one
+// warning stays one line.
+void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+
 // Parses args with CLI11. Returns -1 when the command should go on, else the exit status to
 // return (0 after --help, `usage_exit` after a usage error, which it reports in gpubind's format).
 int parse(CLI::App& app, const std::vector<std::string>& args, int usage_exit = 2);

@@ -24,6 +24,7 @@ void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   app.add_flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
   app.add_flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
   app.add_flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
+  add_quiet_option(app, o.quiet);
 }
 
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {

@@ -27,6 +27,7 @@ struct PlanOptions {
   bool omp = false;
   bool balanced = false;
   bool require_gpu = false;
+  bool quiet = false;  // no warnings on stderr
 };
 
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).

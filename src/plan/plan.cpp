@@ -280,6 +280,9 @@ bool is_rdma_name(const std::string& n) {
 
 bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.end(), is_rdma_name); }
 
+// Each rank gets, for each of its GPUs, the NIC with the shortest PCIe path to that GPU,
+// balancing ranks over NICs of equal distance; a multi-GPU rank lists each distinct NIC once, its
+// first GPU's NIC first.
 void assign_nics(Ctx& c, const std::vector<std::vector<const Gpu*>>& gpus_of) {
   std::vector<const Nic*> candidates;
   for (const Nic& n : c.t.nics)
@@ -290,20 +293,65 @@ void assign_nics(Ctx& c, const std::vector<std::vector<const Gpu*>>& gpus_of) {
   std::map<const Nic*, unsigned> load;
   for (size_t r = 0; r < c.plan.ranks.size(); ++r) {
     RankBinding& rb = c.plan.ranks[r];
-    auto klass = [&](const Nic* n) -> PathClass {
-      if (!gpus_of[r].empty()) return topo::path_class(*gpus_of[r][0], *n);
+    auto klass = [&](const Gpu* g, const Nic* n) -> PathClass {
+      if (g) return topo::path_class(*g, *n);
       // No GPU: a NIC on one of the rank's memory nodes counts as NODE, anything else SYS.
       if (n->numa)
         for (unsigned node : *n->numa)
           if (std::find(rb.mem_nodes.begin(), rb.mem_nodes.end(), node) != rb.mem_nodes.end()) return PathClass::NODE;
       return PathClass::SYS;
     };
-    const Nic* best = nullptr;
-    for (const Nic* n : candidates)
-      if (!best || std::make_tuple(int(klass(n)), load[n]) < std::make_tuple(int(klass(best)), load[best])) best = n;
-    ++load[best];
-    rb.nics.push_back({best->pci, join(best->os_names, ","), klass(best)});
+    std::vector<const Gpu*> gpus = gpus_of[r];
+    if (gpus.empty()) gpus.push_back(nullptr);
+    std::vector<const Nic*> chosen;
+    for (const Gpu* g : gpus) {
+      const Nic* best = nullptr;
+      for (const Nic* n : candidates)
+        if (!best || std::make_tuple(int(klass(g, n)), load[n]) < std::make_tuple(int(klass(g, best)), load[best])) best = n;
+      if (std::find(chosen.begin(), chosen.end(), best) != chosen.end()) continue;
+      ++load[best];
+      chosen.push_back(best);
+      // The path class is to the rank's first GPU, whichever GPU chose the NIC.
+      rb.nics.push_back({best->pci, join(best->os_names, ","), klass(gpus[0], best)});
+    }
   }
+}
+
+// The NIC variables. NCCL must see the same HCA list on every rank of a job (it picks each
+// rank's NIC itself from its own topology detection, and fails or hangs when ranks disagree:
+// NVIDIA/nccl#1478), so NCCL_IB_HCA / NCCL_SOCKET_IFNAME name the node's set: every NIC the
+// plan pairs with some rank, in topology order. UCX and libfabric take a per-process device, so
+// UCX_NET_DEVICES is the rank's own.
+struct NicNames {
+  std::string rdma, netdev;  // first RDMA device name and first netdev name of one NIC
+};
+
+NicNames nic_names(const Topology& t, const NicRef& ref) {
+  NicNames out;
+  for (const Nic& n : t.nics)
+    if (n.pci == ref.pci && join(n.os_names, ",") == ref.name)
+      for (const std::string& o : n.os_names) {
+        std::string& slot = is_rdma_name(o) ? out.rdma : out.netdev;
+        if (slot.empty()) slot = o;
+      }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> node_nic_env(const Topology& t, const std::vector<RankBinding>& ranks) {
+  std::vector<std::string> rdma, netdev;
+  for (const Nic& n : t.nics) {
+    bool used = false;
+    for (const RankBinding& rb : ranks)
+      for (const NicRef& ref : rb.nics) used = used || (ref.pci == n.pci && ref.name == join(n.os_names, ","));
+    if (!used) continue;
+    NicNames names = nic_names(t, {n.pci, join(n.os_names, ","), PathClass::SYS});
+    if (!names.rdma.empty()) rdma.push_back(names.rdma);
+    else if (!names.netdev.empty()) netdev.push_back(names.netdev);
+  }
+  // A leading '=' makes NCCL match names exactly (mlx5_1 must not select mlx5_10).
+  if (!rdma.empty()) return {{"NCCL_IB_HCA", "=" + join(rdma, ",")}};
+  if (!netdev.empty()) return {{"NCCL_SOCKET_IFNAME", "=" + join(netdev, ",")}};
+  return {};
 }
 
 void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
@@ -325,22 +373,8 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
     }
   }
   if (c.req.nic_env && !rb.nics.empty()) {
-    const Nic* nic = nullptr;
-    for (const Nic& n : c.t.nics)
-      if (n.pci == rb.nics[0].pci && join(n.os_names, ",") == rb.nics[0].name) nic = &n;
-    std::string rdma, netdev;
-    if (nic)
-      for (const std::string& o : nic->os_names) {
-        std::string& slot = is_rdma_name(o) ? rdma : netdev;
-        if (slot.empty()) slot = o;
-      }
-    // A leading '=' makes NCCL match the name exactly (mlx5_1 must not select mlx5_10).
-    if (!rdma.empty()) {
-      rb.env.push_back({"NCCL_IB_HCA", "=" + rdma});
-      rb.env.push_back({"UCX_NET_DEVICES", rdma + ":1"});
-    } else if (!netdev.empty()) {
-      rb.env.push_back({"NCCL_SOCKET_IFNAME", "=" + netdev});
-    }
+    NicNames own = nic_names(c.t, rb.nics[0]);
+    if (!own.rdma.empty()) rb.env.push_back({"UCX_NET_DEVICES", own.rdma + ":1"});
   }
 }
 
@@ -452,8 +486,12 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   // 4. Memory, NIC, environment.
   for (unsigned r = 0; r < ranks; ++r) assign_memory(c, c.plan.ranks[r], gpus_of[r]);
   assign_nics(c, gpus_of);
+  std::vector<std::pair<std::string, std::string>> nic_env;
+  if (req.nic_env && req.policy != Policy::none) nic_env = node_nic_env(t, c.plan.ranks);
   for (unsigned r = 0; r < ranks; ++r) {
     assign_env(c, c.plan.ranks[r], gpus_of[r]);
+    if (!c.plan.ranks[r].nics.empty())
+      c.plan.ranks[r].env.insert(c.plan.ranks[r].env.end(), nic_env.begin(), nic_env.end());
     for (const std::string& w : c.plan.ranks[r].warnings) c.plan.warnings.push_back("rank " + std::to_string(r) + ": " + w);
   }
   c.plan.score = score_plan(t, c.plan.ranks);

@@ -77,7 +77,6 @@ std::string plan_table(const Plan& p, bool explain) {
   out += "\nscore: cpu locality " + format_share(s.cpu_locality) + ", memory locality " + format_share(s.mem_locality) +
          ", overlap " + std::to_string(s.overlap_cpus) + " CPU(s), cores per rank " + std::to_string(s.min_cores) + "-" +
          std::to_string(s.max_cores) + "\n";
-  out += text_block("warnings", p.warnings);
   if (explain) out += text_block("explain", p.explain);
   return out;
 }

@@ -64,7 +64,6 @@ std::string topo_matrix(const Topology& t) {
       out += "  NIC" + std::to_string(i) + ": " + nic_label(t.nics[i]) + "\n";
     }
   }
-  out += text_block("warnings", t.warnings);
   return out;
 }
 

@@ -74,7 +74,6 @@ std::string topo_table(const Topology& t) {
                 cpus_or_unknown(n.cpus), n.pcie_path.empty() ? "-" : join(n.pcie_path, " > ")});
     out += nics.str();
   }
-  out += text_block("warnings", t.warnings);
   return out;
 }
 

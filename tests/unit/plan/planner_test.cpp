@@ -434,11 +434,40 @@ TEST(Nic, RanksAreBalancedOverNicsOfEqualDistance) {
 TEST(Nic, EnvironmentOnlyWithNicEnv) {
   Plan p = must_plan(example("dgx-h100"), {});
   EXPECT_EQ(env_of(p.ranks[0], "NCCL_IB_HCA"), "");
+  EXPECT_EQ(env_of(p.ranks[0], "UCX_NET_DEVICES"), "");
   Request r;
   r.nic_env = true;
   Plan q = must_plan(example("dgx-h100"), r);
-  EXPECT_EQ(env_of(q.ranks[0], "NCCL_IB_HCA"), "=mlx5_0");
+  EXPECT_NE(env_of(q.ranks[0], "NCCL_IB_HCA"), "");
+}
+
+TEST(Nic, NcclSeesTheSameHcaListOnEveryRank) {
+  // NCCL must see one HCA list on all ranks (NVIDIA/nccl#1478): the node's paired HCAs.
+  Request r;
+  r.nic_env = true;
+  Plan q = must_plan(example("dgx-h100"), r);
+  for (const auto& rb : q.ranks) EXPECT_EQ(env_of(rb, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
+  r.ranks = 2;
+  Plan two = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(env_of(two.ranks[0], "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
+  EXPECT_EQ(env_of(two.ranks[1], "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
+}
+
+TEST(Nic, UcxDeviceIsTheRanksOwn) {
+  Request r;
+  r.nic_env = true;
+  Plan q = must_plan(example("dgx-h100"), r);
   EXPECT_EQ(env_of(q.ranks[0], "UCX_NET_DEVICES"), "mlx5_0:1");
+  EXPECT_EQ(env_of(q.ranks[7], "UCX_NET_DEVICES"), "mlx5_7:1");
+}
+
+TEST(Nic, MultiGpuRankGetsTheNicOfEachGpu) {
+  Request r;
+  r.gpus_per_rank = 2;
+  Plan q = must_plan(example("dgx-h100"), r);
+  ASSERT_EQ(q.ranks.size(), 4u);
+  for (const auto& rb : q.ranks) EXPECT_EQ(rb.nics.size(), 2u) << rb.local_rank;
+  EXPECT_EQ(q.ranks[0].nics[0].name, "ibp26s0,mlx5_0");
 }
 
 // --- 7. environment --------------------------------------------------------------------------
