@@ -26,6 +26,7 @@ const Strategy kStrategies[] = {
     {"numa", "the GPU's whole NUMA node, shared by its ranks", plan::Policy::numa},
     {"socket", "the GPU's whole package, shared by its ranks", plan::Policy::socket},
     {"closest", "gpubind: disjoint L3-aligned cores on the GPU's node, memory and NIC nearest", plan::Policy::closest},
+    {"socket-split", "gpubind: every core of the GPU's package, disjoint, the GPU's node first", plan::Policy::socket_split},
 };
 
 std::string nic_summary(const plan::Score& s) {
@@ -60,7 +61,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   j["schema_version"] = render::kPlanSchemaVersion;
   j["topology"] = topo->origin;
   j["strategies"] = nlohmann::ordered_json::array();
-  render::TextTable t({"STRATEGY", "CPU LOCALITY", "MEM LOCALITY", "OVERLAP", "CORES/RANK", "NIC PATH"});
+  render::TextTable t({"STRATEGY", "CPU LOCALITY", "MEM LOCALITY", "OVERLAP", "IDLE", "CORES/RANK", "NIC PATH"});
   std::vector<std::string> warnings;
   size_t ranks = 0;
   for (const Strategy& s : kStrategies) {
@@ -72,7 +73,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     if (warnings.empty()) warnings = p->warnings;
     const plan::Score& sc = p->score;
     t.add({s.name, render::format_share(sc.cpu_locality), render::format_share(sc.mem_locality),
-           std::to_string(sc.overlap_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
+           std::to_string(sc.overlap_cpus) + " CPUs", std::to_string(sc.idle_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
            nic_summary(sc)});
     nlohmann::ordered_json e;
     e["strategy"] = s.name;
@@ -90,7 +91,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::printf("\n");
   for (const Strategy& s : kStrategies) std::printf("  %-15s %s\n", s.name, s.what);
   std::printf("\n  cpu locality: share of the ranks' CPUs on their GPU's NUMA node; memory locality: share of\n"
-              "  memory placed there; overlap: CPUs given to more than one rank.\n");
+              "  memory placed there; overlap: CPUs given to more than one rank; idle: allowed CPUs no rank got.\n");
   return kExitOk;
 }
 

@@ -11,8 +11,8 @@ void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   app.add_option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
   app.add_option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1)");
   if (with_policy)
-    app.add_option("--policy", o.policy, "closest (default), socket, numa, l3, cpu-only (GPU-unaware), none")
-        ->check(CLI::IsMember({"closest", "socket", "numa", "l3", "cpu-only", "none"}));
+    app.add_option("--policy", o.policy, "closest (default), socket-split, socket, numa, l3, cpu-only (GPU-unaware), none")
+        ->check(CLI::IsMember({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"}));
   app.add_flag("--no-smt,!--smt", o.no_smt, "One PU per core (default: all SMT siblings of a chosen core)");
   app.add_option("--reserve", o.reserve, "CPUs never to use (cpulist)");
   app.add_option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "plan/cpu_split.hpp"
+#include "plan/socket_split.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::plan {
@@ -21,6 +22,7 @@ using topo::Topology;
 const char* to_string(Policy p) {
   switch (p) {
     case Policy::closest: return "closest";
+    case Policy::socket_split: return "socket-split";
     case Policy::socket: return "socket";
     case Policy::numa: return "numa";
     case Policy::l3: return "l3";
@@ -41,7 +43,7 @@ const char* to_string(MemPolicy m) {
 }
 
 std::optional<Policy> policy_from_string(const std::string& s) {
-  for (Policy p : {Policy::closest, Policy::socket, Policy::numa, Policy::l3, Policy::cpu_only, Policy::none})
+  for (Policy p : {Policy::closest, Policy::socket_split, Policy::socket, Policy::numa, Policy::l3, Policy::cpu_only, Policy::none})
     if (s == to_string(p)) return p;
   return std::nullopt;
 }
@@ -396,13 +398,20 @@ Status check_request(const Topology& t, const Request& req) {
 
 Result<Plan> make_plan(const Topology& t, const Request& req) {
   if (Status s = check_request(t, req); !s) return s.error();
-  Ctx c{t, req, (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - req.reserve, {}, {}};
+  // --reserve takes whole cores: a reserved PU's SMT siblings are not handed to a rank either
+  // (a system daemon on CPU 48 would otherwise share its core with the rank that got 176).
+  CpuSet reserve = req.reserve;
+  for (const topo::Core& core : t.cores)
+    if (core.pus.intersects(req.reserve)) reserve |= core.pus;
+  Ctx c{t, req, (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - reserve, {}, {}};
   c.plan.policy = req.policy;
   c.plan.mem = req.policy == Policy::none ? MemPolicy::none : req.mem;
   c.plan.topology_origin = t.origin;
   if (c.allowed.empty())
     return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved"};
   c.cores = make_core_table(t, c.allowed, req.smt);
+  if (reserve != req.reserve)
+    c.plan.explain.push_back("--reserve " + req.reserve.to_list() + " reserves whole cores: " + reserve.to_list());
   c.plan.explain.push_back("allowed CPUs: " + c.allowed.to_list() + " (" + std::to_string(c.cores.slots.size()) + " cores" +
                            (req.smt ? "" : ", one PU per core") + ")");
 
@@ -479,6 +488,19 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
     c.plan.explain.push_back(std::string(req.policy == Policy::cpu_only ? "GPU-unaware: " : "no GPU: ") + s.how + " over " +
                              c.allowed.to_list());
     if (s.shared) c.plan.warnings.push_back("more ranks than allowed cores: ranks share cores");
+  } else if (req.policy == Policy::socket_split) {
+    std::vector<unsigned> home;
+    for (const CpuSet& target : targets) {
+      std::vector<unsigned> nodes = nodes_covering(t, target);
+      home.push_back(nodes.empty() ? 0 : nodes[0]);
+    }
+    auto blocks = split_sockets(t, c.cores, home, req.balanced, c.plan.explain);
+    if (blocks) {
+      for (unsigned r = 0; r < ranks; ++r) c.plan.ranks[r].cpus = (*blocks)[r];
+    } else {
+      c.plan.warnings.push_back("socket-split: a package has fewer allowed cores than ranks; split as closest does");
+      assign_cpus(c, targets);
+    }
   } else {
     assign_cpus(c, targets);
   }
@@ -495,6 +517,11 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
     for (const std::string& w : c.plan.ranks[r].warnings) c.plan.warnings.push_back("rank " + std::to_string(r) + ": " + w);
   }
   c.plan.score = score_plan(t, c.plan.ranks);
+  if (req.policy != Policy::none) {
+    CpuSet given;
+    for (const RankBinding& rb : c.plan.ranks) given |= rb.cpus;
+    c.plan.score.idle_cpus = unsigned((c.allowed - given).count());
+  }
   return c.plan;
 }
 

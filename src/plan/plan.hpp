@@ -14,7 +14,7 @@
 
 namespace gpubind::plan {
 
-enum class Policy { closest, socket, numa, l3, cpu_only, none };
+enum class Policy { closest, socket_split, socket, numa, l3, cpu_only, none };
 enum class MemPolicy { preferred, bind, interleave, none };
 
 const char* to_string(Policy p);
@@ -71,6 +71,7 @@ struct Score {
   std::optional<double> cpu_locality;  // share of rank PUs on their GPU's NUMA node(s); null if unknown
   std::optional<double> mem_locality;  // share of ranks whose memory goes to their GPU's node(s)
   unsigned overlap_cpus = 0;           // PUs given to more than one rank
+  unsigned idle_cpus = 0;              // allowed PUs no rank got (set by make_plan)
   unsigned min_cores = 0;              // cores per rank, smallest and largest
   unsigned max_cores = 0;
   std::vector<std::optional<topo::PathClass>> nic_path;  // per rank; nullopt without NIC

@@ -1,4 +1,4 @@
-// gpubind_spank.so: `srun --gpubind[=closest|socket|numa|none|verbose]` binds every task the way
+// gpubind_spank.so: `srun --gpubind[=closest|socket-split|socket|numa|none|verbose]` binds every task the way
 // `gpubind exec` would, inside slurmstepd, after fork and before exec. A thin C ABI shim over the
 // same library calls; no exception crosses it, and it never crashes slurmstepd.
 //
@@ -58,7 +58,7 @@ int parse_mode(const std::string& v, std::string& mode, bool& verbose) {
     verbose = true;
     m = "closest";
   }
-  if (m != "closest" && m != "socket" && m != "numa" && m != "none") return -1;
+  if (m != "closest" && m != "socket-split" && m != "socket" && m != "numa" && m != "none") return -1;
   mode = m;
   return 0;
 }
@@ -72,7 +72,7 @@ int option_cb(int, const char* optarg, int) {
 
 struct spank_option g_option = {
     const_cast<char*>("gpubind"), const_cast<char*>("mode"),
-    const_cast<char*>("Bind every task to its GPU's cores, memory and NIC [mode: closest (default), socket, numa, none, "
+    const_cast<char*>("Bind every task to its GPU's cores, memory and NIC [mode: closest (default), socket-split, socket, numa, none, "
                       "verbose]"),
     2, 0, option_cb};
 
@@ -152,7 +152,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
       if (a.starts_with("default=")) {
         bool v = false;
         if (parse_mode(a.substr(8), g.site_default, v) != 0) {
-          slurm_error("gpubind: plugstack.conf: bad argument '%s' (default=closest|socket|numa|none)", av[i]);
+          slurm_error("gpubind: plugstack.conf: bad argument '%s' (default=closest|socket-split|socket|numa|none)", av[i]);
           return -1;
         }
       } else if (a.starts_with("mem=")) {

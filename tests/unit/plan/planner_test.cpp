@@ -280,6 +280,18 @@ TEST(CpuSplit, ReservedCpusAreNeverUsed) {
   EXPECT_EQ(p.ranks[0].cpus.first(), 1u);
 }
 
+TEST(CpuSplit, ReserveTakesWholeCores) {
+  // DGX A100: CPU 48's SMT sibling is 176; reserving 48 must not hand 176 to a rank.
+  Request r;
+  r.reserve = CpuSet::of({48});
+  Plan p = must_plan(example("dgx-a100-nps4"), r);
+  for (const auto& rb : p.ranks) {
+    EXPECT_FALSE(rb.cpus.test(48)) << rb.local_rank;
+    EXPECT_FALSE(rb.cpus.test(176)) << rb.local_rank;
+  }
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+}
+
 TEST(CpuSplit, FrontierReservedFirstCoreOfEachL3IsNotUsed) {
   auto t = example("frontier-like");
   Plan p = must_plan(t, {});
@@ -505,6 +517,52 @@ TEST(Policy, SocketSharesTheGpusPackage) {
   EXPECT_EQ(p.ranks[0].cpus, p.ranks[1].cpus);
 }
 
+TEST(Policy, SocketSplitGivesEveryCoreOfThePackageDisjointly) {
+  // DGX A100 NPS4: 8 GPUs on 4 of the 8 NUMA nodes; closest leaves half the machine idle.
+  auto t = example("dgx-a100-nps4");
+  Request r;
+  r.policy = Policy::socket_split;
+  Plan p = must_plan(t, r);
+  ASSERT_EQ(p.ranks.size(), 8u);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_EQ(p.score.idle_cpus, 0u);
+  EXPECT_EQ(p.score.min_cores, 16u);
+  EXPECT_EQ(p.score.max_cores, 16u);
+  for (const auto& rb : p.ranks) {
+    // Every core on the GPU's package.
+    const topo::Gpu* g = topo::find_gpu(t, rb.gpus[0].pci);
+    const topo::NumaNode* home = topo::find_numa(t, g->numa->at(0));
+    CpuSet pkg;
+    for (const auto& pk : t.packages)
+      if (pk.os_index == home->package) pkg = pk.cpus;
+    EXPECT_TRUE(rb.cpus.is_subset_of(pkg)) << rb.local_rank;
+  }
+}
+
+TEST(Policy, SocketSplitFillsFromTheGpusNodeFirst) {
+  auto t = example("dgx-a100-nps4");
+  Request r;
+  r.policy = Policy::socket_split;
+  Plan p = must_plan(t, r);
+  Plan closest = must_plan(t, {});
+  for (size_t i = 0; i < p.ranks.size(); ++i) {
+    // Half of each rank's cores are on its GPU's node: the ones closest gives it.
+    const topo::Gpu* g = topo::find_gpu(t, p.ranks[i].gpus[0].pci);
+    CpuSet node = topo::cpus_of_nodes(t, *g->numa);
+    EXPECT_EQ((p.ranks[i].cpus & node).count(), 16u) << i;
+    EXPECT_TRUE(closest.ranks[i].cpus.is_subset_of(p.ranks[i].cpus)) << i;
+  }
+}
+
+TEST(Policy, SocketSplitFallsBackToClosestWhenAPackageIsCrowded) {
+  Request r;
+  r.policy = Policy::socket_split;
+  r.allowed = CpuSet::range(0, 3) | CpuSet::range(112, 115);
+  r.ranks = 8;
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_TRUE(has_warning(p, "socket-split: a package has fewer allowed cores than ranks"));
+}
+
 TEST(Policy, NumaSharesTheGpusNode) {
   Request r;
   r.policy = Policy::numa;
@@ -541,6 +599,15 @@ TEST(Policy, NoneBindsNothing) {
 }
 
 // --- 9. score --------------------------------------------------------------------------------
+
+TEST(Score, IdleCpusAreTheAllowedCpusNoRankGot) {
+  auto t = example("dgx-a100-nps4");
+  Plan p = must_plan(t, {});
+  EXPECT_EQ(p.score.idle_cpus, 128u);  // the four GPU-less NUMA nodes
+  Request none;
+  none.policy = Policy::none;
+  EXPECT_EQ(must_plan(t, none).score.idle_cpus, 0u);
+}
 
 TEST(Score, ClosestOnNps4IsFullyLocal) {
   Plan p = must_plan(example("dgx-a100-nps4"), {});
