@@ -23,8 +23,10 @@ std::string describe(const plan::RankBinding& rb) {
   std::string mem = rb.mem_policy == plan::MemPolicy::none
                         ? "unchanged"
                         : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
-  return "GPU " + (gpus.empty() ? std::string("none") : join(gpus, ",")) + ", CPUs " + rb.cpus.to_list() + ", memory " + mem +
-         (rb.nics.empty() ? "" : ", NIC " + rb.nics[0].name);
+  std::vector<std::string> nics;
+  for (const auto& n : rb.nics) nics.push_back(n.name.empty() ? n.pci : n.name);
+  return std::string(gpus.size() > 1 ? "GPUs " : "GPU ") + (gpus.empty() ? std::string("none") : join(gpus, ", ")) + ", CPUs " +
+         rb.cpus.to_list() + ", memory " + mem + (nics.empty() ? "" : (nics.size() > 1 ? ", NICs " : ", NIC ") + join(nics, "; "));
 }
 
 // The plan's warnings that concern this rank: plan-wide ones and its own, not other ranks'.

@@ -9,7 +9,7 @@ namespace gpubind::cli {
 
 void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   app.add_option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
-  app.add_option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1)");
+  app.add_option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1; a single rank gets every visible GPU)");
   if (with_policy)
     app.add_option("--policy", o.policy, "closest (default), socket-split, socket, numa, l3, cpu-only (GPU-unaware), none")
         ->check(CLI::IsMember({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"}));

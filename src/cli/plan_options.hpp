@@ -15,7 +15,7 @@ namespace gpubind::cli {
 struct PlanOptions {
   std::string topology;
   std::optional<unsigned> ranks;
-  unsigned gpus_per_rank = 1;
+  std::optional<unsigned> gpus_per_rank;
   std::string policy = "closest";
   bool no_smt = false;
   std::string reserve;

@@ -375,8 +375,11 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
     }
   }
   if (c.req.nic_env && !rb.nics.empty()) {
-    NicNames own = nic_names(c.t, rb.nics[0]);
-    if (!own.rdma.empty()) rb.env.push_back({"UCX_NET_DEVICES", own.rdma + ":1"});
+    // UCX takes a list: a rank with several GPUs (and so several NICs) uses them all.
+    std::vector<std::string> ucx;
+    for (const NicRef& ref : rb.nics)
+      if (NicNames own = nic_names(c.t, ref); !own.rdma.empty()) ucx.push_back(own.rdma + ":1");
+    if (!ucx.empty()) rb.env.push_back({"UCX_NET_DEVICES", join(ucx, ",")});
   }
 }
 
@@ -419,7 +422,7 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   auto vis = visible_gpus(t, req.env, c.plan.explain, c.plan.warnings);
   if (!vis) return vis.error();
   std::vector<const Gpu*> visible = *vis;
-  unsigned k = req.gpus_per_rank;
+  unsigned k = req.gpus_per_rank.value_or(1);
 
   // 2. Rank count and each rank's GPUs.
   if (visible.empty()) {
@@ -438,6 +441,11 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
                                                            std::to_string(visible.size()) + " are visible"};
   } else {
     ranks = std::max<unsigned>(1, unsigned(cpu_numa_nodes(t).size()));
+  }
+  if (!req.gpus_per_rank && ranks == 1 && visible.size() > 1) {
+    k = unsigned(visible.size());
+    c.plan.explain.push_back("one rank and " + std::to_string(k) + " visible GPUs: the rank owns every GPU (and so the "
+                             "CPUs near all of them); --gpus-per-rank 1 binds it to the first GPU only");
   }
   if (k > 1 && size_t(ranks) * k > visible.size())
     return Error{"--gpus-per-rank " + std::to_string(k), std::to_string(ranks) + " ranks x " + std::to_string(k) + " GPUs need " +

@@ -24,7 +24,10 @@ std::optional<MemPolicy> mem_policy_from_string(const std::string& s);
 
 struct Request {
   std::optional<unsigned> ranks;       // default: visible GPUs / gpus_per_rank (CPU NUMA nodes without GPUs)
-  unsigned gpus_per_rank = 1;
+  // Default 1, except that a single rank with several visible GPUs gets them all: one task per
+  // node (srun -N2 --ntasks-per-node=1, a launcher that starts its own workers) owns its node,
+  // and binding it to the first GPU's half of the node would starve the workers it starts.
+  std::optional<unsigned> gpus_per_rank;
   Policy policy = Policy::closest;
   bool smt = true;                     // false: one PU per core
   bool balanced = false;               // leave leftover cores idle so every rank has the same count

@@ -133,7 +133,7 @@ TEST_P(CorpusPlans, PlanInvariantsHold) {
   ASSERT_TRUE(t.ok()) << t.error().message();
   for (const auto& r : gpubind::testing::invariant_requests(*t))
     gpubind::testing::expect_plan_invariants(*t, r, GetParam() + " -n " + std::to_string(*r.ranks) + " --gpus-per-rank " +
-                                                        std::to_string(r.gpus_per_rank));
+                                                        (r.gpus_per_rank ? std::to_string(*r.gpus_per_rank) : std::string("default")));
 }
 
 std::vector<std::string> sysfs_trees() {

@@ -14,7 +14,7 @@ namespace gpubind::testing {
 // The rank counts the acceptance names: 1, GPUs, 2 x GPUs, and GPUs/2 with 2 GPUs per rank.
 inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
   std::vector<plan::Request> out;
-  auto add = [&](unsigned ranks, unsigned k) {
+  auto add = [&](unsigned ranks, std::optional<unsigned> k) {
     plan::Request r;
     r.ranks = ranks;
     r.gpus_per_rank = k;
@@ -23,6 +23,7 @@ inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
   unsigned g = 0;
   for (const auto& gpu : t.gpus) g += gpu.vendor == t.gpus[0].vendor;
   add(1, 1);
+  add(1, std::nullopt);
   if (g) {
     add(g, 1);
     add(2 * g, 1);
@@ -94,7 +95,8 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
 
   unsigned vendor_gpus = 0;
   for (const auto& g : t.gpus) vendor_gpus += g.vendor == t.gpus[0].vendor;
-  if (vendor_gpus && *req.ranks * req.gpus_per_rank >= vendor_gpus) {
+  unsigned k = req.gpus_per_rank.value_or(*req.ranks == 1 ? std::max(1u, vendor_gpus) : 1);
+  if (vendor_gpus && *req.ranks * k >= vendor_gpus) {
     EXPECT_EQ(gpu_used.size(), vendor_gpus) << what << ": a GPU got no rank";
   }
 }

@@ -12,7 +12,7 @@ TEST(PlanInvariants, HoldOnEveryExampleMachine) {
     ASSERT_TRUE(t.ok());
     for (const Request& r : testing::invariant_requests(*t))
       testing::expect_plan_invariants(*t, r, std::string(e.name) + " -n " + std::to_string(*r.ranks) + " --gpus-per-rank " +
-                                                 std::to_string(r.gpus_per_rank));
+                                                 (r.gpus_per_rank ? std::to_string(*r.gpus_per_rank) : std::string("default")));
   }
 }
 

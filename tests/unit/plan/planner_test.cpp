@@ -102,6 +102,24 @@ TEST(Planner, NoSmtKeepsOnePuPerCore) {
   EXPECT_EQ(p.ranks[4].cpus.to_list(), "56-69");
 }
 
+TEST(Planner, OneRankOwnsEveryVisibleGpu) {
+  // One task per node (srun --ntasks-per-node=1 running its own launcher) owns the node.
+  auto t = example("dgx-h100");
+  Request r;
+  r.ranks = 1;
+  Plan p = must_plan(t, r);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus.size(), 8u);
+  EXPECT_EQ(p.ranks[0].cpus, t.allowed_cpus);
+  EXPECT_EQ(p.ranks[0].nics.size(), 8u);
+  EXPECT_EQ(p.ranks[0].mem_nodes, (std::vector<unsigned>{0, 1}));
+  // An explicit --gpus-per-rank 1 keeps the old meaning: the first GPU and its node.
+  r.gpus_per_rank = 1;
+  Plan one = must_plan(t, r);
+  EXPECT_EQ(one.ranks[0].gpus.size(), 1u);
+  EXPECT_EQ(one.ranks[0].cpus.to_list(), "0-55,112-167");
+}
+
 // --- 2. GPU identity -------------------------------------------------------------------------
 
 TEST(GpuIdentity, CudaVisibleDevicesIndicesPickGpusInOrder) {
