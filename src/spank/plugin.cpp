@@ -96,22 +96,45 @@ class SpankBinder final : public sys::Binder {
   bool m_dry;
 };
 
+// The variables srun exports to a task when the user chose a CPU or GPU binding of their own
+// (--cpu-bind, or SLURM_GPU_BIND in srun's environment; --gpu-bind itself is not visible to
+// tasks in Slurm 22.05).
+const char* const kUserBindingVars[] = {"SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND", "SLURM_GPU_BIND"};
+
 std::map<std::string, std::string> task_env(spank_t sp) {
   std::map<std::string, std::string> env;
   std::vector<std::string> names = bind::local_rank_env_names();
   for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
+  for (const char* n : kUserBindingVars) names.push_back(n);
   char buf[4096];
   for (const std::string& n : names)
     if (spank_getenv(sp, n.c_str(), buf, sizeof buf) == ESPANK_SUCCESS) env[n] = buf;
   return env;
 }
 
-// The task's binding; an Error says why it could not be made or applied.
-Status bind_task(spank_t sp) {
+// The task's binding; an Error says why it could not be made or applied. `site_default`: the
+// mode comes from plugstack.conf, not from the user's --gpubind, so it must never fight what the
+// user or Slurm chose:
+//   - an explicit --cpu-bind (or SLURM_GPU_BIND) wins: the task is left as Slurm binds it;
+//   - a step with one task on this node is left to that task (it is usually a launcher,
+//     torchrun or `gpubind launch`, that binds the workers it starts within the allocation);
+//   - any narrowing below the step's CPUs is said on stderr.
+Status bind_task(spank_t sp, bool site_default) {
   std::map<std::string, std::string> env = task_env(sp);
   auto lr = bind::detect_local_rank(env);
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
+  if (site_default) {
+    for (const char* v : kUserBindingVars)
+      if (env.count(v)) {
+        if (g.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
+        return Ok{};
+      }
+    if ((*lr)->size == 1) {
+      if (g.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
+      return Ok{};
+    }
+  }
   auto topo = g.topology.empty() ? discover::load_live_cached(discover::default_cache_dir()) : discover::load_topology(g.topology);
   if (!topo) return topo.error();
   plan::Request req;
@@ -136,6 +159,10 @@ Status bind_task(spank_t sp) {
   std::vector<std::string> warnings;
   Status s = bind::apply_binding(*p, rb, m, binder, bind::BestEffort::no, warnings);
   if (!s) return s;
+  for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
+  if (site_default && rb.cpus != m.allowed_cpus)
+    std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
+                 plan::to_string(req.policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());
   if (g.verbose)
     std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
                  rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
@@ -186,10 +213,11 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   try {
-    std::string mode = g.mode.empty() ? g.site_default : g.mode;
+    bool site_default = g.mode.empty();
+    std::string mode = site_default ? g.site_default : g.mode;
     if (mode.empty() || mode == "none") return 0;
     g.mode = mode;
-    Status s = bind_task(sp);
+    Status s = bind_task(sp, site_default);
     if (s) return 0;
     std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", s.error().message().c_str());
     return g.strict ? -1 : 0;

@@ -70,8 +70,30 @@ rc=$?
 
 # 7. Site default: every step bound without users changing scripts.
 plugstack default=closest
-out=$(srun -Q -N1 -n2 sh -c "$probe" 2>&1)
+out=$(srun -Q -N1 -n2 sh -c "$probe" 2>"$WORK/err")
 [ "$(echo "$out" | awk '$4!="unset"' | wc -l)" = 2 ] && pass "plugstack default=closest binds plain srun" || fail "site default: $out"
+# ... and says so when it narrows a task below the step's CPUs.
+[ "$(grep -c 'site default closest binds local rank' "$WORK/err")" = 2 ] && pass "site default: narrowing said on stderr" \
+  || fail "site default narrowing not reported: $(cat "$WORK/err")"
+
+# 7b. An explicit user --cpu-bind wins over the site default (Slurm's mask is what the task gets).
+out=$(srun -Q -N1 -n2 --cpu-bind=mask_cpu:0x2,0x1 sh -c "$probe" 2>"$WORK/err")
+[ "$(echo "$out" | awk '$4=="unset"' | wc -l)" = 2 ] && pass "site default: an explicit --cpu-bind wins" \
+  || fail "site default overrode --cpu-bind: $out $(cat "$WORK/err")"
+out=$(srun -Q -N1 -n2 --gpubind=none sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk '$4=="unset"' | wc -l)" = 2 ] && pass "site default: --gpubind=none opts out" || fail "none under default: $out"
+
+# 7c. One task per node runs its own launcher: left alone, and `gpubind launch` inside it plans
+#     over the whole allocation (its two ranks disjoint, not both squeezed onto one CPU).
+out=$(srun -Q -N1 -n1 -c2 sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk '$4=="unset"' | wc -l)" = 1 ] && pass "site default: a single-task step is left to its launcher" \
+  || fail "single-task step bound: $out"
+if [ "$(nproc)" -ge 2 ]; then
+  out=$(srun -Q -N1 -n1 -c2 "$GPUBIND" launch -n 2 --quiet -- sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2' 2>/dev/null)
+  c0=$(echo "$out" | sed -n 1p); c1=$(echo "$out" | sed -n 2p)
+  [ -n "$c0" ] && [ -n "$c1" ] && disjoint "$c0" "$c1" && pass "launch inside a single-task step: ranks on $c0 and $c1" \
+    || fail "launch inside a single-task step: '$out'"
+fi
 
 # 8. A fixture topology (admin-chosen) in dry-run: the plan follows its 2-socket, 8-GPU layout.
 plugstack "topology=example:dgx-h100 dryrun"
