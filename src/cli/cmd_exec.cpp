@@ -75,15 +75,12 @@ int cmd_exec(const std::vector<std::string>& args) {
   }
   if (local_size) lr.size = local_size;
 
-  // 2. The machine: this one. A captured topology describes another machine, so it may only
-  // be previewed.
+  // 2. The machine: this one. A topology file (an admin's corrected copy of this machine) may
+  // be bound with when it describes this machine; any other only previewed with --dry-run.
   std::string source = topology_source(o.topology);
-  if (!source.empty() && !dry_run)
-    return fail(Error{"--topology " + source, "refusing to bind with a topology that is not this machine; "
-                                              "use --dry-run to preview the binding"},
-                kExitExecFailed);
-  auto topo = source.empty() ? discover::load_live_cached(no_cache ? "" : discover::default_cache_dir())
-                             : discover::load_topology(source);
+  std::string label = (o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
+  std::string cache = no_cache ? "" : discover::default_cache_dir();
+  auto topo = dry_run && !source.empty() ? discover::load_topology(source) : discover::load_for_binding(source, label, cache);
   if (!topo) return fail(topo.error(), kExitExecFailed);
 
   // 3. The same plan `gpubind plan` makes, for this node's ranks.
@@ -91,7 +88,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   // MPI launchers and srun may have pinned this rank already; plan over the node's (cgroup's)
   // CPUs so every rank of the node sees the same set. torchrun-style launchers do not pin.
   bool launcher_pins = lr.source != "LOCAL_RANK" && lr.source != "--local-rank";
-  AllowedFrom from = !source.empty() ? AllowedFrom::topology : launcher_pins ? AllowedFrom::cgroup : AllowedFrom::affinity;
+  AllowedFrom from = dry_run && !source.empty() ? AllowedFrom::topology
+                     : launcher_pins                ? AllowedFrom::cgroup
+                                                    : AllowedFrom::affinity;
   auto req = make_request(o, *topo, from);
   if (!req) return fail(req.error(), kExitExecFailed);
   auto plan = plan::make_plan(*topo, *req);

@@ -89,7 +89,9 @@ int cmd_launch(const std::vector<std::string>& args) {
   }
   if (const char* job = std::getenv("SLURM_JOB_ID")) spec.run_id = std::string("slurm-") + job;
 
-  auto topo = discover::load_live_cached(no_cache ? "" : discover::default_cache_dir());
+  // This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches.
+  std::string source = topology_source("");
+  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source, no_cache ? "" : discover::default_cache_dir());
   if (!topo) return fail(topo.error(), kExitFailure);
   auto req = make_request(o, *topo, AllowedFrom::affinity);
   if (!req) return fail(req.error(), kExitUsage);

@@ -49,6 +49,18 @@ std::string default_cache_dir() {
   return "/tmp/gpubind-" + sys::user_id();
 }
 
+Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir) {
+  auto live = load_live_cached(cache_dir);
+  if (source.empty() || !live) return live;
+  auto file = load_topology(source);
+  if (!file) return file.error();
+  std::vector<std::string> diff = topo::machine_differences(*live, *file);
+  if (!diff.empty())
+    return Error{label, "does not describe this machine (" + join(diff, "; ") + "); --dry-run previews a binding for another machine"};
+  file->allowed_cpus = live->allowed_cpus & file->cpus;
+  return file;
+}
+
 Result<topo::Topology> load_live_cached(const std::string& cache_dir) {
   if (cache_dir.empty()) return load_topology("");
   auto key = cache_key();

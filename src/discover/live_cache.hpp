@@ -20,4 +20,11 @@ std::string default_cache_dir();
 // `cache_dir` "" disables the cache.
 Result<topo::Topology> load_live_cached(const std::string& cache_dir);
 
+// The topology to bind with on this machine. `source` "" is this machine (cached). Otherwise a
+// topology file an admin corrected (GPU locality a VM's firmware does not report, say) may be
+// used for live binding when it describes this machine: the same PUs and NUMA nodes; its
+// allowed CPUs are then this process's (the cgroup's). When it describes another machine the
+// error says what differs. `label` names the source in errors ("--topology X").
+Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir);
+
 }  // namespace gpubind::discover

@@ -135,7 +135,12 @@ Status bind_task(spank_t sp, bool site_default) {
       return Ok{};
     }
   }
-  auto topo = g.topology.empty() ? discover::load_live_cached(discover::default_cache_dir()) : discover::load_topology(g.topology);
+  // The admin's topology= is used for binding only when it describes this node; with dryrun it
+  // may be any machine (nothing is applied).
+  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(discover::default_cache_dir())
+                                              : discover::load_topology(g.topology))
+                        : discover::load_for_binding(g.topology, "plugstack.conf topology=" + g.topology,
+                                                     discover::default_cache_dir());
   if (!topo) return topo.error();
   plan::Request req;
   req.ranks = (*lr)->size;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/strings.hpp"
+
 namespace gpubind::topo {
 
 const char* to_string(PathClass c) {
@@ -109,6 +111,22 @@ const Gpu* find_gpu(const Topology& t, const std::string& pci) {
   for (const Gpu& g : t.gpus)
     if (g.pci == pci) return &g;
   return nullptr;
+}
+
+std::vector<std::string> machine_differences(const Topology& machine, const Topology& other) {
+  std::vector<std::string> out;
+  if (machine.cpus != other.cpus) out.push_back("PUs " + other.cpus.to_list() + ", this machine has " + machine.cpus.to_list());
+  auto nodes = [](const Topology& t) {
+    std::vector<std::string> v;
+    for (const NumaNode& n : t.numa_nodes)
+      if (!n.cpus.empty()) v.push_back(std::to_string(n.os_index) + ":" + n.cpus.to_list());
+    return v;
+  };
+  std::vector<std::string> mine = nodes(machine), theirs = nodes(other);
+  if (mine != theirs)
+    out.push_back("NUMA nodes with CPUs " + (theirs.empty() ? std::string("(none)") : join(theirs, " ")) +
+                  ", this machine has " + (mine.empty() ? std::string("(none)") : join(mine, " ")));
+  return out;
 }
 
 Status validate(const Topology& t) {

@@ -115,6 +115,11 @@ std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsig
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 
+// How `other` differs from `machine` in what binding depends on: the PU set and the NUMA nodes
+// (their OS indexes and CPUs). Empty when `other` describes the same machine, e.g. an admin's
+// corrected copy of it with GPU locality filled in.
+std::vector<std::string> machine_differences(const Topology& machine, const Topology& other);
+
 // Checks the invariants every loader must meet; returns the first violation.
 Status validate(const Topology& t);
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# exec (and launch) with an admin's topology file on a live node: a file that describes this
+# machine (its own `topo --json`, hwloc's `lstopo --of xml`, a copy with GPU locality filled in)
+# is bound with, from --topology and from GPUBIND_TOPOLOGY; a file of another machine is refused
+# with one line saying what differs, exit 125, nothing started.
+set -u
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+[ -x $PY ] || skip "no /usr/bin/python3 to edit the JSON copy"
+export GPUBIND_CACHE_DIR=off
+probe='echo "$(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset} ${GPUBIND_GPU:-unset}"'
+
+"$GPUBIND" topo --json >"$WORK/live.json" || { fail "topo --json"; finish; }
+want=$(LOCAL_RANK=0 "$GPUBIND" exec -q -- sh -c "$probe")
+
+# 1. This machine's own JSON, by flag and by environment: the same binding as live.
+got=$(LOCAL_RANK=0 "$GPUBIND" exec -q --topology "$WORK/live.json" -- sh -c "$probe" 2>"$WORK/err")
+[ $? = 0 ] && [ "$got" = "$want" ] && pass "exec --topology <this machine's JSON> binds: $got" \
+  || fail "exec with this machine's JSON: '$got' (live: '$want') $(cat "$WORK/err")"
+got=$(LOCAL_RANK=0 GPUBIND_TOPOLOGY="$WORK/live.json" "$GPUBIND" exec -q -- sh -c "$probe" 2>"$WORK/err")
+[ $? = 0 ] && [ "$got" = "$want" ] && pass "GPUBIND_TOPOLOGY=<this machine> exec binds" \
+  || fail "GPUBIND_TOPOLOGY exec: '$got' $(cat "$WORK/err")"
+
+# 2. hwloc's own XML of this machine.
+if command -v lstopo-no-graphics >/dev/null; then
+  lstopo-no-graphics --of xml >"$WORK/live.xml"
+  got=$(LOCAL_RANK=0 "$GPUBIND" exec -q --topology "$WORK/live.xml" -- sh -c "$probe" 2>"$WORK/err")
+  [ $? = 0 ] && [ "$got" = "$want" ] && pass "exec --topology <lstopo XML of this machine> binds" \
+    || fail "lstopo XML: '$got' $(cat "$WORK/err")"
+else
+  echo "note: lstopo-no-graphics not found; hwloc XML case not run"
+fi
+
+# 3. An admin-corrected copy: a GPU the VM's firmware hides, placed on node 0. The plan follows it.
+$PY - "$WORK/live.json" "$WORK/admin.json" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+node = t["numa_nodes"][0]
+t["gpus"] = [{"index": 0, "vendor": "nvidia", "name": "admin GPU", "uuid": "", "pci": "0000:e1:00.0",
+              "vendor_id": "0x10de", "device_id": "0x2330", "class_id": "0x0302", "os_names": [],
+              "numa": [node["os_index"]], "cpus": node["cpus"], "pcie_path": ["hb:0000:e0"], "memory_numa": []}]
+json.dump(t, open(sys.argv[2], "w"))
+PYEOF
+got=$(LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$GPUBIND" exec -q --topology "$WORK/admin.json" -- sh -c "$probe" 2>"$WORK/err")
+[ $? = 0 ] && [ "$(echo "$got" | awk '{print $3}')" = "0000:e1:00.0" ] && pass "admin-corrected topology: rank bound to its GPU 0000:e1:00.0" \
+  || fail "admin copy: '$got' $(cat "$WORK/err")"
+out=$(GPUBIND_TOPOLOGY="$WORK/admin.json" "$GPUBIND" launch -n 1 -q -- sh -c "$probe" 2>/dev/null)
+[ "$(echo "$out" | awk '{print $3}')" = "0000:e1:00.0" ] && pass "launch follows GPUBIND_TOPOLOGY of this machine" \
+  || fail "launch with the admin copy: '$out'"
+
+# 4. Another machine: refused, one line naming the difference, exit 125, the command not run.
+rm -f "$WORK/ran"
+LOCAL_RANK=0 GPUBIND_TOPOLOGY=example:dgx-h100 "$GPUBIND" exec -- touch "$WORK/ran" >"$WORK/out" 2>&1
+rc=$?
+[ $rc = 125 ] && [ ! -e "$WORK/ran" ] && [ "$(wc -l <"$WORK/out")" = 1 ] \
+  && grep -q "^gpubind: error: GPUBIND_TOPOLOGY=example:dgx-h100: does not describe this machine (PUs 0-223, this machine has" "$WORK/out" \
+  && pass "another machine's topology refused: $(cat "$WORK/out")" || fail "mismatch (rc $rc): $(cat "$WORK/out")"
+$PY - "$WORK/live.json" "$WORK/other-nodes.json" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["numa_nodes"][0]["os_index"] = 7
+t["numa_nodes"][0]["cpus"] = t["cpus"]
+for x in t["gpus"] + t["nics"]:
+    x["numa"] = [7] if x.get("numa") else x.get("numa")
+t["distances"] = []
+json.dump(t, open(sys.argv[2], "w"))
+PYEOF
+LOCAL_RANK=0 "$GPUBIND" exec --topology "$WORK/other-nodes.json" -- true >"$WORK/out" 2>&1
+rc=$?
+[ $rc = 125 ] && grep -q "NUMA nodes with CPUs 7:" "$WORK/out" && pass "different NUMA nodes refused: $(cat "$WORK/out")" \
+  || fail "NUMA mismatch (rc $rc): $(cat "$WORK/out")"
+# ... while --dry-run still previews any machine.
+LOCAL_RANK=0 "$GPUBIND" exec --topology example:dgx-h100 --dry-run -q -- true >/dev/null && pass "--dry-run previews another machine" \
+  || fail "dry run refused"
+finish
