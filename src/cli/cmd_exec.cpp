@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "bind/apply.hpp"
+#include "bind/launcher_binding.hpp"
 #include "bind/local_rank.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -10,6 +11,7 @@
 #include "discover/source.hpp"
 #include "render/plan_render.hpp"
 #include "sys/binder.hpp"
+#include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -46,7 +48,7 @@ int cmd_exec(const std::vector<std::string>& args) {
                "gpubind exec");
   PlanOptions o;
   std::optional<unsigned> local_rank, local_size;
-  bool dry_run = false, verbose = false, best_effort = false, no_cache = false;
+  bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
   add_topology_option(app, o.topology);
   add_plan_options(app, o);
   app.add_option("--local-rank", local_rank, "This process's local rank (default: from the launcher's environment)");
@@ -55,6 +57,12 @@ int cmd_exec(const std::vector<std::string>& args) {
   app.add_flag("--verbose", verbose, "Say which launcher variable gave the local rank and what was applied");
   app.add_flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
   app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
+  app.add_flag("--report-bindings", report,
+               "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
+               "memory, NIC");
+  app.add_flag("--keep-launcher-binding", keep_launcher,
+               "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
+               "as many cores as the plan's");
 
   std::vector<std::string> command;
   if (int rc = parse_with_command(app, args, kExitExecFailed, command); rc >= 0) return rc;
@@ -99,8 +107,27 @@ int cmd_exec(const std::vector<std::string>& args) {
     return fail(Error{lr.source + "=" + std::to_string(lr.rank), "the plan has only " + std::to_string(plan->ranks.size()) +
                                                                   " local ranks; give --local-size or -n"},
                 kExitExecFailed);
-  const plan::RankBinding& rb = plan->ranks[lr.rank];
+  plan::RankBinding rb = plan->ranks[lr.rank];
   print_warnings(warnings_for_rank(*plan, lr.rank), o.quiet);
+
+  // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
+  // --cpu-bind): kept on request, otherwise replaced with a note, never silently.
+  auto machine = dry_run ? Result<bind::MachineState>(bind::MachineState{topo->cpus, topo->allowed_cpus, CpuSet::range(0, 4095)})
+                         : bind::current_machine_state();
+  if (!machine) return fail(machine.error(), kExitExecFailed);
+  if (from == AllowedFrom::cgroup && !dry_run) {
+    bind::LauncherBinding lb = bind::judge_launcher_binding(*topo, rb, machine->allowed_cpus, topo->allowed_cpus, keep_launcher);
+    if (!lb.note.empty() && !o.quiet)
+      std::fprintf(stderr, "gpubind: note: %s\n", one_line(lb.note).c_str());
+  }
+  if (report) {
+    auto env = environment_of(bind::global_rank_env_names());
+    long g = bind::global_rank(env);
+    std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
+                 one_line(topo->hostname.empty() ? "localhost" : topo->hostname).c_str(), sys::current_pid(),
+                 g < 0 ? "?" : std::to_string(g).c_str(), lr.rank, plan->ranks.size(), describe(rb).c_str(),
+                 render::core_map(*topo, rb.cpus).c_str());
+  }
 
   if (dry_run) {
     std::printf("local rank %u of %zu (%s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(), describe(rb).c_str());
@@ -111,8 +138,6 @@ int cmd_exec(const std::vector<std::string>& args) {
   }
 
   // 4. Apply, all or nothing, then exec.
-  auto machine = bind::current_machine_state();
-  if (!machine) return fail(machine.error(), kExitExecFailed);
   bind::MachineState m = *machine;
   // sched_setaffinity may widen a launcher's pinning up to the cgroup's CPUs, never beyond.
   if (from == AllowedFrom::cgroup) m.allowed_cpus = topo->allowed_cpus;

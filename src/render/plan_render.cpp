@@ -61,6 +61,21 @@ std::string format_share(const std::optional<double>& v) {
   return buf;
 }
 
+std::string core_map(const topo::Topology& t, const CpuSet& cpus) {
+  std::string out;
+  for (const topo::Package& pkg : t.packages) {
+    std::vector<std::string> cores;
+    for (const topo::Core& c : t.cores) {
+      if (!c.pus.is_subset_of(pkg.cpus)) continue;
+      std::string s;
+      for (unsigned pu : c.pus.ids()) s += cpus.test(pu) ? 'B' : '.';
+      cores.push_back(s);
+    }
+    out += "[" + join(cores, "/") + "]";
+  }
+  return out;
+}
+
 std::string plan_table(const Plan& p, bool explain) {
   std::string out = "Plan: " + std::to_string(p.ranks.size()) + " rank(s), policy " + plan::to_string(p.policy) + ", memory " +
                     plan::to_string(p.mem) + ", on " + p.topology_origin + "\n\n";

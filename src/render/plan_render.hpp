@@ -23,6 +23,10 @@ std::string plan_rankfile(const plan::Plan& p, const std::string& host);
 // One numactl command line per rank.
 std::string plan_numactl(const plan::Plan& p);
 
+// A map of the machine's PUs as Open MPI's --report-bindings draws it: one [...] per package,
+// its cores separated by '/', one character per PU: 'B' in `cpus`, '.' not.
+std::string core_map(const topo::Topology& t, const CpuSet& cpus);
+
 // Per-score text used by the plan table and by compare.
 std::string format_share(const std::optional<double>& v);
 

@@ -1,3 +1,4 @@
+#include "render/plan_render.hpp"
 #include "render/topo_text.hpp"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,17 @@ TEST(TopoMatrix, GpuMemoryNodeColumn) {
   auto row = out.substr(out.find("\nGPU0") + 1);
   row = row.substr(0, row.find('\n'));
   EXPECT_EQ(row.substr(row.size() - 1), "1") << row;
+}
+
+}  // namespace gpubind::render
+
+namespace gpubind::render {
+
+TEST(CoreMap, OneBracketPerPackageOneCharacterPerPu) {
+  auto t = discover::load_topology("pack:2 core:2 pu:2");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(core_map(*t, CpuSet::of({0, 1, 4})), "[BB/..][B./..]");
+  EXPECT_EQ(core_map(*t, CpuSet()), "[../..][../..]");
 }
 
 }  // namespace gpubind::render

@@ -1,0 +1,75 @@
+#include "bind/launcher_binding.hpp"
+
+#include "util/strings.hpp"
+
+namespace gpubind::bind {
+
+namespace {
+
+unsigned cores_in(const topo::Topology& t, const CpuSet& cpus) {
+  unsigned n = 0;
+  for (const topo::Core& c : t.cores) n += c.pus.intersects(cpus);
+  return n;
+}
+
+}  // namespace
+
+LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBinding& rb, const CpuSet& launcher,
+                                       const CpuSet& allowed, bool keep) {
+  LauncherBinding out;
+  out.launcher = launcher;
+  if (launcher.empty() || allowed.is_subset_of(launcher)) return out;  // not pinned by the launcher
+  if (launcher == rb.cpus) {
+    out.kind = LauncherBinding::Kind::same;
+    return out;
+  }
+  std::string who = "local rank " + std::to_string(rb.local_rank);
+  // Near: the GPU's node(s); a rank without GPU has its memory node(s).
+  std::vector<unsigned> gpu_nodes;
+  for (const plan::GpuRef& g : rb.gpus)
+    if (const topo::Gpu* gpu = topo::find_gpu(t, g.pci); gpu && gpu->numa)
+      for (unsigned n : topo::nodes_with_cpus(t, *gpu->numa)) gpu_nodes.push_back(n);
+  if (rb.gpus.empty()) gpu_nodes = rb.mem_nodes;
+  CpuSet near = topo::cpus_of_nodes(t, gpu_nodes);
+  unsigned have = cores_in(t, launcher), want = cores_in(t, rb.cpus);
+  if (keep) {
+    if (!near.empty() && launcher.is_subset_of(near) && have >= want) {
+      out.kind = LauncherBinding::Kind::kept;
+      out.note = who + ": keeps the launcher's CPUs " + launcher.to_list() + " (on the rank's NUMA node, " + std::to_string(have) +
+                 " core(s); the plan's were " + rb.cpus.to_list() + ")";
+      rb.cpus = launcher;
+      for (auto& [k, v] : rb.env)
+        if (k == "OMP_NUM_THREADS") v = std::to_string(std::max(1u, have));
+      return out;
+    }
+  }
+  bool narrowed = rb.cpus.is_subset_of(launcher), widened = launcher.is_subset_of(rb.cpus);
+  out.kind = narrowed ? LauncherBinding::Kind::narrowed : widened ? LauncherBinding::Kind::widened : LauncherBinding::Kind::replaced;
+  out.note = who + ": gpubind " + (narrowed ? "narrows" : widened ? "widens" : "replaces") + " the launcher's binding to CPUs " +
+             launcher.to_list() +
+             " with " + rb.cpus.to_list();
+  if (!keep)
+    out.note += " (--keep-launcher-binding keeps a launcher binding on the GPU's node)";
+  else
+    out.note += std::string(" (not kept: ") +
+                (near.empty()                   ? "the GPU's node is unknown"
+                 : !launcher.is_subset_of(near) ? "CPUs " + (launcher - near).to_list() + " are off the GPU's node"
+                                                : std::to_string(have) + " core(s) where the plan gives " + std::to_string(want)) +
+                ")";
+  return out;
+}
+
+const std::vector<std::string>& global_rank_env_names() {
+  static const std::vector<std::string> names = {"RANK",     "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",  "PMIX_RANK",
+                                                 "PMI_RANK", "PALS_RANKID",          "FLUX_TASK_RANK"};
+  return names;
+}
+
+long global_rank(const std::map<std::string, std::string>& env) {
+  for (const std::string& n : global_rank_env_names())
+    if (auto it = env.find(n); it != env.end())
+      if (auto v = parse_uint(it->second); v && *v < 100000000) return long(*v);
+  return -1;
+}
+
+}  // namespace gpubind::bind

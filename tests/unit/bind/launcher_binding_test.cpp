@@ -1,0 +1,101 @@
+// What exec does about a binding the launcher already made (issue 9: never replaced silently;
+// kept on request when it is on the GPU's node and large enough).
+#include "bind/launcher_binding.hpp"
+
+#include <gtest/gtest.h>
+
+#include "discover/source.hpp"
+
+namespace gpubind::bind {
+
+namespace {
+
+struct Fixture {
+  topo::Topology t;
+  plan::Plan p;
+};
+
+Fixture h100() {
+  auto t = discover::load_topology("example:dgx-h100");
+  EXPECT_TRUE(t.ok());
+  auto p = plan::make_plan(*t, {});
+  EXPECT_TRUE(p.ok());
+  return {*t, *p};
+}
+
+std::string omp(const plan::RankBinding& rb) {
+  for (const auto& [k, v] : rb.env)
+    if (k == "OMP_NUM_THREADS") return v;
+  return "";
+}
+
+}  // namespace
+
+TEST(LauncherBinding, UnpinnedRankIsNotReported) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, f.t.allowed_cpus, f.t.allowed_cpus, false);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::unpinned);
+  EXPECT_EQ(lb.note, "");
+}
+
+TEST(LauncherBinding, SameAsThePlanIsNotReported) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, rb.cpus, f.t.allowed_cpus, false);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::same);
+  EXPECT_EQ(lb.note, "");
+}
+
+TEST(LauncherBinding, AnotherSocketIsReplacedWithANote) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::of({56}), f.t.allowed_cpus, false);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::replaced);
+  EXPECT_NE(lb.note.find("replaces the launcher's binding to CPUs 56 with 0-13,112-125"), std::string::npos) << lb.note;
+}
+
+TEST(LauncherBinding, AWholeSocketIsNarrowedWithANote) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::range(0, 55) | CpuSet::range(112, 167), f.t.allowed_cpus, false);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::narrowed);
+  EXPECT_NE(lb.note.find("narrows"), std::string::npos) << lb.note;
+}
+
+TEST(LauncherBinding, KeepTakesALauncherBindingOnTheGpusNodeWithEnoughCores) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  CpuSet launcher = CpuSet::range(20, 39) | CpuSet::range(132, 151);  // 20 cores on node 0
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, launcher, f.t.allowed_cpus, true);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::kept);
+  EXPECT_EQ(rb.cpus, launcher);
+  EXPECT_EQ(omp(rb), "20");
+}
+
+TEST(LauncherBinding, KeepRefusesCpusOffTheGpusNode) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  CpuSet planned = rb.cpus;
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::range(50, 69), f.t.allowed_cpus, true);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::replaced);
+  EXPECT_EQ(rb.cpus, planned);
+  EXPECT_NE(lb.note.find("not kept: CPUs 56-69 are off the GPU's node"), std::string::npos) << lb.note;
+}
+
+TEST(LauncherBinding, KeepRefusesFewerCoresThanThePlan) {
+  Fixture f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::of({0, 112}), f.t.allowed_cpus, true);
+  EXPECT_EQ(lb.kind, LauncherBinding::Kind::widened);
+  EXPECT_NE(lb.note.find("1 core(s) where the plan gives 14"), std::string::npos) << lb.note;
+}
+
+TEST(GlobalRank, FromTheLaunchersVariable) {
+  EXPECT_EQ(global_rank({{"OMPI_COMM_WORLD_RANK", "11"}}), 11);
+  EXPECT_EQ(global_rank({{"RANK", "3"}, {"SLURM_PROCID", "9"}}), 3);
+  EXPECT_EQ(global_rank({{"SLURM_PROCID", "x"}}), -1);
+  EXPECT_EQ(global_rank({}), -1);
+}
+
+}  // namespace gpubind::bind
