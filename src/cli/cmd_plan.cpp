@@ -1,6 +1,7 @@
 // gpubind plan: which GPU, CPUs, memory nodes and NIC each local rank gets.
 #include <cstdio>
 
+#include "bind/hostlist.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
@@ -19,8 +20,12 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::optional<unsigned> rank;
   add_topology_option(app, o.topology);
   add_plan_options(app, o);
-  app.add_option("--format", format, "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI), numactl")
-      ->check(CLI::IsMember({"table", "json", "env", "slurm", "rankfile", "numactl"}));
+  std::string hosts;
+  app.add_option("--format", format,
+                 "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI 4, physical CPUs), "
+                 "rankfile-logical (Open MPI 5), numactl")
+      ->check(CLI::IsMember({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl"}));
+  app.add_option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
   app.add_flag("--json", json, "Same as --format json");
   app.add_option("--rank", rank, "Local rank for --format env");
   app.add_flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
@@ -45,7 +50,15 @@ int cmd_plan(const std::vector<std::string>& args) {
   else if (format == "json") out = render::plan_json(*plan, explain).dump(2) + "\n";
   else if (format == "env") out = render::plan_env(*plan, *rank);
   else if (format == "slurm") out = render::plan_slurm(*plan);
-  else if (format == "rankfile") out = render::plan_rankfile(*plan, topo->hostname.empty() ? "localhost" : topo->hostname);
+  else if (format == "rankfile" || format == "rankfile-logical") {
+    std::vector<std::string> host_list = {topo->hostname.empty() ? "localhost" : topo->hostname};
+    if (!hosts.empty()) {
+      auto h = bind::expand_hosts(hosts);
+      if (!h) return fail(Error{"--hosts", h.error().message()}, kExitUsage);
+      host_list = *h;
+    }
+    out = render::plan_rankfile(*plan, *topo, host_list, format == "rankfile-logical");
+  }
   else out = render::plan_numactl(*plan);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (explain && format != "table" && format != "json")

@@ -3,6 +3,7 @@
 // AutoDetect needs NVML or RSMI on the node; this needs only the topology, so it also works from
 // a captured topology file.
 #include <string>
+#include <vector>
 
 #include "topo/topology.hpp"
 
@@ -10,6 +11,13 @@ namespace gpubind::render {
 
 // `node_name` "" writes lines without NodeName= (they then apply to every node reading the file).
 std::string gres_conf(const topo::Topology& t, const std::string& node_name);
+
+// The gres.conf Type= of a GPU as Slurm's AutoDetect spells it: the model name lowercased with
+// spaces as underscores ("NVIDIA A100-SXM4-40GB" -> "nvidia_a100-sxm4-40gb").
+std::string slurm_gpu_type(const topo::Gpu& g);
+
+// The node's slurm.conf Gres= value matching gres_conf(): "gpu:TYPE:COUNT[,gpu:TYPE2:COUNT]".
+std::string slurm_node_gres(const topo::Topology& t);
 
 // Slurm numbers cores 0..N-1 in the machine's logical order: package by package, then by
 // position inside the package (hwloc's logical order), not by OS CPU number; this maps each

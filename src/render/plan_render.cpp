@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "render/gres_conf.hpp"
 #include "render/table.hpp"
 #include "util/strings.hpp"
 
@@ -170,11 +171,41 @@ std::string plan_slurm(const Plan& p) {
   return out + "\n";
 }
 
-std::string plan_rankfile(const Plan& p, const std::string& host) {
-  std::string out = "# Open MPI rankfile from gpubind (physical CPU numbers):\n"
-                    "#   mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 ...\n";
-  for (const RankBinding& rb : p.ranks)
-    out += "rank " + std::to_string(rb.local_rank) + "=" + host + " slot=" + rb.cpus.to_list() + "\n";
+std::string plan_rankfile(const Plan& p, const topo::Topology& t, const std::vector<std::string>& hosts, bool logical) {
+  std::string out =
+      logical ? "# Open MPI 5 rankfile from gpubind (hwloc logical indexes of the allowed cores; PRRTE reads only\n"
+                "# logical numbers):\n"
+                "#   mpirun --map-by rankfile:file=FILE ...\n"
+              : "# Open MPI 4 rankfile from gpubind (physical CPU numbers):\n"
+                "#   mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 ...\n"
+                "# Open MPI 5 (PRRTE) reads rankfile CPUs as logical indexes: use --format rankfile-logical there.\n";
+  std::vector<std::string> slots;
+  // hwloc's logical core order is Slurm's core numbering (package by package) over the cores
+  // the process may use: hwloc leaves disallowed ones (a cgroup, reserved system cores) out.
+  std::vector<unsigned> ids;
+  if (logical) {
+    std::vector<unsigned> all = slurm_core_ids(t);
+    std::vector<size_t> by_id(all.size());
+    for (size_t i = 0; i < all.size(); ++i) by_id[all[i]] = i;
+    ids.assign(all.size(), 0);
+    unsigned next = 0;
+    for (size_t i : by_id)
+      if (t.cores[i].pus.intersects(t.allowed_cpus)) ids[i] = next++;
+  }
+  for (const RankBinding& rb : p.ranks) {
+    if (!logical) {
+      slots.push_back(rb.cpus.to_list());
+      continue;
+    }
+    CpuSet cores;
+    for (size_t i = 0; i < t.cores.size(); ++i)
+      if (t.cores[i].pus.intersects(rb.cpus)) cores.set(ids[i]);
+    slots.push_back(cores.to_list());
+  }
+  size_t n = p.ranks.size();
+  for (size_t h = 0; h < hosts.size(); ++h)
+    for (const RankBinding& rb : p.ranks)
+      out += "rank " + std::to_string(h * n + rb.local_rank) + "=" + hosts[h] + " slot=" + slots[rb.local_rank] + "\n";
   return out;
 }
 

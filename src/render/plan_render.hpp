@@ -18,8 +18,11 @@ std::string plan_env(const plan::Plan& p, unsigned rank);
 // srun flags: --cpu-bind=mask_cpu:..., --gpu-bind=map_gpu:... (mask_gpu with several GPUs per
 // rank), --mem-bind=... .
 std::string plan_slurm(const plan::Plan& p);
-// An Open MPI rankfile with physical CPU numbers, for `mpirun --rankfile F --mca rmaps_rank_file_physical 1`.
-std::string plan_rankfile(const plan::Plan& p, const std::string& host);
+// An Open MPI rankfile for the node's plan on every host of `hosts` (ranks numbered host by host:
+// host i's local rank r is rank i*R+r). `logical` false: physical CPU numbers, for Open MPI 4
+// (`mpirun --rankfile F --mca rmaps_rank_file_physical 1`); true: hwloc logical core indexes,
+// which Open MPI 5 (PRRTE) requires (`mpirun --map-by rankfile:file=F`).
+std::string plan_rankfile(const plan::Plan& p, const topo::Topology& t, const std::vector<std::string>& hosts, bool logical);
 // One numactl command line per rank.
 std::string plan_numactl(const plan::Plan& p);
 

@@ -70,11 +70,19 @@ start() {
   done
   printf '%s' "$gres_lines" > "$D/etc/gres.conf"
   # GRES_FROM: a command that writes gres.conf lines for one node (`gpubind slurm gres-conf
-  # --topology ...`); its /dev/nvidiaN files are mapped to this cluster's fake ones.
+  # --topology ...`); its /dev/nvidiaN files are mapped to this cluster's fake ones, and the
+  # node's slurm.conf Gres= is the one it prints ("# slurm.conf: NodeName=nI Gres=...").
   if [ -n "${GRES_FROM:-}" ]; then
     : > "$D/etc/gres.conf"
     for i in $(seq 1 "$NODES"); do
-      $GRES_FROM --node-name "n$i" | sed "s#File=/dev/#File=$D/dev/n$i/#" >> "$D/etc/gres.conf" || return 1
+      $GRES_FROM --node-name "n$i" | sed "s#File=/dev/#File=$D/dev/n$i/#" > "$D/etc/gres-n$i.conf" || return 1
+      cat "$D/etc/gres-n$i.conf" >> "$D/etc/gres.conf"
+      local gres
+      gres=$(sed -n "s/^# slurm.conf: NodeName=n$i Gres=//p" "$D/etc/gres-n$i.conf")
+      [ -n "$gres" ] || { log "no slurm.conf Gres= line from: $GRES_FROM"; return 1; }
+      node_lines=$(printf '%s' "$node_lines" | sed "/^NodeName=n$i /s/ Gres=gpu:8 / Gres=$gres /")
+      node_lines="$node_lines
+"
     done
   fi
   : > "$D/etc/plugstack.conf"

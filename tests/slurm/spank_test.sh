@@ -140,9 +140,14 @@ if GRES_FROM="$GPUBIND slurm gres-conf --topology example:slurm-2x8-8gpu" NODES=
   export SLURM_CONF="$D2/etc/slurm.conf"
   grep -q "Cores=8-15" "$D2/etc/gres.conf" && pass "gres.conf from gpubind: $(grep -c Name=gpu "$D2/etc/gres.conf") GPU lines" \
     || fail "gres.conf: $(cat "$D2/etc/gres.conf")"
+  grep -q "Gres=gpu:nvidia_h100_80gb_hbm3:8 " "$D2/etc/slurm.conf" && pass "slurm.conf takes gres-conf's Gres=gpu:nvidia_h100_80gb_hbm3:8" \
+    || fail "slurm.conf node line: $(grep ^NodeName "$D2/etc/slurm.conf")"
   out=$(srun -Q -N1 -n1 --gres=gpu:8 sh -c 'echo $CUDA_VISIBLE_DEVICES' 2>&1)
   [ "$out" = "0,1,2,3,4,5,6,7" ] && pass "slurmd accepted it: node idle, 8 GPUs allocatable" || fail "srun with generated gres.conf: $out"
-  grep -qi "invalid\|fatal" "$D2"/log/slurmd-n1.log "$D2"/log/slurmctld.log && fail "errors in logs: $(grep -i 'invalid\|fatal' "$D2"/log/*.log | head -3)"
+  out=$(srun -Q -N1 -n1 --gres=gpu:nvidia_h100_80gb_hbm3:2 sh -c 'echo $CUDA_VISIBLE_DEVICES' 2>&1)
+  [ "$out" = "0,1" ] && pass "srun --gres=gpu:nvidia_h100_80gb_hbm3:2 allocates 2 typed GPUs" || fail "typed gres: $out"
+  grep -qi "invalid\|fatal\|ignoring extra gres" "$D2"/log/slurmd-n1.log "$D2"/log/slurmctld.log \
+    && fail "errors in logs: $(grep -i 'invalid\|fatal\|ignoring extra gres' "$D2"/log/*.log | head -3)"
 else
   fail "cluster with gpubind's gres.conf did not start"
 fi

@@ -19,6 +19,18 @@ TEST(Hostlist, FirstHostOfASlurmNodelist) {
   EXPECT_FALSE(first_host("node[a-b]").has_value());
 }
 
+TEST(Hostlist, ExpandsEveryHost) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(*expand_hosts("node[01-03,07],gpu5"), (V{"node01", "node02", "node03", "node07", "gpu5"}));
+  EXPECT_EQ(*expand_hosts("gpu[009-011]"), (V{"gpu009", "gpu010", "gpu011"}));
+  EXPECT_EQ(*expand_hosts("r[1-2]n[1-2]"), (V{"r1n1", "r1n2", "r2n1", "r2n2"}));
+  EXPECT_FALSE(expand_hosts("node[3-1]").ok());
+  EXPECT_FALSE(expand_hosts("node[[1]]").ok());
+  EXPECT_FALSE(expand_hosts("a,,b").ok());
+  EXPECT_FALSE(expand_hosts("n[0-99999999]", 1000).ok());  // bounded, not 100 million strings
+  EXPECT_EQ(expand_hosts("n[0-99999999]", 2, false)->size(), 2u);
+}
+
 TEST(LauncherEnvironment, TorchrunContract) {
   LaunchSpec spec;
   spec.nnodes = 2;
