@@ -7,6 +7,7 @@
 #include <optional>
 #include <cstdio>
 #include <map>
+#include <thread>
 
 #include "sys/process.hpp"
 #include "util/strings.hpp"
@@ -29,45 +30,107 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
       {"NODE_RANK", std::to_string(spec.node_rank)},
       {"ROLE_RANK", std::to_string(rank)},
       {"ROLE_WORLD_SIZE", std::to_string(world)},
-      {"ROLE_NAME", "default"},
+      {"ROLE_NAME", spec.role},
       {"MASTER_ADDR", spec.master_addr},
       {"MASTER_PORT", std::to_string(spec.master_port)},
       {"TORCHELASTIC_RUN_ID", spec.run_id},
-      {"TORCHELASTIC_RESTART_COUNT", "0"},
-      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(spec.restart_count)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(spec.max_restarts)},
+      // Rank 0 hosts the c10d store itself (env:// rendezvous); "True" would make every rank a
+      // client of a store the agent hosts, which gpubind does not.
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      // torch < 2.2 reads the first name, torch >= 2.2 the second.
+      {"NCCL_ASYNC_ERROR_HANDLING", spec.nccl_async_error_handling},
+      {"TORCH_NCCL_ASYNC_ERROR_HANDLING", spec.nccl_async_error_handling},
   };
 }
 
+Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto ok = sys::tcp_reachable(host, port, int(std::clamp<long long>(left.count(), 1, 1000)));
+    if (!ok) return ok.error();
+    if (*ok) return Ok{};
+    if (Clock::now() >= deadline)
+      return Error{"rendezvous with " + host + ":" + std::to_string(port),
+                   "not reachable after " + std::to_string(timeout.count() / 1000) +
+                       " s (is node 0 started? raise the limit with --rdzv-conf join_timeout=SECONDS)"};
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 namespace {
+
+// Where one captured stream of a rank goes: the console (tagged or not) and/or a log file.
+struct Sink {
+  FILE* console = nullptr;  // nullptr: redirected to the file only
+  int file = -1;
+  std::string pending;      // an incomplete last line
+};
 
 struct Rank {
   RankOutcome outcome;
   sys::Spawned proc;
   bool running = false;
   Clock::time_point start;
-  std::string pending_out, pending_err;  // partial lines while tagging
+  Sink out, err;
 };
 
-// Writes complete lines of `buf` to `to`, each prefixed; keeps the incomplete tail.
-void emit_lines(std::string& buf, FILE* to, unsigned rank, bool final_flush) {
+// Writes the complete lines of `s.pending` to the sink (the console copy prefixed with
+// "[RANK] " when tagging); keeps the incomplete tail unless `final_flush`.
+void emit_lines(Sink& s, bool tag, unsigned rank, bool final_flush) {
+  std::string& buf = s.pending;
   size_t start = 0;
+  auto emit = [&](std::string_view line) {
+    if (s.file >= 0) {
+      sys::write_all(s.file, line);
+      sys::write_all(s.file, "\n");
+    }
+    if (!s.console) return;
+    if (tag) std::fprintf(s.console, "[%u] ", rank);
+    std::fwrite(line.data(), 1, line.size(), s.console);
+    std::fputc('\n', s.console);
+  };
   for (;;) {
     size_t nl = buf.find('\n', start);
     if (nl == std::string::npos) break;
-    std::fprintf(to, "[%u] %.*s\n", rank, int(nl - start), buf.data() + start);
+    emit(std::string_view(buf).substr(start, nl - start));
     start = nl + 1;
   }
   buf.erase(0, start);
   if (final_flush && !buf.empty()) {
-    std::fprintf(to, "[%u] %s\n", rank, buf.c_str());
+    emit(buf);
     buf.clear();
   }
-  std::fflush(to);
+  if (s.console) std::fflush(s.console);
+}
+
+Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec);
+
+// torchrun's layout: LOG_DIR/RUN_ID/attempt_N/LOCAL_RANK.
+std::string log_dir_of(const LaunchSpec& spec, unsigned local_rank) {
+  return spec.log_dir + "/" + spec.run_id + "/attempt_" + std::to_string(spec.restart_count) + "/" + std::to_string(local_rank);
 }
 
 }  // namespace
 
 Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec) {
+  LaunchSpec attempt = spec;
+  for (unsigned n = 0;; ++n) {
+    attempt.restart_count = n;
+    auto r = launch_once(plan, machine, attempt);
+    if (!r) return r;
+    r->restarts = n;
+    if (r->exit_code == 0 || r->forwarded_signal || n >= spec.max_restarts) return r;
+    std::fprintf(stderr, "gpubind launch: worker group failed (local rank %u, exit %d); restart %u of %u\n",
+                 r->first_failure.value_or(0), r->exit_code, n + 1, spec.max_restarts);
+  }
+}
+
+namespace {
+
+Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec) {
   auto watch = sys::SignalWatch::create();
   if (!watch) return watch.error();
   unsigned n = unsigned(plan.ranks.size());
@@ -88,6 +151,25 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
     kill_at = Clock::now() + spec.grace;
   };
 
+  // 0. Output: captured when tagged or logged; each stream goes to the console, a file or both.
+  // Every log file is created before any rank starts, so a bad --log-dir starts nothing.
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned redirected = spec.log_dir.empty() ? 0 : spec.redirects.of(i), teed = spec.log_dir.empty() ? 0 : spec.tee.of(i);
+    for (unsigned bit : {1u, 2u}) {
+      Sink& s = bit == 1 ? ranks[i].out : ranks[i].err;
+      s.console = (redirected & bit) && !(teed & bit) ? nullptr : bit == 1 ? stdout : stderr;
+      if (!((redirected | teed) & bit)) continue;
+      auto fd = sys::create_log_file(log_dir_of(spec, i) + (bit == 1 ? "/stdout.log" : "/stderr.log"));
+      if (!fd) {
+        for (Rank& r : ranks)
+          for (Sink* x : {&r.out, &r.err})
+            if (x->file >= 0) sys::close_fd(x->file);
+        return Error{"--log-dir", fd.error().message()};
+      }
+      s.file = *fd;
+    }
+  }
+
   // 1. Start every rank; a rank that cannot start fails the job like a rank that exits early.
   for (unsigned i = 0; i < n; ++i) {
     Rank& r = ranks[i];
@@ -95,6 +177,9 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
     r.outcome.global_rank = spec.node_rank * n + i;
     const plan::RankBinding& rb = plan.ranks[i];
     auto env = launcher_environment(spec, i, n);
+    if (!spec.log_dir.empty()) env.push_back({"TORCHELASTIC_ERROR_FILE", log_dir_of(spec, i) + "/error.json"});
+    bool capture = spec.tag_output || r.out.file >= 0 || r.err.file >= 0;
+    std::vector<std::string> command = spec.substitute_local_rank ? substitute_local_rank(spec.command, i) : spec.command;
     std::function<Status()> prepare;
     if (spec.bind) {
       prepare = [&plan, &rb, &machine, &spec]() -> Status {
@@ -107,7 +192,7 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
       };
     }
     r.start = Clock::now();
-    auto proc = sys::spawn(spec.command, env, spec.tag_output, prepare);
+    auto proc = sys::spawn(command, env, capture, prepare);
     if (!proc) {
       r.outcome.exit_code = 125;
       if (!result.first_failure) result.first_failure = i;
@@ -161,15 +246,15 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
       auto [ri, is_err] = owners[idx];
       Rank& r = ranks[ri];
       int& fd = is_err ? r.proc.err_fd : r.proc.out_fd;
-      std::string& pending = is_err ? r.pending_err : r.pending_out;
+      Sink& sink = is_err ? r.err : r.out;
       std::string chunk = sys::read_some(fd);
       if (chunk.empty()) {
-        emit_lines(pending, is_err ? stderr : stdout, r.outcome.local_rank, true);
+        emit_lines(sink, spec.tag_output, r.outcome.global_rank, true);
         sys::close_fd(fd);
         fd = -1;
       } else {
-        pending += chunk;
-        emit_lines(pending, is_err ? stderr : stdout, r.outcome.local_rank, false);
+        sink.pending += chunk;
+        emit_lines(sink, spec.tag_output, r.outcome.global_rank, false);
       }
     }
     for (const sys::ChildExit& e : sys::reap_children()) {
@@ -193,10 +278,16 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
       stop = Stop::killed;  // from here only SIGCHLD and output wake the loop
     }
   }
-  for (Rank& r : ranks) result.ranks.push_back(r.outcome);
+  for (Rank& r : ranks) {
+    result.ranks.push_back(r.outcome);
+    for (Sink* s : {&r.out, &r.err})
+      if (s->file >= 0) sys::close_fd(s->file);
+  }
   if (result.first_failure) result.exit_code = ranks[*result.first_failure].outcome.exit_code;
   else if (result.forwarded_signal) result.exit_code = 128 + result.forwarded_signal;
   return result;
 }
+
+}  // namespace
 
 }  // namespace gpubind::bind

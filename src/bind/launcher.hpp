@@ -8,19 +8,29 @@
 #include <vector>
 
 #include "bind/apply.hpp"
+#include "bind/torchrun.hpp"
 #include "plan/plan.hpp"
 
 namespace gpubind::bind {
 
 struct LaunchSpec {
   std::vector<std::string> command;
+  bool substitute_local_rank = false;  // replace "${local_rank}" in the command (torchrun's macro)
   unsigned nnodes = 1;
   unsigned node_rank = 0;
   std::string master_addr = "127.0.0.1";
   unsigned master_port = 29500;
   std::string run_id = "gpubind";
+  std::string role = "default";   // ROLE_NAME
+  unsigned max_restarts = 0;      // restart the whole worker group this many times on failure
+  unsigned restart_count = 0;     // this attempt (set by launch)
+  std::string nccl_async_error_handling = "1";  // NCCL_ASYNC_ERROR_HANDLING / TORCH_NCCL_...
+  // Per-rank output files, as torchrun: LOG_DIR/RUN_ID/attempt_N/LOCAL_RANK/{stdout,stderr}.log.
+  std::string log_dir;
+  StreamSelection redirects;      // to the file only
+  StreamSelection tee;            // to the file and the console
   bool bind = true;               // false: --no-bind (environment contract only)
-  bool tag_output = false;        // prefix every output line with "[RANK] "
+  bool tag_output = false;        // prefix every output line with "[GLOBAL_RANK] "
   std::chrono::milliseconds grace{10000};  // SIGTERM -> SIGKILL
   BestEffort best_effort = BestEffort::no;
   bool quiet = false;             // no warnings on stderr
@@ -38,6 +48,7 @@ struct RankOutcome {
 
 struct LaunchResult {
   int exit_code = 0;                   // the first failing rank's, else 0
+  unsigned restarts = 0;               // worker-group restarts that were made
   std::optional<unsigned> first_failure;  // local rank
   int forwarded_signal = 0;            // a signal launch received and passed on
   std::vector<RankOutcome> ranks;
@@ -47,6 +58,13 @@ struct LaunchResult {
 std::vector<std::pair<std::string, std::string>> launcher_environment(const LaunchSpec& spec, unsigned local_rank,
                                                                       unsigned local_size);
 
+// Starts the worker group and supervises it; on a failure (not a signal to launch itself) the
+// whole group is restarted up to spec.max_restarts times, as torchrun does.
 Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec);
+
+// For nodes other than node 0 of a multi-node job: waits until MASTER_ADDR:MASTER_PORT accepts
+// connections (node 0's rank 0 hosts the store), polling, for at most `timeout`. An unreachable
+// master is an error after the timeout, not a hang.
+Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout);
 
 }  // namespace gpubind::bind

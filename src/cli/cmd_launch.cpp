@@ -9,6 +9,7 @@
 #include "cli/plan_options.hpp"
 #include "discover/live_cache.hpp"
 #include "render/table.hpp"
+#include "sys/affinity.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
@@ -35,41 +36,160 @@ std::optional<unsigned> env_number(const char* name) {
 int cmd_launch(const std::vector<std::string>& args) {
   CLI::App app("Start N local ranks with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR...), each "
                "bound to its GPU's CPUs, memory and NIC, and supervise them. Usage: gpubind launch -n N [options] -- CMD "
-               "[ARGS...]",
+               "[ARGS...], or as torchrun: gpubind launch --nproc-per-node N [torchrun options] SCRIPT.py [ARGS...]",
                "gpubind launch");
   PlanOptions o;
-  std::optional<unsigned> nnodes, node_rank, master_port;
-  std::string master_addr;
-  bool tag_output = false, no_bind = false, best_effort = false, no_cache = false;
+  std::optional<unsigned> node_rank, master_port, max_restarts;
+  std::string nproc, nnodes_s, master_addr, rdzv_backend = "static", rdzv_endpoint, rdzv_id, rdzv_conf, role = "default";
+  std::string log_dir, redirects_s, tee_s, start_method = "spawn";
+  double monitor_interval = 5;
+  bool tag_output = false, no_bind = false, best_effort = false, no_cache = false, standalone = false, module = false,
+       no_python = false, run_path = false;
   double grace_seconds = 10;
   add_plan_options(app, o);
-  app.add_option("--nnodes", nnodes, "Nodes in the job (default 1, or SLURM_NNODES under srun)");
-  app.add_option("--node-rank", node_rank, "This node's rank (default 0, or SLURM_NODEID under srun)");
-  app.add_option("--master-addr", master_addr, "Rendezvous host (default 127.0.0.1, or the first host of SLURM_JOB_NODELIST)");
-  app.add_option("--master-port", master_port, "Rendezvous port (default: a free port on one node, 29500 on several)");
-  app.add_flag("--tag-output", tag_output, "Prefix every output line with its rank");
+  app.add_option("--nproc-per-node,--nproc_per_node", nproc, "torchrun: ranks on this node: N, gpu, cpu or auto (same as -n)");
+  app.add_option("--nnodes", nnodes_s, "Nodes in the job: N or MIN:MAX with MIN == MAX (default 1, or SLURM_NNODES under srun)");
+  app.add_option("--node-rank,--node_rank", node_rank, "This node's rank (default 0, or SLURM_NODEID under srun)");
+  app.add_option("--master-addr,--master_addr", master_addr,
+                 "Rendezvous host (default 127.0.0.1, or the first host of SLURM_JOB_NODELIST)");
+  app.add_option("--master-port,--master_port", master_port, "Rendezvous port (default: a free port on one node, 29500 on several)")
+      ->check(CLI::Range(1, 65535));
+  app.add_flag("--standalone", standalone, "torchrun: one node, rendezvous on localhost at a free port");
+  app.add_option("--rdzv-backend,--rdzv_backend", rdzv_backend, "torchrun: static (default) or c10d (with a known node rank)");
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", rdzv_endpoint, "torchrun: HOST[:PORT] of the rendezvous (node 0)");
+  app.add_option("--rdzv-id,--rdzv_id", rdzv_id, "torchrun: the job id (TORCHELASTIC_RUN_ID)");
+  app.add_option("--rdzv-conf,--rdzv_conf", rdzv_conf, "torchrun: KEY=VALUE,... ; join_timeout (or timeout) in seconds is honoured");
+  app.add_option("--max-restarts,--max_restarts", max_restarts, "Restart the worker group this many times when a rank fails (default 0)");
+  app.add_option("--monitor-interval,--monitor_interval", monitor_interval,
+                 "torchrun: seconds between worker checks; gpubind notices every exit at once, within any interval")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--start-method,--start_method", start_method, "torchrun: spawn, fork or forkserver (scripts always run as new processes)")
+      ->check(CLI::IsMember({"spawn", "fork", "forkserver"}));
+  app.add_option("--role", role, "torchrun: the workers' role (ROLE_NAME, default 'default')");
+  app.add_flag("-m,--module", module, "torchrun: run SCRIPT as a Python module (python -m)");
+  app.add_flag("--no-python,--no_python", no_python, "torchrun: run SCRIPT directly, not with python");
+  app.add_flag("--run-path,--run_path", run_path, "torchrun: not supported (see docs/cli.md)");
+  app.add_option("--log-dir,--log_dir", log_dir, "Per-rank logs in DIR/RUN_ID/attempt_N/LOCAL_RANK/{stdout,stderr}.log");
+  app.add_option("-r,--redirects", redirects_s, "Streams to the log files only: 0-3 (1 stdout, 2 stderr, 3 both) or RANK:N,...");
+  app.add_option("-t,--tee", tee_s, "Streams to the log files and the console: 0-3 or RANK:N,...");
+  app.add_flag("--tag-output", tag_output, "Prefix every output line with its global rank");
   app.add_option("--grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--no-bind", no_bind, "Set the environment only; bind nothing");
   app.add_flag("--best-effort", best_effort, "Start ranks even when part of a binding cannot be applied");
   app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
+  // The command starts at the first argument that is not an option: "-- CMD ARGS" (run as given)
+  // or torchrun's "SCRIPT ARGS" (run with python unless --no-python).
+  app.prefix_command();
 
   bind::LaunchSpec spec;
-  if (int rc = parse_with_command(app, args, kExitUsage, spec.command); rc >= 0) return rc;
+  if (int rc = parse(app, args); rc >= 0) return rc;
+  std::vector<std::string> rest = app.remaining();
+  bool torchrun_form = true;
+  if (!rest.empty() && rest[0] == "--") {
+    rest.erase(rest.begin());
+    torchrun_form = false;
+  } else if (!rest.empty() && rest[0].starts_with("-")) {
+    return fail(Error{"launch", "unknown option " + rest[0]}, kExitUsage);
+  }
+  if (rest.empty())
+    return fail(Error{"launch", "no command (gpubind launch [options] -- CMD [ARGS...], or gpubind launch [options] SCRIPT.py)"},
+                kExitUsage);
+
+  // Flags that cannot be honoured are refused by name, never ignored.
+  if (run_path)
+    return fail(Error{"--run-path", "not supported: gpubind starts each worker as its own process (python SCRIPT), never "
+                                    "inside the launcher's interpreter"},
+                kExitUsage);
+  if (!torchrun_form && (module || no_python))
+    return fail(Error{module ? "--module" : "--no-python", "applies to torchrun's SCRIPT form, not to '-- CMD'"}, kExitUsage);
+  if (rdzv_backend != "static" && rdzv_backend != "c10d")
+    return fail(Error{"--rdzv-backend " + rdzv_backend, "not supported: gpubind rendezvous is static (MASTER_ADDR:MASTER_PORT, "
+                                                        "node ranks known); c10d is accepted when the node rank is known"},
+                kExitUsage);
+  if ((!redirects_s.empty() || !tee_s.empty()) && log_dir.empty())
+    return fail(Error{redirects_s.empty() ? "--tee" : "--redirects", "needs --log-dir DIR (where the per-rank files go)"}, kExitUsage);
+
+  // Ranks on this node: -n or --nproc-per-node (N, gpu, cpu, auto).
+  if (!nproc.empty()) {
+    if (o.ranks) return fail(Error{"--nproc-per-node", "give -n or --nproc-per-node, not both"}, kExitUsage);
+    if (auto v = parse_uint(nproc); v && *v > 0 && *v <= 65536) o.ranks = unsigned(*v);
+    else if (nproc != "gpu" && nproc != "cpu" && nproc != "auto")
+      return fail(Error{"--nproc-per-node " + nproc, "expected a number, gpu, cpu or auto"}, kExitUsage);
+  }
 
   spec.bind = !no_bind;
   spec.tag_output = tag_output;
   spec.grace = std::chrono::milliseconds(long(grace_seconds * 1000));
   spec.best_effort = best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
   spec.quiet = o.quiet;
+  spec.role = role;
+  spec.max_restarts = max_restarts.value_or(0);
+  if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = v;
+  else if (const char* w = std::getenv("NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = w;
+  spec.log_dir = log_dir;
+  if (!redirects_s.empty()) {
+    auto r = bind::parse_stream_selection("--redirects", redirects_s);
+    if (!r) return fail(r.error(), kExitUsage);
+    spec.redirects = *r;
+  }
+  if (!tee_s.empty()) {
+    auto t = bind::parse_stream_selection("--tee", tee_s);
+    if (!t) return fail(t.error(), kExitUsage);
+    spec.tee = *t;
+  }
+  auto conf = bind::parse_key_values("--rdzv-conf", rdzv_conf);
+  if (!conf) return fail(conf.error(), kExitUsage);
+  double join_timeout = 600;  // torchrun's default join timeout
+  for (const auto& [k, v] : *conf) {
+    if (k != "join_timeout" && k != "timeout")
+      return fail(Error{"--rdzv-conf " + k, "not supported (only join_timeout / timeout, in seconds)"}, kExitUsage);
+    auto secs = parse_uint(v);
+    if (!secs || *secs > 86400) return fail(Error{"--rdzv-conf " + k + "=" + v, "expected seconds (0-86400)"}, kExitUsage);
+    join_timeout = double(*secs);
+  }
 
   // Under srun with one launch per node, the job's shape comes from Slurm.
   bool under_srun = std::getenv("SLURM_STEP_ID") && std::getenv("SLURM_NNODES") && std::getenv("SLURM_NODEID");
-  spec.nnodes = nnodes.value_or(under_srun ? env_number("SLURM_NNODES").value_or(1) : 1);
-  spec.node_rank = node_rank.value_or(under_srun ? env_number("SLURM_NODEID").value_or(0) : 0);
-  if (spec.nnodes == 0) return fail(Error{"--nnodes", "must be at least 1"}, kExitUsage);
+  bind::NodeRange nodes{1, 1};
+  if (!nnodes_s.empty()) {
+    auto r = bind::parse_nnodes(nnodes_s);
+    if (!r) return fail(r.error(), kExitUsage);
+    nodes = *r;
+    if (nodes.min != nodes.max)
+      return fail(Error{"--nnodes " + nnodes_s, "elastic membership (MIN < MAX) is not supported: give a fixed node count"},
+                  kExitUsage);
+  } else if (under_srun) {
+    nodes.min = nodes.max = env_number("SLURM_NNODES").value_or(1);
+  }
+  if (standalone && nodes.max > 1) return fail(Error{"--standalone", "is a single-node job; --nnodes says " + nnodes_s}, kExitUsage);
+  spec.nnodes = nodes.max;
+  if (!node_rank && under_srun) node_rank = env_number("SLURM_NODEID");
+  if (rdzv_backend == "c10d" && spec.nnodes > 1 && !node_rank)
+    return fail(Error{"--rdzv-backend c10d", "node ranks are assigned by gpubind statically: give --node-rank (or run under srun)"},
+                kExitUsage);
+  spec.node_rank = node_rank.value_or(0);
   if (spec.node_rank >= spec.nnodes)
     return fail(Error{"--node-rank " + std::to_string(spec.node_rank), "not below --nnodes " + std::to_string(spec.nnodes)}, kExitUsage);
+  if (!rdzv_endpoint.empty() && !standalone) {
+    // HOST[:PORT]; torchrun's c10d default port is 29400.
+    size_t colon = rdzv_endpoint.rfind(':');
+    std::string host = colon == std::string::npos ? rdzv_endpoint : rdzv_endpoint.substr(0, colon);
+    if (!master_addr.empty() || master_port)
+      return fail(Error{"--rdzv-endpoint", "give it or --master-addr/--master-port, not both"}, kExitUsage);
+    master_addr = host;
+    if (colon != std::string::npos) {
+      auto p = parse_uint(rdzv_endpoint.substr(colon + 1));
+      if (!p || *p > 65535) return fail(Error{"--rdzv-endpoint " + rdzv_endpoint, "expected HOST[:PORT] with a port up to 65535"}, kExitUsage);
+      if (*p) master_port = unsigned(*p);
+    } else if (spec.nnodes > 1) {
+      master_port = 29400;
+    }
+  }
+  if (standalone) {
+    master_addr = "127.0.0.1";
+    master_port.reset();
+  }
   if (!master_addr.empty()) {
     spec.master_addr = master_addr;
   } else if (under_srun && spec.nnodes > 1) {
@@ -87,12 +207,30 @@ int cmd_launch(const std::vector<std::string>& args) {
     if (!port) return fail(port.error(), kExitFailure);
     spec.master_port = *port;
   }
-  if (const char* job = std::getenv("SLURM_JOB_ID")) spec.run_id = std::string("slurm-") + job;
+  if (!rdzv_id.empty()) spec.run_id = rdzv_id;
+  else if (const char* job = std::getenv("SLURM_JOB_ID")) spec.run_id = std::string("slurm-") + job;
+
+  // The command: as given after "--"; torchrun's form runs SCRIPT with python (-u, unbuffered,
+  // as torchrun does), or -m MODULE, or SCRIPT itself with --no-python.
+  if (torchrun_form && !no_python) {
+    const char* py = std::getenv("GPUBIND_PYTHON");
+    std::vector<std::string> cmd = {py && *py ? py : "python3", "-u"};
+    if (module) cmd.push_back("-m");
+    rest.insert(rest.begin(), cmd.begin(), cmd.end());
+  }
+  spec.command = rest;
+  spec.substitute_local_rank = torchrun_form;
 
   // This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches.
   std::string source = topology_source("");
   auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source, no_cache ? "" : discover::default_cache_dir());
   if (!topo) return fail(topo.error(), kExitFailure);
+  if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU"}, kExitUsage);
+  if (nproc == "cpu" || (nproc == "auto" && topo->gpus.empty())) {
+    auto cpus = sys::current_affinity();
+    if (!cpus) return fail(cpus.error(), kExitFailure);
+    o.ranks = unsigned(cpus->count());
+  }
   auto req = make_request(o, *topo, AllowedFrom::affinity);
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);
@@ -101,6 +239,10 @@ int cmd_launch(const std::vector<std::string>& args) {
 
   auto machine = bind::current_machine_state();
   if (!machine) return fail(machine.error(), kExitFailure);
+  // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.
+  if (spec.node_rank > 0)
+    if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port, std::chrono::milliseconds(long(join_timeout * 1000))); !s)
+      return fail(s.error(), kExitFailure);
   auto result = bind::launch(*plan, *machine, spec);
   if (!result) return fail(result.error(), kExitFailure);
 
@@ -115,8 +257,9 @@ int cmd_launch(const std::vector<std::string>& args) {
     t.add({std::to_string(r.global_rank), std::to_string(r.local_rank), r.started ? std::to_string(r.pid) : "-",
            status_text(r), wall, spec.bind ? rb.cpus.to_list() : "unbound", gpus.empty() ? "-" : join(gpus, ",")});
   }
-  std::fprintf(stderr, "gpubind launch: %zu rank(s) on node %u of %u, exit %d%s\n%s", result->ranks.size(), spec.node_rank,
+  std::fprintf(stderr, "gpubind launch: %zu rank(s) on node %u of %u, exit %d%s%s\n%s", result->ranks.size(), spec.node_rank,
                spec.nnodes, result->exit_code,
+               result->restarts ? (", after " + std::to_string(result->restarts) + " restart(s)").c_str() : "",
                result->first_failure ? (" (first failure: local rank " + std::to_string(*result->first_failure) + ")").c_str() : "",
                t.str().c_str());
   return result->exit_code;

@@ -1,12 +1,14 @@
 #include "sys/process.hpp"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +172,51 @@ Result<unsigned> free_tcp_port() {
   }
   ::close(s);
   return unsigned(ntohs(a.sin_port));
+}
+
+Result<bool> tcp_reachable(const std::string& host, unsigned port, int timeout_ms) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
+    return Error{"host '" + host + "'", ::gai_strerror(rc)};
+  bool ok = false;
+  for (addrinfo* ai = res; ai && !ok; ai = ai->ai_next) {
+    int s = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+    if (s < 0) continue;
+    if (::connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{s, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (::poll(&p, 1, timeout_ms) == 1 && ::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) ok = true;
+    }
+    ::close(s);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
+
+Result<int> create_log_file(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Error{dir, std::strerror(errno)};
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return Error{path, std::strerror(errno)};
+  return fd;
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data.remove_prefix(size_t(n));
+  }
 }
 
 }  // namespace gpubind::sys

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,5 +63,14 @@ void close_fd(int fd);
 int current_pid();
 // A TCP port that was free on the loopback interface a moment ago.
 Result<unsigned> free_tcp_port();
+// Whether a TCP connection to host:port can be made within `timeout_ms` (one attempt; the
+// connection is closed at once). An Error names a host that does not resolve.
+Result<bool> tcp_reachable(const std::string& host, unsigned port, int timeout_ms);
+// Creates the directories of `path` (mode 0755) and the file itself (0644, truncated); returns
+// its descriptor (close-on-exec).
+Result<int> create_log_file(const std::string& path);
+// Writes all of `data` to `fd` (retrying short writes and EINTR); errors are ignored, as for a
+// full disk under a log.
+void write_all(int fd, std::string_view data);
 
 }  // namespace gpubind::sys

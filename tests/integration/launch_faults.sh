@@ -60,8 +60,10 @@ echo "$out" | grep -qE '^\[0\] 0 0 2 2 0 127\.0\.0\.1 [0-9]+$' && echo "$out" | 
 # 7. Bad input: one error line and the documented status.
 "$GPUBIND" launch -n 0 -- true 2>"$WORK/err"; rc=$?
 [ $rc = 2 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && pass "-n 0 -> exit 2" || fail "-n 0 -> $rc: $(cat "$WORK/err")"
-"$GPUBIND" launch -n 2 true 2>"$WORK/err"; rc=$?
-[ $rc = 2 ] && grep -q "missing '--'" "$WORK/err" && pass "missing -- -> exit 2" || fail "missing -- -> $rc"
+"$GPUBIND" launch -n 2 2>"$WORK/err"; rc=$?
+[ $rc = 2 ] && grep -q "no command" "$WORK/err" && pass "no command -> exit 2" || fail "no command -> $rc"
+"$GPUBIND" launch -n 1 --no-python true 2>/dev/null; rc=$?
+[ $rc = 0 ] && pass "torchrun form without '--': --no-python true -> 0" || fail "torchrun form -> $rc"
 "$GPUBIND" launch -n 1 -- /nonexistent/cmd 2>/dev/null; rc=$?
 [ $rc = 127 ] && pass "command not found -> 127" || fail "not found -> $rc"
 printf "data\n" >"$WORK/notexec"; chmod 644 "$WORK/notexec"
