@@ -41,6 +41,10 @@ int cmd_check(const std::vector<std::string>& args) {
   app.add_flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
   app.add_flag("--verbose", verbose, "Per-thread detail");
   app.add_flag("--json", json, "JSON output");
+  app.footer(R"(Examples:
+  gpubind check --all-gpu-procs                 every process holding a GPU open
+  gpubind check --children-of $(pgrep -o torchrun) --json
+  gpubind check --match 'python.*train' --verbose)");
   if (int rc = parse(app, args); rc >= 0) return rc;
 
   // Targets.

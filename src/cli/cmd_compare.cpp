@@ -49,6 +49,9 @@ int cmd_compare(const std::vector<std::string>& args) {
   add_topology_option(app, o.topology);
   add_plan_options(app, o, false);
   app.add_flag("--json", json, "JSON output");
+  app.footer(R"(Examples:
+  gpubind compare                               this machine, one rank per GPU
+  gpubind compare --topology example:dgx-a100-nps4 --json)");
   if (int rc = parse(app, args); rc >= 0) return rc;
 
   std::string source = topology_source(o.topology);

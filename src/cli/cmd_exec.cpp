@@ -65,7 +65,27 @@ int cmd_exec(const std::vector<std::string>& args) {
                "as many cores as the plan's");
 
   std::vector<std::string> command;
+  app.footer(R"(Examples:
+  srun --ntasks-per-node=8 gpubind exec -- python train.py
+  mpirun -np 8 gpubind exec --report-bindings -- ./app
+  LOCAL_RANK=1 LOCAL_WORLD_SIZE=8 gpubind exec --topology example:dgx-h100 --dry-run -- ./app)");
   if (int rc = parse_with_command(app, args, kExitExecFailed, command); rc >= 0) return rc;
+
+  // 0. The site's configuration: defaults for flags not given, the cache, the off-switch.
+  auto cfg = load_config();
+  if (!cfg) return fail(cfg.error(), kExitExecFailed);
+  apply_config(app, *cfg, o);
+  if (!cfg->binding) {
+    if (!o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: running the command unbound\n", cfg->path.c_str());
+    if (dry_run) {
+      std::printf("exec %s\n", join(command, " ").c_str());
+      return kExitOk;
+    }
+    std::fflush(stdout);
+    sys::ExecFailure f = sys::real_binder()->exec(command);
+    std::fprintf(stderr, "gpubind: error: %s\n", f.message.c_str());
+    return f.exit_code;
+  }
 
   // 1. Which local rank this process is.
   bind::LocalRank lr;
@@ -87,8 +107,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   // be bound with when it describes this machine; any other only previewed with --dry-run.
   std::string source = topology_source(o.topology);
   std::string label = (o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  std::string cache = no_cache ? "" : discover::default_cache_dir();
-  auto topo = dry_run && !source.empty() ? discover::load_topology(source) : discover::load_for_binding(source, label, cache);
+  std::string cache = no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or(""));
+  auto topo = dry_run && !source.empty() ? discover::load_topology(source)
+                                         : discover::load_for_binding(source, label, cache, cfg->cache_max_files);
   if (!topo) return fail(topo.error(), kExitExecFailed);
 
   // 3. The same plan `gpubind plan` makes, for this node's ranks.

@@ -83,6 +83,10 @@ int cmd_launch(const std::vector<std::string>& args) {
   app.prefix_command();
 
   bind::LaunchSpec spec;
+  app.footer(R"(Examples:
+  gpubind launch -n 8 -- python train.py        8 bound ranks, torchrun's environment
+  gpubind launch --standalone --nproc_per_node=8 train.py --epochs 1     torchrun's own command line
+  srun -N4 --ntasks-per-node=1 gpubind launch --nproc-per-node 8 train.py)");
   if (int rc = parse(app, args); rc >= 0) return rc;
   std::vector<std::string> rest = app.remaining();
   bool torchrun_form = true;
@@ -95,6 +99,14 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (rest.empty())
     return fail(Error{"launch", "no command (gpubind launch [options] -- CMD [ARGS...], or gpubind launch [options] SCRIPT.py)"},
                 kExitUsage);
+
+  auto cfg = load_config();
+  if (!cfg) return fail(cfg.error(), kExitFailure);
+  apply_config(app, *cfg, o);
+  if (!cfg->binding && !no_bind) {
+    if (!o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg->path.c_str());
+    no_bind = true;
+  }
 
   // Flags that cannot be honoured are refused by name, never ignored.
   if (run_path)
@@ -223,7 +235,9 @@ int cmd_launch(const std::vector<std::string>& args) {
 
   // This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches.
   std::string source = topology_source("");
-  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source, no_cache ? "" : discover::default_cache_dir());
+  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source,
+                                         no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or("")),
+                                         cfg->cache_max_files);
   if (!topo) return fail(topo.error(), kExitFailure);
   if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU"}, kExitUsage);
   if (nproc == "cpu" || (nproc == "auto" && topo->gpus.empty())) {

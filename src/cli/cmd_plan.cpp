@@ -29,6 +29,12 @@ int cmd_plan(const std::vector<std::string>& args) {
   app.add_flag("--json", json, "Same as --format json");
   app.add_option("--rank", rank, "Local rank for --format env");
   app.add_flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
+  app.footer(R"(Examples:
+  gpubind plan                                  one rank per visible GPU on this machine
+  gpubind plan --topology node.xml -n 16 --explain
+  gpubind plan --format slurm                   srun --cpu-bind/--gpu-bind/--mem-bind flags
+  gpubind plan --format rankfile --hosts 'gpu[01-04]'   an Open MPI 4 rankfile for four nodes
+  gpubind plan --format env --rank 3 --nic-env  shell exports for local rank 3)");
   if (int rc = parse(app, args); rc >= 0) return rc;
   if (json) format = "json";
   if (format == "env" && !rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)"}, kExitUsage);

@@ -18,6 +18,9 @@ int cmd_slurm(const std::vector<std::string>& args) {
   add_topology_option(*gres, topology);
   add_quiet_option(*gres, quiet);
   gres->add_option("--node-name", node_name, "Prefix every line with NodeName=NAME");
+  gres->footer(R"(Examples:
+  gpubind slurm gres-conf > /etc/slurm/gres.conf         this node (its last line: the slurm.conf Gres=)
+  gpubind slurm gres-conf --topology node.xml --node-name 'gpu[01-64]')");
   if (int rc = parse(app, args); rc >= 0) return rc;
   auto topo = discover::load_topology(topology_source(topology));
   if (!topo) return fail(topo.error(), kExitFailure);

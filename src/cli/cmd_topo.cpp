@@ -23,6 +23,11 @@ int cmd_topo(const std::vector<std::string>& args) {
   app.add_option("--format", format, "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML)")
       ->check(CLI::IsMember({"table", "matrix", "json", "xml"}));
   app.add_flag("--json", json, "Same as --format json");
+  app.footer(R"(Examples:
+  gpubind topo                                  this machine: NUMA nodes, GPUs, NICs
+  gpubind topo --format matrix                  GPU/NIC matrix like nvidia-smi topo -m
+  gpubind topo --topology node.xml --json       a captured hwloc XML (lstopo --of xml), as JSON
+  gpubind topo --topology example:dgx-h100      a machine built into gpubind)");
   if (int rc = parse(app, args); rc >= 0) return rc;
   if (json) format = "json";
 

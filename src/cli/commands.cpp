@@ -7,10 +7,18 @@
 #include "cli/common.hpp"
 #include "discover/hwloc_loader.hpp"
 #include "util/exit_status.hpp"
+#include "util/version.hpp"
 
 namespace gpubind::cli {
 
 namespace {
+
+// Commands the design promises that are not built yet: named, never "unknown command".
+int cmd_watch(const std::vector<std::string>&) {
+  return fail(Error{"watch", "not built yet: it will sample running workers over time (migrations, cross-NUMA runs, "
+                             "remote memory, imbalance; Prometheus /metrics). Until then 'gpubind check' judges a snapshot"},
+              kExitUsage);
+}
 
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: gpubind <command> [options]\n\nBind GPU workers to the CPUs, memory and NIC nearest their GPU.\n\ncommands:\n");
@@ -31,6 +39,7 @@ const std::vector<Command>& commands() {
       {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
       {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
       {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
+      {"watch", "(not built yet) sample running workers over time; Prometheus metrics", cmd_watch},
   };
   return table;
 }
@@ -42,7 +51,7 @@ int run_main(int argc, char** argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("gpubind 0.1.0 (hwloc %s)\n", discover::hwloc_version().c_str());
+    std::printf("gpubind %s (hwloc %s)\n", kVersion, discover::hwloc_version().c_str());
     return kExitOk;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

@@ -27,6 +27,17 @@ void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   add_quiet_option(app, o.quiet);
 }
 
+Result<bind::Config> load_config() {
+  const char* env = std::getenv("GPUBIND_CONFIG");
+  return bind::read_config(env && *env ? env : bind::kDefaultConfigPath, env && *env);
+}
+
+void apply_config(const CLI::App& app, const bind::Config& cfg, PlanOptions& o) {
+  if (cfg.policy && app.count("--policy") == 0) o.policy = *cfg.policy;
+  if (cfg.mem && app.count("--mem") == 0) o.mem = *cfg.mem;
+  if (cfg.reserve && app.count("--reserve") == 0) o.reserve = *cfg.reserve;
+}
+
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {
   plan::Request r;
   r.ranks = o.ranks;

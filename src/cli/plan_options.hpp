@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "bind/config.hpp"
 #include "plan/plan.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
@@ -29,6 +30,14 @@ struct PlanOptions {
   bool require_gpu = false;
   bool quiet = false;  // no warnings on stderr
 };
+
+// gpubind.conf for exec and launch: $GPUBIND_CONFIG (which must exist) or /etc/gpubind.conf
+// (which may be missing: the defaults).
+Result<bind::Config> load_config();
+
+// Fills what the user did not give on the command line (--policy, --mem, --reserve) from the
+// configuration file.
+void apply_config(const CLI::App& app, const bind::Config& cfg, PlanOptions& o);
 
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
 void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy = true);

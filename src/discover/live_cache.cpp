@@ -1,5 +1,6 @@
 #include "discover/live_cache.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -9,12 +10,13 @@
 #include "sys/fsroot.hpp"
 #include "topo/json.hpp"
 #include "util/strings.hpp"
+#include "util/version.hpp"
 
 namespace gpubind::discover {
 
 namespace {
 
-constexpr const char* kGpubindVersion = "0.1.0";
+constexpr const char* kGpubindVersion = kVersion;
 
 // The key's text; its FNV-1a hash names the file, the text itself is checked on load.
 Result<std::string> cache_key() {
@@ -43,14 +45,16 @@ std::string fnv1a(const std::string& s) {
 
 }  // namespace
 
-std::string default_cache_dir() {
+std::string default_cache_dir(const std::string& configured) {
   if (const char* d = std::getenv("GPUBIND_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
+  if (!configured.empty()) return configured == "off" ? "" : configured;
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/gpubind";
   return "/tmp/gpubind-" + sys::user_id();
 }
 
-Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir) {
-  auto live = load_live_cached(cache_dir);
+Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir,
+                                        size_t max_files) {
+  auto live = load_live_cached(cache_dir, max_files);
   if (source.empty() || !live) return live;
   auto file = load_topology(source);
   if (!file) return file.error();
@@ -61,7 +65,7 @@ Result<topo::Topology> load_for_binding(const std::string& source, const std::st
   return file;
 }
 
-Result<topo::Topology> load_live_cached(const std::string& cache_dir) {
+Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files) {
   if (cache_dir.empty()) return load_topology("");
   auto key = cache_key();
   if (!key) return load_topology("");
@@ -77,7 +81,9 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir) {
     nlohmann::ordered_json j;
     j["cache_key"] = *key;
     j["topology"] = topo::to_json(*t);
-    (void)sys::write_file_atomic(path, j.dump());  // a cache that cannot be written is only slower
+    // A cache that cannot be written is only slower. Each cgroup or affinity has its own key,
+    // so old entries are pruned: the newest max_files stay.
+    if (sys::write_file_atomic(path, j.dump())) sys::prune_files(cache_dir, "topology-", ".json", std::max<size_t>(1, max_files));
   }
   return t;
 }

@@ -11,20 +11,24 @@
 
 namespace gpubind::discover {
 
-// Where the cache lives: $GPUBIND_CACHE_DIR, else $XDG_RUNTIME_DIR/gpubind, else
-// /tmp/gpubind-<uid>; "" when GPUBIND_CACHE_DIR is set to "off".
-std::string default_cache_dir();
+// Where the cache lives: $GPUBIND_CACHE_DIR, else `configured` (gpubind.conf's cache_dir), else
+// $XDG_RUNTIME_DIR/gpubind, else /tmp/gpubind-<uid>; "" when the chosen value is "off".
+std::string default_cache_dir(const std::string& configured = "");
+
+// How many topology files the cache keeps (the newest; a new cgroup or affinity makes a new key).
+inline constexpr size_t kDefaultCacheMaxFiles = 16;
 
 // This machine's topology, from the cache when its key matches, else discovered live and
 // written to the cache (best effort: a cache that cannot be written is skipped silently).
 // `cache_dir` "" disables the cache.
-Result<topo::Topology> load_live_cached(const std::string& cache_dir);
+Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files = kDefaultCacheMaxFiles);
 
 // The topology to bind with on this machine. `source` "" is this machine (cached). Otherwise a
 // topology file an admin corrected (GPU locality a VM's firmware does not report, say) may be
 // used for live binding when it describes this machine: the same PUs and NUMA nodes; its
 // allowed CPUs are then this process's (the cgroup's). When it describes another machine the
 // error says what differs. `label` names the source in errors ("--topology X").
-Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir);
+Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir,
+                                        size_t max_files = kDefaultCacheMaxFiles);
 
 }  // namespace gpubind::discover

@@ -9,6 +9,9 @@
 //   strict    a binding that cannot be applied fails the task (default: warning, task unbound)
 //   topology= a topology file chosen by the admin (never one named by the user's environment)
 //   dryrun    plan and export GPUBIND_* but apply nothing (tests with a fake node layout)
+//   config=   the gpubind.conf to read (default /etc/gpubind.conf; never one named by the user's
+//             environment): binding = off disables the plugin; policy = is the mode of a bare
+//             --gpubind; mem = and reserve = apply unless plugstack.conf says otherwise
 extern "C" {
 #include <slurm/spank.h>
 }
@@ -21,6 +24,7 @@ extern "C" {
 #include <vector>
 
 #include "bind/apply.hpp"
+#include "bind/config.hpp"
 #include "bind/local_rank.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
@@ -42,9 +46,13 @@ using namespace gpubind;
 
 struct Settings {
   std::string mode;  // "" = not requested
+  bool mode_defaulted = false;  // a bare --gpubind: the configuration's policy may choose
   bool verbose = false;
   std::string site_default;
   plan::MemPolicy mem = plan::MemPolicy::preferred;
+  bool mem_set = false;
+  std::string config = bind::kDefaultConfigPath;
+  bool config_set = false;
   bool strict = false;
   bool dry_run = false;
   std::string topology;
@@ -67,6 +75,7 @@ int option_cb(int, const char* optarg, int) {
   // sbatch --gpubind without a value reaches the job's steps as the literal "(null)" (Slurm
   // 22.05 prints the missing optional argument into SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpubind).
   std::string v = optarg && std::strcmp(optarg, "(null)") != 0 ? optarg : "";
+  g.mode_defaulted = v.empty() || v == "verbose";
   return parse_mode(v, g.mode, g.verbose) == 0 ? 0 : -1;
 }
 
@@ -119,7 +128,7 @@ std::map<std::string, std::string> task_env(spank_t sp) {
 //   - a step with one task on this node is left to that task (it is usually a launcher,
 //     torchrun or `gpubind launch`, that binds the workers it starts within the allocation);
 //   - any narrowing below the step's CPUs is said on stderr.
-Status bind_task(spank_t sp, bool site_default) {
+Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   std::map<std::string, std::string> env = task_env(sp);
   auto lr = bind::detect_local_rank(env);
   if (!lr) return lr.error();
@@ -137,15 +146,17 @@ Status bind_task(spank_t sp, bool site_default) {
   }
   // The admin's topology= is used for binding only when it describes this node; with dryrun it
   // may be any machine (nothing is applied).
-  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(discover::default_cache_dir())
+  std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
+  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files)
                                               : discover::load_topology(g.topology))
-                        : discover::load_for_binding(g.topology, "plugstack.conf topology=" + g.topology,
-                                                     discover::default_cache_dir());
+                        : discover::load_for_binding(g.topology, "plugstack.conf topology=" + g.topology, cache,
+                                                     cfg.cache_max_files);
   if (!topo) return topo.error();
   plan::Request req;
   req.ranks = (*lr)->size;
   req.policy = *plan::policy_from_string(g.mode);
-  req.mem = g.mem;
+  req.mem = g.mem_set || !cfg.mem ? g.mem : *plan::mem_policy_from_string(*cfg.mem);
+  if (cfg.reserve) req.reserve = *CpuSet::parse_list(*cfg.reserve);  // checked when the file was read
   req.env = env;
   auto p = plan::make_plan(*topo, req);
   if (!p) return p.error();
@@ -194,14 +205,18 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
           return -1;
         }
         g.mem = *m;
+        g.mem_set = true;
       } else if (a == "strict") {
         g.strict = true;
       } else if (a == "dryrun") {
         g.dry_run = true;
+      } else if (a.starts_with("config=")) {
+        g.config = a.substr(7);
+        g.config_set = true;
       } else if (a.starts_with("topology=")) {
         g.topology = a.substr(9);
       } else {
-        slurm_error("gpubind: plugstack.conf: unknown argument '%s' (default=, mem=, strict, topology=, dryrun)", av[i]);
+        slurm_error("gpubind: plugstack.conf: unknown argument '%s' (default=, mem=, strict, topology=, dryrun, config=)", av[i]);
         return -1;
       }
     }
@@ -221,8 +236,18 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
     bool site_default = g.mode.empty();
     std::string mode = site_default ? g.site_default : g.mode;
     if (mode.empty() || mode == "none") return 0;
+    auto cfg = bind::read_config(g.config, g.config_set);
+    if (!cfg) {
+      std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", cfg.error().message().c_str());
+      return g.strict ? -1 : 0;
+    }
+    if (!cfg->binding) {
+      if (g.verbose) std::fprintf(stderr, "gpubind: binding = off in %s: task left unbound\n", cfg->path.c_str());
+      return 0;
+    }
+    if (g.mode_defaulted && !site_default && cfg->policy) mode = *cfg->policy;
     g.mode = mode;
-    Status s = bind_task(sp, site_default);
+    Status s = bind_task(sp, site_default, *cfg);
     if (s) return 0;
     std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", s.error().message().c_str());
     return g.strict ? -1 : 0;

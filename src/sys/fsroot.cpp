@@ -136,6 +136,24 @@ Status write_file_atomic(const std::string& path, const std::string& text) {
   return Ok{};
 }
 
+void prune_files(const std::string& dir, const std::string& prefix, const std::string& suffix, size_t keep) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::pair<std::pair<long long, long long>, std::string>> files;  // (mtime s, ns), name
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() < prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    files.push_back({{st.st_mtim.tv_sec, st.st_mtim.tv_nsec}, name});
+  }
+  if (files.size() > keep) {
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = keep; i < files.size(); ++i) ::unlinkat(::dirfd(d), files[i].second.c_str(), 0);
+  }
+  ::closedir(d);
+}
+
 Status ensure_private_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Error{dir, errno_text(errno)};
   struct stat st;

@@ -41,5 +41,9 @@ Status write_file_atomic(const std::string& path, const std::string& text);
 // owned by this user and not writable by others (else an Error, and callers skip caching).
 Status ensure_private_dir(const std::string& dir);
 std::string user_id();
+// Keeps the `keep` newest (by modification time) regular files of `dir` whose names start with
+// `prefix` and end with `suffix`, and removes the others. Best effort: files that vanish or
+// cannot be removed are skipped.
+void prune_files(const std::string& dir, const std::string& prefix, const std::string& suffix, size_t keep);
 
 }  // namespace gpubind::sys

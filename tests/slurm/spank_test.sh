@@ -95,6 +95,24 @@ if [ "$(nproc)" -ge 2 ]; then
     || fail "launch inside a single-task step: '$out'"
 fi
 
+# 7d. gpubind.conf: binding = off disables even an explicit --gpubind; a broken file is a
+#     warning and an unbound task (strict: a failed task).
+printf 'binding = off\n' >"$WORK/off.conf"
+plugstack "default=closest config=$WORK/off.conf"
+out=$(srun -Q -N1 -n2 --gpubind sh -c "$probe" 2>&1)
+[ "$(echo "$out" | awk '$4=="unset"' | wc -l)" = 2 ] && pass "config binding = off: the plugin binds nothing" || fail "off config: $out"
+printf 'polcy = numa\n' >"$WORK/bad.conf"
+plugstack "config=$WORK/bad.conf"
+out=$(srun -Q -N1 -n1 --gpubind sh -c "$probe" 2>"$WORK/err")
+[ "$(echo "$out" | awk '{print $4}')" = unset ] && grep -q "bad.conf:1: unknown key 'polcy'" "$WORK/err" \
+  && pass "broken gpubind.conf: warning names the line, task unbound" || fail "bad config: $out $(cat "$WORK/err")"
+printf 'policy = numa\n' >"$WORK/numa.conf"
+plugstack "config=$WORK/numa.conf"
+out=$(srun -Q -N1 -n2 --gpubind sh -c 'echo "$SLURM_LOCALID ${GPUBIND_POLICY:-unset}"' 2>&1)
+[ "$(echo "$out" | awk '$2=="numa"' | wc -l)" = 2 ] && pass "config policy = numa: a bare --gpubind uses it" || fail "config policy: $out"
+out=$(srun -Q -N1 -n2 --gpubind=closest sh -c 'echo "$SLURM_LOCALID ${GPUBIND_POLICY:-unset}"' 2>&1)
+[ "$(echo "$out" | awk '$2=="closest"' | wc -l)" = 2 ] && pass "config policy: --gpubind=closest still wins" || fail "explicit mode: $out"
+
 # 8. A fixture topology (admin-chosen) in dry-run: the plan follows its 2-socket, 8-GPU layout.
 plugstack "topology=example:dgx-h100 dryrun"
 out=$(srun -Q -N1 -n8 --gpubind sh -c "$probe" 2>&1)
