@@ -9,7 +9,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test deps build build-asan test-asan bench clean
+.PHONY: run test deps build build-asan test-asan bench clean install package
 
 deps:
 	@scripts/install-deps.sh
@@ -57,6 +57,16 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli'
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]: binary, SPANK plugin (Slurm's plugin
+# dir under PREFIX), man pages, bash/zsh completion, deploy/ examples.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# make package: a Debian package (build/gpubind_VERSION_ARCH.deb) from CPack.
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 bench: build
 	bench/bench.sh $(BUILD)

@@ -15,6 +15,8 @@ packages=(
   openmpi-bin python3-torch
   # Slurm: the SPANK plugin's headers and a throw-away local cluster for its tests
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
+  # packaging: the Debian package's Depends (dpkg-shlibdeps), man page rendering, completion test
+  dpkg-dev groff-base bsdextrautils
 )
 
 missing=()
