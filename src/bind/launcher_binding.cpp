@@ -59,6 +59,14 @@ LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBindin
   return out;
 }
 
+bool pinned_to_whole_numa_nodes(const topo::Topology& t, const CpuSet& launcher, const CpuSet& allowed) {
+  if (launcher.empty() || allowed.is_subset_of(launcher)) return false;
+  CpuSet nodes;
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (n.cpus.intersects(launcher)) nodes |= n.cpus & allowed;
+  return !nodes.empty() && nodes == launcher;
+}
+
 const std::vector<std::string>& global_rank_env_names() {
   static const std::vector<std::string> names = {"RANK",     "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",  "PMIX_RANK",
                                                  "PMI_RANK", "PALS_RANKID",          "FLUX_TASK_RANK"};

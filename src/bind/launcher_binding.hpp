@@ -32,6 +32,12 @@ struct LauncherBinding {
 LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBinding& rb, const CpuSet& launcher,
                                        const CpuSet& allowed, bool keep);
 
+// True when the launcher pinned this rank to whole NUMA nodes (every allowed CPU of each node it
+// touches, not the whole allowed set): `mpirun --bind-to numa`, `srun --cpu-bind=ldoms`. The ranks
+// of such a job each expect a node's worth of cores; exec then plans socket-split (every core of
+// the GPU's package, disjoint) instead of halving a GPU node between its ranks.
+bool pinned_to_whole_numa_nodes(const topo::Topology& t, const CpuSet& launcher, const CpuSet& allowed);
+
 // The job-wide rank of this process from the launcher's environment (RANK, OMPI_COMM_WORLD_RANK,
 // SLURM_PROCID, PMIX_RANK, PMI_RANK, PALS_RANKID, FLUX_TASK_RANK), or -1 when none says.
 long global_rank(const std::map<std::string, std::string>& env);

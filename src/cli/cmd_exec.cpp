@@ -122,6 +122,15 @@ int cmd_exec(const std::vector<std::string>& args) {
                                                     : AllowedFrom::affinity;
   auto req = make_request(o, *topo, from);
   if (!req) return fail(req.error(), kExitExecFailed);
+  // The launcher's binding, read before anything is applied.
+  auto machine = dry_run ? Result<bind::MachineState>(bind::MachineState{topo->cpus, topo->allowed_cpus, CpuSet::range(0, 4095)})
+                         : bind::current_machine_state();
+  if (!machine) return fail(machine.error(), kExitExecFailed);
+  // A launcher that gave every rank whole NUMA nodes (--bind-to numa, --cpu-bind=ldoms) expects a
+  // node's worth of cores per rank: plan socket-split rather than halving the GPU's node.
+  bool by_numa = from == AllowedFrom::cgroup && !dry_run && req->policy == plan::Policy::closest && app.count("--policy") == 0 &&
+                 !cfg->policy && bind::pinned_to_whole_numa_nodes(*topo, machine->allowed_cpus, topo->allowed_cpus);
+  if (by_numa) req->policy = plan::Policy::socket_split;
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitExecFailed);
   if (lr.rank >= plan->ranks.size())
@@ -133,9 +142,9 @@ int cmd_exec(const std::vector<std::string>& args) {
 
   // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
   // --cpu-bind): kept on request, otherwise replaced with a note, never silently.
-  auto machine = dry_run ? Result<bind::MachineState>(bind::MachineState{topo->cpus, topo->allowed_cpus, CpuSet::range(0, 4095)})
-                         : bind::current_machine_state();
-  if (!machine) return fail(machine.error(), kExitExecFailed);
+  if (by_numa && !o.quiet)
+    std::fprintf(stderr, "gpubind: note: local rank %u: the launcher bound ranks to whole NUMA nodes; planned socket-split so "
+                         "no rank gets fewer cores than a node's share (--policy closest overrides)\n", lr.rank);
   if (from == AllowedFrom::cgroup && !dry_run) {
     bind::LauncherBinding lb = bind::judge_launcher_binding(*topo, rb, machine->allowed_cpus, topo->allowed_cpus, keep_launcher);
     if (!lb.note.empty() && !o.quiet)

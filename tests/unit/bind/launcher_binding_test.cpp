@@ -91,6 +91,19 @@ TEST(LauncherBinding, KeepRefusesFewerCoresThanThePlan) {
   EXPECT_NE(lb.note.find("1 core(s) where the plan gives 14"), std::string::npos) << lb.note;
 }
 
+TEST(LauncherBinding, WholeNumaNodePinningIsRecognised) {
+  auto t = discover::load_topology("example:dgx-a100-nps4");
+  ASSERT_TRUE(t.ok());
+  CpuSet node0 = topo::cpus_of_nodes(*t, {0});
+  EXPECT_TRUE(pinned_to_whole_numa_nodes(*t, node0, t->allowed_cpus));
+  EXPECT_TRUE(pinned_to_whole_numa_nodes(*t, node0 | topo::cpus_of_nodes(*t, {1}), t->allowed_cpus));
+  EXPECT_FALSE(pinned_to_whole_numa_nodes(*t, CpuSet::of({0, 128}), t->allowed_cpus));  // one core
+  EXPECT_FALSE(pinned_to_whole_numa_nodes(*t, t->allowed_cpus, t->allowed_cpus));       // not pinned
+  // Within a cgroup, a node's allowed part counts as the whole node.
+  CpuSet allowed = CpuSet::range(0, 7) | CpuSet::range(128, 135) | topo::cpus_of_nodes(*t, {1});
+  EXPECT_TRUE(pinned_to_whole_numa_nodes(*t, CpuSet::range(0, 7) | CpuSet::range(128, 135), allowed));
+}
+
 TEST(GlobalRank, FromTheLaunchersVariable) {
   EXPECT_EQ(global_rank({{"OMPI_COMM_WORLD_RANK", "11"}}), 11);
   EXPECT_EQ(global_rank({{"RANK", "3"}, {"SLURM_PROCID", "9"}}), 3);
