@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "plan/cpu_split.hpp"
+#include "plan/crowded.hpp"
 #include "plan/socket_split.hpp"
 #include "util/strings.hpp"
 
@@ -169,6 +170,10 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
   return best->cpus & c.allowed;
 }
 
+std::string who_text(const std::vector<size_t>& members) {
+  return (members.size() == 1 ? "rank " : "ranks ") + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
+}
+
 // Ranks whose target domains overlap form one pool, in rank order.
 std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) {
   size_t n = targets.size();
@@ -185,72 +190,79 @@ std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) 
   return out;
 }
 
-// A pool with fewer cores than ranks (many ranks on a GPU whose locality is one L3 domain, or a
-// small allowed set) grows before ranks are made to share cores: to the NUMA node(s), then the
-// package(s), then every allowed CPU.
-void widen_crowded_pools(Ctx& c, std::vector<CpuSet>& targets) {
-  static const char* kLevels[] = {"their NUMA node", "their package", "every allowed CPU"};
-  for (int level = 0; level < 3; ++level) {
-    bool widened = false;
+// Splits one pool among its ranks: whole L3 domains (policy l3), whole cores, or single PUs when
+// the pool was settled on SMT siblings.
+void split_pool(Ctx& c, const CrowdedPool& pool) {
+  const auto& members = pool.members;
+  const CpuSet& domain = pool.domain;
+  std::string who = who_text(members);
+  if (c.req.policy == Policy::l3) {
+    // One L3 domain per rank, in order; ranks beyond the L3 count share.
+    std::vector<CpuSet> l3s;
+    for (const topo::L3Domain& l : c.t.l3_domains)
+      if ((l.cpus & domain).intersects(c.allowed)) l3s.push_back(l.cpus & domain);
+    if (!l3s.empty()) {
+      for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = l3s[q % l3s.size()];
+      if (members.size() > l3s.size())
+        c.plan.warnings.push_back(who + ": " + std::to_string(members.size()) + " ranks on " + std::to_string(l3s.size()) +
+                                  " L3 domains: some ranks share an L3 domain");
+      c.plan.explain.push_back(who + ": one L3 domain each within " + cpus_text(domain));
+      return;
+    }
+    c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
+  }
+  std::vector<const CoreSlot*> slots = c.cores.within(domain);
+  std::vector<CoreSlot> pu_slots;  // one slot per PU, siblings adjacent, when splitting SMT siblings
+  if (pool.by_pu) {
+    for (const CoreSlot* s : slots)
+      for (unsigned pu : (s->pus & domain).ids()) pu_slots.push_back({CpuSet::of({pu}), s->l3});
+    slots.clear();
+    for (const CoreSlot& s : pu_slots) slots.push_back(&s);
+  }
+  Split s = split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
+  for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
+  c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(slots.size()) + (pool.by_pu ? " PUs" : " cores") +
+                           "): " + s.how);
+  if (s.shared) c.plan.warnings.push_back(who + ": more ranks than CPUs in " + cpus_text(domain) + "; ranks share cores");
+}
+
+// Ranks whose GPUs sit near each other share a pool of cores. A crowded pool (fewer cores than
+// ranks) is handled by rules, each tried only when the one before cannot give every rank a CPU of
+// its own, so ranks stay on their GPU's node whenever sharing cannot be avoided anyway:
+//   1. widen to the GPU's NUMA node(s) (a GPU whose locality is one L3 domain);
+//   2. SMT siblings: when the pool has at least as many PUs as ranks, each rank gets its own PUs
+//      (whole cores for as many ranks as possible);
+//   3. spill the minimum: only the ranks beyond the pool's PUs move, to the nearest free cores
+//      (same package first, then by NUMA distance), and only when that removes sharing;
+//   4. otherwise the ranks share their own node's cores.
+void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
+  bool share = c.req.policy == Policy::socket || c.req.policy == Policy::numa || c.req.policy == Policy::none;
+  if (share) {
     for (const auto& members : pool_ranks(targets)) {
       CpuSet domain;
       for (size_t i : members) domain |= targets[i];
-      if (c.cores.count(domain) >= members.size()) continue;
-      for (size_t i : members) {
-        CpuSet wider;
-        if (level == 0) wider = topo::cpus_of_nodes(c.t, nodes_covering(c.t, targets[i]));
-        if (level == 1)
-          for (const topo::Package& p : c.t.packages)
-            if (p.cpus.intersects(targets[i])) wider |= p.cpus;
-        if (level == 2 || wider.empty()) wider = c.allowed;
-        targets[i] = (wider & c.allowed) | targets[i];
-      }
-      std::string who = "ranks " + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
-      c.plan.explain.push_back(who + ": fewer cores than ranks near their GPU; widened to " + kLevels[level]);
-      if (level > 0)
-        c.plan.warnings.push_back(who + ": more ranks than allowed cores on their GPU's NUMA node; widened to " + kLevels[level]);
-      widened = true;
+      for (size_t i : members) c.plan.ranks[i].cpus = domain;
+      c.plan.explain.push_back(who_text(members) + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");
     }
-    if (!widened) break;
+    return;
   }
-}
-
-// Each pool is split (closest, l3) or shared (socket, numa) among its ranks.
-void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
-  bool share = c.req.policy == Policy::socket || c.req.policy == Policy::numa || c.req.policy == Policy::none;
-  if (!share) widen_crowded_pools(c, targets);
+  // 1. A crowded pool widens to its NUMA node(s), still local to the GPU.
   for (const auto& members : pool_ranks(targets)) {
     CpuSet domain;
     for (size_t i : members) domain |= targets[i];
-    std::string who = "ranks " + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
-    if (share) {
-      for (size_t i : members) c.plan.ranks[i].cpus = domain;
-      c.plan.explain.push_back(who + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");
-      continue;
-    }
-    if (c.req.policy == Policy::l3) {
-      // One L3 domain per rank, in order; ranks beyond the L3 count share.
-      std::vector<CpuSet> l3s;
-      for (const topo::L3Domain& l : c.t.l3_domains)
-        if ((l.cpus & domain).intersects(c.allowed)) l3s.push_back(l.cpus & domain);
-      if (!l3s.empty()) {
-        for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = l3s[q % l3s.size()];
-        if (members.size() > l3s.size())
-          c.plan.warnings.push_back(who + ": " + std::to_string(members.size()) + " ranks on " + std::to_string(l3s.size()) +
-                                    " L3 domains: some ranks share an L3 domain");
-        c.plan.explain.push_back(who + ": one L3 domain each within " + cpus_text(domain));
-        continue;
-      }
-      c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
-    }
-    std::vector<const CoreSlot*> slots = c.cores.within(domain);
-    Split s = split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
-    for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
-    c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(slots.size()) +
-                             " cores): " + s.how);
-    if (s.shared)
-      c.plan.warnings.push_back(who + ": more ranks than cores in " + cpus_text(domain) + "; ranks share cores");
+    if (c.cores.count(domain) >= members.size()) continue;
+    for (size_t i : members) targets[i] |= topo::cpus_of_nodes(c.t, nodes_covering(c.t, targets[i])) & c.allowed;
+    c.plan.explain.push_back(who_text(members) + ": fewer cores than ranks near their GPU; widened to their NUMA node");
   }
+  std::vector<CrowdedPool> pools;
+  for (const auto& members : pool_ranks(targets)) {
+    CpuSet domain;
+    for (size_t i : members) domain |= targets[i];
+    pools.push_back({members, domain, false});
+  }
+  // 2-4. Settle the crowded pools: SMT siblings, the minimal spill, or sharing.
+  settle_crowded_pools(c.t, c.cores, c.allowed, pools, c.plan.explain, c.plan.warnings);
+  for (const CrowdedPool& pool : pools) split_pool(c, pool);
 }
 
 // --- memory, NIC, environment --------------------------------------------------------------
@@ -486,6 +498,19 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
     std::vector<CoreSlot> in_order = c.cores.slots;
     std::stable_sort(in_order.begin(), in_order.end(),
                      [](const CoreSlot& a, const CoreSlot& b) { return *a.pus.first() < *b.pus.first(); });
+    // More ranks than cores but not than PUs: SMT siblings go to different ranks before ranks
+    // share a core (as for crowded pools).
+    size_t pus = 0;
+    for (const CoreSlot& s : in_order) pus += s.pus.count();
+    bool by_pu = in_order.size() < ranks && pus >= ranks;
+    std::vector<CoreSlot> pu_slots;
+    if (by_pu) {
+      for (const CoreSlot& s : in_order)
+        for (unsigned pu : s.pus.ids()) pu_slots.push_back({CpuSet::of({pu}), s.l3});
+      in_order = pu_slots;
+      c.plan.warnings.push_back(std::to_string(ranks) + " ranks on " + std::to_string(c.cores.slots.size()) +
+                                " allowed cores: SMT siblings of some cores go to different ranks");
+    }
     std::vector<const CoreSlot*> slots;
     for (CoreSlot& s : in_order) {
       if (req.policy == Policy::cpu_only) s.l3 = -1;

@@ -37,6 +37,7 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
   ASSERT_TRUE(p.ok()) << what << ": " << p.error().message();
   unsigned allowed_cores = 0;
   for (const auto& c : t.cores) allowed_cores += c.pus.intersects(t.allowed_cpus);
+  unsigned allowed_pus = unsigned(t.allowed_cpus.count());
   std::map<unsigned, unsigned> seen;
   std::map<std::string, bool> gpu_used;
   for (const auto& rb : p->ranks) {
@@ -50,7 +51,8 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     }
     for (const auto& g : rb.gpus) gpu_used[g.pci] = true;
   }
-  if (allowed_cores >= p->ranks.size()) {
+  // Disjoint whenever the machine has a PU per rank (SMT siblings before sharing, issue 10).
+  if (allowed_cores >= p->ranks.size() || (req.smt && allowed_pus >= p->ranks.size())) {
     for (auto& [pu, n] : seen) EXPECT_EQ(n, 1u) << what << ": CPU " << pu << " given to " << n << " ranks";
   }
 
@@ -67,7 +69,12 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     CpuSet node_cpus = topo::cpus_of_nodes(t, *g->numa);
     unsigned cores = 0;
     for (const auto& c : t.cores) cores += c.pus.intersects(node_cpus & t.allowed_cpus);
-    if (cores >= ranks_per_nodes[*g->numa]) {
+    unsigned node_pus = unsigned((node_cpus & t.allowed_cpus).count());
+    // A rank stays on its GPU's node when the node has a core (or, with SMT, a PU) for each of its
+    // ranks, and also when sharing cannot be avoided at all: moving would not remove it.
+    bool fits = cores >= ranks_per_nodes[*g->numa] || (req.smt && node_pus >= ranks_per_nodes[*g->numa]);
+    bool must_share = cores > 0 && allowed_pus < p->ranks.size();
+    if (fits || must_share) {
       EXPECT_TRUE(rb.cpus.is_subset_of(node_cpus)) << what << " rank " << rb.local_rank << ": CPUs " << rb.cpus.to_list()
                                                    << " leave GPU node(s) " << node_cpus.to_list();
     }

@@ -72,6 +72,37 @@ topo::Topology eight_l3_node() {
   return t;
 }
 
+// `packages` packages with one NUMA node each of `cores` cores x `smt` PUs, and gpus_on[n] GPUs
+// on node n (issue 10's crowded machines in miniature).
+topo::Topology crowded_machine(unsigned packages, unsigned cores, unsigned smt, const std::vector<unsigned>& gpus_on) {
+  auto loaded = discover::load_topology("pack:" + std::to_string(packages) + " numa:1 core:" + std::to_string(cores) +
+                                        " pu:" + std::to_string(smt));
+  EXPECT_TRUE(loaded.ok());
+  topo::Topology t = *loaded;
+  unsigned index = 0;
+  for (unsigned n = 0; n < gpus_on.size(); ++n)
+    for (unsigned k = 0; k < gpus_on[n]; ++k) {
+      topo::Gpu g;
+      g.index = index;
+      char pci[16];
+      std::snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x10 + index);
+      g.pci = pci;
+      g.vendor = topo::Vendor::nvidia;
+      g.device_id = 0x2330;
+      g.numa = std::vector<unsigned>{t.numa_nodes[n].os_index};
+      g.cpus = t.numa_nodes[n].cpus;
+      g.pcie_path = {"hb:0000:" + std::string(pci).substr(5, 2)};
+      t.gpus.push_back(g);
+      ++index;
+    }
+  return t;
+}
+
+bool on_gpu_node(const topo::Topology& t, const RankBinding& rb) {
+  const topo::Gpu* g = topo::find_gpu(t, rb.gpus.at(0).pci);
+  return rb.cpus.is_subset_of(topo::cpus_of_nodes(t, *g->numa));
+}
+
 }  // namespace
 
 // --- 1. defaults -----------------------------------------------------------------------------
@@ -408,6 +439,72 @@ TEST(Fallback, GpusPerRankThatDoesNotFitIsAnError) {
   auto p = make_plan(example("dgx-h100"), r);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message().find("9 GPUs"), std::string::npos) << p.error().message();
+}
+
+// --- 4b. crowded nodes (issue 10) ---------------------------------------------------------
+
+TEST(Crowded, RanksShareTheirOwnNodeWhenWideningCannotRemoveSharing) {
+  // DGX-2H with trimmed CPUs: 8 GPUs on each of two 2-core nodes, 16 ranks on 4 cores. Moving
+  // ranks to the other node would not remove sharing, so every rank stays on its GPU's node.
+  auto t = crowded_machine(2, 2, 1, {8, 8});
+  Plan p = must_plan(t, {});
+  ASSERT_EQ(p.ranks.size(), 16u);
+  for (const auto& rb : p.ranks) EXPECT_TRUE(on_gpu_node(t, rb)) << rb.local_rank << ": " << rb.cpus.to_list();
+  EXPECT_EQ(*p.score.cpu_locality, 1.0);
+  EXPECT_TRUE(has_warning(p, "ranks share cores"));
+}
+
+TEST(Crowded, SmtSiblingsBeforeSharingOrSpilling) {
+  // 6 ranks on a node of 4 cores x 2 PUs: each rank gets its own PU, none leaves the node.
+  auto t = crowded_machine(2, 4, 2, {2, 0});
+  Request r;
+  r.ranks = 6;
+  Plan p = must_plan(t, r);
+  for (const auto& rb : p.ranks) EXPECT_TRUE(on_gpu_node(t, rb)) << rb.local_rank;
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_TRUE(has_warning(p, "SMT siblings of some cores go to different ranks"));
+}
+
+TEST(Crowded, SpillsOnlyTheRanksBeyondTheNodesCpus) {
+  // 6 ranks, 4 single-PU cores on the GPUs' node: 4 stay, exactly 2 move to the other node.
+  auto t = crowded_machine(2, 4, 1, {2, 0});
+  Request r;
+  r.ranks = 6;
+  Plan p = must_plan(t, r);
+  unsigned local = 0;
+  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
+  EXPECT_EQ(local, 4u);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  EXPECT_TRUE(on_gpu_node(t, p.ranks[0]));
+  EXPECT_FALSE(on_gpu_node(t, p.ranks[5]));
+  EXPECT_TRUE(has_warning(p, "ranks 4,5: no CPU left near their GPU; moved"));
+}
+
+TEST(Crowded, SpilledRanksUseTheFreeCoresSmtSiblings) {
+  // 12 ranks, 8 PUs on the GPUs' node: 8 stay (one PU each), 4 move onto 2 free cores' 4 PUs.
+  auto t = crowded_machine(2, 4, 2, {2, 0});
+  Request r;
+  r.ranks = 12;
+  Plan p = must_plan(t, r);
+  unsigned local = 0;
+  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
+  EXPECT_EQ(local, 8u);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+}
+
+TEST(Crowded, SpilledRanksTakeOnlyCoresTheOtherNodesRanksDoNotNeed) {
+  // 8 ranks on 3 GPUs: 6 ranks on node 0's 4 cores, 2 on node 1's 4 cores. The 2 spilled ranks
+  // take node 1's two spare cores and its own ranks keep one core each: nobody shares.
+  auto t = crowded_machine(2, 4, 1, {2, 1});
+  Request r;
+  r.ranks = 8;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  unsigned local = 0;
+  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
+  EXPECT_EQ(local, 6u);
+  EXPECT_TRUE(on_gpu_node(t, p.ranks[6]));
+  EXPECT_TRUE(on_gpu_node(t, p.ranks[7]));
 }
 
 // --- 5. memory -------------------------------------------------------------------------------
