@@ -18,6 +18,8 @@ void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
   app.add_option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");
   app.add_option("--mem", o.mem, "Memory policy: preferred (default), bind, interleave, none")
       ->check(CLI::IsMember({"preferred", "bind", "interleave", "none"}));
+  app.add_option("--allowed-mems", o.allowed_mems,
+                 "Allowed memory nodes (list; default: this process's cpuset.mems live, all nodes for a file)");
   app.add_option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
   app.add_flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
   app.add_flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
@@ -65,6 +67,16 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     auto a = sys::current_affinity();
     if (!a) return a.error();
     r.allowed = *a & t.cpus;
+  }
+  if (!o.allowed_mems.empty()) {
+    auto s = CpuSet::parse_list(o.allowed_mems);
+    if (!s) return Error{"--allowed-mems", s.error().message()};
+    r.allowed_mems = *s;
+  } else if (from != AllowedFrom::topology) {
+    // Live: the cgroup's cpuset.mems, as Linux reports it for this process.
+    auto m = sys::current_mems_allowed();
+    if (!m) return m.error();
+    r.allowed_mems = *m;
   }
   r.env = environment_of(plan::gpu_env_names());
   return r;

@@ -21,6 +21,7 @@ struct PlanOptions {
   bool no_smt = false;
   std::string reserve;
   std::string allowed;
+  std::string allowed_mems;
   std::string mem = "preferred";
   std::optional<unsigned> mem_node;
   bool nic_env = false;

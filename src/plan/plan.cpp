@@ -283,6 +283,29 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
       for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
   if (nodes.empty() || c.req.mem == MemPolicy::interleave)
     for (unsigned n : nodes_covering(c.t, rb.cpus)) nodes.insert(n);
+  // Never a node the cgroup forbids (cpuset.mems): set_mempolicy would fail, or the kernel would
+  // silently allocate elsewhere. The nearest allowed node with CPUs takes its place.
+  if (const auto& allowed = c.req.allowed_mems) {
+    std::set<unsigned> kept;
+    for (unsigned n : nodes)
+      if (allowed->test(n)) kept.insert(n);
+    if (kept.empty()) {
+      unsigned home = nodes.empty() ? 0 : *nodes.begin();
+      const topo::NumaNode* best = nullptr;
+      auto key = [&](const topo::NumaNode& n) {
+        return std::make_tuple(n.cpus.empty(), topo::numa_distance(c.t, home, n.os_index).value_or(255), n.os_index);
+      };
+      for (const topo::NumaNode& n : c.t.numa_nodes)
+        if (allowed->test(n.os_index) && (!best || key(n) < key(*best))) best = &n;
+      if (best) {
+        kept.insert(best->os_index);
+        std::vector<unsigned> wanted(nodes.begin(), nodes.end());
+        rb.warnings.push_back("memory node " + join_numbers(wanted) + " is outside the allowed memory nodes " + allowed->to_list() +
+                              " (cpuset.mems); memory goes to node " + std::to_string(best->os_index) + ", the nearest allowed");
+      }
+    }
+    nodes = kept;
+  }
   rb.mem_nodes.assign(nodes.begin(), nodes.end());
 }
 
@@ -406,6 +429,16 @@ Status check_request(const Topology& t, const Request& req) {
   if (req.allowed && req.allowed->empty()) return Error{"--allowed", "the allowed CPU set is empty"};
   if (req.mem_node && !topo::find_numa(t, *req.mem_node))
     return Error{"--mem-node " + std::to_string(*req.mem_node), "no such NUMA node"};
+  if (req.allowed_mems) {
+    CpuSet known;
+    for (const topo::NumaNode& n : t.numa_nodes) known.set(n.os_index);
+    if ((*req.allowed_mems & known).empty())
+      return Error{"allowed memory nodes " + req.allowed_mems->to_list(), "none of them is a NUMA node of this machine (" +
+                                                                          known.to_list() + ")"};
+    if (req.mem_node && !req.allowed_mems->test(*req.mem_node))
+      return Error{"--mem-node " + std::to_string(*req.mem_node),
+                   "outside the allowed memory nodes " + req.allowed_mems->to_list() + " (cgroup cpuset.mems)"};
+  }
   return Ok{};
 }
 

@@ -29,6 +29,7 @@ extern "C" {
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
+#include "sys/affinity.hpp"
 #include "sys/binder.hpp"
 #include "util/strings.hpp"
 
@@ -158,6 +159,13 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   req.mem = g.mem_set || !cfg.mem ? g.mem : *plan::mem_policy_from_string(*cfg.mem);
   if (cfg.reserve) req.reserve = *CpuSet::parse_list(*cfg.reserve);  // checked when the file was read
   req.env = env;
+  if (!g.dry_run) {
+    // The task's cpuset.mems: a memory node outside it is never planned (set_mempolicy would fail
+    // after the CPUs were already bound).
+    auto mems = sys::current_mems_allowed();
+    if (!mems) return mems.error();
+    req.allowed_mems = *mems;
+  }
   auto p = plan::make_plan(*topo, req);
   if (!p) return p.error();
   if ((*lr)->rank >= p->ranks.size()) return Error{"SLURM_LOCALID", "beyond the plan's ranks"};

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <vector>
 
+#include "sys/fsroot.hpp"
+#include "util/strings.hpp"
+
 namespace gpubind::sys {
 
 Result<CpuSet> current_affinity() {
@@ -27,6 +30,16 @@ Result<CpuSet> current_affinity() {
     if (e != EINVAL) return Error{"sched_getaffinity", std::strerror(e)};
   }
   return Error{"sched_getaffinity", "CPU mask larger than 1M CPUs"};
+}
+
+Result<CpuSet> current_mems_allowed() {
+  auto status = read_file("/proc/self/status");
+  if (!status) return status.error();
+  std::string list = key_value(*status, "Mems_allowed_list");
+  if (list.empty()) return Error{"/proc/self/status", "no Mems_allowed_list"};
+  auto nodes = CpuSet::parse_list(list);
+  if (!nodes) return Error{"/proc/self/status Mems_allowed_list", nodes.error().message()};
+  return *nodes;
 }
 
 }  // namespace gpubind::sys

@@ -6,5 +6,8 @@
 namespace gpubind::sys {
 
 Result<CpuSet> current_affinity();
+// The memory nodes this process may allocate from (cpuset.mems: Mems_allowed_list of
+// /proc/self/status), as a set of node OS indexes.
+Result<CpuSet> current_mems_allowed();
 
 }  // namespace gpubind::sys

@@ -24,6 +24,14 @@ inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
   for (const auto& gpu : t.gpus) g += gpu.vendor == t.gpus[0].vendor;
   add(1, 1);
   add(1, std::nullopt);
+  // A cgroup whose cpuset.mems allows only the last NUMA node with CPUs.
+  if (g) {
+    std::vector<unsigned> with_cpus = topo::cpu_numa_nodes(t);
+    if (with_cpus.size() > 1) {
+      add(g, 1);
+      out.back().allowed_mems = CpuSet::of({with_cpus.back()});
+    }
+  }
   if (g) {
     add(g, 1);
     add(2 * g, 1);
@@ -45,6 +53,10 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     EXPECT_TRUE(rb.cpus.is_subset_of(t.allowed_cpus)) << what << " rank " << rb.local_rank << ": CPUs outside the allowed set";
     for (unsigned pu : rb.cpus.ids()) ++seen[pu];
     for (unsigned n : rb.mem_nodes) {
+      if (req.allowed_mems) {
+        EXPECT_TRUE(req.allowed_mems->test(n)) << what << " rank " << rb.local_rank << ": memory node " << n
+                                               << " outside the allowed " << req.allowed_mems->to_list();
+      }
       const topo::NumaNode* node = topo::find_numa(t, n);
       ASSERT_NE(node, nullptr) << what;
       EXPECT_FALSE(node->cpus.empty()) << what << " rank " << rb.local_rank << ": CPU-less node " << n << " in mem_nodes";

@@ -542,6 +542,28 @@ TEST(Memory, InterleaveSpansTheRanksLocalNodes) {
   EXPECT_EQ(p.ranks[0].mem_nodes, (std::vector<unsigned>{0, 1, 2, 3}));
 }
 
+TEST(Memory, NeverANodeTheCgroupForbids) {
+  // cpuset.mems allows node 1 only: ranks of GPUs on node 0 prefer node 1, with a warning.
+  Request r;
+  r.allowed_mems = CpuSet::of({1});
+  Plan p = must_plan(example("dgx-h100"), r);
+  for (const auto& rb : p.ranks) EXPECT_EQ(rb.mem_nodes, std::vector<unsigned>{1}) << rb.local_rank;
+  EXPECT_TRUE(has_warning(p, "rank 0: memory node 0 is outside the allowed memory nodes 1 (cpuset.mems); memory goes to node 1"));
+  EXPECT_FALSE(has_warning(p, "rank 4: memory node"));
+}
+
+TEST(Memory, ExplicitMemNodeOutsideTheAllowedNodesIsAnError) {
+  Request r;
+  r.allowed_mems = CpuSet::of({1});
+  r.mem_node = 0;
+  auto p = make_plan(example("dgx-h100"), r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("outside the allowed memory nodes 1"), std::string::npos);
+  Request none;
+  none.allowed_mems = CpuSet::of({7});
+  EXPECT_FALSE(make_plan(example("dgx-h100"), none).ok());
+}
+
 // --- 6. NIC ----------------------------------------------------------------------------------
 
 TEST(Nic, ShortestPciePathWins) {
