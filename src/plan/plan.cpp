@@ -317,15 +317,26 @@ bool is_rdma_name(const std::string& n) {
 
 bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.end(), is_rdma_name); }
 
+// What a NIC is for a training job, best first: 0 a high-speed fabric (an RDMA device of
+// InfiniBand, RoCE, EFA or Slingshot; an IPoIB "ib*" or Slingshot "hsn*"/"hsi*" netdev; PCI
+// class InfiniBand), 1 plain Ethernet. Ranks only get NICs of the best kind present, so a 1 GbE
+// management port is never paired with a GPU when a fabric NIC exists.
+int nic_kind(const Nic& n) {
+  if (has_rdma(n) || n.class_id == 0x0207 || n.class_id == 0x0c06) return 0;
+  for (const std::string& o : n.os_names)
+    if (o.starts_with("ib") || o.starts_with("hsn") || o.starts_with("hsi")) return 0;
+  return 1;
+}
+
 // Each rank gets, for each of its GPUs, the NIC with the shortest PCIe path to that GPU,
 // balancing ranks over NICs of equal distance; a multi-GPU rank lists each distinct NIC once, its
 // first GPU's NIC first.
 void assign_nics(Ctx& c, const std::vector<std::vector<const Gpu*>>& gpus_of) {
+  int best_kind = 2;
+  for (const Nic& n : c.t.nics) best_kind = std::min(best_kind, nic_kind(n));
   std::vector<const Nic*> candidates;
   for (const Nic& n : c.t.nics)
-    if (has_rdma(n)) candidates.push_back(&n);
-  if (candidates.empty())
-    for (const Nic& n : c.t.nics) candidates.push_back(&n);
+    if (nic_kind(n) == best_kind) candidates.push_back(&n);
   if (candidates.empty()) return;
   std::map<const Nic*, unsigned> load;
   for (size_t r = 0; r < c.plan.ranks.size(); ++r) {

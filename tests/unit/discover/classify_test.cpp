@@ -28,11 +28,15 @@ TEST(Classify, NvidiaDriverListingWinsOverStrippedIds) {
   EXPECT_EQ(classify({0, 0, 0x0302, false}), DeviceRole::none);
 }
 
+TEST(Classify, SerialBusInfinibandHcasAreNics) {
+  // ConnectX-2 (HP SL390s) reports the serial-bus InfiniBand class 0c06, not network 0207.
+  EXPECT_EQ(classify({0x15b3, 0x6746, 0x0c06, false}), DeviceRole::nic);
+}
+
 TEST(Classify, NetworkClassesAreNics) {
   EXPECT_EQ(classify({0x15b3, 0x1021, 0x0207, false}), DeviceRole::nic);  // InfiniBand
   EXPECT_EQ(classify({0x8086, 0x1563, 0x0200, false}), DeviceRole::nic);  // Ethernet
   EXPECT_EQ(classify({0x17db, 0x0501, 0x0280, false}), DeviceRole::nic);  // other network
-  EXPECT_EQ(classify({0x15b3, 0x673c, 0x0c06, false}), DeviceRole::none);  // legacy IB class
 }
 
 TEST(Classify, GpuIndexesFollowPciOrderPerVendor) {

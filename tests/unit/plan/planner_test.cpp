@@ -619,6 +619,43 @@ TEST(Nic, MultiGpuRankGetsTheNicOfEachGpu) {
   EXPECT_EQ(q.ranks[0].nics[0].name, "ibp26s0,mlx5_0");
 }
 
+topo::Nic nic(const std::string& pci, std::vector<std::string> names, unsigned node, const topo::Topology& t,
+             std::vector<std::string> path) {
+  topo::Nic n;
+  n.pci = pci;
+  n.class_id = 0x0200;
+  n.os_names = std::move(names);
+  n.numa = std::vector<unsigned>{node};
+  n.cpus = topo::cpus_of_nodes(t, {node});
+  n.pcie_path = std::move(path);
+  return n;
+}
+
+TEST(Nic, FabricNicsBeforeEthernetEvenWhenFarther) {
+  // Tioga: a 1 GbE management port under the GPU's own host bridge, the Slingshot NIC on the other
+  // node. The rank gets the fabric NIC; NCCL is told about the fabric only.
+  auto t = crowded_machine(2, 4, 1, {1, 0});
+  t.nics.push_back(nic("0000:10:00.1", {"ens2"}, 0, t, {"hb:0000:10"}));  // same host bridge as GPU 0
+  t.nics.push_back(nic("0000:c5:00.0", {"hsi0"}, 1, t, {"hb:0000:c4"}));
+  Request r;
+  r.nic_env = true;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].nics.at(0).name, "hsi0");
+  EXPECT_EQ(env_of(p.ranks[0], "NCCL_SOCKET_IFNAME"), "=hsi0");
+}
+
+TEST(Nic, IpoibSlingshotAndInfinibandClassesAreFabric) {
+  auto t = crowded_machine(1, 4, 1, {1});
+  t.nics.push_back(nic("0000:10:00.1", {"eno1"}, 0, t, {"hb:0000:10"}));
+  topo::Nic ib = nic("0000:05:00.0", {"eth2", "ib0"}, 0, t, {"hb:0000:04"});
+  ib.class_id = 0x0c06;
+  t.nics.push_back(ib);
+  EXPECT_EQ(must_plan(t, {}).ranks[0].nics.at(0).name, "eth2,ib0");
+  t.nics.pop_back();
+  t.nics.push_back(nic("0000:05:00.0", {"hsn0"}, 0, t, {"hb:0000:04"}));
+  EXPECT_EQ(must_plan(t, {}).ranks[0].nics.at(0).name, "hsn0");
+}
+
 // --- 7. environment --------------------------------------------------------------------------
 
 TEST(Env, OmpNumThreadsIsTheRanksCores) {
