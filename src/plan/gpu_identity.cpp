@@ -66,6 +66,34 @@ std::optional<std::vector<unsigned>> parse_indices(const std::string& s) {
   return out;
 }
 
+// The GPU a "MIG-<uuid>" instance id belongs to.
+Result<const Gpu*> resolve_mig(const std::string& name, const std::string& value, const std::string& tok,
+                               const std::vector<const Gpu*>& base, std::vector<std::string>& warnings) {
+  std::string lower = to_lower(tok);
+  std::vector<const Gpu*> hits;
+  bool any_known = false;
+  for (const Gpu* g : base) {
+    any_known = any_known || !g->mig_uuids.empty();
+    for (const std::string& m : g->mig_uuids)
+      if (to_lower(m).starts_with(lower)) {
+        hits.push_back(g);
+        break;
+      }
+  }
+  if (hits.size() == 1) return hits[0];
+  if (hits.size() > 1) return env_error(name, value, "'" + tok + "' matches MIG instances of more than one GPU");
+  if (any_known) return env_error(name, value, "no GPU has a MIG instance '" + tok + "'");
+  if (base.size() == 1) {
+    warnings.push_back(name + " entry " + tok + " is a MIG instance; the topology does not list MIG instances, so it is taken "
+                       "as one of the only candidate GPU " + describe(base[0]));
+    return base[0];
+  }
+  return env_error(name, value, "'" + tok + "' is a MIG instance id, which does not name its parent GPU, and the topology "
+                                "lists no MIG instances (they come from NVML, not from sysfs or hwloc) while " +
+                                std::to_string(base.size()) + " GPUs could be its parent; give the parent's index or GPU- "
+                                "UUID, a topology with mig_uuids, or restrict the GPUs (SLURM_STEP_GPUS)");
+}
+
 // The devices a runtime variable selects from `base` (the GPUs the runtime enumerates, in its
 // order). Integer entries index `base`; "GPU-..." entries match UUID prefixes; an integer past
 // the end stops the list there, as CUDA and ROCm do (with a warning).
@@ -96,7 +124,12 @@ Result<std::vector<const Gpu*>> select(const std::string& name, const std::strin
         // Pre-R470 MIG ids carry the parent: MIG-GPU-<uuid>/<gi>/<ci>.
         uuid = lower.substr(4, lower.find('/') == std::string::npos ? std::string::npos : lower.find('/') - 4);
       } else if (lower.starts_with("mig-")) {
-        return env_error(name, value, "'" + tok + "' is a MIG device id that does not name its parent GPU; use the parent's index or GPU- UUID");
+        // R470+ MIG ids (as Slurm and Kubernetes export them) do not name their parent GPU: the
+        // topology's MIG instances tell it; failing that, a single candidate GPU must be it.
+        auto mig = resolve_mig(name, value, tok, base, warnings);
+        if (!mig) return mig.error();
+        out.push_back(*mig);  // two instances of one GPU are two devices: repeats are fine
+        continue;
       } else if (!lower.starts_with("gpu-")) {
         return env_error(name, value, "'" + tok + "' is neither an index nor a GPU- UUID");
       }

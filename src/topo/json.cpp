@@ -181,6 +181,7 @@ ojson to_json(const Topology& t) {
     o["uuid"] = g.uuid;
     write_device(g, o);
     o["memory_numa"] = g.memory_numa;
+    if (!g.mig_uuids.empty()) o["mig_uuids"] = g.mig_uuids;
     j["gpus"].push_back(o);
   }
   j["nics"] = ojson::array();
@@ -316,6 +317,11 @@ Result<Topology> from_json(const json& j) {
       auto m = get_uint_array(e["memory_numa"], w + ".memory_numa");
       if (!m) return m.error();
       g.memory_numa = *m;
+    }
+    if (e.contains("mig_uuids")) {
+      auto m = get_string_array(e, "mig_uuids", w);
+      if (!m) return m.error();
+      g.mig_uuids = *m;
     }
     t.gpus.push_back(g);
     return Ok{};

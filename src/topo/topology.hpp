@@ -60,6 +60,7 @@ struct Gpu : PciDevice {
   unsigned index = 0;              // ordinal in the vendor's default enumeration
   std::string uuid;                // "GPU-..." when the source knows it
   std::vector<unsigned> memory_numa;  // CPU-less NUMA nodes holding this GPU's memory (GH200, POWER9)
+  std::vector<std::string> mig_uuids;  // "MIG-..." ids of its MIG instances, when the source knows them
 };
 
 struct Nic : PciDevice {};

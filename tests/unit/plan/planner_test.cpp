@@ -187,10 +187,34 @@ TEST(GpuIdentity, LegacyMigIdMapsToParentGpu) {
   EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
 }
 
-TEST(GpuIdentity, ModernMigIdIsRefused) {
+TEST(GpuIdentity, ModernMigIdWithoutMigDataAndSeveralGpusNamesWhatIsMissing) {
   auto p = make_plan(eight_l3_node(), with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"}}));
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.error().message().find("MIG"), std::string::npos);
+  EXPECT_NE(p.error().message().find("lists no MIG instances (they come from NVML"), std::string::npos) << p.error().message();
+  EXPECT_NE(p.error().message().find("2 GPUs could be its parent"), std::string::npos);
+}
+
+TEST(GpuIdentity, ModernMigIdResolvesThroughTheTopologysMigInstances) {
+  // As Slurm exports MIG devices: CUDA_VISIBLE_DEVICES=MIG-<uuid> (R470+ form).
+  auto t = eight_l3_node();
+  t.gpus[1].mig_uuids = {"MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e", "MIG-77777777-0000-0000-0000-000000000000"};
+  Plan p = must_plan(t, with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  // Two instances of one GPU are two devices: two ranks on GPU 1, CPUs still split.
+  Plan two = must_plan(t, with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09,MIG-77777777"}}));
+  ASSERT_EQ(two.ranks.size(), 2u);
+  EXPECT_EQ(two.ranks[1].gpus[0].index, 1u);
+  EXPECT_EQ(two.score.overlap_cpus, 0u);
+  EXPECT_FALSE(make_plan(t, with_env({{"CUDA_VISIBLE_DEVICES", "MIG-99999999"}})).ok());
+}
+
+TEST(GpuIdentity, ModernMigIdOnTheOnlyCandidateGpuIsThatGpu) {
+  // SLURM_STEP_GPUS narrows the candidates to one GPU: the MIG instance must be on it.
+  Plan p = must_plan(eight_l3_node(), with_env({{"SLURM_STEP_GPUS", "1"}, {"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_TRUE(has_warning(p, "is a MIG instance; the topology does not list MIG instances"));
 }
 
 TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {

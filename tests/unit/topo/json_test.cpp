@@ -31,6 +31,17 @@ TEST(TopologyJson, ExamplesRoundTripExactly) {
   EXPECT_GE(n, 6);
 }
 
+TEST(TopologyJson, MigInstancesRoundTripAndAreOptional) {
+  nlohmann::json j = read_example("dgx-h100.json");
+  j["gpus"][2]["mig_uuids"] = {"MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"};
+  auto t = from_json(j);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->gpus[2].mig_uuids, std::vector<std::string>{"MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"});
+  EXPECT_EQ(nlohmann::json(to_json(*t)), j);
+  j["gpus"][2]["mig_uuids"] = 7;
+  EXPECT_FALSE(from_json(j).ok());
+}
+
 TEST(TopologyJson, RequiredFieldsExist) {
   auto t = from_json(read_example("dgx-h100.json"));
   ASSERT_TRUE(t.ok());
