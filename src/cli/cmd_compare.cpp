@@ -76,7 +76,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     if (warnings.empty()) warnings = p->warnings;
     const plan::Score& sc = p->score;
     t.add({s.name, render::format_share(sc.cpu_locality), render::format_share(sc.mem_locality),
-           std::to_string(sc.overlap_cpus) + " CPUs", std::to_string(sc.idle_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
+           std::to_string(sc.overlap_cpus) + (sc.cores_known ? " CPUs" : " CPUs?"), std::to_string(sc.idle_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
            nic_summary(sc)});
     nlohmann::ordered_json e;
     e["strategy"] = s.name;

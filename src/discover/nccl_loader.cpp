@@ -168,6 +168,34 @@ struct Walker {
 
 }  // namespace
 
+// NCCL/RCCL files give each NUMA node's CPUs but no cores. Linux numbers the second hardware
+// thread of every core after all first threads, so when every node's CPUs are two equal blocks
+// exactly half the machine apart (0-47,96-143 and 48-95,144-191 on 192 CPUs), CPU n and n+half
+// are SMT siblings of one core. Any other shape cannot be told apart from a machine without SMT:
+// each CPU is its own core and the topology says its cores are unknown.
+void infer_cores(Topology& topo) {
+  unsigned total = topo.cpus.count();
+  unsigned half = total / 2;
+  bool pairs = total >= 2 && total % 2 == 0 && topo.cpus == CpuSet::range(0, total - 1) && !topo.numa_nodes.empty();
+  for (const topo::NumaNode& n : topo.numa_nodes) {
+    if (!pairs || n.cpus.empty()) continue;
+    unsigned first = *n.cpus.first(), count = n.cpus.count();
+    pairs = count % 2 == 0 && first < half && n.cpus == (CpuSet::range(first, first + count / 2 - 1) |
+                                                         CpuSet::range(first + half, first + half + count / 2 - 1));
+  }
+  if (pairs) {
+    for (unsigned pu = 0; pu < half; ++pu) topo.cores.push_back({CpuSet::of({pu, pu + half})});
+    topo.warnings.push_back("NCCL/RCCL topology file: no packages, cores or memory sizes; every NUMA node's CPUs are two equal "
+                            "blocks " + std::to_string(half) + " apart, so CPU n and n+" + std::to_string(half) +
+                            " are taken as SMT siblings of one core (Linux numbers second threads after all first threads)");
+    return;
+  }
+  for (unsigned pu : topo.cpus.ids()) topo.cores.push_back({CpuSet::of({pu})});
+  topo.cores_known = false;
+  topo.warnings.push_back("NCCL/RCCL topology file: no packages, cores, SMT siblings or memory sizes; each CPU is treated as its "
+                          "own core, so two ranks' CPUs may be SMT siblings of one core (core sharing cannot be ruled out)");
+}
+
 Result<Topology> load_nccl_xml(const std::string& text, const std::string& origin) {
   auto doc = parse_xml(text);
   if (!doc) return Error{origin, "malformed XML (" + doc.error().message() + ")"};
@@ -186,13 +214,11 @@ Result<Topology> load_nccl_xml(const std::string& text, const std::string& origi
   std::sort(topo.numa_nodes.begin(), topo.numa_nodes.end(),
             [](const topo::NumaNode& a, const topo::NumaNode& b) { return a.os_index < b.os_index; });
   topo.allowed_cpus = topo.cpus;
-  for (unsigned pu : topo.cpus.ids()) topo.cores.push_back({CpuSet::of({pu})});
+  infer_cores(topo);
   assign_gpu_indexes(topo.gpus, w.has_index);
   std::sort(topo.nics.begin(), topo.nics.end(), [](const topo::Nic& a, const topo::Nic& b) {
     return std::tie(a.pci, a.os_names) < std::tie(b.pci, b.os_names);
   });
-  topo.warnings.push_back(
-      "NCCL/RCCL topology file: no packages, cores, SMT siblings or memory sizes; each CPU is treated as its own core");
   add_locality_warnings(topo);
   if (Status s = topo::validate(topo); !s) return Error{origin, s.error().why};
   return topo;

@@ -594,6 +594,9 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
     for (const std::string& w : c.plan.ranks[r].warnings) c.plan.warnings.push_back("rank " + std::to_string(r) + ": " + w);
   }
   c.plan.score = score_plan(t, c.plan.ranks);
+  if (!t.cores_known && ranks > 1 && req.policy != Policy::none)
+    c.plan.warnings.push_back("the topology gives no cores (an NCCL/RCCL file): the ranks' CPUs are disjoint, but some may be "
+                              "SMT siblings of one core");
   if (req.policy != Policy::none) {
     CpuSet given;
     for (const RankBinding& rb : c.plan.ranks) given |= rb.cpus;
@@ -619,6 +622,7 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
 
 Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
   Score s;
+  s.cores_known = t.cores_known;
   double local = 0, total = 0, mem_ok = 0;
   unsigned judged = 0;
   size_t top = t.cpus.last().value_or(0) + 1;

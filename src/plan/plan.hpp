@@ -75,6 +75,7 @@ struct Score {
   std::optional<double> cpu_locality;  // share of rank PUs on their GPU's NUMA node(s); null if unknown
   std::optional<double> mem_locality;  // share of ranks whose memory goes to their GPU's node(s)
   unsigned overlap_cpus = 0;           // PUs given to more than one rank
+  bool cores_known = true;             // false: disjoint PUs may still be SMT siblings of one core
   unsigned idle_cpus = 0;              // allowed PUs no rank got (set by make_plan)
   unsigned min_cores = 0;              // cores per rank, smallest and largest
   unsigned max_cores = 0;

@@ -91,7 +91,7 @@ std::string plan_table(const Plan& p, bool explain) {
   out += t.str();
   const plan::Score& s = p.score;
   out += "\nscore: cpu locality " + format_share(s.cpu_locality) + ", memory locality " + format_share(s.mem_locality) +
-         ", overlap " + std::to_string(s.overlap_cpus) + " CPU(s), idle " + std::to_string(s.idle_cpus) + " CPU(s), cores per rank " + std::to_string(s.min_cores) + "-" +
+         ", overlap " + std::to_string(s.overlap_cpus) + " CPU(s)" + (s.cores_known ? "" : " (shared cores unknown)") + ", idle " + std::to_string(s.idle_cpus) + " CPU(s), cores per rank " + std::to_string(s.min_cores) + "-" +
          std::to_string(s.max_cores) + "\n";
   if (explain) out += text_block("explain", p.explain);
   return out;
@@ -126,6 +126,7 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
   score["cpu_locality"] = s.cpu_locality ? oj(*s.cpu_locality) : oj();
   score["mem_locality"] = s.mem_locality ? oj(*s.mem_locality) : oj();
   score["overlap_cpus"] = s.overlap_cpus;
+  score["cores_known"] = s.cores_known;
   score["idle_cpus"] = s.idle_cpus;
   score["cores_per_rank"] = {{"min", s.min_cores}, {"max", s.max_cores}};
   score["nic_path"] = oj::array();

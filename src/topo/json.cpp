@@ -172,6 +172,7 @@ ojson to_json(const Topology& t) {
   for (const L3Domain& l : t.l3_domains) j["l3_domains"].push_back({{"cpus", l.cpus.to_list()}, {"size_bytes", l.size_bytes}});
   j["cores"] = ojson::array();
   for (const Core& c : t.cores) j["cores"].push_back(c.pus.to_list());
+  if (!t.cores_known) j["cores_known"] = false;
   j["gpus"] = ojson::array();
   for (const Gpu& g : t.gpus) {
     ojson o;
@@ -297,6 +298,11 @@ Result<Topology> from_json(const json& j) {
     t.cores.push_back(Core{*c});
     return Ok{};
   });
+  if (!s) return s.error();
+  if (j.contains("cores_known")) {
+    if (!j["cores_known"].is_boolean()) return Error{"topology JSON cores_known", "expected true or false"};
+    t.cores_known = j["cores_known"].get<bool>();
+  }
   if (!s) return s.error();
   s = each("gpus", false, [&](const json& e, const std::string& w) -> Status {
     Gpu g;

@@ -88,6 +88,9 @@ struct Topology {
   std::vector<Nic> nics;                      // sorted by PCI address
   std::vector<GpuLink> links;
   std::vector<std::string> warnings;          // what the loader could not know or had to guess
+  // False when the source gives no core structure (an NCCL file whose SMT numbering cannot be
+  // inferred): each PU is then its own "core", and two of them may share one physical core.
+  bool cores_known = true;
 };
 
 // --- pure queries ---

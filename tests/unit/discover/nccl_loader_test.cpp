@@ -100,3 +100,33 @@ TEST(NcclLoader, NoCpuAffinityMeansNoPUs) {
 }
 
 }  // namespace gpubind::discover
+
+namespace gpubind::discover {
+
+// Issue 10: an NCCL file has no cores. Two equal blocks per node, half the machine apart, are
+// Linux's SMT numbering (0-3,8-11 and 4-7,12-15 on 16 CPUs): n and n+8 are one core.
+TEST(NcclLoader, SmtSiblingsInferredFromTwoBlockNodes) {
+  const char* xml = R"(<system version="1">
+  <cpu numaid="0" affinity="00000f0f" arch="x86_64"/>
+  <cpu numaid="1" affinity="0000f0f0" arch="x86_64"/>
+</system>)";
+  auto t = load_nccl_xml(xml, "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_TRUE(t->cores_known);
+  ASSERT_EQ(t->cores.size(), 8u);
+  EXPECT_EQ(t->cores[0].pus.to_list(), "0,8");
+  EXPECT_EQ(t->cores[7].pus.to_list(), "7,15");
+}
+
+TEST(NcclLoader, CoresUnknownWhenTheNumberingCannotBeTold) {
+  // One block per node: a machine without SMT and one numbering siblings adjacently look alike.
+  auto t = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->cores_known);
+  EXPECT_EQ(t->cores.size(), 16u);
+  bool warned = false;
+  for (const auto& w : t->warnings) warned = warned || w.find("core sharing cannot be ruled out") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+}  // namespace gpubind::discover

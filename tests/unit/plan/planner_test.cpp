@@ -798,6 +798,15 @@ TEST(Policy, NoneBindsNothing) {
 
 // --- 9. score --------------------------------------------------------------------------------
 
+TEST(Score, OverlapIsNotClaimedWhenCoresAreUnknown) {
+  auto t = example("dgx-h100");
+  t.cores_known = false;
+  Plan p = must_plan(t, {});
+  EXPECT_FALSE(p.score.cores_known);
+  EXPECT_TRUE(has_warning(p, "some may be SMT siblings of one core"));
+  EXPECT_TRUE(must_plan(example("dgx-h100"), {}).score.cores_known);
+}
+
 TEST(Score, IdleCpusAreTheAllowedCpusNoRankGot) {
   auto t = example("dgx-a100-nps4");
   Plan p = must_plan(t, {});
