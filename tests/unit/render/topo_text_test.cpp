@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "discover/nccl_loader.hpp"
 #include "discover/source.hpp"
 
 namespace gpubind::render {
@@ -58,6 +59,51 @@ TEST(CoreMap, OneBracketPerPackageOneCharacterPerPu) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(core_map(*t, CpuSet::of({0, 1, 4})), "[BB/..][B./..]");
   EXPECT_EQ(core_map(*t, CpuSet()), "[../..][../..]");
+}
+
+}  // namespace gpubind::render
+
+namespace gpubind::render {
+
+// Issue 10, matrix defects.
+TEST(TopoMatrix, MixedVendorsGetUniqueGpuLabels) {
+  topo::Topology t = *discover::load_topology("example:dgx-h100");
+  t.gpus[1].vendor = topo::Vendor::amd;  // an NVIDIA GPU 0 and an AMD GPU 0
+  t.gpus[1].index = 0;
+  std::string out = topo_matrix(t);
+  std::string head = out.substr(0, out.find('\n'));
+  EXPECT_EQ(head.find("GPU0"), head.rfind("GPU0")) << head;  // once in the header
+  EXPECT_NE(head.find("GPU1"), std::string::npos) << head;
+  EXPECT_NE(out.find("GPU1: amd 0 (0000:2a:00.0"), std::string::npos) << out;
+}
+
+TEST(TopoMatrix, NicsInRdmaDeviceOrderAsNvidiaSmi) {
+  topo::Topology t = *discover::load_topology("example:dgx-h100");
+  std::string out = topo_matrix(t);
+  // nvidia-smi numbers NICs by mlx5 index: mlx5_0 is NIC0 (PIX to GPU0), the storage mlx5_8 last.
+  EXPECT_NE(out.find("NIC0: ibp26s0,mlx5_0"), std::string::npos) << out;
+  EXPECT_NE(out.find("NIC8: enp11s0f0np0,mlx5_8"), std::string::npos) << out;
+  auto row = out.substr(out.find("\nGPU0"), 80);
+  EXPECT_NE(row.find("PIX"), std::string::npos);
+  EXPECT_LT(row.find("PIX"), row.find("NODE")) << row;
+}
+
+TEST(TopoMatrix, NcclFilesSayPhbOrNodeIsUnknown) {
+  const char* xml = R"(<system version="1">
+  <cpu numaid="0" affinity="0000000f" arch="x86_64">
+    <pci busid="0000:10:00.0" class="0x060400" vendor="0x1000" device="0xc010">
+      <pci busid="0000:11:00.0" class="0x030200" vendor="0x10de" device="0x20b0"><gpu dev="0" sm="80" rank="0"/></pci>
+    </pci>
+    <pci busid="0000:20:00.0" class="0x060400" vendor="0x1000" device="0xc010">
+      <pci busid="0000:21:00.0" class="0x020700" vendor="0x15b3" device="0x101b"><nic><net name="mlx5_0" dev="0"/></nic></pci>
+    </pci>
+  </cpu>
+</system>)";
+  auto t = discover::load_nccl_xml(xml, "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  std::string out = topo_matrix(*t);
+  EXPECT_NE(out.find("PHB?"), std::string::npos) << out;
+  EXPECT_NE(out.find("the source (an NCCL/RCCL file) has no host bridges"), std::string::npos);
 }
 
 }  // namespace gpubind::render
