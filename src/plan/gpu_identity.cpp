@@ -205,6 +205,15 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
       if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *slurm_set && !idx->empty()) {
         enumerated = physical;
         explain.push_back(std::string(name) + " holds the allocation's physical indices (no device confinement)");
+        // Read as positions in a confined allocation the same value would select other GPUs (or
+        // none): the topology cannot tell which reading the runtime uses, so say it is a guess.
+        bool identity = true;
+        for (size_t k = 0; k < idx->size(); ++k) identity = identity && (*idx)[k] < base.size() && base[(*idx)[k]]->index == (*idx)[k];
+        if (!identity)
+          warnings.push_back(std::string(name) + "=" + value + " equals the allocation's GPU indices, so they are taken as physical "
+                             "indices (no device confinement); with ConstrainDevices the runtime would number the allocation "
+                             "from 0 and read them differently. This is a guess: the topology does not show which devices the "
+                             "job can open");
       } else if (idx) {
         explain.push_back(std::string(name) + " indexes the allocation (devices confined and renumbered from 0)");
       }

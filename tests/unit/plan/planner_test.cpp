@@ -217,6 +217,18 @@ TEST(GpuIdentity, ModernMigIdOnTheOnlyCandidateGpuIsThatGpu) {
   EXPECT_TRUE(has_warning(p, "is a MIG instance; the topology does not list MIG instances"));
 }
 
+TEST(GpuIdentity, AmbiguousConfinementIsSaidToBeAGuess) {
+  // SLURM_STEP_GPUS=1 with CUDA_VISIBLE_DEVICES=1: physical GPU 1 (unconfined) or position 1 of a
+  // one-GPU confined allocation (past its end). gpubind takes the physical reading and says so.
+  Plan p = must_plan(eight_l3_node(), with_env({{"SLURM_STEP_GPUS", "1"}, {"CUDA_VISIBLE_DEVICES", "1"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_TRUE(has_warning(p, "This is a guess"));
+  // SLURM_STEP_GPUS=0,1 with CUDA_VISIBLE_DEVICES=0,1 reads the same either way: no warning.
+  Plan same = must_plan(eight_l3_node(), with_env({{"SLURM_STEP_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  EXPECT_FALSE(has_warning(same, "This is a guess"));
+}
+
 TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {
   for (const char* bad : {"abc", "0,,1", "1,1", "zero"}) {
     auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", bad}}));
