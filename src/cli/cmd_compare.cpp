@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
+#include "plan/peers.hpp"
 #include "discover/source.hpp"
 #include "render/plan_render.hpp"
 #include "render/table.hpp"
@@ -27,6 +28,17 @@ const Strategy kStrategies[] = {
     {"socket", "the GPU's whole package, shared by its ranks", plan::Policy::socket},
     {"closest", "gpubind: disjoint L3-aligned cores on the GPU's node, memory and NIC nearest", plan::Policy::closest},
     {"socket-split", "gpubind: every core of the GPU's package, disjoint, the GPU's node first", plan::Policy::socket_split},
+};
+
+struct Peer {
+  plan::Peer peer;
+  const char* what;
+};
+
+const Peer kPeers[] = {
+    {plan::Peer::torchrun_exclusive, "torchrun --numa-binding=exclusive: the node's cores split among its GPUs"},
+    {plan::Peer::torchrun_core_complex, "torchrun --numa-binding=core-complex: one L3 group per GPU, shared when fewer"},
+    {plan::Peer::gpu_affinity_socket, "NVIDIA gpu_affinity socket_unique_contiguous: the socket split evenly"},
 };
 
 std::string nic_summary(const plan::Score& s) {
@@ -67,6 +79,17 @@ int cmd_compare(const std::vector<std::string>& args) {
   render::TextTable t({"STRATEGY", "CPU LOCALITY", "MEM LOCALITY", "OVERLAP", "IDLE", "CORES/RANK", "NIC PATH"});
   std::vector<std::string> warnings;
   size_t ranks = 0;
+  auto add_row = [&](const std::string& name, const std::string& what, const plan::Plan& p, bool has_nics) {
+    const plan::Score& sc = p.score;
+    t.add({name, render::format_share(sc.cpu_locality), render::format_share(sc.mem_locality),
+           std::to_string(sc.overlap_cpus) + (sc.cores_known ? " CPUs" : " CPUs?"), std::to_string(sc.idle_cpus) + " CPUs",
+           std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores), has_nics ? nic_summary(sc) : "-"});
+    nlohmann::ordered_json e;
+    e["strategy"] = name;
+    e["description"] = what;
+    e["score"] = render::plan_json(p, false)["score"];
+    j["strategies"].push_back(e);
+  };
   for (const Strategy& s : kStrategies) {
     plan::Request r = *req;
     r.policy = s.policy;
@@ -74,15 +97,33 @@ int cmd_compare(const std::vector<std::string>& args) {
     if (!p) return fail(p.error(), kExitUsage);
     ranks = p->ranks.size();
     if (warnings.empty()) warnings = p->warnings;
-    const plan::Score& sc = p->score;
-    t.add({s.name, render::format_share(sc.cpu_locality), render::format_share(sc.mem_locality),
-           std::to_string(sc.overlap_cpus) + (sc.cores_known ? " CPUs" : " CPUs?"), std::to_string(sc.idle_cpus) + " CPUs", std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
-           nic_summary(sc)});
-    nlohmann::ordered_json e;
-    e["strategy"] = s.name;
-    e["description"] = s.what;
-    e["score"] = render::plan_json(*p, false)["score"];
-    j["strategies"].push_back(e);
+    add_row(s.name, s.what, *p, true);
+  }
+  // The peers' own rules on the same machine; a peer that cannot plan it says why, as it would fail.
+  std::vector<std::string> peer_notes;
+  CpuSet allowed = (req->allowed ? *req->allowed & topo->cpus : topo->allowed_cpus) - req->reserve;
+  for (const Peer& peer : kPeers) {
+    auto b = plan::peer_bindings(*topo, *req, peer.peer);
+    if (!b) {
+      t.add({plan::to_string(peer.peer), "n/a", "n/a", "-", "-", "-", "-"});
+      peer_notes.push_back(std::string(plan::to_string(peer.peer)) + ": cannot plan this: " + b.error().why);
+      nlohmann::ordered_json e;
+      e["strategy"] = plan::to_string(peer.peer);
+      e["description"] = peer.what;
+      e["score"] = nullptr;
+      e["error"] = b.error().why;
+      j["strategies"].push_back(e);
+      continue;
+    }
+    plan::Plan p;
+    p.policy = plan::Policy::none;
+    p.mem = plan::MemPolicy::none;
+    p.ranks = *b;
+    p.score = plan::score_plan(*topo, p.ranks);
+    CpuSet given;
+    for (const plan::RankBinding& rb : p.ranks) given |= rb.cpus;
+    p.score.idle_cpus = unsigned((allowed - given).count());
+    add_row(plan::to_string(peer.peer), peer.what, p, false);
   }
   j["warnings"] = warnings;
   print_warnings(warnings, o.quiet);
@@ -92,7 +133,9 @@ int cmd_compare(const std::vector<std::string>& args) {
   }
   std::printf("Compare: %zu rank(s) on %s\n\n%s", ranks, topo->origin.c_str(), t.str().c_str());
   std::printf("\n");
-  for (const Strategy& s : kStrategies) std::printf("  %-15s %s\n", s.name, s.what);
+  for (const Strategy& s : kStrategies) std::printf("  %-21s %s\n", s.name, s.what);
+  for (const Peer& p : kPeers) std::printf("  %-21s %s\n", plan::to_string(p.peer), p.what);
+  for (const std::string& n : peer_notes) std::printf("  %s\n", n.c_str());
   std::printf("\n  cpu locality: share of the ranks' CPUs on their GPU's NUMA node; memory locality: share of\n"
               "  memory placed there; overlap: CPUs given to more than one rank; idle: allowed CPUs no rank got.\n");
   return kExitOk;

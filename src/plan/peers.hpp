@@ -1,0 +1,29 @@
+#pragma once
+// The binding rules of the tools users would otherwise reach for, re-implemented from their
+// published behaviour (../shared/notes/peers.md) so `gpubind compare` scores gpubind against them
+// on the user's own topology. Pure. Rank r drives the r-th visible GPU, as these tools assume.
+//   torchrun-exclusive     torchrun --numa-binding=exclusive: the GPU's NUMA node's physical cores
+//                          divided among all visible GPUs on that node (the first cores % n GPUs
+//                          get one more), all siblings; no memory policy
+//   torchrun-core-complex  --numa-binding=core-complex: the node's L3 groups, largest first; the
+//                          k-th GPU on the node gets group k mod groups (GPUs may share one)
+//   gpu-affinity-socket    NVIDIA gpu_affinity socket_unique_contiguous with socket scope and
+//                          balanced=True: GPUs of one socket split its physical cores in
+//                          contiguous blocks, every GPU the smallest per-GPU count
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"
+
+namespace gpubind::plan {
+
+enum class Peer { torchrun_exclusive, torchrun_core_complex, gpu_affinity_socket };
+
+const char* to_string(Peer p);
+
+// The ranks' bindings under a peer's rule, or an Error saying why the peer cannot plan this
+// (as the tool itself would fail: more ranks than GPUs, no core for a GPU...).
+Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Request& req, Peer peer);
+
+}  // namespace gpubind::plan
