@@ -31,15 +31,6 @@ std::string describe(const plan::RankBinding& rb) {
          rb.cpus.to_list() + ", memory " + mem + (nics.empty() ? "" : (nics.size() > 1 ? ", NICs " : ", NIC ") + join(nics, "; "));
 }
 
-// The plan's warnings that concern this rank: plan-wide ones and its own, not other ranks'.
-std::vector<std::string> warnings_for_rank(const plan::Plan& p, unsigned rank) {
-  std::vector<std::string> out;
-  std::string own = "rank " + std::to_string(rank) + ": ";
-  for (const std::string& w : p.warnings)
-    if (!w.starts_with("rank ") || w.starts_with(own)) out.push_back(w);
-  return out;
-}
-
 }  // namespace
 
 int cmd_exec(const std::vector<std::string>& args) {
@@ -138,7 +129,7 @@ int cmd_exec(const std::vector<std::string>& args) {
                                                                   " local ranks; give --local-size or -n"},
                 kExitExecFailed);
   plan::RankBinding rb = plan->ranks[lr.rank];
-  print_warnings(warnings_for_rank(*plan, lr.rank), o.quiet);
+  print_warnings(plan::warnings_for_rank(*plan, lr.rank), o.quiet);
 
   // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
   // --cpu-bind): kept on request, otherwise replaced with a note, never silently.

@@ -620,6 +620,14 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
   return env;
 }
 
+std::vector<std::string> warnings_for_rank(const Plan& p, unsigned rank) {
+  std::vector<std::string> out;
+  std::string own = "rank " + std::to_string(rank) + ": ";
+  for (const std::string& w : p.warnings)
+    if (!w.starts_with("rank ") || w.starts_with(own)) out.push_back(w);
+  return out;
+}
+
 Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
   Score s;
   s.cores_known = t.cores_known;

@@ -98,6 +98,10 @@ Result<Plan> make_plan(const topo::Topology& t, const Request& req);
 // `check` can compare intent with reality later), then the plan's own (OMP_NUM_THREADS...).
 std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb);
 
+// The plan's warnings that concern one rank: plan-wide ones and its own ("rank R: ..."), not
+// other ranks'. What `exec` and the SPANK plugin print for the rank they bind.
+std::vector<std::string> warnings_for_rank(const Plan& p, unsigned rank);
+
 // Scores a set of rank bindings against the topology (also used for the strategies `compare`
 // shows side by side).
 Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks);

@@ -183,7 +183,9 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   std::vector<std::string> warnings;
   Status s = bind::apply_binding(*p, rb, m, binder, bind::BestEffort::no, warnings);
   if (!s) return s;
-  for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
+  std::vector<std::string> all = plan::warnings_for_rank(*p, rb.local_rank);
+  all.insert(all.end(), warnings.begin(), warnings.end());
+  for (const std::string& w : all) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
   if (site_default && rb.cpus != m.allowed_cpus)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
                  plan::to_string(req.policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());

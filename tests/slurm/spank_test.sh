@@ -123,11 +123,17 @@ for r in $(seq 0 7); do
 done
 [ $bad = 0 ] && pass "dry run with a DGX H100 topology: GPUBIND_CPUS follow its layout"
 
+# 8b. The plan's warnings reach the task's stderr (a VM's GPUs without locality).
+plugstack "topology=example:cloud-vm-unknown-locality dryrun"
+srun -Q -N1 -n2 --gpubind true 2>"$WORK/err" >/dev/null
+[ "$(grep -c 'gpubind: warning: GPU locality is unknown' "$WORK/err")" = 2 ] && pass "plan warnings reach each task's stderr" \
+  || fail "warnings in the task: $(cat "$WORK/err")"
+
 # 9. sbatch --gpubind: the job's choice reaches the steps inside it.
 plugstack
 out=$(sbatch -Q --wait -N1 -n2 --gpubind -o "$WORK/batch.out" --wrap "srun -Q sh -c '$probe'" 2>&1)
 rc=$?
-[ $rc = 0 ] && [ "$(awk '$4!="unset"' "$WORK/batch.out" | wc -l)" = 2 ] && pass "sbatch --gpubind carries to srun steps" \
+[ $rc = 0 ] && [ "$(awk '$1 ~ /^[0-9]+$/ && $4!="unset"' "$WORK/batch.out" | wc -l)" = 2 ] && pass "sbatch --gpubind carries to srun steps" \
   || fail "sbatch (rc $rc): $out $(cat "$WORK/batch.out" 2>/dev/null)"
 
 # 10. A binding that cannot be made: a warning and an unbound task, or with strict a failed task.
