@@ -11,6 +11,7 @@ set -u
 cmd=${1:?start|stop}
 D=${2:?directory}
 NODES=${NODES:-2}
+[ -n "${PORT:-}" ] && PORT_PINNED=1
 PORT=${PORT:-17817}
 
 log() { echo "cluster: $*" >&2; }
@@ -53,6 +54,19 @@ start() {
   host=$(hostname -s)
   mkdir -p "$D"/{etc,state,log,pids,munge}
   chmod 755 "$D" "$D/munge"
+  # A port range nobody listens on (slurmctld at PORT, the nodes above it), so two clusters (two
+  # test runs on one machine) never collide; PORT pins it.
+  if [ -z "${PORT_PINNED:-}" ]; then
+    local tries=0 i busy
+    while :; do
+      busy=0
+      for i in $(seq 0 $((NODES + 1))); do listening $((PORT + i)) && busy=1; done
+      [ $busy = 0 ] && break
+      tries=$((tries + 1))
+      [ $tries -ge 50 ] && { log "no free port range found near $PORT"; return 1; }
+      PORT=$((20000 + (RANDOM % 2000) * 20))
+    done
+  fi
   listening $PORT && { log "port $PORT is busy"; return 1; }
   local nodes="" gres_lines="" node_lines=""
   for i in $(seq 1 "$NODES"); do
