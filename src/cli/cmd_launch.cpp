@@ -132,6 +132,8 @@ int cmd_launch(const std::vector<std::string>& args) {
 
   spec.bind = !no_bind;
   spec.tag_output = tag_output;
+  if (!(grace_seconds >= 0 && grace_seconds <= 86400))  // NaN fails every comparison
+    return fail(Error{"--grace", "expected seconds from 0 to 86400"}, kExitUsage);
   spec.grace = std::chrono::milliseconds(long(grace_seconds * 1000));
   spec.best_effort = best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
   spec.quiet = o.quiet;

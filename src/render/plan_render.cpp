@@ -36,11 +36,16 @@ std::string nic_text(const RankBinding& rb) {
   return (rb.nics[0].name.empty() ? rb.nics[0].pci : rb.nics[0].name) + " (" + topo::to_string(rb.nics[0].path) + ")";
 }
 
+// POSIX sh quoting: plain when every character is safe, else single quotes with each ' written
+// as '\'' , so no value from a topology file (a NIC or GPU name) can run as shell code under eval.
 std::string quote(const std::string& v) {
+  bool plain = !v.empty();
   for (char c : v)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/'))
-      return "'" + v + "'";
-  return v;
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/');
+  if (plain) return v;
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 std::string hex_mask(const CpuSet& s) {
