@@ -15,9 +15,8 @@ std::string who(const std::vector<size_t>& members) {
 }
 
 unsigned node_of(const topo::Topology& t, unsigned pu) {
-  for (const topo::NumaNode& n : t.numa_nodes)
-    if (n.cpus.test(pu)) return n.os_index;
-  return 0;
+  const topo::NumaNode* n = topo::numa_of_pu(t, pu);
+  return n ? n->os_index : 0;
 }
 
 std::optional<unsigned> package_of(const topo::Topology& t, unsigned node) {

@@ -309,13 +309,7 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
   rb.mem_nodes.assign(nodes.begin(), nodes.end());
 }
 
-bool is_rdma_name(const std::string& n) {
-  for (const char* p : {"mlx", "hfi", "qib", "cxi", "efa", "rdmap", "bnxt_re", "irdma", "ionic", "erdma", "i40iw"})
-    if (n.starts_with(p)) return true;
-  return false;
-}
-
-bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.end(), is_rdma_name); }
+bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.end(), topo::is_rdma_device_name); }
 
 // What a NIC is for a training job, best first: 0 a high-speed fabric (an RDMA device of
 // InfiniBand, RoCE, EFA or Slingshot; an IPoIB "ib*" or Slingshot "hsn*"/"hsi*" netdev; PCI
@@ -379,7 +373,7 @@ NicNames nic_names(const Topology& t, const NicRef& ref) {
   for (const Nic& n : t.nics)
     if (n.pci == ref.pci && join(n.os_names, ",") == ref.name)
       for (const std::string& o : n.os_names) {
-        std::string& slot = is_rdma_name(o) ? out.rdma : out.netdev;
+        std::string& slot = topo::is_rdma_device_name(o) ? out.rdma : out.netdev;
         if (slot.empty()) slot = o;
       }
   return out;

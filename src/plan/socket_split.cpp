@@ -12,9 +12,7 @@ namespace {
 
 // The NUMA node holding a core's first PU (the first node when the source gives none).
 unsigned node_of(const topo::Topology& t, const CoreSlot& s) {
-  unsigned pu = *s.pus.first();
-  for (const topo::NumaNode& n : t.numa_nodes)
-    if (n.cpus.test(pu)) return n.os_index;
+  if (const topo::NumaNode* n = topo::numa_of_pu(t, *s.pus.first())) return n->os_index;
   return t.numa_nodes.empty() ? 0 : t.numa_nodes[0].os_index;
 }
 

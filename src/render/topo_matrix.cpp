@@ -20,9 +20,7 @@ std::string link_label(const GpuLink& l) {
 // The RDMA device name nvidia-smi orders NICs by ("mlx5_3"), "" when the NIC has none.
 std::string rdma_name(const Nic& n) {
   for (const std::string& o : n.os_names)
-    if (o.starts_with("mlx") || o.starts_with("hfi") || o.starts_with("cxi") || o.starts_with("efa") || o.starts_with("bnxt_re") ||
-        o.starts_with("irdma") || o.starts_with("ionic") || o.starts_with("erdma") || o.starts_with("rdmap"))
-      return o;
+    if (is_rdma_device_name(o)) return o;
   return "";
 }
 

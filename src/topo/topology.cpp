@@ -113,6 +113,18 @@ const Gpu* find_gpu(const Topology& t, const std::string& pci) {
   return nullptr;
 }
 
+const NumaNode* numa_of_pu(const Topology& t, unsigned pu) {
+  for (const NumaNode& n : t.numa_nodes)
+    if (n.cpus.test(pu)) return &n;
+  return nullptr;
+}
+
+bool is_rdma_device_name(const std::string& name) {
+  for (const char* p : {"mlx", "hfi", "qib", "cxi", "efa", "rdmap", "bnxt_re", "irdma", "ionic", "erdma", "i40iw"})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
 std::vector<std::string> machine_differences(const Topology& machine, const Topology& other) {
   std::vector<std::string> out;
   if (machine.cpus != other.cpus) out.push_back("PUs " + other.cpus.to_list() + ", this machine has " + machine.cpus.to_list());

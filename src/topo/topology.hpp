@@ -116,6 +116,10 @@ std::vector<unsigned> cpu_numa_nodes(const Topology& t);
 CpuSet cpus_of_nodes(const Topology& t, const std::vector<unsigned>& nodes);
 // Those of these NUMA nodes that have CPUs (a device's locality may list HBM or GPU memory too).
 std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsigned>& nodes);
+// The NUMA node whose CPUs hold this PU, or nullptr.
+const NumaNode* numa_of_pu(const Topology& t, unsigned pu);
+// Whether an OS device name is an RDMA device (mlx5_0, hfi1_0, cxi0, efa_0, irdma0...).
+bool is_rdma_device_name(const std::string& name);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 
