@@ -101,7 +101,6 @@ int cmd_compare(const std::vector<std::string>& args) {
   }
   // The peers' own rules on the same machine; a peer that cannot plan it says why, as it would fail.
   std::vector<std::string> peer_notes;
-  CpuSet allowed = (req->allowed ? *req->allowed & topo->cpus : topo->allowed_cpus) - req->reserve;
   for (const Peer& peer : kPeers) {
     auto b = plan::peer_bindings(*topo, *req, peer.peer);
     if (!b) {
@@ -119,10 +118,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     p.policy = plan::Policy::none;
     p.mem = plan::MemPolicy::none;
     p.ranks = *b;
-    p.score = plan::score_plan(*topo, p.ranks);
-    CpuSet given;
-    for (const plan::RankBinding& rb : p.ranks) given |= rb.cpus;
-    p.score.idle_cpus = unsigned((allowed - given).count());
+    p.score = plan::score_plan(*topo, p.ranks, plan::usable_cpus(*topo, *req));
     add_row(plan::to_string(peer.peer), peer.what, p, false);
   }
   j["warnings"] = warnings;

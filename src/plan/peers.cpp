@@ -39,7 +39,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   if (gpus.empty()) return Error{to_string(peer), "needs GPUs"};
   if (ranks > gpus.size()) return Error{to_string(peer), "one process per GPU only (" + std::to_string(ranks) + " ranks, " +
                                                              std::to_string(gpus.size()) + " GPUs)"};
-  CpuSet allowed = (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - req.reserve;
+  CpuSet allowed = usable_cpus(t, req);
   std::vector<CpuSet> cpus_of(gpus.size());
 
   if (peer == Peer::gpu_affinity_socket) {

@@ -57,6 +57,15 @@ std::optional<MemPolicy> mem_policy_from_string(const std::string& s) {
 
 namespace {
 
+// The cores touching `cpus`, whole: --reserve 48 reserves 48 and its SMT sibling 176, so a
+// system daemon on 48 never shares its core with a rank.
+CpuSet whole_cores(const Topology& t, const CpuSet& cpus) {
+  CpuSet out = cpus;
+  for (const topo::Core& core : t.cores)
+    if (core.pus.intersects(cpus)) out |= core.pus;
+  return out;
+}
+
 // Everything the steps below share.
 struct Ctx {
   const Topology& t;
@@ -451,19 +460,14 @@ Status check_request(const Topology& t, const Request& req) {
 
 Result<Plan> make_plan(const Topology& t, const Request& req) {
   if (Status s = check_request(t, req); !s) return s.error();
-  // --reserve takes whole cores: a reserved PU's SMT siblings are not handed to a rank either
-  // (a system daemon on CPU 48 would otherwise share its core with the rank that got 176).
-  CpuSet reserve = req.reserve;
-  for (const topo::Core& core : t.cores)
-    if (core.pus.intersects(req.reserve)) reserve |= core.pus;
-  Ctx c{t, req, (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - reserve, {}, {}};
+  Ctx c{t, req, usable_cpus(t, req), {}, {}};
   c.plan.policy = req.policy;
   c.plan.mem = req.policy == Policy::none ? MemPolicy::none : req.mem;
   c.plan.topology_origin = t.origin;
   if (c.allowed.empty())
     return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved"};
   c.cores = make_core_table(t, c.allowed, req.smt);
-  if (reserve != req.reserve)
+  if (CpuSet reserve = whole_cores(t, req.reserve); reserve != req.reserve)
     c.plan.explain.push_back("--reserve " + req.reserve.to_list() + " reserves whole cores: " + reserve.to_list());
   c.plan.explain.push_back("allowed CPUs: " + c.allowed.to_list() + " (" + std::to_string(c.cores.slots.size()) + " cores" +
                            (req.smt ? "" : ", one PU per core") + ")");
@@ -587,15 +591,10 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
       c.plan.ranks[r].env.insert(c.plan.ranks[r].env.end(), nic_env.begin(), nic_env.end());
     for (const std::string& w : c.plan.ranks[r].warnings) c.plan.warnings.push_back("rank " + std::to_string(r) + ": " + w);
   }
-  c.plan.score = score_plan(t, c.plan.ranks);
+  c.plan.score = score_plan(t, c.plan.ranks, c.allowed);
   if (!t.cores_known && ranks > 1 && req.policy != Policy::none)
     c.plan.warnings.push_back("the topology gives no cores (an NCCL/RCCL file): the ranks' CPUs are disjoint, but some may be "
                               "SMT siblings of one core");
-  if (req.policy != Policy::none) {
-    CpuSet given;
-    for (const RankBinding& rb : c.plan.ranks) given |= rb.cpus;
-    c.plan.score.idle_cpus = unsigned((c.allowed - given).count());
-  }
   return c.plan;
 }
 
@@ -622,9 +621,16 @@ std::vector<std::string> warnings_for_rank(const Plan& p, unsigned rank) {
   return out;
 }
 
-Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks) {
+CpuSet usable_cpus(const Topology& t, const Request& req) {
+  return (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - whole_cores(t, req.reserve);
+}
+
+Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks, const CpuSet& usable) {
   Score s;
   s.cores_known = t.cores_known;
+  CpuSet given;
+  for (const RankBinding& rb : ranks) given |= rb.cpus;
+  s.idle_cpus = unsigned((usable - given).count());
   double local = 0, total = 0, mem_ok = 0;
   unsigned judged = 0;
   size_t top = t.cpus.last().value_or(0) + 1;

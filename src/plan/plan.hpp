@@ -76,7 +76,7 @@ struct Score {
   std::optional<double> mem_locality;  // share of ranks whose memory goes to their GPU's node(s)
   unsigned overlap_cpus = 0;           // PUs given to more than one rank
   bool cores_known = true;             // false: disjoint PUs may still be SMT siblings of one core
-  unsigned idle_cpus = 0;              // allowed PUs no rank got (set by make_plan)
+  unsigned idle_cpus = 0;              // usable PUs no rank got
   unsigned min_cores = 0;              // cores per rank, smallest and largest
   unsigned max_cores = 0;
   std::vector<std::optional<topo::PathClass>> nic_path;  // per rank; nullopt without NIC
@@ -102,9 +102,13 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
 // other ranks'. What `exec` and the SPANK plugin print for the rank they bind.
 std::vector<std::string> warnings_for_rank(const Plan& p, unsigned rank);
 
+// The CPUs a plan may hand out: the caller's allowed set (default: the topology's) minus
+// --reserve, which takes whole cores (a reserved PU's SMT siblings too).
+CpuSet usable_cpus(const topo::Topology& t, const Request& req);
+
 // Scores a set of rank bindings against the topology (also used for the strategies `compare`
-// shows side by side).
-Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks);
+// shows side by side); `usable` gives the idle count (usable CPUs no rank got).
+Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks, const CpuSet& usable);
 
 // Resolves which GPUs the worker sees, in the order it numbers them (cuda:0, cuda:1...), from
 // the environment in `env`. Steps are appended to `explain`, doubts to `warnings`.

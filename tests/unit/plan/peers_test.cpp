@@ -37,7 +37,7 @@ TEST(Peers, GpuAffinitySocketSplitsTheSocketInGpuOrderIgnoringNodes) {
   ASSERT_TRUE(b.ok());
   // socket 0's 64 cores split 16 each in GPU order: GPU 0 (node 3) gets node 0's cores.
   EXPECT_EQ((*b)[0].cpus.to_list(), "0-15,128-143");
-  Score s = score_plan(t, *b);
+  Score s = score_plan(t, *b, usable_cpus(t, {}));
   EXPECT_EQ(*s.cpu_locality, 0.0);
 }
 
