@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "util/strings.hpp"
+
 namespace gpubind::plan {
 
 CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool smt) {
@@ -27,6 +29,17 @@ CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool s
   for (size_t i = 0; i < table.slots.size(); ++i)
     for (unsigned pu : table.slots[i].pus.ids()) table.slot_of_pu[pu] = int(i);
   return table;
+}
+
+std::vector<CoreSlot> pu_slots(const std::vector<const CoreSlot*>& cores, const CpuSet& within) {
+  std::vector<CoreSlot> out;
+  for (const CoreSlot* s : cores)
+    for (unsigned pu : (s->pus & within).ids()) out.push_back({CpuSet::of({pu}), s->l3});
+  return out;
+}
+
+std::string ranks_text(const std::vector<size_t>& members) {
+  return (members.size() == 1 ? "rank " : "ranks ") + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
 }
 
 std::vector<const CoreSlot*> CoreTable::within(const CpuSet& cpus) const {

@@ -27,6 +27,13 @@ struct CoreTable {
 
 CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool smt);
 
+// One slot per PU of `cores` (only PUs within `within`), siblings adjacent, l3 kept: for pools
+// whose SMT siblings go to different ranks.
+std::vector<CoreSlot> pu_slots(const std::vector<const CoreSlot*>& cores, const CpuSet& within);
+
+// "rank 3" or "ranks 0,1,2", for warnings and explain lines about a group of ranks.
+std::string ranks_text(const std::vector<size_t>& members);
+
 struct Split {
   std::vector<CpuSet> blocks;  // one per rank, in rank order
   std::string how;             // for --explain

@@ -10,10 +10,6 @@ namespace gpubind::plan {
 
 namespace {
 
-std::string who(const std::vector<size_t>& members) {
-  return (members.size() == 1 ? "rank " : "ranks ") + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
-}
-
 unsigned node_of(const topo::Topology& t, unsigned pu) {
   const topo::NumaNode* n = topo::numa_of_pu(t, pu);
   return n ? n->os_index : 0;
@@ -60,9 +56,9 @@ void settle_crowded_pools(const topo::Topology& t, const CoreTable& cores, const
     for (const CoreSlot* s : mine) pus += (s->pus & pool.domain).count();
     if (pus >= n) {
       pool.by_pu = true;
-      warnings.push_back(who(pool.members) + ": " + std::to_string(n) + " ranks on " + std::to_string(mine.size()) +
+      warnings.push_back(ranks_text(pool.members) + ": " + std::to_string(n) + " ranks on " + std::to_string(mine.size()) +
                          " cores near their GPU: SMT siblings of some cores go to different ranks");
-      explain.push_back(who(pool.members) + ": SMT siblings: " + std::to_string(pus) + " PUs for " + std::to_string(n) + " ranks");
+      explain.push_back(ranks_text(pool.members) + ": SMT siblings: " + std::to_string(pus) + " PUs for " + std::to_string(n) + " ranks");
       continue;
     }
     // Spill the ranks beyond the pool's PUs (the last ones), if every one finds a free core.
@@ -81,7 +77,7 @@ void settle_crowded_pools(const topo::Topology& t, const CoreTable& cores, const
     size_t capacity = 0;
     for (const auto& o : order) capacity += free[std::get<4>(o)].slot->pus.count();
     if (capacity < excess) {
-      explain.push_back(who(pool.members) + ": " + std::to_string(excess) + " rank(s) beyond the node's CPUs and only " +
+      explain.push_back(ranks_text(pool.members) + ": " + std::to_string(excess) + " rank(s) beyond the node's CPUs and only " +
                         std::to_string(capacity) + " free PU(s) elsewhere: they share their node's cores");
       continue;
     }
@@ -99,9 +95,9 @@ void settle_crowded_pools(const topo::Topology& t, const CoreTable& cores, const
       moved.domain |= f.slot->pus;
       if (f.from) pools[*f.from].domain = pools[*f.from].domain - f.slot->pus;
     }
-    warnings.push_back(who(moved.members) + ": no CPU left near their GPU; moved to the nearest free core(s) " +
+    warnings.push_back(ranks_text(moved.members) + ": no CPU left near their GPU; moved to the nearest free core(s) " +
                        moved.domain.to_list() + " (the other ranks stay on their GPU's node)");
-    explain.push_back(who(moved.members) + ": spilled to " + moved.domain.to_list() + "; " + who(pool.members) + " keep " +
+    explain.push_back(ranks_text(moved.members) + ": spilled to " + moved.domain.to_list() + "; " + ranks_text(pool.members) + " keep " +
                       pool.domain.to_list());
     pools.push_back(moved);
   }

@@ -179,10 +179,6 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
   return best->cpus & c.allowed;
 }
 
-std::string who_text(const std::vector<size_t>& members) {
-  return (members.size() == 1 ? "rank " : "ranks ") + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
-}
-
 // Ranks whose target domains overlap form one pool, in rank order.
 std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) {
   size_t n = targets.size();
@@ -204,7 +200,7 @@ std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) 
 void split_pool(Ctx& c, const CrowdedPool& pool) {
   const auto& members = pool.members;
   const CpuSet& domain = pool.domain;
-  std::string who = who_text(members);
+  std::string who = ranks_text(members);
   if (c.req.policy == Policy::l3) {
     // One L3 domain per rank, in order; ranks beyond the L3 count share.
     std::vector<CpuSet> l3s;
@@ -221,12 +217,11 @@ void split_pool(Ctx& c, const CrowdedPool& pool) {
     c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
   }
   std::vector<const CoreSlot*> slots = c.cores.within(domain);
-  std::vector<CoreSlot> pu_slots;  // one slot per PU, siblings adjacent, when splitting SMT siblings
+  std::vector<CoreSlot> singles;  // SMT siblings to different ranks: one slot per PU
   if (pool.by_pu) {
-    for (const CoreSlot* s : slots)
-      for (unsigned pu : (s->pus & domain).ids()) pu_slots.push_back({CpuSet::of({pu}), s->l3});
+    singles = pu_slots(slots, domain);
     slots.clear();
-    for (const CoreSlot& s : pu_slots) slots.push_back(&s);
+    for (const CoreSlot& s : singles) slots.push_back(&s);
   }
   Split s = split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
   for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
@@ -251,7 +246,7 @@ void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
       CpuSet domain;
       for (size_t i : members) domain |= targets[i];
       for (size_t i : members) c.plan.ranks[i].cpus = domain;
-      c.plan.explain.push_back(who_text(members) + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");
+      c.plan.explain.push_back(ranks_text(members) + ": share " + cpus_text(domain) + " (policy " + to_string(c.req.policy) + ")");
     }
     return;
   }
@@ -261,7 +256,7 @@ void assign_cpus(Ctx& c, std::vector<CpuSet> targets) {
     for (size_t i : members) domain |= targets[i];
     if (c.cores.count(domain) >= members.size()) continue;
     for (size_t i : members) targets[i] |= topo::cpus_of_nodes(c.t, nodes_covering(c.t, targets[i])) & c.allowed;
-    c.plan.explain.push_back(who_text(members) + ": fewer cores than ranks near their GPU; widened to their NUMA node");
+    c.plan.explain.push_back(ranks_text(members) + ": fewer cores than ranks near their GPU; widened to their NUMA node");
   }
   std::vector<CrowdedPool> pools;
   for (const auto& members : pool_ranks(targets)) {
@@ -545,11 +540,10 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
     size_t pus = 0;
     for (const CoreSlot& s : in_order) pus += s.pus.count();
     bool by_pu = in_order.size() < ranks && pus >= ranks;
-    std::vector<CoreSlot> pu_slots;
     if (by_pu) {
-      for (const CoreSlot& s : in_order)
-        for (unsigned pu : s.pus.ids()) pu_slots.push_back({CpuSet::of({pu}), s.l3});
-      in_order = pu_slots;
+      std::vector<const CoreSlot*> cores;
+      for (const CoreSlot& s : in_order) cores.push_back(&s);
+      in_order = pu_slots(cores, c.allowed);
       c.plan.warnings.push_back(std::to_string(ranks) + " ranks on " + std::to_string(c.cores.slots.size()) +
                                 " allowed cores: SMT siblings of some cores go to different ranks");
     }
