@@ -372,25 +372,25 @@ struct NicNames {
   std::string rdma, netdev;  // first RDMA device name and first netdev name of one NIC
 };
 
-NicNames nic_names(const Topology& t, const NicRef& ref) {
+NicNames nic_names(const Nic& n) {
   NicNames out;
-  for (const Nic& n : t.nics)
-    if (n.pci == ref.pci && join(n.os_names, ",") == ref.name)
-      for (const std::string& o : n.os_names) {
-        std::string& slot = topo::is_rdma_device_name(o) ? out.rdma : out.netdev;
-        if (slot.empty()) slot = o;
-      }
+  for (const std::string& o : n.os_names) {
+    std::string& slot = topo::is_rdma_device_name(o) ? out.rdma : out.netdev;
+    if (slot.empty()) slot = o;
+  }
   return out;
 }
+
+bool is_nic(const Nic& n, const NicRef& ref) { return n.pci == ref.pci && join(n.os_names, ",") == ref.name; }
 
 std::vector<std::pair<std::string, std::string>> node_nic_env(const Topology& t, const std::vector<RankBinding>& ranks) {
   std::vector<std::string> rdma, netdev;
   for (const Nic& n : t.nics) {
     bool used = false;
     for (const RankBinding& rb : ranks)
-      for (const NicRef& ref : rb.nics) used = used || (ref.pci == n.pci && ref.name == join(n.os_names, ","));
+      for (const NicRef& ref : rb.nics) used = used || is_nic(n, ref);
     if (!used) continue;
-    NicNames names = nic_names(t, {n.pci, join(n.os_names, ","), PathClass::SYS});
+    NicNames names = nic_names(n);
     if (!names.rdma.empty()) rdma.push_back(names.rdma);
     else if (!names.netdev.empty()) netdev.push_back(names.netdev);
   }
@@ -422,7 +422,9 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
     // UCX takes a list: a rank with several GPUs (and so several NICs) uses them all.
     std::vector<std::string> ucx;
     for (const NicRef& ref : rb.nics)
-      if (NicNames own = nic_names(c.t, ref); !own.rdma.empty()) ucx.push_back(own.rdma + ":1");
+      for (const Nic& n : c.t.nics)
+        if (is_nic(n, ref))
+          if (NicNames own = nic_names(n); !own.rdma.empty()) ucx.push_back(own.rdma + ":1");
     if (!ucx.empty()) rb.env.push_back({"UCX_NET_DEVICES", join(ucx, ",")});
   }
 }
