@@ -151,6 +151,11 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
     kill_at = Clock::now() + spec.grace;
   };
 
+  auto close_logs = [&ranks] {
+    for (Rank& r : ranks)
+      for (Sink* s : {&r.out, &r.err})
+        if (s->file >= 0) sys::close_fd(s->file);
+  };
   // 0. Output: captured when tagged or logged; each stream goes to the console, a file or both.
   // Every log file is created before any rank starts, so a bad --log-dir starts nothing.
   for (unsigned i = 0; i < n; ++i) {
@@ -161,9 +166,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       if (!((redirected | teed) & bit)) continue;
       auto fd = sys::create_log_file(log_dir_of(spec, i) + (bit == 1 ? "/stdout.log" : "/stderr.log"));
       if (!fd) {
-        for (Rank& r : ranks)
-          for (Sink* x : {&r.out, &r.err})
-            if (x->file >= 0) sys::close_fd(x->file);
+        close_logs();
         return Error{"--log-dir", fd.error().message()};
       }
       s.file = *fd;
@@ -278,11 +281,8 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       stop = Stop::killed;  // from here only SIGCHLD and output wake the loop
     }
   }
-  for (Rank& r : ranks) {
-    result.ranks.push_back(r.outcome);
-    for (Sink* s : {&r.out, &r.err})
-      if (s->file >= 0) sys::close_fd(s->file);
-  }
+  for (Rank& r : ranks) result.ranks.push_back(r.outcome);
+  close_logs();
   if (result.first_failure) result.exit_code = ranks[*result.first_failure].outcome.exit_code;
   else if (result.forwarded_signal) result.exit_code = 128 + result.forwarded_signal;
   return result;
