@@ -3,7 +3,9 @@
 #include <cstdlib>
 
 #include "cli/common.hpp"
+#include "probe/probe.hpp"
 #include "sys/affinity.hpp"
+#include "sys/fsroot.hpp"
 
 namespace gpubind::cli {
 
@@ -79,6 +81,14 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     r.allowed_mems = *m;
   }
   r.env = environment_of(plan::gpu_env_names());
+  if (from != AllowedFrom::topology && !t.gpus.empty()) {
+    // Live: which GPUs this process may open decides how the runtime numbers them.
+    if (auto root = sys::open_fsroot("/")) {
+      std::vector<std::string> pcis;
+      for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
+      r.openable_gpus = probe::openable_gpus(**root, pcis);
+    }
+  }
   return r;
 }
 

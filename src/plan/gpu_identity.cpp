@@ -149,6 +149,35 @@ Result<std::vector<const Gpu*>> select(const std::string& name, const std::strin
   return out;
 }
 
+// CUDA's default order (CUDA_DEVICE_ORDER unset or FASTEST_FIRST) numbers the fastest GPU 0.
+// Among GPUs of one model that is PCI order; among mixed models CUDA ranks by compute capability,
+// newest first, then PCI bus. Returns the comparator's verdict for `physical` (sorted in PCI
+// order): true when it reorders them, which it can only do when every model is known.
+bool cuda_fastest_first(std::vector<const Gpu*>& physical, const std::map<std::string, std::string>& env,
+                        std::vector<std::string>& explain, std::vector<std::string>& warnings) {
+  bool identical = std::all_of(physical.begin(), physical.end(), [&](const Gpu* g) { return g->device_id == physical[0]->device_id; });
+  std::string order = env_get(env, "CUDA_DEVICE_ORDER");
+  if (identical || order == "PCI_BUS_ID") return false;
+  std::map<const Gpu*, unsigned> cc;
+  for (const Gpu* g : physical)
+    if (auto c = topo::nvidia_compute_capability(g->device_id)) cc[g] = *c;
+  if (cc.size() < physical.size()) {
+    warnings.push_back("the GPUs are not all the same model, CUDA_DEVICE_ORDER is not PCI_BUS_ID and the models of some are "
+                       "unknown: CUDA numbers them fastest first, which may differ from the PCI order used here; set "
+                       "CUDA_DEVICE_ORDER=PCI_BUS_ID");
+    return false;
+  }
+  std::stable_sort(physical.begin(), physical.end(), [&](const Gpu* a, const Gpu* b) { return cc[a] > cc[b]; });
+  std::vector<std::string> parts;
+  for (const Gpu* g : physical)
+    parts.push_back(describe(g) + " cc " + std::to_string(cc[g] / 10) + "." + std::to_string(cc[g] % 10));
+  explain.push_back("CUDA_DEVICE_ORDER=" + (order.empty() ? std::string("FASTEST_FIRST (unset)") : order) +
+                    " with mixed GPU models: CUDA numbers them by compute capability, newest first, then PCI bus: " +
+                    join(parts, ", ") + " (CUDA documents only that the fastest is device 0; set CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                    "for a documented order)");
+  return true;
+}
+
 }  // namespace
 
 const std::vector<std::string>& gpu_env_names() {
@@ -158,8 +187,9 @@ const std::vector<std::string>& gpu_env_names() {
   return names;
 }
 
-Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<std::string, std::string>& env,
-                                            std::vector<std::string>& explain, std::vector<std::string>& warnings) {
+Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& req, std::vector<std::string>& explain,
+                                            std::vector<std::string>& warnings) {
+  const std::map<std::string, std::string>& env = req.env;
   std::vector<const Gpu*> physical;
   Vendor vendor = pick_vendor(t, env);
   for (const Gpu& g : t.gpus)
@@ -171,10 +201,36 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
   }
   explain.push_back(std::string("GPUs: ") + std::to_string(physical.size()) + " " + to_string(vendor) +
                     " GPU(s) in the vendor's default order: " + describe(physical));
+  size_t first_warning = warnings.size();
+  std::vector<const Gpu*> pci_order = physical;
+  bool reordered = vendor == Vendor::nvidia && cuda_fastest_first(physical, env, explain, warnings);
+  // Where CUDA enumerates a subset (a confined allocation), it orders that subset the same way.
+  auto in_cuda_order = [&](std::vector<const Gpu*> subset) {
+    if (reordered)
+      std::stable_sort(subset.begin(), subset.end(), [&](const Gpu* a, const Gpu* b) {
+        return std::find(physical.begin(), physical.end(), a) < std::find(physical.begin(), physical.end(), b);
+      });
+    return subset;
+  };
+
+  // The GPUs this process may open, when the caller could tell (live): a device cgroup or a
+  // container hides the others, and the runtime numbers what is left from 0.
+  std::optional<std::vector<const Gpu*>> openable;
+  if (req.openable_gpus) {
+    openable.emplace();
+    for (const Gpu* g : physical)
+      if (std::find(req.openable_gpus->begin(), req.openable_gpus->end(), g->pci) != req.openable_gpus->end()) openable->push_back(g);
+  }
+  bool confined = openable && openable->size() < physical.size();
+  std::vector<const Gpu*> base = confined ? *openable : physical;
+  if (confined)
+    explain.push_back("devices: this process may open only GPU(s) " + describe(*openable) +
+                      " (device cgroup or container): the runtime enumerates those, numbered from 0");
+  else if (openable)
+    explain.push_back("devices: every GPU's device file can be opened (no device confinement)");
 
   // Slurm's allocation, in physical indices. With ConstrainDevices the runtime only enumerates
   // these and numbers them from 0, so CUDA_VISIBLE_DEVICES=0,1 then means SLURM_STEP_GPUS[0..1].
-  std::vector<const Gpu*> base = physical;
   std::optional<std::set<unsigned>> slurm_set;
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
     if (!env_has(env, name)) continue;
@@ -183,17 +239,21 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
     if (!idx) return env_error(name, value, "expected a comma-separated list of GPU indices");
     std::vector<const Gpu*> alloc;
     for (unsigned i : *idx) {
-      auto it = std::find_if(physical.begin(), physical.end(), [&](const Gpu* g) { return g->index == i; });
-      if (it == physical.end()) return env_error(name, value, "GPU " + std::to_string(i) + " is not in the topology");
+      auto it = std::find_if(pci_order.begin(), pci_order.end(), [&](const Gpu* g) { return g->index == i; });
+      if (it == pci_order.end()) return env_error(name, value, "GPU " + std::to_string(i) + " is not in the topology");
       alloc.push_back(*it);
     }
     slurm_set = std::set<unsigned>(idx->begin(), idx->end());
-    base = alloc;
     explain.push_back(std::string(name) + "=" + value + ": the job's GPUs are " + describe(alloc));
+    if (!confined) {
+      base = alloc;
+    } else if (std::set<const Gpu*>(alloc.begin(), alloc.end()) != std::set<const Gpu*>(openable->begin(), openable->end())) {
+      warnings.push_back(std::string(name) + "=" + value + " names GPU(s) " + describe(alloc) + " but this process may open " +
+                         describe(*openable) + ": planning for the ones it can open");
+    }
     break;
   }
 
-  size_t first_warning = warnings.size();
   std::vector<const Gpu*> visible = base;
   auto apply = [&](const char* name, const std::vector<const Gpu*>& from, bool repeats) -> Status {
     std::string value = env_get(env, name);
@@ -202,7 +262,11 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
     // indices into the variable; with it, indices are positions in the allocation.
     if (slurm_set && from == base) {
       auto idx = parse_indices(value);
-      if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *slurm_set && !idx->empty()) {
+      if (openable) {
+        if (!confined) enumerated = physical;
+        explain.push_back(std::string(name) + (confined ? " indexes the GPUs this process may open (devices confined)"
+                                                        : " holds physical indices (every GPU can be opened)"));
+      } else if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *slurm_set && !idx->empty()) {
         enumerated = physical;
         explain.push_back(std::string(name) + " holds the allocation's physical indices (no device confinement)");
         // Read as positions in a confined allocation the same value would select other GPUs (or
@@ -213,7 +277,7 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
           warnings.push_back(std::string(name) + "=" + value + " equals the allocation's GPU indices, so they are taken as physical "
                              "indices (no device confinement); with ConstrainDevices the runtime would number the allocation "
                              "from 0 and read them differently. This is a guess: the topology does not show which devices the "
-                             "job can open");
+                             "job can open (run gpubind on the node to check them)");
       } else if (idx) {
         explain.push_back(std::string(name) + " indexes the allocation (devices confined and renumbered from 0)");
       }
@@ -226,13 +290,10 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const std::map<s
   };
 
   if (vendor == Vendor::nvidia || vendor == Vendor::other) {
+    base = visible = in_cuda_order(base);
     if (env_has(env, "CUDA_VISIBLE_DEVICES")) {
       if (Status s = apply("CUDA_VISIBLE_DEVICES", base, false); !s) return s.error();
     }
-    bool identical = std::all_of(physical.begin(), physical.end(), [&](const Gpu* g) { return g->device_id == physical[0]->device_id; });
-    if (!identical && env_get(env, "CUDA_DEVICE_ORDER") != "PCI_BUS_ID")
-      warnings.push_back("the GPUs are not all the same model and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers them "
-                         "fastest first, which may differ from the PCI order used here; set CUDA_DEVICE_ORDER=PCI_BUS_ID");
   } else if (vendor == Vendor::amd) {
     // ROCR_VISIBLE_DEVICES filters what the ROCm runtime enumerates; HIP_VISIBLE_DEVICES (or
     // CUDA_VISIBLE_DEVICES, which HIP also reads) then indexes that list.

@@ -32,7 +32,7 @@ unsigned node_of(const topo::Gpu& g) { return g.numa && !g.numa->empty() ? (*g.n
 
 Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Request& req, Peer peer) {
   std::vector<std::string> explain, warnings;
-  auto vis = visible_gpus(t, req.env, explain, warnings);
+  auto vis = visible_gpus(t, req, explain, warnings);
   if (!vis) return vis.error();
   const std::vector<const topo::Gpu*>& gpus = *vis;
   unsigned ranks = req.ranks.value_or(unsigned(gpus.size()));

@@ -470,7 +470,7 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
                            (req.smt ? "" : ", one PU per core") + ")");
 
   // 1. GPU identity: the GPUs the workers will see, in their order.
-  auto vis = visible_gpus(t, req.env, c.plan.explain, c.plan.warnings);
+  auto vis = visible_gpus(t, req, c.plan.explain, c.plan.warnings);
   if (!vis) return vis.error();
   std::vector<const Gpu*> visible = *vis;
   unsigned k = req.gpus_per_rank.value_or(1);

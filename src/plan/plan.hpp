@@ -43,6 +43,9 @@ struct Request {
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
   // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
   std::map<std::string, std::string> env;
+  // PCI addresses of the GPUs whose device files the caller may open, when known (live: a device
+  // cgroup or container hides the rest, and the runtime renumbers what is left); default unknown.
+  std::optional<std::vector<std::string>> openable_gpus;
 };
 
 // Names of the environment variables Request::env may carry; the CLI copies exactly these.
@@ -111,8 +114,8 @@ CpuSet usable_cpus(const topo::Topology& t, const Request& req);
 Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks, const CpuSet& usable);
 
 // Resolves which GPUs the worker sees, in the order it numbers them (cuda:0, cuda:1...), from
-// the environment in `env`. Steps are appended to `explain`, doubts to `warnings`.
-Result<std::vector<const topo::Gpu*>> visible_gpus(const topo::Topology& t, const std::map<std::string, std::string>& env,
-                                                  std::vector<std::string>& explain, std::vector<std::string>& warnings);
+// the request's environment and openable devices. Steps are appended to `explain`, doubts to `warnings`.
+Result<std::vector<const topo::Gpu*>> visible_gpus(const topo::Topology& t, const Request& req, std::vector<std::string>& explain,
+                                                  std::vector<std::string>& warnings);
 
 }  // namespace gpubind::plan

@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include "util/strings.hpp"
@@ -125,6 +126,34 @@ std::string GpuDeviceMap::pci_of(const std::string& p) const {
     return last.size() == 12 && last[4] == ':' ? to_lower(last) : "";
   }
   return "";
+}
+
+std::string GpuDeviceMap::device_of(const std::string& pci) const {
+  for (const auto& [minor, bus] : m_nvidia_minor)
+    if (bus == pci) return "dev/nvidia" + std::to_string(minor);
+  auto nodes = m_root.list("sys/class/drm");
+  if (!nodes) return "";
+  for (const std::string& node : *nodes)
+    if (node.starts_with("renderD") && pci_of("/dev/dri/" + node) == pci) return "dev/dri/" + node;
+  return "";
+}
+
+std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, const std::vector<std::string>& pcis) {
+  GpuDeviceMap map(root);
+  std::vector<std::pair<std::string, int>> access;
+  bool any_file = false;
+  for (const std::string& pci : pcis) {
+    std::string dev = map.device_of(pci);
+    if (dev.empty()) return std::nullopt;
+    int e = root.access_rw(dev);
+    any_file = any_file || e != ENOENT;
+    access.emplace_back(pci, e);
+  }
+  if (!any_file) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& [pci, e] : access)
+    if (e != EPERM && e != ENOENT) out.push_back(pci);
+  return out;
 }
 
 std::vector<int> list_pids(const sys::FsRoot& root) {

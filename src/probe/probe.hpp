@@ -5,6 +5,7 @@
 // pages per NUMA node (optional, costly for big processes) and the environment variables that
 // say what was intended (GPUBIND_*, LOCAL_RANK, CUDA_VISIBLE_DEVICES...).
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,21 @@ class GpuDeviceMap {
   std::string pci_of(const std::string& device_path) const;
   // True for device files that belong to a GPU stack but name no single GPU (/dev/nvidiactl, /dev/kfd).
   static bool is_gpu_control_file(const std::string& device_path);
+  // The device file of the GPU at this PCI address ("dev/nvidia3", "dev/dri/renderD129"), relative
+  // to the root, or "" when the driver does not say.
+  std::string device_of(const std::string& pci) const;
 
  private:
   std::map<unsigned, std::string> m_nvidia_minor;
   const sys::FsRoot& m_root;
 };
+
+// Which of these GPUs (PCI addresses) this process may open: a device cgroup (Slurm's
+// ConstrainDevices, a container's device list) hides the others from CUDA and ROCm, which then
+// number the rest from 0. A GPU is hidden when the kernel refuses its device file (EPERM) or the
+// file is missing while another GPU's exists (a container that mounts only its own). nullopt
+// when that cannot be told: a GPU whose device file the driver does not name, or no GPU device
+// file at all (the driver creates them on first use).
+std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, const std::vector<std::string>& pcis);
 
 }  // namespace gpubind::probe

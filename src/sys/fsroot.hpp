@@ -20,6 +20,9 @@ class FsRoot {
   // Where a symlink points (readlink), relative or absolute as stored.
   virtual Result<std::string> read_link(const std::string& rel) const = 0;
   virtual bool exists(const std::string& rel) const = 0;
+  // 0 when this process may open the file for reading and writing, else the errno: ENOENT,
+  // EACCES (file permissions) or EPERM (a device cgroup or security module refuses the device).
+  virtual int access_rw(const std::string& rel) const = 0;
   // Human-readable location for messages, e.g. "/" or "/tmp/node1".
   virtual std::string describe() const = 0;
   // True only for the live root "/": binding against any other root must be refused.

@@ -122,6 +122,9 @@ const NumaNode* numa_of_pu(const Topology& t, unsigned pu);
 bool is_rdma_device_name(const std::string& name);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
+// The CUDA compute capability (major * 10 + minor: 90 for H100) of an NVIDIA PCI device ID, from
+// its chip family's ID block; nullopt for an ID outside the known blocks.
+std::optional<unsigned> nvidia_compute_capability(uint16_t device_id);
 
 // How `other` differs from `machine` in what binding depends on: the PU set and the NUMA nodes
 // (their OS indexes and CPUs). Empty when `other` describes the same machine, e.g. an admin's

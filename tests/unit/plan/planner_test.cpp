@@ -229,6 +229,39 @@ TEST(GpuIdentity, AmbiguousConfinementIsSaidToBeAGuess) {
   EXPECT_FALSE(has_warning(same, "This is a guess"));
 }
 
+TEST(GpuIdentity, AmbiguousConfinementIsDecidedByTheDevicesTheJobCanOpen) {
+  // SLURM_STEP_GPUS=1 with CUDA_VISIBLE_DEVICES=0 where only GPU 1 can be opened: confined, so
+  // the runtime sees one GPU, numbered 0, and that is physical GPU 1.
+  Request r = with_env({{"SLURM_STEP_GPUS", "1"}, {"CUDA_VISIBLE_DEVICES", "0"}});
+  r.openable_gpus = std::vector<std::string>{"0000:02:00.0"};
+  Plan confined = must_plan(eight_l3_node(), r);
+  ASSERT_EQ(confined.ranks.size(), 1u);
+  EXPECT_EQ(confined.ranks[0].gpus[0].index, 1u);
+  EXPECT_FALSE(has_warning(confined, "This is a guess"));
+  // Every GPU can be opened: the value holds physical indices, and that is no longer a guess.
+  Request all = with_env({{"SLURM_STEP_GPUS", "1"}, {"CUDA_VISIBLE_DEVICES", "1"}});
+  all.openable_gpus = std::vector<std::string>{"0000:01:00.0", "0000:02:00.0"};
+  Plan open = must_plan(eight_l3_node(), all);
+  ASSERT_EQ(open.ranks.size(), 1u);
+  EXPECT_EQ(open.ranks[0].gpus[0].index, 1u);
+  EXPECT_FALSE(has_warning(open, "This is a guess"));
+}
+
+TEST(GpuIdentity, GpusTheProcessCannotOpenAreNotEnumerated) {
+  // A container that holds only GPU 1's device file: cuda:0 is GPU 1, with no variable set.
+  Request r;
+  r.openable_gpus = std::vector<std::string>{"0000:02:00.0"};
+  Plan p = must_plan(eight_l3_node(), r);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  // An allocation that is not what the process can open: the openable GPUs win, with a warning.
+  r.env = {{"SLURM_STEP_GPUS", "0"}};
+  Plan q = must_plan(eight_l3_node(), r);
+  ASSERT_EQ(q.ranks.size(), 1u);
+  EXPECT_EQ(q.ranks[0].gpus[0].index, 1u);
+  EXPECT_TRUE(has_warning(q, "but this process may open"));
+}
+
 TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {
   for (const char* bad : {"abc", "0,,1", "1,1", "zero"}) {
     auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", bad}}));
@@ -300,6 +333,31 @@ TEST(GpuIdentity, MixedModelsWarnAboutCudaOrder) {
   EXPECT_TRUE(has_warning(p, "CUDA_DEVICE_ORDER"));
   Plan q = must_plan(t, with_env({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}}));
   EXPECT_FALSE(has_warning(q, "CUDA_DEVICE_ORDER"));
+}
+
+TEST(GpuIdentity, MixedKnownModelsFollowCudasFastestFirstOrder) {
+  // GPU 0 a V100 (cc 7.0), GPU 1 an H100 (cc 9.0): with CUDA's default order cuda:0 is the H100.
+  auto t = eight_l3_node();
+  t.gpus[0].device_id = 0x1db1;
+  Plan p = must_plan(t, {});
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 0u);
+  EXPECT_FALSE(has_warning(p, "CUDA_DEVICE_ORDER"));
+  std::string all;
+  for (const auto& e : p.explain) all += e + "\n";
+  EXPECT_NE(all.find("1 (0000:02:00.0) cc 9.0, 0 (0000:01:00.0) cc 7.0"), std::string::npos) << all;
+  // CUDA_VISIBLE_DEVICES indexes that order; FASTEST_FIRST spelled out is the same order.
+  Plan v = must_plan(t, with_env({{"CUDA_VISIBLE_DEVICES", "1"}, {"CUDA_DEVICE_ORDER", "FASTEST_FIRST"}}));
+  ASSERT_EQ(v.ranks.size(), 1u);
+  EXPECT_EQ(v.ranks[0].gpus[0].index, 0u);
+  // A confined Slurm allocation is enumerated in the same order: position 0 is the H100.
+  Plan s = must_plan(t, with_env({{"SLURM_STEP_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0"}}));
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks[0].gpus[0].index, 1u);
+  // PCI_BUS_ID keeps the PCI order.
+  Plan q = must_plan(t, with_env({{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}}));
+  EXPECT_EQ(q.ranks[0].gpus[0].index, 0u);
 }
 
 TEST(GpuIdentity, ExplainShowsEveryStep) {

@@ -49,6 +49,32 @@ TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
   EXPECT_EQ(p->gpus, (std::vector<std::string>{"0000:3a:00.0", "0000:c6:00.0"}));
 }
 
+TEST(Probe, OpenableGpusAreThoseTheContainerOrCgroupLeaves) {
+  // Two NVIDIA GPUs and an AMD one; the container holds only nvidia1's and the AMD GPU's files.
+  gpubind::testing::FakeTree t;
+  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
+  t.file("proc/driver/nvidia/gpus/0000:0f:00.0/information", "Device Minor: 1\n");
+  t.link("sys/class/drm/renderD128/device", "../../../0000:c6:00.0");
+  t.file("dev/nvidia1", "");
+  t.file("dev/dri/renderD128", "");
+  auto root = sys::open_fsroot(t.root());
+  auto open = openable_gpus(**root, {"0000:07:00.0", "0000:0f:00.0", "0000:c6:00.0"});
+  ASSERT_TRUE(open.has_value());
+  EXPECT_EQ(*open, (std::vector<std::string>{"0000:0f:00.0", "0000:c6:00.0"}));
+}
+
+TEST(Probe, OpenableGpusUnknownWhenTheDriverDoesNotSayOrNoDeviceFileExists) {
+  gpubind::testing::FakeTree t;
+  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
+  auto root = sys::open_fsroot(t.root());
+  // The driver creates /dev/nvidiaN on first use: no file at all says nothing about confinement.
+  EXPECT_EQ(openable_gpus(**root, {"0000:07:00.0"}), std::nullopt);
+  t.file("dev/nvidia0", "");
+  EXPECT_EQ(openable_gpus(**root, {"0000:07:00.0"}), (std::vector<std::string>{"0000:07:00.0"}));
+  // A GPU whose device file the driver does not name (no information file): unknown.
+  EXPECT_EQ(openable_gpus(**root, {"0000:07:00.0", "0000:08:00.0"}), std::nullopt);
+}
+
 TEST(Probe, NumaMapsAreSummedPerNode) {
   gpubind::testing::FakeTree t;
   process(t, 11, "python", "0", 0);
