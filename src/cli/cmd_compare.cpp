@@ -39,6 +39,8 @@ const Peer kPeers[] = {
     {plan::Peer::torchrun_exclusive, "torchrun --numa-binding=exclusive: the node's cores split among its GPUs"},
     {plan::Peer::torchrun_core_complex, "torchrun --numa-binding=core-complex: one L3 group per GPU, shared when fewer"},
     {plan::Peer::gpu_affinity_socket, "NVIDIA gpu_affinity socket_unique_contiguous: the socket split evenly"},
+    {plan::Peer::slurm_block, "srun -m block:block --cpu-bind=cores --gpu-bind=single:1: cores in order, GPU follows"},
+    {plan::Peer::slurm_cyclic, "srun -m block:cyclic (default) --cpu-bind=cores --gpu-bind=single:1: sockets in turn"},
 };
 
 std::string nic_summary(const plan::Score& s) {

@@ -10,6 +10,8 @@ const char* to_string(Peer p) {
     case Peer::torchrun_exclusive: return "torchrun-exclusive";
     case Peer::torchrun_core_complex: return "torchrun-core-complex";
     case Peer::gpu_affinity_socket: return "gpu-affinity-socket";
+    case Peer::slurm_block: return "slurm-block";
+    case Peer::slurm_cyclic: return "slurm-cyclic";
   }
   return "?";
 }
@@ -28,6 +30,69 @@ std::vector<CpuSet> cores_within(const topo::Topology& t, const CpuSet& cpus) {
 // The GPU's NUMA node as torchrun reads it: sysfs numa_node, -1 clamped to 0.
 unsigned node_of(const topo::Gpu& g) { return g.numa && !g.numa->empty() ? (*g.numa)[0] : 0; }
 
+// Slurm task/affinity with --cpu-bind=cores: each task's C whole cores, in Slurm's core order,
+// block after block or socket after socket (cyclic).
+Result<std::vector<CpuSet>> slurm_task_cpus(const topo::Topology& t, const CpuSet& allowed, unsigned ranks, bool cyclic) {
+  std::vector<unsigned> ids = topo::logical_core_ids(t);
+  std::vector<size_t> order(t.cores.size());
+  for (size_t i = 0; i < ids.size(); ++i) order[ids[i]] = i;
+  // (package, usable PUs of the core) in Slurm's order
+  std::vector<std::pair<size_t, CpuSet>> cores;
+  for (size_t i : order) {
+    CpuSet pus = t.cores[i].pus & allowed;
+    if (pus.empty()) continue;
+    size_t pkg = t.packages.size();
+    for (size_t p = 0; p < t.packages.size(); ++p)
+      if (t.packages[p].cpus.intersects(pus)) pkg = p;
+    cores.push_back({pkg, pus});
+  }
+  size_t per = cores.size() / ranks;
+  if (per == 0) return Error{"slurm", "fewer usable cores (" + std::to_string(cores.size()) + ") than tasks"};
+  std::vector<CpuSet> out(ranks);
+  std::vector<bool> used(cores.size(), false);
+  size_t sockets = std::max<size_t>(1, t.packages.size());
+  for (unsigned k = 0; k < ranks; ++k) {
+    std::vector<size_t> take;
+    if (cyclic) {
+      // Socket k mod S first, then the following sockets, for one with C free cores.
+      for (size_t step = 0; step < sockets && take.empty(); ++step) {
+        size_t socket = (k + step) % sockets;
+        std::vector<size_t> free;
+        for (size_t c = 0; c < cores.size() && free.size() < per; ++c)
+          if (!used[c] && cores[c].first == socket) free.push_back(c);
+        if (free.size() == per) take = free;
+      }
+    }
+    for (size_t c = 0; c < cores.size() && take.size() < per; ++c)
+      if (!used[c]) take.push_back(c);
+    for (size_t c : take) {
+      used[c] = true;
+      out[k] |= cores[c].second;
+    }
+  }
+  return out;
+}
+
+// --gpu-bind=single:1: tasks in order take the first free GPU whose CPUs cover the task's mask,
+// else one that overlaps it, else the first free one.
+std::vector<size_t> slurm_closest_gpus(const std::vector<const topo::Gpu*>& gpus, const std::vector<CpuSet>& task_cpus) {
+  std::vector<bool> taken(gpus.size(), false);
+  std::vector<size_t> out;
+  for (const CpuSet& mask : task_cpus) {
+    size_t pick = gpus.size();
+    for (int pass = 0; pass < 3 && pick == gpus.size(); ++pass)
+      for (size_t g = 0; g < gpus.size() && pick == gpus.size(); ++g) {
+        if (taken[g]) continue;
+        const std::optional<CpuSet>& local = gpus[g]->cpus;
+        bool fits = pass == 2 || (local && (pass == 0 ? mask.is_subset_of(*local) : mask.intersects(*local)));
+        if (fits) pick = g;
+      }
+    taken[pick] = true;
+    out.push_back(pick);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Request& req, Peer peer) {
@@ -41,8 +106,16 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
                                                              std::to_string(gpus.size()) + " GPUs)"};
   CpuSet allowed = usable_cpus(t, req);
   std::vector<CpuSet> cpus_of(gpus.size());
+  std::vector<size_t> gpu_of(ranks);
+  for (unsigned r = 0; r < ranks; ++r) gpu_of[r] = r;
 
-  if (peer == Peer::gpu_affinity_socket) {
+  if (peer == Peer::slurm_block || peer == Peer::slurm_cyclic) {
+    // The CPU mask comes first; the GPU follows it (peers.md: Slurm's GPU choice follows the CPUs).
+    auto tasks = slurm_task_cpus(t, allowed, ranks, peer == Peer::slurm_cyclic);
+    if (!tasks) return Error{to_string(peer), tasks.error().why};
+    gpu_of = slurm_closest_gpus(gpus, *tasks);
+    for (unsigned r = 0; r < ranks; ++r) cpus_of[gpu_of[r]] = (*tasks)[r];
+  } else if (peer == Peer::gpu_affinity_socket) {
     // GPUs grouped by their socket's allowed CPUs; each group splits its cores contiguously.
     std::map<CpuSet, std::vector<size_t>> groups;
     for (size_t i = 0; i < gpus.size(); ++i) {
@@ -91,9 +164,10 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   std::vector<RankBinding> out(ranks);
   for (unsigned r = 0; r < ranks; ++r) {
     out[r].local_rank = r;
-    out[r].gpus.push_back({gpus[r]->index, gpus[r]->pci, gpus[r]->vendor});
-    out[r].cpus = cpus_of[r];
-    out[r].mem_policy = MemPolicy::none;  // neither tool sets a memory policy: first touch
+    const topo::Gpu* g = gpus[gpu_of[r]];
+    out[r].gpus.push_back({g->index, g->pci, g->vendor});
+    out[r].cpus = cpus_of[gpu_of[r]];
+    out[r].mem_policy = MemPolicy::none;  // none of these tools sets a memory policy by default: first touch
   }
   return out;
 }

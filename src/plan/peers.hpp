@@ -10,6 +10,14 @@
 //   gpu-affinity-socket    NVIDIA gpu_affinity socket_unique_contiguous with socket scope and
 //                          balanced=True: GPUs of one socket split its physical cores in
 //                          contiguous blocks, every GPU the smallest per-GPU count
+//   slurm-block            srun --cpu-bind=cores -m block:block -c C --gpu-bind=single:1 over
+//                          the whole node: C = usable cores / ranks, task k gets cores k*C.. in
+//                          Slurm's (hwloc logical) core order; then each task, in order, takes
+//                          the first free GPU whose gres Cores (its local CPUs) cover its mask,
+//                          else overlap it, else the first free GPU (gres.c's single rule)
+//   slurm-cyclic           the same with -m block:cyclic (Slurm's default): tasks take C cores
+//                          from the sockets in turn (task k on socket k mod sockets, the next C
+//                          free cores there; from anywhere when no socket has C left)
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +26,7 @@
 
 namespace gpubind::plan {
 
-enum class Peer { torchrun_exclusive, torchrun_core_complex, gpu_affinity_socket };
+enum class Peer { torchrun_exclusive, torchrun_core_complex, gpu_affinity_socket, slurm_block, slurm_cyclic };
 
 const char* to_string(Peer p);
 

@@ -2,33 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <numeric>
 
 #include "util/strings.hpp"
 
 namespace gpubind::render {
 
-std::vector<unsigned> slurm_core_ids(const topo::Topology& t) {
-  auto package_of = [&](const topo::Core& c) -> size_t {
-    for (size_t p = 0; p < t.packages.size(); ++p)
-      if (t.packages[p].cpus.test(*c.pus.first())) return p;
-    return t.packages.size();
-  };
-  std::vector<size_t> order(t.cores.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    size_t pa = package_of(t.cores[a]), pb = package_of(t.cores[b]);
-    if (pa != pb) return pa < pb;
-    return *t.cores[a].pus.first() < *t.cores[b].pus.first();
-  });
-  std::vector<unsigned> id(t.cores.size());
-  for (size_t i = 0; i < order.size(); ++i) id[order[i]] = unsigned(i);
-  return id;
-}
-
-namespace {
-
-}  // namespace
 
 // Slurm's AutoDetect (gpu/nvml, gpu/rsmi, gpu/nvidia) names a type by lowercasing the model name
 // and turning spaces into underscores ("NVIDIA A100-SXM4-40GB" -> nvidia_a100-sxm4-40gb), so a
@@ -72,7 +50,7 @@ std::string device_file(const topo::Gpu& g) {
 std::string gres_conf(const topo::Topology& t, const std::string& node_name) {
   std::string out = "# gres.conf for " + (t.hostname.empty() ? std::string("this node") : t.hostname) + ", written by gpubind from " +
                     t.origin + "\n# Cores= uses Slurm's core numbering (package by package), not OS CPU numbers.\n";
-  std::vector<unsigned> ids = slurm_core_ids(t);
+  std::vector<unsigned> ids = topo::logical_core_ids(t);
   std::vector<const topo::Gpu*> gpus;
   for (const topo::Gpu& g : t.gpus) gpus.push_back(&g);
   for (const topo::Gpu* g : gpus) {

@@ -19,9 +19,4 @@ std::string slurm_gpu_type(const topo::Gpu& g);
 // The node's slurm.conf Gres= value matching gres_conf(): "gpu:TYPE:COUNT[,gpu:TYPE2:COUNT]".
 std::string slurm_node_gres(const topo::Topology& t);
 
-// Slurm numbers cores 0..N-1 in the machine's logical order: package by package, then by
-// position inside the package (hwloc's logical order), not by OS CPU number; this maps each
-// topology core (index into Topology::cores) to that number.
-std::vector<unsigned> slurm_core_ids(const topo::Topology& t);
-
 }  // namespace gpubind::render

@@ -190,7 +190,7 @@ std::string plan_rankfile(const Plan& p, const topo::Topology& t, const std::vec
   // the process may use: hwloc leaves disallowed ones (a cgroup, reserved system cores) out.
   std::vector<unsigned> ids;
   if (logical) {
-    std::vector<unsigned> all = slurm_core_ids(t);
+    std::vector<unsigned> all = topo::logical_core_ids(t);
     std::vector<size_t> by_id(all.size());
     for (size_t i = 0; i < all.size(); ++i) by_id[all[i]] = i;
     ids.assign(all.size(), 0);

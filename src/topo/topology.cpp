@@ -1,6 +1,7 @@
 #include "topo/topology.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "util/strings.hpp"
 
@@ -167,6 +168,24 @@ Status validate(const Topology& t) {
   for (const Nic& n : t.nics)
     if (Status s = check_dev(n); !s) return s;
   return Ok{};
+}
+
+std::vector<unsigned> logical_core_ids(const Topology& t) {
+  auto package_of = [&](const Core& c) -> size_t {
+    for (size_t p = 0; p < t.packages.size(); ++p)
+      if (t.packages[p].cpus.test(*c.pus.first())) return p;
+    return t.packages.size();
+  };
+  std::vector<size_t> order(t.cores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    size_t pa = package_of(t.cores[a]), pb = package_of(t.cores[b]);
+    if (pa != pb) return pa < pb;
+    return *t.cores[a].pus.first() < *t.cores[b].pus.first();
+  });
+  std::vector<unsigned> id(t.cores.size());
+  for (size_t i = 0; i < order.size(); ++i) id[order[i]] = unsigned(i);
+  return id;
 }
 
 }  // namespace gpubind::topo

@@ -120,6 +120,10 @@ std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsig
 const NumaNode* numa_of_pu(const Topology& t, unsigned pu);
 // Whether an OS device name is an RDMA device (mlx5_0, hfi1_0, cxi0, efa_0, irdma0...).
 bool is_rdma_device_name(const std::string& name);
+// Each core's logical index (index into Topology::cores -> number): package by package, then by
+// first PU, as hwloc numbers cores (lstopo "Core L#"). Slurm's gres.conf Cores= and its CPU
+// distribution number cores this way, not by OS CPU number.
+std::vector<unsigned> logical_core_ids(const Topology& t);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 // The CUDA compute capability (major * 10 + minor: 90 for H100) of an NVIDIA PCI device ID, from

@@ -35,6 +35,7 @@ inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
   if (g) {
     add(g, 1);
     add(2 * g, 1);
+    add(4 * g, 1);  // crowded: issue 10's POWER8 -n 16, NEC -n 32
     if (g >= 2) add(g / 2, 2);
   }
   return out;
@@ -68,6 +69,9 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     for (auto& [pu, n] : seen) EXPECT_EQ(n, 1u) << what << ": CPU " << pu << " given to " << n << " ranks";
   }
 
+  // Overlap is never claimed as a fact the topology cannot show (NCCL files without SMT rules).
+  EXPECT_EQ(p->score.cores_known, t.cores_known) << what;
+
   // Ranks whose GPU sits on node N stay on N when N has enough allowed cores for them.
   std::map<std::string, const topo::Gpu*> gpu_by_pci;
   for (const auto& g : t.gpus) gpu_by_pci[g.pci] = &g;
@@ -89,6 +93,27 @@ inline void expect_plan_invariants(const topo::Topology& t, const plan::Request&
     if (fits || must_share) {
       EXPECT_TRUE(rb.cpus.is_subset_of(node_cpus)) << what << " rank " << rb.local_rank << ": CPUs " << rb.cpus.to_list()
                                                    << " leave GPU node(s) " << node_cpus.to_list();
+    }
+  }
+
+  // No physical core is split between ranks when every GPU node has a core for each of its
+  // ranks (the SMT siblings inferred for NCCL files included: issue 10 item 5).
+  bool all_fit = !p->ranks.empty();
+  for (const auto& rb : p->ranks) {
+    if (rb.gpus.size() != 1 || !gpu_by_pci[rb.gpus[0].pci]->numa) {
+      all_fit = false;
+      continue;
+    }
+    CpuSet node_cpus = topo::cpus_of_nodes(t, *gpu_by_pci[rb.gpus[0].pci]->numa) & t.allowed_cpus;
+    unsigned cores = 0;
+    for (const auto& c : t.cores) cores += c.pus.intersects(node_cpus);
+    all_fit = all_fit && cores >= ranks_per_nodes[*gpu_by_pci[rb.gpus[0].pci]->numa];
+  }
+  if (all_fit && t.cores_known) {
+    for (const auto& c : t.cores) {
+      unsigned holders = 0;
+      for (const auto& rb : p->ranks) holders += rb.cpus.intersects(c.pus);
+      EXPECT_LE(holders, 1u) << what << ": core " << c.pus.to_list() << " split between " << holders << " ranks";
     }
   }
 

@@ -13,7 +13,7 @@ TEST(GresConf, CoresUseSlurmsPackageOrder) {
   t.cpus = t.allowed_cpus = CpuSet::range(0, 7);
   t.packages = {{0, CpuSet::of({0, 2, 4, 6})}, {1, CpuSet::of({1, 3, 5, 7})}};
   t.numa_nodes = {{0, t.packages[0].cpus, 0, 0, ""}, {1, t.packages[1].cpus, 0, 1, ""}};
-  EXPECT_EQ(slurm_core_ids(t), (std::vector<unsigned>{0, 4, 1, 5, 2, 6, 3, 7}));
+  EXPECT_EQ(topo::logical_core_ids(t), (std::vector<unsigned>{0, 4, 1, 5, 2, 6, 3, 7}));
   topo::Gpu g;
   g.pci = "0000:d8:00.0";
   g.vendor = topo::Vendor::nvidia;
