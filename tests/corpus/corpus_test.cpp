@@ -4,6 +4,7 @@
 // folder is absent the test exits 77 (ctest: skipped) and says why.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "../support/plan_invariants.hpp"
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
+#include "plan/peers.hpp"
 #include "sys/archive.hpp"
 
 namespace {
@@ -140,6 +142,33 @@ TEST_P(CorpusPlans, PlanInvariantsHold) {
   for (const auto& r : gpubind::testing::invariant_requests(*t))
     gpubind::testing::expect_plan_invariants(*t, r, GetParam() + " -n " + std::to_string(*r.ranks) + " --gpus-per-rank " +
                                                         (r.gpus_per_rank ? std::to_string(*r.gpus_per_rank) : std::string("default")));
+}
+
+// Issue 10's headline: on every real machine gpubind's closest plan is never worse than the tool
+// a user would otherwise reach for. Worse means a peer keeps more of its CPUs next to the GPU
+// without sharing more CPUs, or the same locality with less sharing.
+TEST_P(CorpusPlans, ClosestIsNeverWorseThanAPeer) {
+  if (kUnrepresentable.count(GetParam())) GTEST_SKIP() << "unrepresentable: " << kUnrepresentable.at(GetParam());
+  auto t = gpubind::discover::load_topology(kDir + "/" + GetParam());
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  using gpubind::plan::Peer;
+  gpubind::plan::Request req;
+  auto ours = gpubind::plan::make_plan(*t, req);
+  ASSERT_TRUE(ours.ok()) << ours.error().message();
+  if (ours->ranks.empty() || ours->ranks[0].gpus.empty() || !ours->score.cpu_locality)
+    GTEST_SKIP() << "no GPU with known locality: nothing to compare";
+  const gpubind::plan::Score& c = ours->score;
+  for (Peer peer : {Peer::torchrun_exclusive, Peer::torchrun_core_complex, Peer::gpu_affinity_socket, Peer::slurm_block,
+                    Peer::slurm_cyclic}) {
+    auto b = gpubind::plan::peer_bindings(*t, req, peer);
+    if (!b.ok()) continue;  // the peer itself cannot plan this machine
+    auto s = gpubind::plan::score_plan(*t, *b, gpubind::plan::usable_cpus(*t, req));
+    if (!s.cpu_locality) continue;
+    EXPECT_FALSE(*s.cpu_locality > *c.cpu_locality + 1e-9 && s.overlap_cpus <= c.overlap_cpus)
+        << GetParam() << ": " << to_string(peer) << " locality " << *s.cpu_locality << " > " << *c.cpu_locality;
+    EXPECT_FALSE(std::abs(*s.cpu_locality - *c.cpu_locality) < 1e-9 && s.overlap_cpus < c.overlap_cpus)
+        << GetParam() << ": " << to_string(peer) << " shares " << s.overlap_cpus << " CPUs, closest " << c.overlap_cpus;
+  }
 }
 
 std::vector<std::string> sysfs_trees() {
