@@ -72,7 +72,10 @@ int cmd_check(const std::vector<std::string>& args) {
   std::string source = topology_source(topology);
   if (!root_dir.empty() && source.empty())
     return fail(Error{"--root " + root_dir, "needs --topology (the machine the captured processes ran on)"}, kExitUsage);
-  auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir()) : discover::load_topology(source);
+  std::vector<std::string> cache_notes;
+  auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes)
+                             : discover::load_topology(source);
+  print_warnings(cache_notes, false);
   if (!topo) return fail(topo.error(), kExitFailure);
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error(), kExitFailure);

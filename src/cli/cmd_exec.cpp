@@ -99,8 +99,10 @@ int cmd_exec(const std::vector<std::string>& args) {
   std::string source = topology_source(o.topology);
   std::string label = (o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
   std::string cache = no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or(""));
+  std::vector<std::string> cache_notes;
   auto topo = dry_run && !source.empty() ? discover::load_topology(source)
-                                         : discover::load_for_binding(source, label, cache, cfg->cache_max_files);
+                                         : discover::load_for_binding(source, label, cache, cfg->cache_max_files, &cache_notes);
+  print_warnings(cache_notes, o.quiet);
   if (!topo) return fail(topo.error(), kExitExecFailed);
 
   // 3. The same plan `gpubind plan` makes, for this node's ranks.

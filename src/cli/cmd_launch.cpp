@@ -237,9 +237,11 @@ int cmd_launch(const std::vector<std::string>& args) {
 
   // This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches.
   std::string source = topology_source("");
+  std::vector<std::string> cache_notes;
   auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source,
                                          no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or("")),
-                                         cfg->cache_max_files);
+                                         cfg->cache_max_files, &cache_notes);
+  print_warnings(cache_notes, o.quiet);
   if (!topo) return fail(topo.error(), kExitFailure);
   if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU"}, kExitUsage);
   if (nproc == "cpu" || (nproc == "auto" && topo->gpus.empty())) {

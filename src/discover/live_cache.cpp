@@ -1,6 +1,8 @@
 #include "discover/live_cache.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/private_dir.hpp"
 #include "topo/json.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
@@ -17,6 +20,8 @@ namespace gpubind::discover {
 namespace {
 
 constexpr const char* kGpubindVersion = kVersion;
+// A cache file is a machine's topology as JSON: a few MiB for the largest machines.
+constexpr size_t kMaxCacheBytes = 64u << 20;
 
 // The key's text; its FNV-1a hash names the file, the text itself is checked on load.
 Result<std::string> cache_key() {
@@ -48,13 +53,16 @@ std::string fnv1a(const std::string& s) {
 std::string default_cache_dir(const std::string& configured) {
   if (const char* d = std::getenv("GPUBIND_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
   if (!configured.empty()) return configured == "off" ? "" : configured;
+  // Root (exec in a prolog, the SPANK plugin) never uses a path under the shared /tmp that
+  // another user could create first: /run is root's own.
+  if (sys::user_id() == "0") return "/run/gpubind";
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/gpubind";
   return "/tmp/gpubind-" + sys::user_id();
 }
 
 Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir,
-                                        size_t max_files) {
-  auto live = load_live_cached(cache_dir, max_files);
+                                        size_t max_files, std::vector<std::string>* notes) {
+  auto live = load_live_cached(cache_dir, max_files, notes);
   if (source.empty() || !live) return live;
   auto file = load_topology(source);
   if (!file) return file.error();
@@ -65,26 +73,35 @@ Result<topo::Topology> load_for_binding(const std::string& source, const std::st
   return file;
 }
 
-Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files) {
+Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files, std::vector<std::string>* notes) {
   if (cache_dir.empty()) return load_topology("");
   auto key = cache_key();
   if (!key) return load_topology("");
-  std::string path = cache_dir + "/topology-" + fnv1a(*key) + ".json";
-  if (auto text = sys::read_file(path)) {
-    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_discarded() && j.value("cache_key", "") == *key && j.contains("topology"))
-      if (auto t = topo::from_json(j["topology"]); t) return t;
+  auto note = [&](const Error& e) {
+    if (notes) notes->push_back("topology cache not used: " + e.message() + "; discovering the topology");
+  };
+  // The directory is checked (ours, not a link, writable by no one else) before anything in it
+  // is read: a directory another user created first is refused, not trusted.
+  auto dir = sys::PrivateDir::open(cache_dir, true);
+  if (!dir) note(dir.error());
+  std::string name = "topology-" + fnv1a(*key) + ".json";
+  if (dir) {
+    if (auto text = dir->read(name, kMaxCacheBytes)) {
+      nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (!j.is_discarded() && j.value("cache_key", "") == *key && j.contains("topology"))
+        if (auto t = topo::from_json(j["topology"]); t) return t;
+    } else if (text.error().why != std::strerror(ENOENT)) {
+      note(text.error());
+    }
   }
   auto t = load_topology("");
-  if (!t) return t;
-  if (sys::ensure_private_dir(cache_dir)) {
-    nlohmann::ordered_json j;
-    j["cache_key"] = *key;
-    j["topology"] = topo::to_json(*t);
-    // A cache that cannot be written is only slower. Each cgroup or affinity has its own key,
-    // so old entries are pruned: the newest max_files stay.
-    if (sys::write_file_atomic(path, j.dump())) sys::prune_files(cache_dir, "topology-", ".json", std::max<size_t>(1, max_files));
-  }
+  if (!t || !dir) return t;
+  nlohmann::ordered_json j;
+  j["cache_key"] = *key;
+  j["topology"] = topo::to_json(*t);
+  // A cache that cannot be written is only slower. Each cgroup or affinity has its own key,
+  // so old entries are pruned: the newest max_files stay.
+  if (dir->write_atomic(name, j.dump())) dir->prune("topology-", ".json", std::max<size_t>(1, max_files));
   return t;
 }
 

@@ -5,6 +5,7 @@
 // allowed CPUs and memory nodes (taskset, Slurm) and its cgroup. Anything else that changes the
 // machine within one boot (PCI hot-plug, a driver loaded later) needs --no-cache once.
 #include <string>
+#include <vector>
 
 #include "topo/topology.hpp"
 #include "util/result.hpp"
@@ -12,7 +13,9 @@
 namespace gpubind::discover {
 
 // Where the cache lives: $GPUBIND_CACHE_DIR, else `configured` (gpubind.conf's cache_dir), else
-// $XDG_RUNTIME_DIR/gpubind, else /tmp/gpubind-<uid>; "" when the chosen value is "off".
+// /run/gpubind for root, $XDG_RUNTIME_DIR/gpubind, else /tmp/gpubind-<uid>; "" when the chosen
+// value is "off". Whichever it is, it is used only when it is this user's own directory, writable
+// by no one else (sys::PrivateDir), and each file only when it is this user's regular file.
 std::string default_cache_dir(const std::string& configured = "");
 
 // How many topology files the cache keeps (the newest; a new cgroup or affinity makes a new key).
@@ -20,8 +23,10 @@ inline constexpr size_t kDefaultCacheMaxFiles = 16;
 
 // This machine's topology, from the cache when its key matches, else discovered live and
 // written to the cache (best effort: a cache that cannot be written is skipped silently).
-// `cache_dir` "" disables the cache.
-Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files = kDefaultCacheMaxFiles);
+// `cache_dir` "" disables the cache. A cache directory or file that fails the ownership checks
+// is not used, and `notes` (when given) gets one line saying why.
+Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files = kDefaultCacheMaxFiles,
+                                        std::vector<std::string>* notes = nullptr);
 
 // The topology to bind with on this machine. `source` "" is this machine (cached). Otherwise a
 // topology file an admin corrected (GPU locality a VM's firmware does not report, say) may be
@@ -29,6 +34,6 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max
 // allowed CPUs are then this process's (the cgroup's). When it describes another machine the
 // error says what differs. `label` names the source in errors ("--topology X").
 Result<topo::Topology> load_for_binding(const std::string& source, const std::string& label, const std::string& cache_dir,
-                                        size_t max_files = kDefaultCacheMaxFiles);
+                                        size_t max_files = kDefaultCacheMaxFiles, std::vector<std::string>* notes = nullptr);
 
 }  // namespace gpubind::discover

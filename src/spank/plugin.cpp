@@ -148,10 +148,12 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   // The admin's topology= is used for binding only when it describes this node; with dryrun it
   // may be any machine (nothing is applied).
   std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
-  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files)
+  std::vector<std::string> cache_notes;
+  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
                                               : discover::load_topology(g.topology))
                         : discover::load_for_binding(g.topology, "plugstack.conf topology=" + g.topology, cache,
-                                                     cfg.cache_max_files);
+                                                     cfg.cache_max_files, &cache_notes);
+  for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   if (!topo) return topo.error();
   plan::Request req;
   req.ranks = (*lr)->size;

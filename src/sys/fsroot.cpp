@@ -117,60 +117,7 @@ Result<std::string> read_file(const std::string& path) {
   return read_fd(fd, path);
 }
 
-Status write_file_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Error{tmp, errno_text(errno)};
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Error{tmp, errno_text(e)};
-    }
-    done += size_t(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Error{path, errno_text(e)};
-  }
-  return Ok{};
-}
-
-void prune_files(const std::string& dir, const std::string& prefix, const std::string& suffix, size_t keep) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::pair<std::pair<long long, long long>, std::string>> files;  // (mtime s, ns), name
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() < prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) continue;
-    struct stat st;
-    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-    files.push_back({{st.st_mtim.tv_sec, st.st_mtim.tv_nsec}, name});
-  }
-  if (files.size() > keep) {
-    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (size_t i = keep; i < files.size(); ++i) ::unlinkat(::dirfd(d), files[i].second.c_str(), 0);
-  }
-  ::closedir(d);
-}
-
-Status ensure_private_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Error{dir, errno_text(errno)};
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return Error{dir, errno_text(errno)};
-  if (!S_ISDIR(st.st_mode)) return Error{dir, "not a directory"};
-  if (st.st_uid != ::getuid()) return Error{dir, "owned by another user"};
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return Error{dir, "writable by other users"};
-  return Ok{};
-}
-
-std::string user_id() { return std::to_string(::getuid()); }
+std::string user_id() { return std::to_string(::geteuid()); }
 
 std::string hostname() {
   char buf[256] = {};

@@ -37,16 +37,7 @@ enum class PathKind { missing, file, directory, other };
 PathKind path_kind(const std::string& path);
 Result<std::string> read_file(const std::string& path);
 std::string hostname();
-// Writes `text` to a temporary file beside `path` and renames it over `path`, so readers see the
-// old or the new content, never half of it.
-Status write_file_atomic(const std::string& path, const std::string& text);
-// A directory only this user may write: created 0700 when missing; an existing one must be
-// owned by this user and not writable by others (else an Error, and callers skip caching).
-Status ensure_private_dir(const std::string& dir);
+// This process's effective user id, as text.
 std::string user_id();
-// Keeps the `keep` newest (by modification time) regular files of `dir` whose names start with
-// `prefix` and end with `suffix`, and removes the others. Best effort: files that vanish or
-// cannot be removed are skipped.
-void prune_files(const std::string& dir, const std::string& prefix, const std::string& suffix, size_t keep);
 
 }  // namespace gpubind::sys

@@ -1,0 +1,151 @@
+#include "sys/private_dir.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace gpubind::sys {
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+// Owned by this effective user and writable by nobody else.
+std::string ownership_problem(const struct stat& st) {
+  if (st.st_uid != ::geteuid())
+    return "owned by uid " + std::to_string(st.st_uid) + ", not this user (uid " + std::to_string(::geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by other users";
+  return "";
+}
+
+}  // namespace
+
+Result<PrivateDir> PrivateDir::open(const std::string& path, bool create) {
+  if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return Error{path, errno_text(errno)};
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    struct stat st;
+    if ((e == ELOOP || e == ENOTDIR) && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return Error{path, "is a symbolic link"};
+    return Error{path, e == ENOTDIR ? "not a directory" : errno_text(e)};
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Error{path, errno_text(e)};
+  }
+  if (std::string why = ownership_problem(st); !why.empty()) {
+    ::close(fd);
+    return Error{path, why};
+  }
+  return PrivateDir(fd, path);
+}
+
+PrivateDir::PrivateDir(PrivateDir&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
+
+PrivateDir& PrivateDir::operator=(PrivateDir&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = std::exchange(other.m_fd, -1);
+    m_path = std::move(other.m_path);
+  }
+  return *this;
+}
+
+PrivateDir::~PrivateDir() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+Result<std::string> PrivateDir::read(const std::string& name, size_t max_bytes) const {
+  std::string where = m_path + "/" + name;
+  int fd = ::openat(m_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error{where, errno == ELOOP ? "is a symbolic link" : errno_text(errno)};
+  struct stat st;
+  std::string why;
+  if (::fstat(fd, &st) != 0) why = errno_text(errno);
+  else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+  else if (why = ownership_problem(st); why.empty() && size_t(st.st_size) > max_bytes)
+    why = "larger than " + std::to_string(max_bytes) + " bytes";
+  if (!why.empty()) {
+    ::close(fd);
+    return Error{where, why};
+  }
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return Error{where, errno_text(e)};
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return Error{where, "larger than " + std::to_string(max_bytes) + " bytes"};
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+Status PrivateDir::write_atomic(const std::string& name, const std::string& text) const {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::openat(m_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{m_path + "/" + tmp, errno_text(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlinkat(m_fd, tmp.c_str(), 0);
+      return Error{m_path + "/" + tmp, errno_text(e)};
+    }
+    done += size_t(n);
+  }
+  if (::close(fd) != 0 || ::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()) != 0) {
+    int e = errno;
+    ::unlinkat(m_fd, tmp.c_str(), 0);
+    return Error{m_path + "/" + name, errno_text(e)};
+  }
+  return Ok{};
+}
+
+void PrivateDir::prune(const std::string& prefix, const std::string& suffix, size_t keep) const {
+  int fd = ::openat(m_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::pair<std::pair<long long, long long>, std::string>> files;  // (mtime s, ns), name
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() < prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) continue;
+    struct stat st;
+    if (::fstatat(m_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    files.push_back({{st.st_mtim.tv_sec, st.st_mtim.tv_nsec}, name});
+  }
+  if (files.size() > keep) {
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = keep; i < files.size(); ++i) ::unlinkat(m_fd, files[i].second.c_str(), 0);
+  }
+  ::closedir(d);
+}
+
+}  // namespace gpubind::sys
