@@ -200,7 +200,7 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& r
     return physical;
   }
   explain.push_back(std::string("GPUs: ") + std::to_string(physical.size()) + " " + to_string(vendor) +
-                    " GPU(s) in the vendor's default order: " + describe(physical));
+                    " GPU(s) by index: " + describe(physical));
   size_t first_warning = warnings.size();
   std::vector<const Gpu*> pci_order = physical;
   bool reordered = vendor == Vendor::nvidia && cuda_fastest_first(physical, env, explain, warnings);
