@@ -19,6 +19,8 @@ add_custom_command(OUTPUT "${man_dir}/gpubind.1"
 add_custom_target(man ALL DEPENDS "${man_dir}/gpubind.1")
 
 install(TARGETS gpubind RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+# hwloc discovery, loaded by the binary only when it must discover a topology (src/CMakeLists.txt).
+install(TARGETS gpubind_hwloc_module LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/gpubind")
 if(TARGET gpubind_spank)
   install(TARGETS gpubind_spank LIBRARY DESTINATION "${GPUBIND_SLURM_PLUGIN_DIR}")
 endif()
@@ -39,6 +41,6 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from the libraries the binary links (libhwloc15, libc6)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from the libraries the binary and module link (libhwloc15, libc6)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "slurmd, openmpi-bin")
 include(CPack)

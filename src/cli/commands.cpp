@@ -51,7 +51,8 @@ int run_main(int argc, char** argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("gpubind %s (hwloc %s)\n", kVersion, discover::hwloc_version().c_str());
+    auto hwloc = discover::hwloc_version();
+    std::printf("gpubind %s (hwloc %s)\n", kVersion, hwloc ? hwloc->c_str() : "discovery module not installed");
     return kExitOk;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

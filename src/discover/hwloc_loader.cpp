@@ -394,12 +394,12 @@ Topology convert(hwloc_topology_t t, const HwlocInput& in) {
 
 }  // namespace
 
-std::string hwloc_version() {
+std::string hwloc_backend_version() {
   unsigned v = hwloc_get_api_version();
   return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." + std::to_string(v & 0xff);
 }
 
-Result<Topology> load_with_hwloc(const HwlocInput& in) {
+Result<Topology> hwloc_backend_load(const HwlocInput& in) {
   ScopedEnv env;
   // Never let hwloc print its own diagnostics: gpubind reports one line itself.
   env.set("HWLOC_HIDE_ERRORS", "2");

@@ -19,9 +19,27 @@ struct HwlocInput {
   Devices devices = Devices::hwloc;
 };
 
+// hwloc's discovery. The CLI does not link libhwloc: `exec` on a cached topology never needs it
+// and loading it (with libudev) costs ~0.7 ms per rank. It loads the module gpubind-hwloc.so
+// when a topology must be discovered (hwloc_dlopen.cpp); tests, benchmarks and the SPANK plugin
+// link the same code in (hwloc_direct.cpp). An Error when the module cannot be loaded.
 Result<topo::Topology> load_with_hwloc(const HwlocInput& in);
 
-// hwloc's own version string, for caches and --version.
-std::string hwloc_version();
+// The version of the hwloc library that discovers (the module's), for --version.
+Result<std::string> hwloc_version();
+
+// The version of hwloc's headers gpubind was built with (no library needed): for cache keys.
+const char* hwloc_build_version();
+
+// --- the implementation, in hwloc_loader.cpp; reached through the two functions above ---
+Result<topo::Topology> hwloc_backend_load(const HwlocInput& in);
+std::string hwloc_backend_version();
+
+// What the module exports (C symbol gpubind_hwloc_api_v1), for hwloc_dlopen.cpp.
+struct HwlocApi {
+  unsigned abi = 1;
+  Result<topo::Topology> (*load)(const HwlocInput&) = nullptr;
+  std::string (*version)() = nullptr;
+};
 
 }  // namespace gpubind::discover

@@ -32,7 +32,7 @@ Result<std::string> cache_key() {
   if (!status) return status.error();
   // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
   // same affinity must not share an entry.
-  return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_version() + "; boot " + std::string(trim(*boot)) +
+  return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_build_version() + "; boot " + std::string(trim(*boot)) +
          "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
          "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
@@ -49,6 +49,11 @@ std::string fnv1a(const std::string& s) {
 }
 
 }  // namespace
+
+#ifndef GPUBIND_HWLOC_VERSION
+#error "GPUBIND_HWLOC_VERSION must be hwloc's version from pkg-config"
+#endif
+const char* hwloc_build_version() { return GPUBIND_HWLOC_VERSION; }
 
 std::string default_cache_dir(const std::string& configured) {
   if (const char* d = std::getenv("GPUBIND_CACHE_DIR")) return std::string(d) == "off" ? "" : d;

@@ -72,4 +72,22 @@ rc=$?
 # ... while --dry-run still previews any machine.
 LOCAL_RANK=0 "$GPUBIND" exec --topology example:dgx-h100 --dry-run -q -- true >/dev/null && pass "--dry-run previews another machine" \
   || fail "dry run refused"
+
+# The fast path (issue 11): the binary does not link libhwloc, and exec on a cached topology runs
+# where the hwloc discovery module is absent; discovery then says what is missing.
+if ldd "$GPUBIND" | grep -q libhwloc; then fail "the gpubind binary links libhwloc: $(ldd "$GPUBIND" | grep hwloc)"
+else pass "the gpubind binary does not link libhwloc (it loads gpubind-hwloc.so to discover)"; fi
+mkdir -p "$WORK/alone"
+cp "$GPUBIND" "$WORK/alone/gpubind"
+GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$GPUBIND" exec -q -- true  # the real binary fills the cache
+got=$(GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- sh -c 'echo "$GPUBIND_CPUS"' 2>"$WORK/err")
+[ -n "$got" ] && pass "exec on a cached topology without the hwloc module binds CPUs $got" || fail "cached exec without module: $(cat "$WORK/err")"
+if [ -e /usr/lib/gpubind/gpubind-hwloc.so ] || ls /usr/lib/*/gpubind/gpubind-hwloc.so /usr/local/lib/gpubind/gpubind-hwloc.so >/dev/null 2>&1; then
+  echo "note: a gpubind module is installed system-wide: the missing-module error is not checked"
+else
+  GPUBIND_CACHE_DIR=off LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- true 2>"$WORK/err"
+  rc=$?
+  [ $rc = 125 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^gpubind: error: hwloc discovery: the module gpubind-hwloc.so is not installed" "$WORK/err" \
+    && pass "discovery without the module: one line, exit 125" || fail "missing module (rc $rc): $(cat "$WORK/err")"
+fi
 finish

@@ -20,7 +20,10 @@ if [ -f "$(dirname "$GPUBIND")/gpubind_spank.so" ]; then
   [ -f "$WORK/stage/usr/lib/$arch/slurm-wlm/gpubind_spank.so" ] && pass "SPANK plugin installed in Debian's Slurm plugin dir (lib/$arch/slurm-wlm)" \
     || fail "plugin not in usr/lib/$arch/slurm-wlm: $(find "$WORK/stage" -name '*.so')"
 fi
-[ $failures = 0 ] && pass "DESTDIR install: binary, man pages, completions, deploy examples"
+# The hwloc discovery module, which the binary loads from ../LIBDIR/gpubind when it must discover.
+module=$(find "$WORK/stage/usr/lib" -name gpubind-hwloc.so 2>/dev/null | head -1)
+[ -n "$module" ] && pass "hwloc discovery module installed: ${module#$WORK/stage/}" || fail "DESTDIR install lacks gpubind-hwloc.so"
+[ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
 
 # 2. The Debian package: built, installed by dpkg into an empty root, run.
 mkdir -p "$WORK/pkg"

@@ -1,0 +1,66 @@
+// hwloc loaded when needed: the CLI's `exec` on a cached topology (every rank of every job) then
+// maps neither libhwloc nor libudev (docs/PERFORMANCE.md). The module gpubind-hwloc.so is looked
+// for beside the executable (the build tree), in ../LIBDIR/gpubind relative to it (a relocated
+// install) and in the configured LIBDIR/gpubind.
+#include <vector>
+
+#include "discover/hwloc_loader.hpp"
+#include "sys/module.hpp"
+#include "util/strings.hpp"
+
+#ifndef GPUBIND_MODULE_DIR
+#error "GPUBIND_MODULE_DIR must name the installed module directory"
+#endif
+#ifndef GPUBIND_MODULE_REL_DIR
+#error "GPUBIND_MODULE_REL_DIR must name the module directory relative to the executable's"
+#endif
+
+namespace gpubind::discover {
+
+namespace {
+
+constexpr const char* kModule = "gpubind-hwloc.so";
+
+Result<const HwlocApi*> api() {
+  static const HwlocApi* loaded = nullptr;
+  if (loaded) return loaded;
+  std::vector<std::string> tried;
+  std::string here = sys::executable_dir();
+  std::vector<std::string> candidates;
+  if (!here.empty()) {
+    candidates.push_back(here + "/" + kModule);
+    candidates.push_back(here + "/" + GPUBIND_MODULE_REL_DIR + "/" + kModule);
+  }
+  candidates.push_back(std::string(GPUBIND_MODULE_DIR) + "/" + kModule);
+  for (const std::string& path : candidates) {
+    if (!sys::readable(path)) {
+      tried.push_back(path);
+      continue;
+    }
+    auto sym = sys::module_symbol(path, "gpubind_hwloc_api_v1");
+    if (!sym) return Error{path, "cannot load hwloc discovery: " + sym.error().why};
+    using Entry = const HwlocApi* (*)();
+    const HwlocApi* a = reinterpret_cast<Entry>(*sym)();
+    if (!a || a->abi != 1 || !a->load || !a->version) return Error{path, "not a gpubind hwloc module of this version"};
+    loaded = a;
+    return loaded;
+  }
+  return Error{"hwloc discovery", std::string("the module ") + kModule + " is not installed (looked for " + join(tried, ", ") +
+                                      "); a topology file or --topology example:NAME works without it"};
+}
+
+}  // namespace
+
+Result<topo::Topology> load_with_hwloc(const HwlocInput& in) {
+  auto a = api();
+  if (!a) return a.error();
+  return (*a)->load(in);
+}
+
+Result<std::string> hwloc_version() {
+  auto a = api();
+  if (!a) return a.error();
+  return (*a)->version();
+}
+
+}  // namespace gpubind::discover

@@ -1,0 +1,29 @@
+#include "sys/module.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+namespace gpubind::sys {
+
+std::string executable_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, size_t(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
+
+Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = ::dlerror();
+    return Error{path, e ? e : "dlopen failed"};
+  }
+  void* sym = ::dlsym(h, symbol.c_str());
+  if (!sym) return Error{path, "no symbol " + symbol};
+  return sym;
+}
+
+}  // namespace gpubind::sys

@@ -1,0 +1,20 @@
+#pragma once
+// Loading a shared module at run time (dlopen), and where this executable lives: how the CLI
+// finds its hwloc discovery module only when it needs it.
+#include <string>
+
+#include "util/result.hpp"
+
+namespace gpubind::sys {
+
+// The directory holding this process's executable (/proc/self/exe), "" when it cannot be read.
+std::string executable_dir();
+
+// Whether `path` exists and this process may read it.
+bool readable(const std::string& path);
+
+// Loads the module at `path` (all symbols bound now, none exported to others) and returns the
+// address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.
+Result<void*> module_symbol(const std::string& path, const std::string& symbol);
+
+}  // namespace gpubind::sys
