@@ -37,3 +37,8 @@ hyperfine -N --style none --warmup 30 --runs 300 --export-json "$tmp/exec.json" 
   "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" "$gpubind exec --no-cache -- true" \
   "hwloc-bind core:0 -- true" "true" >/dev/null 2>&1
 medians "$tmp/exec.json"
+
+echo
+echo "== bind + exec, interleaved round by round (bench/interleave.cpp, 300 rounds, LOCAL_RANK=0)"
+"$build/bench/gpubind_interleave" 300 "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" \
+  "$gpubind exec --no-cache -- true" "true"
