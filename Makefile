@@ -9,7 +9,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test deps build build-asan test-asan bench clean install package
+.PHONY: run test deps build build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
 
 deps:
 	@scripts/install-deps.sh
@@ -46,6 +46,7 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory fuzz-regress
 
 $(ASAN_BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON \
@@ -57,6 +58,25 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli'
+
+# Fuzzing (issue 11): libFuzzer targets, one per parser, in a clang build where every layer is
+# instrumented (ASan + UBSan). `make fuzz` fuzzes each target for FUZZ_SECONDS on its corpus;
+# `make fuzz-regress` (part of `make test`) runs every seed and regression input, then a fixed-
+# seed run of a few thousand inputs, so it is deterministic.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+$(FUZZ_BUILD)/CMakeCache.txt: | deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUBIND_FUZZ=ON \
+	  -DGPUBIND_BUILD_TESTS=OFF -DGPUBIND_BUILD_BENCH=OFF $(CMAKE_ARGS)
+
+build-fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets
+
+fuzz: build-fuzz
+	scripts/fuzz.sh $(FUZZ_BUILD) fuzz $(FUZZ_SECONDS)
+
+fuzz-regress: build-fuzz
+	scripts/fuzz.sh $(FUZZ_BUILD) regress
 
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: binary, SPANK plugin (Slurm's plugin
 # dir under PREFIX), man pages, bash/zsh completion, deploy/ examples.
@@ -72,4 +92,4 @@ bench: build
 	bench/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

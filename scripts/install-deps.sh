@@ -17,6 +17,10 @@ packages=(
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # packaging: the Debian package's Depends (dpkg-shlibdeps), man page rendering, completion test
   dpkg-dev groff-base bsdextrautils
+  # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
+  clang libclang-rt-14-dev
+  # the cache-forgery test creates and removes a second user
+  passwd util-linux
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,8 @@
 #include "discover/classify.hpp"
 #include "discover/sysfs_pci.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/process.hpp"
+#include "topo/json.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::discover {
@@ -32,6 +35,14 @@ class ScopedEnv {
     const char* old = std::getenv(name);
     m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
     ::setenv(name, value.c_str(), 1);
+  }
+  // Unsets `name` for the scope; true when it was set.
+  bool unset(const char* name) {
+    const char* old = std::getenv(name);
+    if (!old) return false;
+    m_saved.emplace_back(name, std::string(old));
+    ::unsetenv(name);
+    return true;
   }
   ~ScopedEnv() {
     for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it) {
@@ -399,8 +410,14 @@ std::string hwloc_backend_version() {
   return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." + std::to_string(v & 0xff);
 }
 
-Result<Topology> hwloc_backend_load(const HwlocInput& in) {
+static Result<Topology> load_in_process(const HwlocInput& in) {
   ScopedEnv env;
+  // hwloc reads these from the environment and would then describe another machine (or a file)
+  // as this one: gpubind chooses its source itself (--topology), so none of them applies.
+  std::vector<std::string> ignored;
+  for (const char* v : {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_COMPONENTS", "HWLOC_THISSYSTEM",
+                        "HWLOC_DUMPED_HWDATA_DIR", "HWLOC_CPUID_PATH"})
+    if (env.unset(v)) ignored.push_back(v);
   // Never let hwloc print its own diagnostics: gpubind reports one line itself.
   env.set("HWLOC_HIDE_ERRORS", "2");
   // hwloc dlopens its plugins at the first topology: libxml2 (+ICU) for XML, OpenCL, X11/NVCtrl
@@ -444,7 +461,29 @@ Result<Topology> hwloc_backend_load(const HwlocInput& in) {
   }
   Topology topo = convert(raw, in);
   if (Status s = topo::validate(topo); !s) return Error{what, s.error().why};
+  if (in.kind == HwlocInput::Kind::live && !ignored.empty())
+    topo.warnings.push_back(join(ignored, ", ") + " set in the environment: ignored for this machine's discovery (--topology "
+                            "reads a file, a synthetic description or a gathered tree)");
   return topo;
+}
+
+Result<Topology> hwloc_backend_load(const HwlocInput& in) {
+  if (in.kind != HwlocInput::Kind::xml_file) return load_in_process(in);
+  // A user's XML file is parsed in a child process: hwloc crashes on some malformed files
+  // (SIGSEGV, SIGABRT), and that must be one line of error, not the end of gpubind.
+  auto out = sys::run_isolated([&]() -> std::string {
+    auto t = load_in_process(in);
+    if (!t) return "E" + t.error().what + '\n' + t.error().why;
+    return "T" + topo::to_json(*t).dump();
+  });
+  if (!out) return Error{in.origin, "hwloc " + out.error().why + " reading this XML: the file is malformed"};
+  if (out->starts_with("E")) {
+    size_t nl = out->find('\n');
+    return Error{out->substr(1, nl - 1), nl == std::string::npos ? std::string() : out->substr(nl + 1)};
+  }
+  nlohmann::json j = nlohmann::json::parse(out->substr(1), nullptr, false);
+  if (!out->starts_with("T") || j.is_discarded()) return Error{in.origin, "hwloc's reader returned nothing usable"};
+  return topo::from_json(j);
 }
 
 }  // namespace gpubind::discover

@@ -26,6 +26,7 @@ extern "C" {
 #include "bind/apply.hpp"
 #include "bind/config.hpp"
 #include "bind/local_rank.hpp"
+#include "bind/spank_args.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
@@ -45,39 +46,18 @@ namespace {
 
 using namespace gpubind;
 
-struct Settings {
-  std::string mode;  // "" = not requested
-  bool mode_defaulted = false;  // a bare --gpubind: the configuration's policy may choose
-  bool verbose = false;
-  std::string site_default;
-  plan::MemPolicy mem = plan::MemPolicy::preferred;
-  bool mem_set = false;
-  std::string config = bind::kDefaultConfigPath;
-  bool config_set = false;
-  bool strict = false;
-  bool dry_run = false;
-  std::string topology;
-};
-
-Settings g;
-
-int parse_mode(const std::string& v, std::string& mode, bool& verbose) {
-  std::string m = v.empty() ? "closest" : v;
-  if (m == "verbose") {
-    verbose = true;
-    m = "closest";
-  }
-  if (m != "closest" && m != "socket-split" && m != "socket" && m != "numa" && m != "none") return -1;
-  mode = m;
-  return 0;
-}
+// The admin's plugstack.conf arguments and the user's --gpubind option (bind/spank_args).
+bind::PlugstackArgs g_args;
+bind::GpubindOption g_opt;
+bool g_requested = false;  // --gpubind given
+std::string g_mode;        // the mode this task is bound with (set in task_init)
 
 int option_cb(int, const char* optarg, int) {
-  // sbatch --gpubind without a value reaches the job's steps as the literal "(null)" (Slurm
-  // 22.05 prints the missing optional argument into SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpubind).
-  std::string v = optarg && std::strcmp(optarg, "(null)") != 0 ? optarg : "";
-  g.mode_defaulted = v.empty() || v == "verbose";
-  return parse_mode(v, g.mode, g.verbose) == 0 ? 0 : -1;
+  auto o = bind::parse_gpubind_option(optarg);
+  if (!o) return -1;
+  g_opt = *o;
+  g_requested = true;
+  return 0;
 }
 
 struct spank_option g_option = {
@@ -137,11 +117,11 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (site_default) {
     for (const char* v : kUserBindingVars)
       if (env.count(v)) {
-        if (g.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
+        if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
         return Ok{};
       }
     if ((*lr)->size == 1) {
-      if (g.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
+      if (g_opt.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
       return Ok{};
     }
   }
@@ -149,19 +129,19 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   // may be any machine (nothing is applied).
   std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
   std::vector<std::string> cache_notes;
-  auto topo = g.dry_run ? (g.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
-                                              : discover::load_topology(g.topology))
-                        : discover::load_for_binding(g.topology, "plugstack.conf topology=" + g.topology, cache,
+  auto topo = g_args.dry_run ? (g_args.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
+                                              : discover::load_topology(g_args.topology))
+                        : discover::load_for_binding(g_args.topology, "plugstack.conf topology=" + g_args.topology, cache,
                                                      cfg.cache_max_files, &cache_notes);
   for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   if (!topo) return topo.error();
   plan::Request req;
   req.ranks = (*lr)->size;
-  req.policy = *plan::policy_from_string(g.mode);
-  req.mem = g.mem_set || !cfg.mem ? g.mem : *plan::mem_policy_from_string(*cfg.mem);
+  req.policy = *plan::policy_from_string(g_mode);
+  req.mem = g_args.mem_set || !cfg.mem ? g_args.mem : *plan::mem_policy_from_string(*cfg.mem);
   if (cfg.reserve) req.reserve = *CpuSet::parse_list(*cfg.reserve);  // checked when the file was read
   req.env = env;
-  if (!g.dry_run) {
+  if (!g_args.dry_run) {
     // The task's cpuset.mems: a memory node outside it is never planned (set_mempolicy would fail
     // after the CPUs were already bound).
     auto mems = sys::current_mems_allowed();
@@ -173,7 +153,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if ((*lr)->rank >= p->ranks.size()) return Error{"SLURM_LOCALID", "beyond the plan's ranks"};
   const plan::RankBinding& rb = p->ranks[(*lr)->rank];
   bind::MachineState m;
-  if (g.dry_run) {
+  if (g_args.dry_run) {
     m = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
   } else {
     auto cur = bind::current_machine_state();
@@ -181,7 +161,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
     m = *cur;
     m.allowed_cpus = topo->allowed_cpus;  // the step's cgroup, as `gpubind exec` under srun
   }
-  SpankBinder binder(sp, sys::real_binder(), g.dry_run);
+  SpankBinder binder(sp, sys::real_binder(), g_args.dry_run);
   std::vector<std::string> warnings;
   Status s = bind::apply_binding(*p, rb, m, binder, bind::BestEffort::no, warnings);
   if (!s) return s;
@@ -191,10 +171,10 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (site_default && rb.cpus != m.allowed_cpus)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
                  plan::to_string(req.policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());
-  if (g.verbose)
+  if (g_opt.verbose)
     std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
                  rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
-                 join_numbers(rb.mem_nodes).c_str(), g.dry_run ? " (dry run)" : "");
+                 join_numbers(rb.mem_nodes).c_str(), g_args.dry_run ? " (dry run)" : "");
   return Ok{};
 }
 
@@ -202,36 +182,12 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
   try {
-    for (int i = 0; i < ac; ++i) {
-      std::string a = av[i];
-      if (a.starts_with("default=")) {
-        bool v = false;
-        if (parse_mode(a.substr(8), g.site_default, v) != 0) {
-          slurm_error("gpubind: plugstack.conf: bad argument '%s' (default=closest|socket-split|socket|numa|none)", av[i]);
-          return -1;
-        }
-      } else if (a.starts_with("mem=")) {
-        auto m = plan::mem_policy_from_string(a.substr(4));
-        if (!m) {
-          slurm_error("gpubind: plugstack.conf: bad argument '%s' (mem=preferred|bind|interleave|none)", av[i]);
-          return -1;
-        }
-        g.mem = *m;
-        g.mem_set = true;
-      } else if (a == "strict") {
-        g.strict = true;
-      } else if (a == "dryrun") {
-        g.dry_run = true;
-      } else if (a.starts_with("config=")) {
-        g.config = a.substr(7);
-        g.config_set = true;
-      } else if (a.starts_with("topology=")) {
-        g.topology = a.substr(9);
-      } else {
-        slurm_error("gpubind: plugstack.conf: unknown argument '%s' (default=, mem=, strict, topology=, dryrun, config=)", av[i]);
-        return -1;
-      }
+    auto args = bind::parse_plugstack_args(std::vector<std::string>(av, av + ac));
+    if (!args) {
+      slurm_error("gpubind: %s (%s)", args.error().what.c_str(), args.error().why.c_str());
+      return -1;
     }
+    g_args = *args;
     spank_context_t ctx = spank_context();
     if (ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || ctx == S_CTX_ALLOCATOR) return spank_option_register(sp, &g_option);
     return 0;
@@ -245,28 +201,28 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   try {
-    bool site_default = g.mode.empty();
-    std::string mode = site_default ? g.site_default : g.mode;
+    bool site_default = !g_requested;
+    std::string mode = site_default ? g_args.site_default : g_opt.mode;
     if (mode.empty() || mode == "none") return 0;
-    auto cfg = bind::read_config(g.config, g.config_set);
+    auto cfg = bind::read_config(g_args.config, g_args.config_set);
     if (!cfg) {
-      std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", cfg.error().message().c_str());
-      return g.strict ? -1 : 0;
+      std::fprintf(stderr, "gpubind: %s: %s\n", g_args.strict ? "error" : "warning (task runs unbound)", cfg.error().message().c_str());
+      return g_args.strict ? -1 : 0;
     }
     if (!cfg->binding) {
-      if (g.verbose) std::fprintf(stderr, "gpubind: binding = off in %s: task left unbound\n", cfg->path.c_str());
+      if (g_opt.verbose) std::fprintf(stderr, "gpubind: binding = off in %s: task left unbound\n", cfg->path.c_str());
       return 0;
     }
-    if (g.mode_defaulted && !site_default && cfg->policy) mode = *cfg->policy;
-    g.mode = mode;
+    if (g_opt.defaulted && !site_default && cfg->policy) mode = *cfg->policy;
+    g_mode = mode;
     Status s = bind_task(sp, site_default, *cfg);
     if (s) return 0;
-    std::fprintf(stderr, "gpubind: %s: %s\n", g.strict ? "error" : "warning (task runs unbound)", s.error().message().c_str());
-    return g.strict ? -1 : 0;
+    std::fprintf(stderr, "gpubind: %s: %s\n", g_args.strict ? "error" : "warning (task runs unbound)", s.error().message().c_str());
+    return g_args.strict ? -1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpubind: warning (task runs unbound): internal error: %s\n", e.what());
-    return g.strict ? -1 : 0;
+    return g_args.strict ? -1 : 0;
   } catch (...) {
-    return g.strict ? -1 : 0;
+    return g_args.strict ? -1 : 0;
   }
 }

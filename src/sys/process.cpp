@@ -219,4 +219,41 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
+Result<std::string> run_isolated(const std::function<std::string()>& work) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Error{"fork", std::strerror(e)};
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out = work();
+    write_all(fds[1], out);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return Error{"child", std::string("crashed (") + (sigabbrev_np(WTERMSIG(status)) ? "SIG" + std::string(sigabbrev_np(WTERMSIG(status)))
+                                                                                    : "signal " + std::to_string(WTERMSIG(status))) + ")"};
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Error{"child", "exited with status " + std::to_string(WEXITSTATUS(status))};
+  return out;
+}
+
 }  // namespace gpubind::sys

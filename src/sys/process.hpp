@@ -73,4 +73,9 @@ Result<int> create_log_file(const std::string& path);
 // full disk under a log.
 void write_all(int fd, std::string_view data);
 
+// Runs `work` in a forked child and returns what it produced, so a crash in a library (hwloc on
+// a malformed XML file) becomes an Error instead of killing this process: the Error says how the
+// child died. The caller must be single-threaded. `work` runs in the child only.
+Result<std::string> run_isolated(const std::function<std::string()>& work);
+
 }  // namespace gpubind::sys

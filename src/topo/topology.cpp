@@ -146,11 +146,36 @@ Status validate(const Topology& t) {
   if (t.cpus.empty()) return Error{"topology", "it has no processing units (PUs)"};
   if (!t.allowed_cpus.is_subset_of(t.cpus)) return Error{"topology", "allowed CPUs are not a subset of its CPUs"};
   if (t.allowed_cpus.empty()) return Error{"topology", "none of its CPUs is allowed"};
-  for (const Core& c : t.cores)
+  // Every PU in exactly one core: the planner hands out whole cores and counts them.
+  CpuSet in_cores;
+  for (const Core& c : t.cores) {
     if (c.pus.empty() || !c.pus.is_subset_of(t.cpus)) return Error{"topology", "a core has no PUs or PUs outside the machine"};
-  for (const NumaNode& n : t.numa_nodes)
+    if (c.pus.intersects(in_cores)) return Error{"topology", "PU(s) " + (c.pus & in_cores).to_list() + " belong to two cores"};
+    in_cores |= c.pus;
+  }
+  if (!t.cores.empty() && in_cores != t.cpus)
+    return Error{"topology", "PU(s) " + (t.cpus - in_cores).to_list() + " belong to no core"};
+  CpuSet in_nodes;
+  std::vector<unsigned> node_ids;
+  for (const NumaNode& n : t.numa_nodes) {
     if (!n.cpus.is_subset_of(t.cpus))
       return Error{"topology", "NUMA node " + std::to_string(n.os_index) + " has CPUs outside the machine"};
+    if (n.cpus.intersects(in_nodes))
+      return Error{"topology", "CPU(s) " + (n.cpus & in_nodes).to_list() + " belong to two NUMA nodes"};
+    if (std::find(node_ids.begin(), node_ids.end(), n.os_index) != node_ids.end())
+      return Error{"topology", "NUMA node " + std::to_string(n.os_index) + " is listed twice"};
+    in_nodes |= n.cpus;
+    node_ids.push_back(n.os_index);
+  }
+  // GPUs are named by index (CUDA_VISIBLE_DEVICES, Slurm) and by PCI address: both unique.
+  for (size_t i = 0; i < t.gpus.size(); ++i)
+    for (size_t j = i + 1; j < t.gpus.size(); ++j) {
+      if (t.gpus[i].vendor == t.gpus[j].vendor && t.gpus[i].index == t.gpus[j].index)
+        return Error{"topology", std::string(to_string(t.gpus[i].vendor)) + " GPU index " + std::to_string(t.gpus[i].index) +
+                                     " is used twice"};
+      if (!t.gpus[i].pci.empty() && t.gpus[i].pci == t.gpus[j].pci)
+        return Error{"topology", "two GPUs at PCI address " + t.gpus[i].pci};
+    }
   if (!t.distances.empty()) {
     if (t.distances.size() != t.numa_nodes.size()) return Error{"topology", "distance matrix size does not match the NUMA nodes"};
     for (const auto& row : t.distances)

@@ -1,0 +1,64 @@
+#include "bind/spank_args.hpp"
+
+#include <cstring>
+
+#include "util/strings.hpp"
+
+namespace gpubind::bind {
+
+namespace {
+
+// A mode name, "" meaning closest; "verbose" is closest with a report.
+bool parse_mode(const std::string& v, std::string& mode, bool& verbose) {
+  std::string m = v.empty() ? "closest" : v;
+  if (m == "verbose") {
+    verbose = true;
+    m = "closest";
+  }
+  if (m != "closest" && m != "socket-split" && m != "socket" && m != "numa" && m != "none") return false;
+  mode = m;
+  return true;
+}
+
+}  // namespace
+
+Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args) {
+  PlugstackArgs out;
+  for (const std::string& a : args) {
+    if (a.starts_with("default=")) {
+      bool verbose = false;
+      if (!parse_mode(a.substr(8), out.site_default, verbose))
+        return Error{"plugstack.conf: bad argument '" + one_line(a) + "'", "default=closest|socket-split|socket|numa|none"};
+    } else if (a.starts_with("mem=")) {
+      auto m = plan::mem_policy_from_string(a.substr(4));
+      if (!m) return Error{"plugstack.conf: bad argument '" + one_line(a) + "'", "mem=preferred|bind|interleave|none"};
+      out.mem = *m;
+      out.mem_set = true;
+    } else if (a == "strict") {
+      out.strict = true;
+    } else if (a == "dryrun") {
+      out.dry_run = true;
+    } else if (a.starts_with("config=")) {
+      out.config = a.substr(7);
+      out.config_set = true;
+    } else if (a.starts_with("topology=")) {
+      out.topology = a.substr(9);
+    } else {
+      return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'", "default=, mem=, strict, topology=, dryrun, config="};
+    }
+  }
+  return out;
+}
+
+Result<GpubindOption> parse_gpubind_option(const char* optarg) {
+  // sbatch --gpubind without a value reaches the job's steps as the literal "(null)" (Slurm
+  // 22.05 prints the missing optional argument into SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpubind).
+  std::string v = optarg && std::strcmp(optarg, "(null)") != 0 ? optarg : "";
+  GpubindOption o;
+  o.defaulted = v.empty() || v == "verbose";
+  if (!parse_mode(v, o.mode, o.verbose))
+    return Error{"--gpubind=" + one_line(v), "expected closest, socket-split, socket, numa, none or verbose"};
+  return o;
+}
+
+}  // namespace gpubind::bind

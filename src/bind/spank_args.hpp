@@ -1,0 +1,37 @@
+#pragma once
+// What the SPANK plugin is told, parsed without Slurm so it can be tested and fuzzed: its
+// plugstack.conf arguments (an admin's) and the user's `srun --gpubind[=MODE]` option.
+#include <string>
+#include <vector>
+
+#include "bind/config.hpp"
+#include "plan/plan.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::bind {
+
+struct PlugstackArgs {
+  std::string site_default;  // default=MODE: bind every step without --gpubind ("" = no)
+  plan::MemPolicy mem = plan::MemPolicy::preferred;
+  bool mem_set = false;
+  std::string config = kDefaultConfigPath;
+  bool config_set = false;
+  bool strict = false;
+  bool dry_run = false;
+  std::string topology;
+};
+
+// default=closest|socket-split|socket|numa|none, mem=..., strict, dryrun, config=PATH,
+// topology=PATH. The Error's `what` is the argument, `why` what is accepted.
+Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args);
+
+struct GpubindOption {
+  std::string mode;        // closest, socket-split, socket, numa or none
+  bool defaulted = false;  // bare --gpubind (or =verbose): gpubind.conf's policy may choose
+  bool verbose = false;
+};
+
+// The value of --gpubind; `optarg` may be null or Slurm's literal "(null)" for a bare option.
+Result<GpubindOption> parse_gpubind_option(const char* optarg);
+
+}  // namespace gpubind::bind

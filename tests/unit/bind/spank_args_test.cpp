@@ -1,0 +1,51 @@
+// The SPANK plugin's plugstack.conf arguments and --gpubind option, parsed without Slurm.
+#include "bind/spank_args.hpp"
+
+#include <gtest/gtest.h>
+
+namespace gpubind::bind {
+
+TEST(SpankArgs, EveryPlugstackArgument) {
+  auto a = parse_plugstack_args({"default=socket-split", "mem=bind", "strict", "dryrun", "config=/etc/x.conf", "topology=/t.json"});
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->site_default, "socket-split");
+  EXPECT_EQ(a->mem, plan::MemPolicy::bind);
+  EXPECT_TRUE(a->mem_set && a->strict && a->dry_run && a->config_set);
+  EXPECT_EQ(a->config, "/etc/x.conf");
+  EXPECT_EQ(a->topology, "/t.json");
+  auto none = parse_plugstack_args({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->site_default, "");
+  EXPECT_EQ(none->config, kDefaultConfigPath);
+}
+
+TEST(SpankArgs, BadPlugstackArgumentsAreNamed) {
+  auto bad = parse_plugstack_args({"default=fastest"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().what, "plugstack.conf: bad argument 'default=fastest'");
+  EXPECT_NE(bad.error().why.find("default=closest|socket-split"), std::string::npos);
+  EXPECT_FALSE(parse_plugstack_args({"mem=nearest"}).ok());
+  auto unknown = parse_plugstack_args({"strict", "colour=blue\n"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().what.find('\n'), std::string::npos);  // one line, even for a newline
+}
+
+TEST(SpankArgs, GpubindOption) {
+  auto bare = parse_gpubind_option(nullptr);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->mode, "closest");
+  EXPECT_TRUE(bare->defaulted);
+  auto null_text = parse_gpubind_option("(null)");  // sbatch's bare --gpubind as steps see it
+  ASSERT_TRUE(null_text.ok());
+  EXPECT_TRUE(null_text->defaulted);
+  auto verbose = parse_gpubind_option("verbose");
+  ASSERT_TRUE(verbose.ok());
+  EXPECT_TRUE(verbose->verbose && verbose->defaulted);
+  EXPECT_EQ(verbose->mode, "closest");
+  auto numa = parse_gpubind_option("numa");
+  ASSERT_TRUE(numa.ok());
+  EXPECT_FALSE(numa->defaulted);
+  EXPECT_FALSE(parse_gpubind_option("sockets").ok());
+}
+
+}  // namespace gpubind::bind
