@@ -232,6 +232,9 @@ Result<std::string> run_isolated(const std::function<std::string()>& work) {
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // Die of a crash, quietly: no handler inherited from the parent (a sanitizer's, a fuzzer's)
+    // may report it as the parent's.
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP}) ::signal(sig, SIG_DFL);
     std::string out = work();
     write_all(fds[1], out);
     ::_exit(0);
