@@ -73,6 +73,14 @@ rc=$?
 LOCAL_RANK=0 "$GPUBIND" exec --topology example:dgx-h100 --dry-run -q -- true >/dev/null && pass "--dry-run previews another machine" \
   || fail "dry run refused"
 
+# Live discovery ignores hwloc's own environment overrides (issue 12): HWLOC_XMLFILE would make
+# hwloc describe a file's machine as this one, and the cache would keep it until reboot.
+got=$(HWLOC_XMLFILE="$(dirname "$0")/../../data/examples/dgx-h100.json" HWLOC_SYNTHETIC="pack:8 core:4 pu:2" \
+  GPUBIND_CACHE_DIR=off "$GPUBIND" topo --format json 2>"$WORK/err" | $PY -c 'import json,sys; t=json.load(sys.stdin); print(t["origin"], t["cpus"])')
+[ "$got" = "live $(cat /sys/devices/system/cpu/online)" ] && grep -q "HWLOC_XMLFILE, HWLOC_SYNTHETIC set in the environment: ignored" "$WORK/err" \
+  && pass "HWLOC_XMLFILE/HWLOC_SYNTHETIC ignored for live discovery, with a warning ($got)" \
+  || fail "hwloc env overrides: '$got': $(cat "$WORK/err")"
+
 # The fast path (issue 11): the binary does not link libhwloc, and exec on a cached topology runs
 # where the hwloc discovery module is absent; discovery then says what is missing.
 if ldd "$GPUBIND" | grep -q libhwloc; then fail "the gpubind binary links libhwloc: $(ldd "$GPUBIND" | grep hwloc)"
