@@ -1,6 +1,5 @@
 // gpubind check: what running processes are actually bound to, judged against the topology.
 #include <cstdio>
-#include <regex>
 
 #include "check/check.hpp"
 #include "cli/commands.hpp"
@@ -12,6 +11,7 @@
 #include "render/check_render.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
+#include "util/pattern.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::cli {
@@ -59,13 +59,11 @@ int cmd_check(const std::vector<std::string>& args) {
     parent = parse_pid(children_of);
     if (!parent) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
   }
-  std::optional<std::regex> re;
+  std::optional<Pattern> re;
   if (!match.empty()) {
-    try {
-      re = std::regex(match, std::regex::extended);
-    } catch (const std::regex_error& e) {
-      return fail(Error{"--match '" + match + "'", std::string("not a valid regular expression (") + e.what() + ")"}, kExitUsage);
-    }
+    auto p = Pattern::compile(match);
+    if (!p) return fail(Error{"--match '" + match + "'", "not a valid regular expression (" + p.error().why + ")"}, kExitUsage);
+    re = *p;
   }
   if (self && !root_dir.empty()) return fail(Error{"--self", "cannot be used with --root"}, kExitUsage);
 
@@ -87,7 +85,7 @@ int cmd_check(const std::vector<std::string>& args) {
       if (p != me || !root_dir.empty()) pids.push_back(p);
   };
   if (parent) add_all(probe::descendants_of(**root, *parent));
-  if (re) add_all(probe::matching(**root, [&](const std::string& c) { return std::regex_search(c, *re); }));
+  if (re) add_all(probe::matching(**root, [&](const std::string& c) { return re->search(c); }));
   bool selected = !pids.empty() || parent || re || self;
   if (all_gpu || !selected) add_all(probe::gpu_processes(**root));
   std::sort(pids.begin(), pids.end());

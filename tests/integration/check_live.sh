@@ -41,5 +41,19 @@ rc=$?
 [ $rc = 1 ] && grep -q "no such process" "$WORK/err" && grep -q "^$a " "$WORK/out" \
   && pass "missing PID: error line, others checked" || fail "missing pid: rc $rc: $(cat "$WORK/err")"
 kill $a $b 2>/dev/null
+
+# --match on a process with a 100 KB command line (issue 12): std::regex's recursion overflowed
+# the stack (exit 139) once 'python' matched and '.*' ran over the rest. Any user can start
+# such a process next to root's check.
+long=$(head -c 100000 /dev/zero | tr '\0' a)
+(exec -a python sh -c 'sleep 30; :' train-like "$long") &
+l=$!
+has_long() { grep -q "train-like" "/proc/$l/cmdline" 2>/dev/null; }
+wait_until 10 has_long || fail "long command line process did not start"
+"$GPUBIND" check --match 'python.*train' >"$WORK/out" 2>&1
+rc=$?
+[ $rc != 139 ] && grep -q "^$l " "$WORK/out" && pass "--match 'python.*train' over a 100 KB command line finds it (rc $rc, no crash)" \
+  || fail "long cmdline: rc $rc: $(head -c 600 "$WORK/out")"
+kill $l 2>/dev/null
 wait 2>/dev/null
 finish
