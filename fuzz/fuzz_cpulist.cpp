@@ -16,6 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto m = CpuSet::parse_mask(text)) {
     auto again = CpuSet::parse_mask(m->to_mask());
     gpubind::fuzz::require(again.ok() && *again == *m, "mask round trip: '" + m->to_mask() + "'");
+    auto as_list = CpuSet::parse_list(m->to_list());
+    gpubind::fuzz::require(as_list.ok() && *as_list == *m, "mask -> cpulist round trip: '" + m->to_list() + "'");
   }
   return 0;
 }

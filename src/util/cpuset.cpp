@@ -103,10 +103,13 @@ Result<CpuSet> CpuSet::parse_mask(std::string_view text) {
       else if (*c >= 'a' && *c <= 'f') v = unsigned(*c - 'a' + 10);
       else if (*c >= 'A' && *c <= 'F') v = unsigned(*c - 'A' + 10);
       else return Error{"cpu mask '" + std::string(text) + "'", std::string("'") + *c + "' is not a hex digit"};
-      for (unsigned b = 0; b < 4; ++b)
-        if (v & (1u << b)) s.set(bit + b);
+      for (unsigned b = 0; b < 4; ++b) {
+        if (!(v & (1u << b))) continue;
+        // The same ceiling as a cpulist's, so every set reads back from its own list form.
+        if (bit + b > kMaxId) return Error{"cpu mask", "CPU " + std::to_string(bit + b) + " is beyond " + std::to_string(kMaxId)};
+        s.set(bit + b);
+      }
       bit += 4;
-      if (bit > kMaxId) return Error{"cpu mask", "too long"};
     }
     // Words given with commas are 32 bits each even when written short ("ff,0").
     if (words.size() > 1) bit = (bit + 31) / 32 * 32;

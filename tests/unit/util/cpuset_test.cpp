@@ -55,6 +55,20 @@ TEST(CpuSet, MaskRoundTrip) {
   EXPECT_FALSE(CpuSet::parse_mask("xyz").ok());
 }
 
+TEST(CpuSet, MaskAndListShareOneCeiling) {
+  // Issue 12: a mask could set CPU 1048577, which no cpulist accepts, so its list did not read
+  // back. Both forms now stop at CPU 1048576.
+  std::string top = "1" + std::string(1048576 / 4, '0');  // CPU 1048576 alone
+  auto ok = CpuSet::parse_mask(top);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->to_list(), "1048576");
+  EXPECT_EQ(*CpuSet::parse_list(ok->to_list()), *ok);
+  auto over = CpuSet::parse_mask("2" + std::string(1048576 / 4, '0'));  // CPU 1048577
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.error().why.find("1048577"), std::string::npos);
+  EXPECT_FALSE(CpuSet::parse_list("1048577").ok());
+}
+
 TEST(CpuSet, SetAlgebra) {
   CpuSet a = CpuSet::range(0, 7), b = CpuSet::range(4, 11);
   EXPECT_EQ((a & b).to_list(), "4-7");
