@@ -150,7 +150,8 @@ Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const
 Result<topo::Topology> load_topology(const std::string& spec) {
   auto kind = detect_source(spec);
   if (!kind) return kind.error();
-  std::string origin = std::string(to_string(*kind)) + (spec.empty() ? "" : ":" + spec);
+  // A path is bytes: escaped so the origin prints and exports as UTF-8 text.
+  std::string origin = std::string(to_string(*kind)) + (spec.empty() ? "" : ":" + one_line(spec));
   auto t = load_kind(spec, *kind, origin);
   // Loaders name the source by its origin; the user named it by what they typed.
   if (!t && !spec.empty() && t.error().what == origin) return Error{spec, t.error().why};

@@ -181,15 +181,36 @@ Status validate(const Topology& t) {
     for (const auto& row : t.distances)
       if (row.size() != t.numa_nodes.size()) return Error{"topology", "distance matrix is not square"};
   }
+  // Names come from files and end up in shell exports, JSON and terminals: well-formed UTF-8
+  // without control characters, or the topology is refused.
+  auto check_text = [](const std::string& text, const std::string& what) -> Status {
+    if (std::string why = text_problem(text); !why.empty())
+      return Error{"topology", what + " '" + one_line(text) + "' has " + why};
+    return Ok{};
+  };
+  if (Status s = check_text(t.hostname, "the host name"); !s) return s;
+  for (const NumaNode& n : t.numa_nodes)
+    if (Status s = check_text(n.subtype, "NUMA node " + std::to_string(n.os_index) + "'s kind"); !s) return s;
   auto check_dev = [&](const PciDevice& d) -> Status {
+    std::string dev = "device " + one_line(d.pci);
+    if (Status s = check_text(d.pci, "a device's PCI address"); !s) return s;
+    if (Status s = check_text(d.name, dev + " name"); !s) return s;
+    for (const std::string& os : d.os_names)
+      if (Status s = check_text(os, dev + " OS device name"); !s) return s;
+    for (const std::string& hop : d.pcie_path)
+      if (Status s = check_text(hop, dev + " PCIe path"); !s) return s;
     if (d.numa)
       for (unsigned n : *d.numa)
         if (!find_numa(t, n))
           return Error{"topology", "device " + d.pci + " refers to unknown NUMA node " + std::to_string(n)};
     return Ok{};
   };
-  for (const Gpu& g : t.gpus)
+  for (const Gpu& g : t.gpus) {
     if (Status s = check_dev(g); !s) return s;
+    if (Status s = check_text(g.uuid, "GPU " + one_line(g.pci) + " UUID"); !s) return s;
+    for (const std::string& m : g.mig_uuids)
+      if (Status s = check_text(m, "GPU " + one_line(g.pci) + " MIG id"); !s) return s;
+  }
   for (const Nic& n : t.nics)
     if (Status s = check_dev(n); !s) return s;
   return Ok{};

@@ -56,23 +56,64 @@ std::string key_value(std::string_view text, std::string_view key) {
   return "";
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i] (1-4), or 0 when the bytes there are not one
+// (a stray continuation byte, a truncated or overlong sequence, a surrogate, beyond U+10FFFF).
+size_t utf8_length(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  unsigned c = b(0);
+  if (c < 0x80) return 1;
+  auto cont = [&](size_t k) { return (b(k) & 0xc0) == 0x80; };
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
+    if (c == 0xed && b(1) >= 0xa0) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xf4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+void append_hex(std::string& out, unsigned char u) {
+  static const char hex[] = "0123456789abcdef";
+  out += "\\x";
+  out += hex[u >> 4];
+  out += hex[u & 15];
+}
+
+}  // namespace
+
 std::string one_line(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (u < 0x20 || u == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
+  for (size_t i = 0; i < s.size();) {
+    auto u = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_length(s, i);
+    if (s[i] == '\n') out += "\\n";
+    else if (s[i] == '\t') out += "\\t";
+    else if (n == 0 || u < 0x20 || u == 0x7f) append_hex(out, u);
+    else out.append(s.substr(i, n));
+    i += n == 0 ? 1 : n;
   }
   return out;
+}
+
+std::string text_problem(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto u = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_length(s, i);
+    if (n == 0) return "a byte that is not UTF-8";
+    if (u < 0x20 || u == 0x7f) return "a control character";
+    i += n;
+  }
+  return "";
 }
 
 std::string human_bytes(uint64_t bytes) {

@@ -18,9 +18,12 @@ std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
 std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
 std::string human_bytes(uint64_t bytes);
-// The text with control characters (newline, ESC...) written as \n, \x1b..., so it prints as
-// one line and cannot move a terminal's cursor.
+// The text with control characters (newline, ESC...) and bytes that are not UTF-8 written as
+// \n, \x1b, \xff..., so it prints as one line, cannot move a terminal's cursor and is valid UTF-8.
 std::string one_line(std::string_view s);
+// "" when `s` is well-formed UTF-8 without control characters; else what is wrong with it
+// ("a control character", "a byte that is not UTF-8"). Names read from files must pass.
+std::string text_problem(std::string_view s);
 // Joins numbers with a separator: {0,1} -> "0,1".
 std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep = ",");
 
