@@ -77,7 +77,12 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   return pages;
 }
 
-Error vanished_or(const Error& e, int pid, const char* gone = "no such process") {
+constexpr const char* kNoSuchProcess = "no such process";
+constexpr const char* kVanished = "vanished while being read";
+constexpr const char* kExited = "has exited (";
+constexpr const char* kKernelThread = "is a kernel thread (";
+
+Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
   if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), gone};
   if (e.why.find("Permission denied") != std::string::npos)
     return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)"};
@@ -156,6 +161,10 @@ std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, c
   return out;
 }
 
+bool is_not_a_live_process(const Error& e) {
+  return e.why == kNoSuchProcess || e.why == kVanished || e.why.starts_with(kExited) || e.why.starts_with(kKernelThread);
+}
+
 std::vector<int> list_pids(const sys::FsRoot& root) {
   std::vector<int> pids;
   auto names = root.list("proc");
@@ -174,6 +183,16 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   if (!status) return vanished_or(status.error(), pid);
   p.comm = key_value(*status, "Name");
   p.ppid = int(parse_uint(key_value(*status, "PPid")).value_or(0));
+  // A zombie has no threads, memory or binding left to judge; a kernel thread was never bound.
+  std::string state = key_value(*status, "State");
+  if (state.starts_with("Z") || state.starts_with("X"))
+    return Error{"PID " + std::to_string(pid), kExited + one_line(p.comm) + ", a zombie its parent has not reaped)"};
+  bool kthread = key_value(*status, "Kthread") == "1";
+  if (!kthread && (p.ppid == 2 || pid == 2)) {  // kernels before the Kthread field: kthreadd's children have no cmdline
+    auto cmd = root.read(dir + "/cmdline");
+    kthread = cmd && cmd->empty();
+  }
+  if (kthread) return Error{"PID " + std::to_string(pid), kKernelThread + one_line(p.comm) + "), not a process to judge"};
   auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
   auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
   if (!cpus) return cpus.error();
@@ -188,13 +207,13 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
 
   // Threads; one that exits while being read is simply gone, not an error.
   auto tids = root.list(dir + "/task");
-  if (!tids) return vanished_or(tids.error(), pid, "vanished while being read");
+  if (!tids) return vanished_or(tids.error(), pid, kVanished);
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
     if (!tid) continue;
     auto ts = read_thread(root, dir + "/task/" + t, int(*tid));
     if (ts) p.threads.push_back(*ts);
-    else if (int(*tid) == pid) return vanished_or(ts.error(), pid, "vanished while being read");
+    else if (int(*tid) == pid) return vanished_or(ts.error(), pid, kVanished);
   }
 
   // GPUs held open.

@@ -25,6 +25,11 @@ const std::vector<std::string>& env_names();
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
 Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);
 
+// Whether probe_process's error says the PID is no live user process: gone, vanished while being
+// read, a zombie or a kernel thread. `check` reports those for PIDs it was given and skips them
+// among the processes a selector found (a launcher's exited, unreaped child).
+bool is_not_a_live_process(const Error& e);
+
 // PIDs of every process under the root, sorted.
 std::vector<int> list_pids(const sys::FsRoot& root);
 

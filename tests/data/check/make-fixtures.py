@@ -163,6 +163,9 @@ def main():
     t.process(4000, "python", "0-13,112-125", [(4000, "python", "0-13,112-125", 1, 0)], ["/dev/nvidia0"])
     write(f"{t.root}/proc/4001/status", status("python", 4001, 1, "0-x3"))
     write(f"{t.root}/proc/4002/status", status("python", 4002, 1, "0-3"))
+    # An exited rank its launcher has not reaped yet (a zombie) and a kernel thread.
+    write(f"{t.root}/proc/4004/status", status("python", 4004, 1, "0-3").replace("S (sleeping)", "Z (zombie)"))
+    write(f"{t.root}/proc/2/status", status("kthreadd", 2, 0, "0-223") + "Kthread:\t1\n")
     print("wrote", ", ".join(sorted(d for d in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, d)))))
 
 
