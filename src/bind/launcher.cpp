@@ -133,6 +133,9 @@ namespace {
 Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec) {
   auto watch = sys::SignalWatch::create();
   if (!watch) return watch.error();
+  // Kills every rank's whole process group if this process is SIGKILLed or OOM-killed.
+  auto reaper = sys::GroupReaper::start();
+  if (!reaper) return reaper.error();
   unsigned n = unsigned(plan.ranks.size());
   std::vector<Rank> ranks(n);
   std::map<int, size_t> by_pid;
@@ -205,6 +208,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       break;
     }
     r.proc = *proc;
+    reaper->watch(proc->pid);
     r.running = true;
     r.outcome.started = true;
     r.outcome.pid = proc->pid;
@@ -270,6 +274,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       r.outcome.exit_code = e.signal ? 128 + e.signal : e.exit_code;
       // Whatever the rank started in its group goes with it.
       sys::signal_group(r.proc.pid, SIGKILL);
+      reaper->forget(r.proc.pid);
       if (r.outcome.exit_code != 0 && !result.first_failure) {
         result.first_failure = r.outcome.local_rank;
         terminate_others(SIGTERM);

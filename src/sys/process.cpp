@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +87,71 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
     s.err_fd = err_pipe[0];
   }
   return s;
+}
+
+Result<GroupReaper> GroupReaper::start() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Error{"fork", std::strerror(e)};
+  }
+  if (pid == 0) {
+    // Its own group (a signal launch sends to rank groups never reaches it), nothing of launch's
+    // open (a pipe launch's reader waits on must not stay open), every catchable signal blocked.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_NAME, "gpubind-reaper");
+    sigset_t all;
+    ::sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, nullptr);
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, STDIN_FILENO);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    ::dup2(fds[0], 3);
+    ::close_range(4, ~0u, 0);
+    std::vector<pid_t> groups;
+    int32_t v;
+    for (;;) {
+      ssize_t n = ::read(3, &v, sizeof v);
+      if (n < 0 && errno == EINTR) continue;
+      if (n != ssize_t(sizeof v)) break;  // end of file: launch is gone
+      if (v > 0) groups.push_back(v);
+      else groups.erase(std::remove(groups.begin(), groups.end(), -v), groups.end());
+    }
+    for (pid_t g : groups) ::kill(-g, SIGKILL);
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  return GroupReaper(fds[1], pid);
+}
+
+GroupReaper::GroupReaper(GroupReaper&& o) noexcept : m_fd(o.m_fd), m_pid(o.m_pid) {
+  o.m_fd = -1;
+  o.m_pid = -1;
+}
+
+GroupReaper::~GroupReaper() {
+  if (m_fd >= 0) ::close(m_fd);
+  if (m_pid > 0)
+    while (::waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
+void GroupReaper::watch(pid_t pgid) {
+  int32_t v = pgid;
+  write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
+}
+
+void GroupReaper::forget(pid_t pgid) {
+  int32_t v = -pgid;
+  write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
 }
 
 Result<SignalWatch> SignalWatch::create() {

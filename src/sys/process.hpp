@@ -26,6 +26,27 @@ struct Spawned {
 Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
                       bool capture_output, const std::function<Status()>& prepare);
 
+// A helper process that outlives this one only to SIGKILL the process groups it was told about
+// when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
+// PR_SET_PDEATHSIG kills the rank, but not what the rank started in its group (a shell's
+// children); this kills the whole group. It notices the death by end of file on a pipe only this
+// process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
+class GroupReaper {
+ public:
+  static Result<GroupReaper> start();
+  GroupReaper(GroupReaper&& o) noexcept;
+  GroupReaper& operator=(GroupReaper&&) = delete;
+  GroupReaper(const GroupReaper&) = delete;
+  ~GroupReaper();  // a normal end: the helper exits, killing only groups not yet forgotten
+  void watch(pid_t pgid);
+  void forget(pid_t pgid);
+
+ private:
+  GroupReaper(int fd, pid_t pid) : m_fd(fd), m_pid(pid) {}
+  int m_fd = -1;
+  pid_t m_pid = -1;
+};
+
 // SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered through a signalfd instead of handlers. The
 // signals stay blocked while it lives; spawned children get the original mask back.
 class SignalWatch {

@@ -52,6 +52,29 @@ kill -KILL $launcher
 wait $launcher 2>/dev/null
 wait_until 10 none_alive $(pids) && pass "no orphan after launch is SIGKILLed" || fail "orphans: $(pids)"
 
+# 5b. ... nor anything a rank started (issue 12): PR_SET_PDEATHSIG kills the rank's shell, not
+# the sleep it forked; gpubind's reaper kills each rank's whole process group. 20 trials, each
+# group empty within 2 s.
+in_groups() {  # live (not zombie) processes whose process group is one of the given ids
+  local g
+  for g in "$@"; do awk -v G="$g" '{ sub(/^.*\) /, ""); if ($3 == G && $1 != "Z") n++ } END { print n + 0 }' /proc/[0-9]*/stat 2>/dev/null; done |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+groups_empty() { [ "$(in_groups "$@")" = 0 ]; }
+left=0
+for trial in $(seq 20); do
+  rm -f "$WORK"/pid.*
+  "$GPUBIND" launch -n 4 -q -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; sleep 60; :" 2>/dev/null &
+  launcher=$!
+  wait_until 20 have_pids 4 || fail "trial $trial: ranks did not start"
+  groups=$(pids)
+  kill -KILL $launcher
+  wait $launcher 2>/dev/null
+  wait_until 2 groups_empty $groups || left=$((left + $(in_groups $groups)))
+done
+[ $left = 0 ] && pass "launch SIGKILLed 20 times: no process left in any rank's group within 2 s" \
+  || fail "$left process(es) left in rank groups after launch was SIGKILLed"
+
 # 6. The environment contract and tagged output.
 out=$("$GPUBIND" launch -n 2 --tag-output -- sh -c 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT"' 2>/dev/null)
 echo "$out" | grep -qE '^\[0\] 0 0 2 2 0 127\.0\.0\.1 [0-9]+$' && echo "$out" | grep -qE '^\[1\] 1 1 2 2 0 127\.0\.0\.1 [0-9]+$' \
