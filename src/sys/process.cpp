@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -89,9 +90,13 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
   return s;
 }
 
-Result<GroupReaper> GroupReaper::start() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+namespace {
+
+// A close-on-exec pipe, then fork: both ends are open in both processes; each closes the one
+// it does not use.
+Result<std::pair<pid_t, std::array<int, 2>>> fork_with_pipe() {
+  std::array<int, 2> fds{-1, -1};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -100,6 +105,15 @@ Result<GroupReaper> GroupReaper::start() {
     ::close(fds[1]);
     return Error{"fork", std::strerror(e)};
   }
+  return std::make_pair(pid, fds);
+}
+
+}  // namespace
+
+Result<GroupReaper> GroupReaper::start() {
+  auto forked = fork_with_pipe();
+  if (!forked) return forked.error();
+  auto [pid, fds] = *forked;
   if (pid == 0) {
     // Its own group (a signal launch sends to rank groups never reaches it), nothing of launch's
     // open (a pipe launch's reader waits on must not stay open), every catchable signal blocked.
@@ -287,16 +301,9 @@ void write_all(int fd, std::string_view data) {
 }
 
 Result<std::string> run_isolated(const std::function<std::string()>& work) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return Error{"fork", std::strerror(e)};
-  }
+  auto forked = fork_with_pipe();
+  if (!forked) return forked.error();
+  auto [pid, fds] = *forked;
   if (pid == 0) {
     ::close(fds[0]);
     // Die of a crash, quietly: no handler inherited from the parent (a sanitizer's, a fuzzer's)
