@@ -39,6 +39,7 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
   for (const Error& e : problems) warnings.push_back(e.message());
 
   // 2. Apply. In best-effort mode an unusable part is narrowed to what can be applied.
+  bool cpus_changed = false;
   if (p.policy != plan::Policy::none) {
     CpuSet usable = lenient ? cpus & m.online_cpus & m.allowed_cpus : cpus;
     if (usable.empty()) {
@@ -46,6 +47,8 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
     } else if (Status s = binder.set_cpu_affinity(usable); !s) {
       if (!lenient) return s;
       warnings.push_back(s.error().message());
+    } else {
+      cpus_changed = true;
     }
   }
   if (rb.mem_policy != MemPolicy::none && !nodes.empty()) {
@@ -56,7 +59,12 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
     if (usable.empty()) {
       warnings.push_back("no online node left in " + nodes.to_list() + ": memory policy left unchanged");
     } else if (Status s = binder.set_memory_policy(mode, usable); !s) {
-      if (!lenient) return s;
+      if (!lenient) {
+        // All or nothing: a process told "unbound" must not stay pinned to the CPUs.
+        if (cpus_changed && !m.allowed_cpus.empty() && !binder.set_cpu_affinity(m.allowed_cpus))
+          return Error{s.error().what, s.error().why + "; the CPU affinity already set could not be undone"};
+        return s;
+      }
       warnings.push_back(s.error().message());
     }
   }

@@ -92,6 +92,11 @@ TEST(ApplyBinding, RefusedMemoryPolicyIsAnErrorUnlessBestEffort) {
   b.fail_mempolicy = true;
   std::vector<std::string> w;
   EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  // Nothing half-applied (issue 12 item 5): the CPU affinity set first is put back.
+  ASSERT_GE(b.calls.size(), 3u);
+  EXPECT_EQ(b.calls[0], "affinity " + f.plan.ranks[0].cpus.to_list());
+  EXPECT_EQ(b.calls[2], "affinity " + f.machine.allowed_cpus.to_list());
+  for (const std::string& c : b.calls) EXPECT_NE(c.rfind("env ", 0), 0u) << c;
   testing::RecordingBinder lenient;
   lenient.fail_mempolicy = true;
   EXPECT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, lenient, BestEffort::yes, w).ok());
