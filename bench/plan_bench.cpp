@@ -84,7 +84,20 @@ void BM_Plan_Synthetic(benchmark::State& s) {
   run(s, t);
 }
 
+// Many ranks on one node (-n N, shared cores): planning must stay near-linear in N (issue 12).
+void BM_Plan_DgxA100Nps4_ManyRanks(benchmark::State& s) {
+  static auto t = *discover::load_topology("example:dgx-a100-nps4");
+  plan::Request r;
+  r.ranks = unsigned(s.range(0));
+  for (auto _ : s) {
+    auto p = plan::make_plan(t, r);
+    if (!p) s.SkipWithError(p.error().message().c_str());
+    benchmark::DoNotOptimize(p);
+  }
+}
+
 BENCHMARK(BM_Plan_DgxA100Nps4_8Gpu_256Pu)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Plan_DgxA100Nps4_ManyRanks)->Arg(4096)->Arg(16384)->Arg(65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Plan_Synthetic)
     ->Args({2, 4, 1})     // 8 GPUs, 256 PUs
     ->Args({2, 8, 2})     // 16 GPUs, 512 PUs

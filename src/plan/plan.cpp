@@ -179,19 +179,35 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
   return best->cpus & c.allowed;
 }
 
-// Ranks whose target domains overlap form one pool, in rank order.
+// Ranks whose target domains overlap form one pool; pools in the order of their first rank,
+// members in rank order. Ranks with the same target are one pool whatever else, so the pairwise
+// overlap test runs over the distinct targets (a few per GPU node), not over ranks: planning
+// stays near-linear in the rank count.
 std::vector<std::vector<size_t>> pool_ranks(const std::vector<CpuSet>& targets) {
-  size_t n = targets.size();
-  std::vector<size_t> group(n);
-  std::iota(group.begin(), group.end(), 0);
-  std::function<size_t(size_t)> find = [&](size_t i) { return group[i] == i ? i : group[i] = find(group[i]); };
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = i + 1; j < n; ++j)
-      if (targets[i].intersects(targets[j])) group[find(j)] = find(i);
-  std::map<size_t, std::vector<size_t>> pools;
-  for (size_t i = 0; i < n; ++i) pools[find(i)].push_back(i);
+  std::map<CpuSet, size_t> id_of;
+  std::vector<const CpuSet*> distinct;
+  std::vector<size_t> target_id(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto [it, fresh] = id_of.emplace(targets[i], distinct.size());
+    if (fresh) distinct.push_back(&it->first);
+    target_id[i] = it->second;
+  }
+  std::vector<size_t> parent(distinct.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t a = 0; a < distinct.size(); ++a)
+    for (size_t b = a + 1; b < distinct.size(); ++b)
+      if (distinct[a]->intersects(*distinct[b])) parent[find(b)] = find(a);
+  std::map<size_t, size_t> pool_of_root;
   std::vector<std::vector<size_t>> out;
-  for (auto& [root, members] : pools) out.push_back(members);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto [it, fresh] = pool_of_root.emplace(find(target_id[i]), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(i);
+  }
   return out;
 }
 
