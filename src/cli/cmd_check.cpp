@@ -99,7 +99,7 @@ int cmd_check(const std::vector<std::string>& args) {
     auto s = probe::probe_process(**root, p, {numa_maps});
     bool was_named = std::find(named.begin(), named.end(), p) != named.end();
     // launch's helper that kills rank groups if launch is SIGKILLed (sys::GroupReaper) is not a rank.
-    if (s && !was_named && s->comm == "gpubind-reaper") continue;
+    if (s && !was_named && s->comm == sys::GroupReaper::kGroupReaperName) continue;
     if (s) states.push_back(std::move(*s));
     else if (was_named || !probe::is_not_a_live_process(s.error())) errors.push_back(s.error());
   }

@@ -15,24 +15,6 @@ namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-Result<std::string> read_fd(int fd, const std::string& what) {
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return Error{what, errno_text(e)};
-    }
-    if (n == 0) break;
-    out.append(buf, size_t(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 class DirFsRoot final : public FsRoot {
  public:
   DirFsRoot(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
@@ -43,7 +25,7 @@ class DirFsRoot final : public FsRoot {
   Result<std::string> read(const std::string& rel) const override {
     int fd = ::openat(m_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Error{full(rel), errno_text(errno)};
-    return read_fd(fd, full(rel));
+    return read_to_end(fd, full(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
@@ -103,6 +85,39 @@ Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir) {
   return std::unique_ptr<FsRoot>(new DirFsRoot(fd, path));
 }
 
+Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return Error{what, errno_text(e)};
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return Error{what, "larger than " + std::to_string(max_bytes) + " bytes"};
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+Status write_fully(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{"write", errno_text(errno)};
+    if (n == 0) return Error{"write", "no progress"};
+    data.remove_prefix(size_t(n));
+  }
+  return Ok{};
+}
+
 PathKind path_kind(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return PathKind::missing;
@@ -114,7 +129,7 @@ PathKind path_kind(const std::string& path) {
 Result<std::string> read_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{path, errno_text(errno)};
-  return read_fd(fd, path);
+  return read_to_end(fd, path);
 }
 
 std::string user_id() { return std::to_string(::geteuid()); }

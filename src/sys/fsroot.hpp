@@ -2,8 +2,10 @@
 // FsRoot: every read of /sys and /proc goes through one of these, so the same code runs on this
 // machine ("/") and on a gathered tree (hwloc-gather-topology output, test fixtures). Paths
 // given to it are relative to the root ("sys/bus/pci/devices"), never absolute.
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/result.hpp"
@@ -36,6 +38,11 @@ Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir);
 enum class PathKind { missing, file, directory, other };
 PathKind path_kind(const std::string& path);
 Result<std::string> read_file(const std::string& path);
+// Reads `fd` to its end and closes it. An Error naming `what` when a read fails or the content
+// grows past `max_bytes`.
+Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes = SIZE_MAX);
+// Writes all of `data` to `fd`, through short writes and EINTR; an Error with errno's text.
+Status write_fully(int fd, std::string_view data);
 std::string hostname();
 // This process's effective user id, as text.
 std::string user_id();

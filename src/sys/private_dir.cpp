@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "sys/fsroot.hpp"
+
 namespace gpubind::sys {
 
 namespace {
@@ -79,25 +81,7 @@ Result<std::string> PrivateDir::read(const std::string& name, size_t max_bytes) 
     ::close(fd);
     return Error{where, why};
   }
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      return Error{where, errno_text(e)};
-    }
-    if (n == 0) break;
-    out.append(buf, size_t(n));
-    if (out.size() > max_bytes) {
-      ::close(fd);
-      return Error{where, "larger than " + std::to_string(max_bytes) + " bytes"};
-    }
-  }
-  ::close(fd);
-  return out;
+  return read_to_end(fd, where, max_bytes);
 }
 
 Status PrivateDir::write_atomic(const std::string& name, const std::string& text) const {
@@ -105,17 +89,10 @@ Status PrivateDir::write_atomic(const std::string& name, const std::string& text
   std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   int fd = ::openat(m_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Error{m_path + "/" + tmp, errno_text(errno)};
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlinkat(m_fd, tmp.c_str(), 0);
-      return Error{m_path + "/" + tmp, errno_text(e)};
-    }
-    done += size_t(n);
+  if (Status s = write_fully(fd, text); !s) {
+    ::close(fd);
+    ::unlinkat(m_fd, tmp.c_str(), 0);
+    return Error{m_path + "/" + tmp, s.error().why};
   }
   if (::close(fd) != 0 || ::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()) != 0) {
     int e = errno;

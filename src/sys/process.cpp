@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sys/fsroot.hpp"
+
 namespace gpubind::sys {
 
 namespace {
@@ -118,7 +120,7 @@ Result<GroupReaper> GroupReaper::start() {
     // Its own group (a signal launch sends to rank groups never reaches it), nothing of launch's
     // open (a pipe launch's reader waits on must not stay open), every catchable signal blocked.
     ::setpgid(0, 0);
-    ::prctl(PR_SET_NAME, "gpubind-reaper");
+    ::prctl(PR_SET_NAME, kGroupReaperName);
     sigset_t all;
     ::sigfillset(&all);
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
@@ -291,14 +293,7 @@ Result<int> create_log_file(const std::string& path) {
   return fd;
 }
 
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data.remove_prefix(size_t(n));
-  }
-}
+void write_all(int fd, std::string_view data) { static_cast<void>(write_fully(fd, data)); }
 
 Result<std::string> run_isolated(const std::function<std::string()>& work) {
   auto forked = fork_with_pipe();
@@ -314,15 +309,9 @@ Result<std::string> run_isolated(const std::function<std::string()>& work) {
     ::_exit(0);
   }
   ::close(fds[1]);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
+  // A read error leaves what was read; the caller judges the content.
+  auto read = read_to_end(fds[0], "child");
+  std::string out = read ? *read : std::string();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

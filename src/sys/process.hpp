@@ -33,6 +33,7 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
 // process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
 class GroupReaper {
  public:
+  static constexpr const char* kGroupReaperName = "gpubind-reaper";  // its process name (comm)
   static Result<GroupReaper> start();
   GroupReaper(GroupReaper&& o) noexcept;
   GroupReaper& operator=(GroupReaper&&) = delete;

@@ -103,6 +103,12 @@ bool on_gpu_node(const topo::Topology& t, const RankBinding& rb) {
   return rb.cpus.is_subset_of(topo::cpus_of_nodes(t, *g->numa));
 }
 
+unsigned ranks_on_gpu_node(const topo::Topology& t, const Plan& p) {
+  unsigned n = 0;
+  for (const auto& rb : p.ranks) n += on_gpu_node(t, rb);
+  return n;
+}
+
 }  // namespace
 
 // --- 1. defaults -----------------------------------------------------------------------------
@@ -565,9 +571,7 @@ TEST(Crowded, SpillsOnlyTheRanksBeyondTheNodesCpus) {
   Request r;
   r.ranks = 6;
   Plan p = must_plan(t, r);
-  unsigned local = 0;
-  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
-  EXPECT_EQ(local, 4u);
+  EXPECT_EQ(ranks_on_gpu_node(t, p), 4u);
   EXPECT_EQ(p.score.overlap_cpus, 0u);
   EXPECT_TRUE(on_gpu_node(t, p.ranks[0]));
   EXPECT_FALSE(on_gpu_node(t, p.ranks[5]));
@@ -580,9 +584,7 @@ TEST(Crowded, SpilledRanksUseTheFreeCoresSmtSiblings) {
   Request r;
   r.ranks = 12;
   Plan p = must_plan(t, r);
-  unsigned local = 0;
-  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
-  EXPECT_EQ(local, 8u);
+  EXPECT_EQ(ranks_on_gpu_node(t, p), 8u);
   EXPECT_EQ(p.score.overlap_cpus, 0u);
 }
 
@@ -594,9 +596,7 @@ TEST(Crowded, SpilledRanksTakeOnlyCoresTheOtherNodesRanksDoNotNeed) {
   r.ranks = 8;
   Plan p = must_plan(t, r);
   EXPECT_EQ(p.score.overlap_cpus, 0u);
-  unsigned local = 0;
-  for (const auto& rb : p.ranks) local += on_gpu_node(t, rb);
-  EXPECT_EQ(local, 6u);
+  EXPECT_EQ(ranks_on_gpu_node(t, p), 6u);
   EXPECT_TRUE(on_gpu_node(t, p.ranks[6]));
   EXPECT_TRUE(on_gpu_node(t, p.ranks[7]));
 }
