@@ -49,7 +49,7 @@ test: build
 	$(MAKE) --no-print-directory fuzz-regress
 
 $(ASAN_BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON \
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON -DGPUBIND_FAULT_POINTS=ON \
 	  -DGPUBIND_BUILD_BENCH=OFF $(CMAKE_ARGS)
 
 build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
@@ -57,7 +57,7 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli'
+	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli|faults'
 
 # Fuzzing (issue 11): libFuzzer targets, one per parser, in a clang build where every layer is
 # instrumented (ASan + UBSan). `make fuzz` fuzzes each target for FUZZ_SECONDS on its corpus;

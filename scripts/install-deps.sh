@@ -19,6 +19,8 @@ packages=(
   dpkg-dev groff-base bsdextrautils
   # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
   clang libclang-rt-14-dev
+  # fault injection: libfiu failure points in the sanitizer build, fiu-run (docs/FAULTS.md)
+  libfiu-dev fiu-utils
   # the cache-forgery test creates and removes a second user
   passwd util-linux
 )

@@ -1,5 +1,8 @@
 #include "bind/apply.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "sys/affinity.hpp"
 #include "util/strings.hpp"
 
@@ -38,8 +41,24 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
   if (!problems.empty() && !lenient) return problems.front();
   for (const Error& e : problems) warnings.push_back(e.message());
 
-  // 2. Apply. In best-effort mode an unusable part is narrowed to what can be applied.
+  // 2. Apply. In best-effort mode an unusable part is narrowed to what can be applied. Without
+  // it, a step that fails undoes the steps before it (all or nothing: a process told "unbound"
+  // must not stay pinned, nor carry GPUBIND_* variables that describe a binding it lacks).
   bool cpus_changed = false;
+  bool mem_changed = false;
+  std::vector<std::pair<std::string, std::optional<std::string>>> env_before;  // variables set so far
+  auto undo = [&](const Error& failure) -> Error {
+    std::vector<std::string> left;
+    for (auto it = env_before.rbegin(); it != env_before.rend(); ++it) {
+      Status s = it->second ? binder.set_env(it->first, *it->second) : binder.unset_env(it->first);
+      if (!s) left.push_back("the environment");
+    }
+    if (mem_changed && !binder.reset_memory_policy()) left.push_back("the memory policy");
+    if (cpus_changed && (m.allowed_cpus.empty() || !binder.set_cpu_affinity(m.allowed_cpus))) left.push_back("the CPU affinity");
+    if (left.empty()) return failure;
+    left.erase(std::unique(left.begin(), left.end()), left.end());
+    return Error{failure.what, failure.why + "; " + join(left, " and ") + " already set could not be undone"};
+  };
   if (p.policy != plan::Policy::none) {
     CpuSet usable = lenient ? cpus & m.online_cpus & m.allowed_cpus : cpus;
     if (usable.empty()) {
@@ -59,17 +78,17 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
     if (usable.empty()) {
       warnings.push_back("no online node left in " + nodes.to_list() + ": memory policy left unchanged");
     } else if (Status s = binder.set_memory_policy(mode, usable); !s) {
-      if (!lenient) {
-        // All or nothing: a process told "unbound" must not stay pinned to the CPUs.
-        if (cpus_changed && !m.allowed_cpus.empty() && !binder.set_cpu_affinity(m.allowed_cpus))
-          return Error{s.error().what, s.error().why + "; the CPU affinity already set could not be undone"};
-        return s;
-      }
+      if (!lenient) return undo(s.error());
       warnings.push_back(s.error().message());
+    } else {
+      mem_changed = true;
     }
   }
-  for (const auto& [k, v] : plan::rank_environment(p, rb))
-    if (Status s = binder.set_env(k, v); !s) return s;
+  for (const auto& [k, v] : plan::rank_environment(p, rb)) {
+    std::optional<std::string> before = binder.get_env(k);
+    if (Status s = binder.set_env(k, v); !s) return undo(s.error());
+    env_before.emplace_back(k, std::move(before));
+  }
   return Ok{};
 }
 

@@ -23,7 +23,9 @@ struct MachineState {
 Result<MachineState> current_machine_state();
 
 // Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
-// Warnings (best effort) are appended to `warnings`.
+// Unless best effort, a failed step undoes the ones before it (the CPU affinity back to
+// m.allowed_cpus, the default memory policy, the variables as they were) and its Error says
+// if any of that failed. Warnings (best effort) are appended to `warnings`.
 Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
                      BestEffort best_effort, std::vector<std::string>& warnings);
 

@@ -74,8 +74,19 @@ class SpankBinder final : public sys::Binder {
   Status set_memory_policy(sys::MemMode mode, const CpuSet& nodes) override {
     return m_dry ? Status(Ok{}) : m_real->set_memory_policy(mode, nodes);
   }
+  Status reset_memory_policy() override { return m_dry ? Status(Ok{}) : m_real->reset_memory_policy(); }
   Status set_env(const std::string& name, const std::string& value) override {
-    if (spank_setenv(m_sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) return Error{"spank_setenv " + name, "failed"};
+    if (spank_err_t e = spank_setenv(m_sp, name.c_str(), value.c_str(), 1); e != ESPANK_SUCCESS)
+      return Error{"spank_setenv " + name, spank_strerror(e)};
+    return Ok{};
+  }
+  std::optional<std::string> get_env(const std::string& name) override {
+    char buf[8192];
+    if (spank_getenv(m_sp, name.c_str(), buf, sizeof buf) != ESPANK_SUCCESS) return std::nullopt;
+    return std::string(buf);
+  }
+  Status unset_env(const std::string& name) override {
+    if (spank_err_t e = spank_unsetenv(m_sp, name.c_str()); e != ESPANK_SUCCESS) return Error{"spank_unsetenv " + name, spank_strerror(e)};
     return Ok{};
   }
   sys::ExecFailure exec(const std::vector<std::string>&) override { return {125, "exec is slurmstepd's job"}; }

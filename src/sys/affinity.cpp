@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 #include "util/strings.hpp"
 
@@ -18,7 +19,7 @@ Result<CpuSet> current_affinity() {
     size_t bytes = CPU_ALLOC_SIZE(ncpus);
     cpu_set_t* set = CPU_ALLOC(ncpus);
     if (!set) return Error{"sched_getaffinity", "out of memory"};
-    if (sched_getaffinity(0, bytes, set) == 0) {
+    if (faultable("gpubind/sched_getaffinity", [&] { return ::sched_getaffinity(0, bytes, set); }) == 0) {
       CpuSet out;
       for (size_t i = 0; i < ncpus; ++i)
         if (CPU_ISSET_S(i, bytes, set)) out.set(unsigned(i));

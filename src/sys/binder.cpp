@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 
 namespace gpubind::sys {
@@ -22,7 +23,8 @@ constexpr int kMpolInterleave = 3;
 constexpr int kMpolPreferredMany = 5;  // Linux 5.15+
 
 long mempolicy(int mode, const std::vector<unsigned long>& mask, unsigned long maxnode) {
-  return ::syscall(SYS_set_mempolicy, mode, mask.empty() ? nullptr : mask.data(), maxnode);
+  return faultable("gpubind/set_mempolicy",
+                   [&] { return ::syscall(SYS_set_mempolicy, mode, mask.empty() ? nullptr : mask.data(), maxnode); });
 }
 
 class RealBinder final : public Binder {
@@ -35,7 +37,7 @@ class RealBinder final : public Binder {
     if (!set) return Error{"sched_setaffinity", "out of memory"};
     CPU_ZERO_S(bytes, set);
     for (unsigned c : cpus.ids()) CPU_SET_S(c, bytes, set);
-    int rc = ::sched_setaffinity(0, bytes, set);
+    int rc = faultable("gpubind/sched_setaffinity", [&] { return ::sched_setaffinity(0, bytes, set); });
     int e = errno;
     CPU_FREE(set);
     if (rc != 0) return Error{"sched_setaffinity " + cpus.to_list(), std::strerror(e)};
@@ -62,8 +64,24 @@ class RealBinder final : public Binder {
     return Ok{};
   }
 
+  Status reset_memory_policy() override {
+    constexpr int kMpolDefault = 0;
+    if (mempolicy(kMpolDefault, {}, 0) != 0) return Error{"set_mempolicy default", std::strerror(errno)};
+    return Ok{};
+  }
+
   Status set_env(const std::string& name, const std::string& value) override {
-    if (::setenv(name.c_str(), value.c_str(), 1) != 0) return Error{"setenv " + name, std::strerror(errno)};
+    if (faultable("gpubind/setenv", [&] { return ::setenv(name.c_str(), value.c_str(), 1); }) != 0) return Error{"setenv " + name, std::strerror(errno)};
+    return Ok{};
+  }
+
+  std::optional<std::string> get_env(const std::string& name) override {
+    const char* v = ::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  }
+
+  Status unset_env(const std::string& name) override {
+    if (::unsetenv(name.c_str()) != 0) return Error{"unsetenv " + name, std::strerror(errno)};
     return Ok{};
   }
 
@@ -71,7 +89,7 @@ class RealBinder final : public Binder {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    ::execvp(args[0], args.data());
+    faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
     int e = errno;
     ExecFailure f;
     f.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;

@@ -3,6 +3,7 @@
 // layer is tested with a recording fake. RealBinder makes the syscalls; it must only be used on
 // the machine the plan was made for (the CLI refuses a file topology unless --dry-run).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,13 @@ class Binder {
   virtual Status set_cpu_affinity(const CpuSet& cpus) = 0;
   // set_mempolicy for the calling thread; `nodes` are NUMA OS indexes.
   virtual Status set_memory_policy(MemMode mode, const CpuSet& nodes) = 0;
+  // Back to the default policy (allocate on the node of the CPU that runs): undoes
+  // set_memory_policy when a later step of a binding fails.
+  virtual Status reset_memory_policy() = 0;
   virtual Status set_env(const std::string& name, const std::string& value) = 0;
+  // The variable's value now (nullopt when unset), and removing it: undoing set_env.
+  virtual std::optional<std::string> get_env(const std::string& name) = 0;
+  virtual Status unset_env(const std::string& name) = 0;
   // execvp(argv); returns only when the exec failed.
   virtual ExecFailure exec(const std::vector<std::string>& argv) = 0;
 };

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/fault.hpp"
+
 namespace gpubind::sys {
 
 namespace {
@@ -23,13 +25,14 @@ class DirFsRoot final : public FsRoot {
   DirFsRoot& operator=(const DirFsRoot&) = delete;
 
   Result<std::string> read(const std::string& rel) const override {
-    int fd = ::openat(m_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = faultable_path("gpubind/open", full(rel), [&] { return ::openat(m_fd, rel.c_str(), O_RDONLY | O_CLOEXEC); });
     if (fd < 0) return Error{full(rel), errno_text(errno)};
     return read_to_end(fd, full(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
-    int fd = ::openat(m_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = faultable_path("gpubind/open", full(rel),
+                            [&] { return ::openat(m_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
     if (fd < 0) return Error{full(rel), errno_text(errno)};
     DIR* d = ::fdopendir(fd);
     if (!d) {
@@ -49,7 +52,7 @@ class DirFsRoot final : public FsRoot {
 
   Result<std::string> read_link(const std::string& rel) const override {
     char buf[4096];
-    ssize_t n = ::readlinkat(m_fd, rel.c_str(), buf, sizeof buf - 1);
+    ssize_t n = faultable_path("gpubind/readlink", full(rel), [&] { return ::readlinkat(m_fd, rel.c_str(), buf, sizeof buf - 1); });
     if (n < 0) return Error{full(rel), errno_text(errno)};
     return std::string(buf, size_t(n));
   }
@@ -89,7 +92,7 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
   std::string out;
   char buf[16384];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = faultable_path("gpubind/read", what, [&] { return ::read(fd, buf, sizeof buf); });
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
@@ -109,7 +112,7 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
 
 Status write_fully(int fd, std::string_view data) {
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+    ssize_t n = faultable("gpubind/write", [&] { return ::write(fd, data.data(), data.size()); });
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error{"write", errno_text(errno)};
     if (n == 0) return Error{"write", "no progress"};
@@ -127,7 +130,7 @@ PathKind path_kind(const std::string& path) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) return Error{path, errno_text(errno)};
   return read_to_end(fd, path);
 }

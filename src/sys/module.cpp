@@ -3,6 +3,10 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstring>
+
+#include "sys/fault.hpp"
+
 namespace gpubind::sys {
 
 std::string executable_dir() {
@@ -16,6 +20,7 @@ std::string executable_dir() {
 bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
 Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
+  if (int e = injected_errno("gpubind/dlopen")) return Error{path, std::strerror(e)};
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = ::dlerror();

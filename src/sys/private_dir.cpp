@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 
 namespace gpubind::sys {
@@ -32,7 +33,7 @@ std::string ownership_problem(const struct stat& st) {
 
 Result<PrivateDir> PrivateDir::open(const std::string& path, bool create) {
   if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return Error{path, errno_text(errno)};
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
   if (fd < 0) {
     int e = errno;
     struct stat st;
@@ -87,14 +88,15 @@ Result<std::string> PrivateDir::read(const std::string& name, size_t max_bytes) 
 Status PrivateDir::write_atomic(const std::string& name, const std::string& text) const {
   static std::atomic<unsigned> counter{0};
   std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  int fd = ::openat(m_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int fd = faultable_path("gpubind/create", m_path + "/" + name,
+                          [&] { return ::openat(m_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600); });
   if (fd < 0) return Error{m_path + "/" + tmp, errno_text(errno)};
   if (Status s = write_fully(fd, text); !s) {
     ::close(fd);
     ::unlinkat(m_fd, tmp.c_str(), 0);
     return Error{m_path + "/" + tmp, s.error().why};
   }
-  if (::close(fd) != 0 || ::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()) != 0) {
+  if (::close(fd) != 0 || faultable("gpubind/rename", [&] { return ::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()); }) != 0) {
     int e = errno;
     ::unlinkat(m_fd, tmp.c_str(), 0);
     return Error{m_path + "/" + name, errno_text(e)};

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 
 namespace gpubind::sys {
@@ -49,12 +50,24 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
                       bool capture_output, const std::function<Status()>& prepare) {
   if (argv.empty()) return Error{"spawn", "empty command"};
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if (capture_output && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0))
-    return Error{"pipe", std::strerror(errno)};
+  if (capture_output && (faultable("gpubind/pipe", [&] { return ::pipe2(out_pipe, O_CLOEXEC); }) != 0 ||
+                         ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
+    int e = errno;
+    for (int fd : {out_pipe[0], out_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    return Error{"pipe", std::strerror(e)};
+  }
   pid_t parent = ::getpid();
   std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return Error{"fork", std::strerror(errno)};
+  // The point names the spawn: "gpubind/spawn/2" fails the third child this process starts.
+  static unsigned spawns = 0;
+  pid_t pid = faultable_path("gpubind/spawn", std::to_string(spawns++), [] { return ::fork(); });
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    return Error{"fork", std::strerror(e)};
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
     // Killed with gpubind launch, even when launch itself is SIGKILLed; if it already died
@@ -74,7 +87,7 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    ::execvp(args[0], args.data());
+    faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
     int e = errno;
     child_fail(e == ENOENT || e == ENOTDIR ? 127 : 126,
                argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e))));
@@ -98,9 +111,9 @@ namespace {
 // it does not use.
 Result<std::pair<pid_t, std::array<int, 2>>> fork_with_pipe() {
   std::array<int, 2> fds{-1, -1};
-  if (::pipe2(fds.data(), O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+  if (faultable("gpubind/pipe", [&] { return ::pipe2(fds.data(), O_CLOEXEC); }) != 0) return Error{"pipe", std::strerror(errno)};
   std::fflush(nullptr);
-  pid_t pid = ::fork();
+  pid_t pid = faultable("gpubind/fork", [] { return ::fork(); });
   if (pid < 0) {
     int e = errno;
     ::close(fds[0]);
@@ -174,8 +187,13 @@ Result<SignalWatch> SignalWatch::create() {
   sigset_t s = watched_signals();
   if (::sigprocmask(SIG_BLOCK, &s, &g_original_mask) != 0) return Error{"sigprocmask", std::strerror(errno)};
   g_have_original_mask = true;
-  int fd = ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0) return Error{"signalfd", std::strerror(errno)};
+  int fd = faultable("gpubind/signalfd", [&] { return ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK); });
+  if (fd < 0) {
+    int e = errno;
+    ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
+    g_have_original_mask = false;
+    return Error{"signalfd", std::strerror(e)};
+  }
   return SignalWatch(fd);
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 // A Binder that records what it was asked to do instead of doing it, and can be told to fail.
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@ class RecordingBinder : public sys::Binder {
   std::vector<std::string> calls;
   bool fail_affinity = false;
   bool fail_mempolicy = false;
+  std::string fail_env;  // set_env of this variable fails
+  std::map<std::string, std::string> env;  // the environment set_env and unset_env change
 
   Status set_cpu_affinity(const CpuSet& cpus) override {
     calls.push_back("affinity " + cpus.to_list());
@@ -24,8 +28,23 @@ class RecordingBinder : public sys::Binder {
     if (fail_mempolicy) return Error{"set_mempolicy", "Operation not permitted"};
     return Ok{};
   }
+  Status reset_memory_policy() override {
+    calls.push_back("mempolicy default");
+    return Ok{};
+  }
   Status set_env(const std::string& name, const std::string& value) override {
     calls.push_back("env " + name + "=" + value);
+    if (name == fail_env) return Error{"setenv " + name, "Cannot allocate memory"};
+    env[name] = value;
+    return Ok{};
+  }
+  std::optional<std::string> get_env(const std::string& name) override {
+    auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+  Status unset_env(const std::string& name) override {
+    calls.push_back("unset " + name);
+    env.erase(name);
     return Ok{};
   }
   sys::ExecFailure exec(const std::vector<std::string>& argv) override {

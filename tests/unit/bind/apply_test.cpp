@@ -103,6 +103,33 @@ TEST(ApplyBinding, RefusedMemoryPolicyIsAnErrorUnlessBestEffort) {
   EXPECT_FALSE(w.empty());
 }
 
+TEST(ApplyBinding, RefusedEnvironmentUndoesAffinityMemoryPolicyAndVariables) {
+  Fixture f = dgx();
+  testing::RecordingBinder b;
+  b.env["GPUBIND_LOCAL_RANK"] = "from the launcher";  // set before gpubind: must come back
+  b.fail_env = "GPUBIND_CPUS";                       // the third variable set
+  std::vector<std::string> w;
+  auto s = apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().what, "setenv GPUBIND_CPUS");
+  EXPECT_EQ(b.env.size(), 1u);
+  EXPECT_EQ(b.env["GPUBIND_LOCAL_RANK"], "from the launcher");
+  EXPECT_TRUE(has(b.calls, "unset GPUBIND_GPU"));
+  EXPECT_TRUE(has(b.calls, "mempolicy default"));
+  EXPECT_EQ(b.calls.back(), "affinity " + f.machine.allowed_cpus.to_list());
+}
+
+TEST(ApplyBinding, BestEffortKeepsWhatWasApplied) {
+  Fixture f = dgx();
+  testing::RecordingBinder b;
+  b.fail_mempolicy = true;
+  std::vector<std::string> w;
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::yes, w).ok());
+  EXPECT_FALSE(has(b.calls, "mempolicy default"));
+  EXPECT_FALSE(has(b.calls, "affinity " + f.machine.allowed_cpus.to_list()));
+  EXPECT_EQ(b.env.at("GPUBIND_CPUS"), f.plan.ranks[0].cpus.to_list());
+}
+
 TEST(ApplyBinding, PolicyNoneTouchesOnlyTheEnvironment) {
   plan::Request r;
   r.policy = plan::Policy::none;

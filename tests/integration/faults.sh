@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Fault injection (issue 11, docs/FAULTS.md): each syscall wrapper of the sys layer made to fail
+# through its libfiu failure point, on the real binary, and the documented behaviour checked:
+# exec stops with exit 125 and one line before the command runs; launch names the rank that
+# could not start and leaves no process behind; check reports the process it could not read and
+# still judges the others; a cache that cannot be read or written costs a warning, never the
+# binding; short reads and EINTR change nothing.
+#
+# Two parts. libfiu's POSIX preload (fiu-run -x: every read(2) shortened, in gpubind and in
+# libhwloc alike) runs on a build without sanitizers: the preload wraps malloc, which ASan owns.
+# The failure points compiled into the sys layer run on the sanitizer build (make test-asan),
+# configured with -DGPUBIND_FAULT_POINTS=ON. Each build's ctest runs the part it can.
+# Usage: faults.sh GPUBIND FAULT_POINTS(0|1) SANITIZED(0|1)
+set -u
+. "$(dirname "$0")/lib.sh"
+points=${2:-0} sanitized=${3:-0}
+command -v fiu-run >/dev/null || skip "fiu-run is not installed (Debian: fiu-utils)"
+[ "$points" = 1 ] || [ "$sanitized" = 0 ] || skip "a sanitizer build without failure points: neither part can run"
+
+# fiu-run puts its preload library before the sanitizer runtime.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+# ... and its remote-control setup keeps one string for the life of the process.
+printf 'leak:fiu_run_preload.so\n' >"$WORK/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$WORK/lsan.supp:print_suppressions=0"
+export GPUBIND_CACHE_DIR="$WORK/cache"
+EPERM=1 ENOENT=2 EINTR=4 EIO=5 EAGAIN=11 ENOMEM=12 EACCES=13 EINVAL=22 EMFILE=24 ENOSPC=28
+
+# fault "POINT,ERRNO[,onetime]"... -- CMD...: CMD with those points enabled; stdout to $WORK/out,
+# stderr to $WORK/err, the exit status in $rc.
+fault() {
+  local args=()
+  while [ "$1" != -- ]; do
+    IFS=, read -r name err once <<<"$1"
+    args+=(-c "enable name=$name,failinfo=$err${once:+,onetime}")
+    shift
+  done
+  shift
+  fiu-run -f "" "${args[@]}" "$@" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+}
+# one_error PATTERN: stderr is exactly one line, "gpubind: error: ..." matching PATTERN.
+one_error() { [ "$(wc -l <"$WORK/err")" = 1 ] && grep -Eq "^gpubind: error: $1" "$WORK/err"; }
+expect() {  # expect WHAT RC PATTERN: exit status RC, one error line, the command never ran
+  if [ "$rc" = "$2" ] && one_error "$3" && ! grep -q RAN "$WORK/out"; then pass "$1 -> exit $2, one line"
+  else fail "$1: exit $rc, stderr: $(cat "$WORK/err"), stdout: $(cat "$WORK/out")"; fi
+}
+EXEC=("$GPUBIND" exec -q --local-rank 0 --local-size 1)
+VERBOSE_EXEC=("$GPUBIND" exec --local-rank 0 --local-size 1)
+show='echo RAN; echo "cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2)"; env | grep ^GPUBIND_ | grep -v ^GPUBIND_CACHE_DIR= | sort'
+
+# The reference: the same exec with no fault.
+"${EXEC[@]}" -- sh -c "$show" >"$WORK/ref" 2>"$WORK/ref.err" || fail "exec without faults: $(cat "$WORK/ref.err")"
+grep -q RAN "$WORK/ref" || fail "exec without faults did not run its command"
+
+# --- Part 1: short reads everywhere change nothing (libfiu's POSIX preload)
+if [ "$sanitized" = 1 ]; then
+  echo "part 1 (libfiu POSIX preload) skipped: a sanitizer build (the preload's malloc fights ASan's); the plain build runs it"
+else
+  # What gpubind reads itself, through its own read loops: topology files, its cache, /proc.
+  # (Not a live discovery: libhwloc reads each sysfs attribute with one read(2), as the kernel
+  # returns small attributes whole, and under this injection reads e.g. L3 sizes wrong.)
+  short=(fiu-run -x -f "" -c "enable name=posix/io/rw/read/reduce")
+  examples="$(dirname "$0")/../../data/examples"
+  for f in "$examples"/*.json; do
+    "$GPUBIND" topo --topology "$f" --format json >"$WORK/topo.ref" 2>&1
+    "${short[@]}" "$GPUBIND" topo --topology "$f" --format json >"$WORK/topo.short" 2>&1
+    cmp -s "$WORK/topo.ref" "$WORK/topo.short" || fail "topo $(basename "$f") with short reads: $(diff "$WORK/topo.ref" "$WORK/topo.short" | head -5)"
+  done
+  pass "topo of every example JSON: every read(2) shortened -> the same output"
+  for run in 1 2; do  # the cache (filled by the reference run above) read back in pieces
+    "${short[@]}" "${EXEC[@]}" -- sh -c "$show" >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref"; then pass "exec from the cache, run $run: short reads -> the same binding"
+    else fail "exec with short reads: exit $rc, $(diff "$WORK/ref" "$WORK/out") $(cat "$WORK/err")"; fi
+  done
+  rm -rf "$WORK/cache"
+fi
+[ "$points" = 1 ] || { echo "part 2 (failure points) skipped: gpubind was built without them (the sanitizer build of make test has them)"; finish; }
+
+# --- Part 2, exec: every binding syscall, each refused
+fault gpubind/sched_setaffinity,$EINVAL -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: sched_setaffinity EINVAL" 125 "binding local rank 0: sched_setaffinity [0-9,-]+: Invalid argument$"
+fault gpubind/sched_setaffinity,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: sched_setaffinity ENOMEM" 125 "binding local rank 0: sched_setaffinity [0-9,-]+: Cannot allocate memory$"
+fault gpubind/set_mempolicy,$EPERM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: set_mempolicy EPERM" 125 "binding local rank 0: set_mempolicy [0-9,-]+: Operation not permitted$"
+fault gpubind/set_mempolicy,$EINVAL -- "${EXEC[@]}" --mem bind -- sh -c "$show"
+expect "exec: set_mempolicy EINVAL (--mem bind)" 125 "binding local rank 0: set_mempolicy [0-9,-]+: Invalid argument$"
+fault gpubind/setenv,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: setenv ENOMEM" 125 "binding local rank 0: setenv GPUBIND_[A-Z_]+: Cannot allocate memory$"
+fault gpubind/execvp,$EACCES -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: execvp EACCES" 126 "sh: Permission denied$"
+fault gpubind/execvp,$ENOENT -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: execvp ENOENT" 127 "sh: command not found$"
+fault gpubind/execvp,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: execvp ENOMEM" 126 "sh: Cannot allocate memory$"
+# What exec reads before binding: its own affinity, the online CPUs, its cpuset.mems.
+fault gpubind/sched_getaffinity,$EPERM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: sched_getaffinity EPERM" 125 "sched_getaffinity: Operation not permitted$"
+fault gpubind/open/sys/devices/system/cpu/online,$ENOENT -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: /sys/devices/system/cpu/online missing" 125 "/sys/devices/system/cpu/online: No such file or directory$"
+fault gpubind/read/proc/self/status,$EIO -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: /proc/self/status read EIO" 125 "/proc/self/status: Input/output error$"
+
+# --- exec: the topology cache and the hwloc module
+rm -rf "$GPUBIND_CACHE_DIR"
+fault gpubind/create/*,$ENOSPC -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && grep -q "^gpubind: warning: .*No space left on device" "$WORK/err" &&
+  [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then pass "exec: cache file not created (ENOSPC) -> warning, same binding, no file left"
+else fail "exec with an unwritable cache: exit $rc, stderr: $(cat "$WORK/err")"; fi
+fault gpubind/write,$ENOSPC -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then
+  pass "exec: cache write ENOSPC -> same binding, no partial file left"
+else fail "exec with a full disk: exit $rc, files: $(ls "$GPUBIND_CACHE_DIR"), stderr: $(cat "$WORK/err")"; fi
+fault gpubind/rename,$EIO -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then
+  pass "exec: cache rename EIO -> same binding, the temporary file removed"
+else fail "exec with a failing rename: exit $rc, files: $(ls "$GPUBIND_CACHE_DIR"), stderr: $(cat "$WORK/err")"; fi
+fault gpubind/dlopen,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
+expect "exec: hwloc module not loadable, no cache" 125 ".*gpubind-hwloc.so: cannot load hwloc discovery: Cannot allocate memory$"
+"${EXEC[@]}" -- true 2>/dev/null  # fills the cache
+fault "gpubind/open$GPUBIND_CACHE_DIR,$EACCES" -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && grep -q "topology cache not used: .*Permission denied; discovering" "$WORK/err"; then
+  pass "exec: cache directory unreadable -> warning, discovery, same binding"
+else fail "exec with an unreadable cache: exit $rc, stderr: $(cat "$WORK/err")"; fi
+fault gpubind/dlopen,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref"; then pass "exec: a cached topology needs no hwloc module"
+else fail "exec from the cache without the module: exit $rc, stderr: $(cat "$WORK/err")"; fi
+
+fault "gpubind/read/*,$EINTR,onetime" -- "${EXEC[@]}" -- sh -c "$show"
+if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref"; then pass "exec: a read interrupted by a signal (EINTR) is retried"
+else fail "exec with EINTR: exit $rc, stderr: $(cat "$WORK/err")"; fi
+
+# --- launch: a rank that cannot start stops the others; nothing is left behind
+in_groups() {  # live processes whose process group is one of the given ids
+  local g
+  for g in "$@"; do awk -v G="$g" '{ sub(/^.*\) /, ""); if ($3 == G && $1 != "Z") n++ } END { print n + 0 }' /proc/[0-9]*/stat 2>/dev/null; done |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+groups_empty() { [ "$(in_groups "$@")" = 0 ]; }
+rank_cmd='echo $$ > '"$WORK"'/pid.$LOCAL_RANK; sleep 300 & wait'
+rm -f "$WORK"/pid.*
+fault gpubind/spawn/2,$EAGAIN -- timeout 60 "$GPUBIND" launch -q -n 4 --grace 2 -- sh -c "$rank_cmd"
+started=$(cat "$WORK"/pid.* 2>/dev/null)
+if [ $rc = 125 ] && grep -q "^gpubind: error: local rank 2: fork: Resource temporarily unavailable" "$WORK/err" &&
+  [ ! -e "$WORK/pid.2" ] && [ ! -e "$WORK/pid.3" ]; then pass "launch: rank 2 cannot fork -> exit 125, rank 2 named, rank 3 never started"
+else fail "launch with a failing fork: exit $rc, stderr: $(cat "$WORK/err"), started: $(ls "$WORK" | grep pid)"; fi
+wait_until 5 groups_empty $started && pass "launch: ranks 0-1 and their children stopped" || fail "left behind in groups $started"
+fault gpubind/sched_setaffinity,$EINVAL -- timeout 60 "$GPUBIND" launch -q -n 2 --grace 2 -- sh -c "echo RAN"
+if [ $rc = 125 ] && grep -q "sched_setaffinity .*Invalid argument" "$WORK/err" && ! grep -q RAN "$WORK/out"; then
+  pass "launch: a rank's binding refused -> exit 125, its command never ran"
+else fail "launch with a refused binding: exit $rc, stderr: $(cat "$WORK/err")"; fi
+for point in gpubind/fork gpubind/signalfd gpubind/pipe; do
+  err=$EAGAIN; [ $point = gpubind/fork ] || err=$EMFILE
+  args=(-n 2); [ $point = gpubind/pipe ] && args+=(--tag-output)
+  rm -f "$WORK"/pid.*
+  fault $point,$err -- timeout 60 "$GPUBIND" launch -q "${args[@]}" -- sh -c "$rank_cmd"
+  if [ $rc = 1 ] && one_error ".*(fork|signalfd|pipe): (Resource temporarily unavailable|Too many open files)$" && ! ls "$WORK"/pid.* >/dev/null 2>&1; then
+    pass "launch: $point fails -> exit 1, one line, no rank started"
+  else fail "launch with $point failing: exit $rc, stderr: $(cat "$WORK/err"), started: $(ls "$WORK" | grep pid)"; fi
+done
+
+# --- check: a process that vanishes while being read is reported, the others still judged
+sleep 300 & a=$!
+sleep 300 & b=$!
+fault gpubind/read/proc/$a/status,$ENOENT -- "$GPUBIND" check --pid $a --pid $b --json
+ok=$(/usr/bin/python3 -c "
+import json, sys
+d = json.load(open('$WORK/out'))
+pids = [p['pid'] for p in d['processes']]
+print(int(pids == [$b] and len(d['errors']) == 1 and '$a' in d['errors'][0]))" 2>/dev/null)
+if [ $rc = 1 ] && [ "$ok" = 1 ]; then pass "check: PID $a unreadable (ENOENT mid-read) -> exit 1, reported; PID $b still judged"
+else fail "check with a vanishing process: exit $rc, out: $(head -c 400 "$WORK/out"), err: $(cat "$WORK/err")"; fi
+fault gpubind/open/proc/$b/environ,$EACCES -- "$GPUBIND" check --verbose --pid $a --pid $b
+if [ $rc = 0 ] && [ ! -s "$WORK/err" ] && grep -q "^$a " "$WORK/out" && grep -q "^$b " "$WORK/out" &&
+  grep -q "note: environment not readable (Permission denied)" "$WORK/out"; then
+  pass "check: an environment not readable (EACCES) -> a note; both processes judged, exit 0"
+else fail "check with an unreadable environ: exit $rc, out: $(cat "$WORK/out"), err: $(cat "$WORK/err")"; fi
+kill $a $b 2>/dev/null
+wait $a $b 2>/dev/null
+
+finish

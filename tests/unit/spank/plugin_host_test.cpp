@@ -1,0 +1,227 @@
+// The SPANK plugin's entry points driven by a stand-in for slurmstepd: the spank_* calls the
+// plugin makes are answered from a task environment held here, and can be told to fail. Each
+// failure must leave the task as slurmstepd gave it (no CPU affinity, memory policy or GPUBIND_*
+// variable of a binding it does not have) with one line on stderr: a warning and return 0, or
+// -1 with `strict`. The failures of the binding syscalls come from the sys layer's libfiu
+// failure points (docs/FAULTS.md), compiled into the sanitizer build only.
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#ifdef GPUBIND_FAULT_POINTS
+#include <fiu-control.h>
+#include <fiu.h>
+#endif
+
+#include "util/cpuset.hpp"
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av);
+extern "C" int slurm_spank_task_init(spank_t sp, int ac, char** av);
+
+namespace {
+
+// What slurmstepd holds for the task.
+struct Host {
+  std::map<std::string, std::string> env;
+  std::string refuse_setenv;  // spank_setenv of this variable fails
+  std::vector<std::string> slurm_errors;
+};
+Host g_host;
+
+}  // namespace
+
+extern "C" {
+spank_context_t spank_context(void) { return S_CTX_REMOTE; }
+spank_err_t spank_option_register(spank_t, struct spank_option*) { return spank_err_t(ESPANK_SUCCESS); }
+spank_err_t spank_getenv(spank_t, const char* var, char* buf, int len) {
+  auto it = g_host.env.find(var);
+  if (it == g_host.env.end()) return spank_err_t(ESPANK_ENV_NOEXIST);
+  if (int(it->second.size()) >= len) return spank_err_t(ESPANK_NOSPACE);
+  std::snprintf(buf, size_t(len), "%s", it->second.c_str());
+  return spank_err_t(ESPANK_SUCCESS);
+}
+spank_err_t spank_setenv(spank_t, const char* var, const char* val, int) {
+  if (g_host.refuse_setenv == var) return spank_err_t(ESPANK_ERROR);
+  g_host.env[var] = val;
+  return spank_err_t(ESPANK_SUCCESS);
+}
+spank_err_t spank_unsetenv(spank_t, const char* var) {
+  g_host.env.erase(var);
+  return spank_err_t(ESPANK_SUCCESS);
+}
+const char* spank_strerror(spank_err_t e) { return e == ESPANK_ERROR ? "Generic error" : "other spank error"; }
+void slurm_error(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_host.slurm_errors.push_back(buf);
+}
+}
+
+namespace {
+
+using gpubind::CpuSet;
+
+// This thread's CPUs, read with the syscall itself: the sys layer's reader may be the one a
+// test made fail.
+std::string affinity_now() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "unknown";
+  CpuSet out;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.set(c);
+  return out.to_list();
+}
+
+class SpankHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_host = Host{};
+    // Two tasks on this node, this one local rank 0, as srun -n 2 exports them.
+    g_host.env = {{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "2"}, {"SLURM_NODEID", "0"}, {"GPUBIND_CPUS", "from the user"}};
+    m_affinity = affinity_now();
+    m_config = ::testing::TempDir() + "gpubind-spank-host.conf";
+    std::ofstream(m_config) << "cache_dir = off\n";
+  }
+  void TearDown() override {
+    // What a failed test left (a binding) must not narrow the tests after it.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (unsigned c : CpuSet::parse_list(m_affinity)->ids()) CPU_SET(c, &set);
+    sched_setaffinity(0, sizeof set, &set);
+    syscall(SYS_set_mempolicy, 0, nullptr, 0);
+#ifdef GPUBIND_FAULT_POINTS
+    if (!m_point.empty()) fiu_disable(m_point.c_str());
+#endif
+  }
+
+  // slurm_spank_init with these plugstack.conf arguments, then slurm_spank_task_init; stderr in
+  // m_stderr.
+  int run_task(std::vector<std::string> args) {
+    args.push_back("config=" + m_config);
+    std::vector<char*> av;
+    for (std::string& a : args) av.push_back(a.data());
+    if (int rc = slurm_spank_init(nullptr, int(av.size()), av.data()); rc != 0) return rc;
+    ::testing::internal::CaptureStderr();
+    int rc = slurm_spank_task_init(nullptr, 0, nullptr);
+    m_stderr = ::testing::internal::GetCapturedStderr();
+    return rc;
+  }
+
+  // Nothing of a binding: the affinity slurmstepd gave, and the user's own variable untouched.
+  void expect_unbound() {
+    EXPECT_EQ(affinity_now(), m_affinity);
+    EXPECT_EQ(g_host.env["GPUBIND_CPUS"], "from the user");
+    for (const auto& [k, v] : g_host.env)
+      if (k != "GPUBIND_CPUS") {
+        EXPECT_NE(k.rfind("GPUBIND_", 0), 0u) << k << "=" << v;
+      }
+  }
+  void expect_one_line(const std::string& start, const std::string& part) {
+    EXPECT_EQ(std::count(m_stderr.begin(), m_stderr.end(), '\n'), 1) << m_stderr;
+    EXPECT_EQ(m_stderr.rfind(start, 0), 0u) << m_stderr;
+    EXPECT_NE(m_stderr.find(part), std::string::npos) << m_stderr;
+  }
+
+  std::string m_affinity;  // as slurmstepd gave it
+  std::string m_point;  // the failure point a test enabled
+  std::string m_config;
+  std::string m_stderr;
+};
+
+TEST_F(SpankHost, BindsTheTaskAndExportsItsBinding) {
+  ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+  ASSERT_TRUE(g_host.env.count("GPUBIND_CPUS"));
+  EXPECT_NE(g_host.env["GPUBIND_CPUS"], "from the user");
+  EXPECT_EQ(affinity_now(), g_host.env["GPUBIND_CPUS"]);
+}
+
+TEST_F(SpankHost, RefusedSetenvLeavesTheTaskUnbound) {
+  g_host.refuse_setenv = "GPUBIND_MEM";
+  EXPECT_EQ(run_task({"default=closest"}), 0);
+  expect_one_line("gpubind: warning (task runs unbound): ", "spank_setenv GPUBIND_MEM: Generic error");
+  expect_unbound();
+}
+
+TEST_F(SpankHost, StrictFailsTheTaskWhenSetenvIsRefused) {
+  g_host.refuse_setenv = "GPUBIND_MEM";
+  EXPECT_EQ(run_task({"default=closest", "strict"}), -1);
+  expect_one_line("gpubind: error: ", "spank_setenv GPUBIND_MEM");
+  expect_unbound();
+}
+
+TEST_F(SpankHost, MissingTopologyFileWarnsOrFailsWithStrict) {
+  EXPECT_EQ(run_task({"default=closest", "topology=/nonexistent/gpubind.json"}), 0);
+  expect_one_line("gpubind: warning (task runs unbound): ", "/nonexistent/gpubind.json");
+  expect_unbound();
+  EXPECT_EQ(run_task({"default=closest", "topology=/nonexistent/gpubind.json", "strict"}), -1);
+  expect_one_line("gpubind: error: ", "/nonexistent/gpubind.json");
+  expect_unbound();
+}
+
+TEST_F(SpankHost, UnreadableConfigWarnsOrFailsWithStrict) {
+  m_config = "/nonexistent/gpubind.conf";
+  EXPECT_EQ(run_task({"default=closest"}), 0);
+  expect_one_line("gpubind: warning (task runs unbound): ", "/nonexistent/gpubind.conf");
+  expect_unbound();
+}
+
+TEST_F(SpankHost, BadPlugstackArgumentFailsInitWithOneSlurmError) {
+  EXPECT_EQ(run_task({"default=closest", "colour=blue"}), -1);
+  ASSERT_EQ(g_host.slurm_errors.size(), 1u);
+  EXPECT_NE(g_host.slurm_errors[0].find("colour"), std::string::npos) << g_host.slurm_errors[0];
+}
+
+// The binding syscalls refused inside slurmstepd: each a warning and an unbound task, or -1
+// with strict; slurmstepd itself goes on.
+class SpankHostFaults : public SpankHost, public ::testing::WithParamInterface<std::pair<const char*, int>> {};
+
+TEST_P(SpankHostFaults, RefusedSyscallLeavesTheTaskUnbound) {
+#ifndef GPUBIND_FAULT_POINTS
+  GTEST_SKIP() << "built without failure points (the sanitizer build of make test has them)";
+#else
+  auto [point, err] = GetParam();
+  ASSERT_EQ(fiu_init(0), 0);
+  m_point = point;
+  ASSERT_EQ(fiu_enable(point, 1, reinterpret_cast<void*>(long(err)), 0), 0);
+  EXPECT_EQ(run_task({"default=closest"}), 0);
+  expect_one_line("gpubind: warning (task runs unbound): ", std::strerror(err));
+  expect_unbound();
+  EXPECT_EQ(run_task({"default=closest", "strict"}), -1);
+  expect_one_line("gpubind: error: ", std::strerror(err));
+  expect_unbound();
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Syscalls, SpankHostFaults,
+                         ::testing::Values(std::make_pair("gpubind/sched_setaffinity", EINVAL),
+                                           std::make_pair("gpubind/set_mempolicy", EPERM),
+                                           std::make_pair("gpubind/set_mempolicy", ENOMEM),
+                                           std::make_pair("gpubind/sched_getaffinity", EPERM),
+                                           std::make_pair("gpubind/read/proc/self/status", EIO)),
+                         [](const auto& p) {  // e.g. set_mempolicy_errno_1
+                           std::string name = std::string(p.param.first).substr(8) + "_errno_" + std::to_string(p.param.second);
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+}  // namespace
