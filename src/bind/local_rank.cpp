@@ -64,7 +64,8 @@ std::optional<std::vector<unsigned>> expand_slurm_counts(const std::string& s) {
     }
     auto n = parse_uint(part);
     if (!n || *n > 1000000) return std::nullopt;
-    for (unsigned i = 0; i < repeat; ++i) out.push_back(unsigned(*n));
+    if (repeat > kMaxSlurmNodes - out.size()) return std::nullopt;
+    out.insert(out.end(), repeat, unsigned(*n));
   }
   return out;
 }

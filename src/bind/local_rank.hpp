@@ -27,7 +27,9 @@ Result<std::optional<LocalRank>> detect_local_rank(const std::map<std::string, s
 // The variables detect_local_rank reads, for copying them out of the process environment.
 const std::vector<std::string>& local_rank_env_names();
 
-// Expands Slurm's compressed task counts "2(x3),1" -> {2,2,2,1}; nullopt when malformed.
+// Expands Slurm's compressed task counts "2(x3),1" -> {2,2,2,1}; nullopt when malformed or
+// when it names more than kMaxSlurmNodes nodes (a 130 KB value could otherwise ask for 4 GB).
+inline constexpr size_t kMaxSlurmNodes = 1u << 20;
 std::optional<std::vector<unsigned>> expand_slurm_counts(const std::string& s);
 
 }  // namespace gpubind::bind

@@ -14,6 +14,10 @@ namespace gpubind::discover {
 
 namespace {
 
+// A topology file of the largest real machines is a few MiB (hwloc XML of 8192 CPUs, NCCL XML
+// of 64 GPUs and NICs); anything past this is refused before it is parsed (docs/cli.md, "Limits").
+constexpr size_t kMaxTopologyFileBytes = 64u << 20;
+
 bool has_archive_suffix(const std::string& s) {
   for (const char* suf : {".tar.bz2", ".tbz2", ".tbz", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar"})
     if (s.ends_with(suf)) return true;
@@ -132,7 +136,7 @@ Result<SourceKind> detect_source(const std::string& spec) {
     case sys::PathKind::directory: return SourceKind::fsroot;
     case sys::PathKind::file: {
       if (has_archive_suffix(spec)) return SourceKind::archive;
-      auto text = sys::read_file(spec);
+      auto text = sys::read_file(spec, kMaxTopologyFileBytes);
       if (!text) return text.error();
       return detect_file(spec, *text);
     }
@@ -189,7 +193,7 @@ Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const
     }
     case SourceKind::nccl_xml:
     case SourceKind::gpubind_json: {
-      auto text = sys::read_file(spec);
+      auto text = sys::read_file(spec, kMaxTopologyFileBytes);
       if (!text) return text.error();
       return kind == SourceKind::nccl_xml ? load_nccl_xml(*text, origin) : load_json(spec, *text);
     }

@@ -39,7 +39,8 @@ std::vector<CoreSlot> pu_slots(const std::vector<const CoreSlot*>& cores, const 
 }
 
 std::string ranks_text(const std::vector<size_t>& members) {
-  return (members.size() == 1 ? "rank " : "ranks ") + join_numbers(std::vector<unsigned>(members.begin(), members.end()));
+  // A warning about 4096 ranks stays one short line ("ranks 0-4095").
+  return (members.size() == 1 ? "rank " : "ranks ") + join_number_runs(std::vector<unsigned>(members.begin(), members.end()));
 }
 
 std::vector<const CoreSlot*> CoreTable::within(const CpuSet& cpus) const {

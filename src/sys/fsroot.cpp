@@ -129,10 +129,10 @@ PathKind path_kind(const std::string& path) {
   return PathKind::other;
 }
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
   if (fd < 0) return Error{path, errno_text(errno)};
-  return read_to_end(fd, path);
+  return read_to_end(fd, path, max_bytes);
 }
 
 std::string user_id() { return std::to_string(::geteuid()); }

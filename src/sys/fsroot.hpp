@@ -37,7 +37,8 @@ Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir);
 // --- plain file-system helpers for loaders (not under a root) ---
 enum class PathKind { missing, file, directory, other };
 PathKind path_kind(const std::string& path);
-Result<std::string> read_file(const std::string& path);
+// The whole file; an Error when it is larger than `max_bytes`.
+Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
 // Reads `fd` to its end and closes it. An Error naming `what` when a read fails or the content
 // grows past `max_bytes`.
 Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes = SIZE_MAX);

@@ -61,6 +61,7 @@ Result<CpuSet> get_cpus(const json& obj, const char* key, const std::string& whe
   if (!s) return s.error();
   auto c = CpuSet::parse_list(*s);
   if (!c) return Error{"topology JSON " + where + "." + key, c.error().message()};
+  if (!c->empty() && *c->last() > kMaxCpuId) return Error{"topology JSON " + where + "." + key, cpu_limit_problem(*c->last())};
   return *c;
 }
 
@@ -225,11 +226,15 @@ Result<Topology> from_json(const json& j) {
     t.allowed_cpus = t.cpus;
   }
 
-  auto each = [&](const char* key, bool required, auto&& fn) -> Status {
+  // Each array is bounded before its entries are read (docs/cli.md, "Limits").
+  auto each = [&](const char* key, bool required, auto&& fn, size_t max_entries = kMaxCpuId + 1) -> Status {
     auto f = field(j, key, "", required);
     if (!f) return f.error();
     if (!*f) return Ok{};
     if (!(*f)->is_array()) return Error{std::string("topology JSON ") + key, "expected an array"};
+    if ((*f)->size() > max_entries)
+      return Error{std::string("topology JSON ") + key, std::to_string((*f)->size()) + " entries, more than gpubind's limit of " +
+                                                            std::to_string(max_entries)};
     for (size_t i = 0; i < (*f)->size(); ++i) {
       Status s = fn((**f)[i], std::string(key) + "[" + std::to_string(i) + "]");
       if (!s) return s;
@@ -270,14 +275,14 @@ Result<Topology> from_json(const json& j) {
     }
     t.numa_nodes.push_back(n);
     return Ok{};
-  });
+  }, kMaxNumaNodeId + 1);
   if (!s) return s.error();
   s = each("distances", false, [&](const json& e, const std::string& w) -> Status {
     auto row = get_uint_array(e, w);
     if (!row) return row.error();
     t.distances.push_back(*row);
     return Ok{};
-  });
+  }, kMaxNumaNodeId + 1);
   if (!s) return s.error();
   s = each("l3_domains", false, [&](const json& e, const std::string& w) -> Status {
     L3Domain l;
@@ -295,6 +300,7 @@ Result<Topology> from_json(const json& j) {
     if (!e.is_string()) return Error{"topology JSON " + w, "expected a cpulist string"};
     auto c = CpuSet::parse_list(e.get<std::string>());
     if (!c) return Error{"topology JSON " + w, c.error().message()};
+    if (!c->empty() && *c->last() > kMaxCpuId) return Error{"topology JSON " + w, cpu_limit_problem(*c->last())};
     t.cores.push_back(Core{*c});
     return Ok{};
   });
@@ -331,7 +337,7 @@ Result<Topology> from_json(const json& j) {
     }
     t.gpus.push_back(g);
     return Ok{};
-  });
+  }, kMaxDevices);
   if (!s) return s.error();
   s = each("nics", false, [&](const json& e, const std::string& w) -> Status {
     Nic n;
@@ -341,7 +347,7 @@ Result<Topology> from_json(const json& j) {
     if (Status d = read_device(e, w, n); !d) return d;
     t.nics.push_back(n);
     return Ok{};
-  });
+  }, kMaxDevices);
   if (!s) return s.error();
   s = each("links", false, [&](const json& e, const std::string& w) -> Status {
     GpuLink l;
@@ -360,7 +366,7 @@ Result<Topology> from_json(const json& j) {
     l.count = unsigned(*count);
     t.links.push_back(l);
     return Ok{};
-  });
+  }, kMaxDevices * 64);
   if (!s) return s.error();
   auto warnings = get_string_array(j, "warnings", "");
   if (!warnings) return warnings.error();

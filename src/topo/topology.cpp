@@ -142,8 +142,38 @@ std::vector<std::string> machine_differences(const Topology& machine, const Topo
   return out;
 }
 
+std::string cpu_limit_problem(unsigned id) {
+  return "CPU " + std::to_string(id) + " is beyond gpubind's limit of CPU " + std::to_string(kMaxCpuId) +
+         " (Linux's NR_CPUS is at most 8192)";
+}
+
+std::string numa_limit_problem(unsigned id) {
+  return "NUMA node " + std::to_string(id) + " is beyond gpubind's limit of node " + std::to_string(kMaxNumaNodeId) +
+         " (Linux's MAX_NUMNODES is at most 1024)";
+}
+
+std::string device_limit_problem(size_t count, const char* what) {
+  return std::to_string(count) + " " + what + " is more than gpubind's limit of " + std::to_string(kMaxDevices);
+}
+
 Status validate(const Topology& t) {
   if (t.cpus.empty()) return Error{"topology", "it has no processing units (PUs)"};
+  if (*t.cpus.last() > kMaxCpuId) return Error{"topology", cpu_limit_problem(*t.cpus.last())};
+  for (const NumaNode& n : t.numa_nodes)
+    if (n.os_index > kMaxNumaNodeId) return Error{"topology", numa_limit_problem(n.os_index)};
+  auto device_nodes = [](const PciDevice& d, const std::vector<unsigned>& more) -> Status {
+    std::vector<unsigned> all = d.numa.value_or(std::vector<unsigned>{});
+    all.insert(all.end(), more.begin(), more.end());
+    for (unsigned m : all)
+      if (m > kMaxNumaNodeId) return Error{"topology", numa_limit_problem(m)};
+    return Ok{};
+  };
+  for (const Gpu& g : t.gpus)
+    if (Status s = device_nodes(g, g.memory_numa); !s) return s;
+  for (const Nic& n : t.nics)
+    if (Status s = device_nodes(n, {}); !s) return s;
+  if (t.gpus.size() > kMaxDevices) return Error{"topology", device_limit_problem(t.gpus.size(), "GPUs")};
+  if (t.nics.size() > kMaxDevices) return Error{"topology", device_limit_problem(t.nics.size(), "NICs")};
   if (!t.allowed_cpus.is_subset_of(t.cpus)) return Error{"topology", "allowed CPUs are not a subset of its CPUs"};
   if (t.allowed_cpus.empty()) return Error{"topology", "none of its CPUs is allowed"};
   // Every PU in exactly one core: the planner hands out whole cores and counts them.

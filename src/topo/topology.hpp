@@ -135,7 +135,21 @@ std::optional<unsigned> nvidia_compute_capability(uint16_t device_id);
 // corrected copy of it with GPU locality filled in.
 std::vector<std::string> machine_differences(const Topology& machine, const Topology& other);
 
-// Checks the invariants every loader must meet; returns the first violation.
+// What a topology may describe (docs/cli.md, "Limits"): twice Linux's own ceilings (NR_CPUS
+// is at most 8192, MAX_NUMNODES at most 1024), so every real machine fits, while a small hostile
+// file cannot make gpubind allocate gigabytes (a CPU set reaching CPU 1048575 is 128 KiB, and a
+// topology holds one per core).
+inline constexpr unsigned kMaxCpuId = 16383;
+inline constexpr unsigned kMaxNumaNodeId = 2047;
+inline constexpr size_t kMaxDevices = 4096;  // GPUs, and NICs, each
+// The one-line reasons for a value past a limit, shared by validate and the loaders that check
+// while reading.
+std::string cpu_limit_problem(unsigned id);
+std::string numa_limit_problem(unsigned id);
+std::string device_limit_problem(size_t count, const char* what);
+
+// Checks the invariants every loader must meet, the limits above included; returns the first
+// violation.
 Status validate(const Topology& t);
 
 }  // namespace gpubind::topo

@@ -141,4 +141,18 @@ std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep) {
   return out;
 }
 
+std::string join_number_runs(const std::vector<unsigned>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(v[i]);
+    if (j >= i + 2) out += "-" + std::to_string(v[j]);
+    else if (j == i + 1) out += "," + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 }  // namespace gpubind

@@ -26,5 +26,8 @@ std::string one_line(std::string_view s);
 std::string text_problem(std::string_view s);
 // Joins numbers with a separator: {0,1} -> "0,1".
 std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep = ",");
+// "0,1,5-9": runs of three or more consecutive numbers as ranges, so a list of thousands of
+// ranks stays short; pairs stay "0,1".
+std::string join_number_runs(const std::vector<unsigned>& v);
 
 }  // namespace gpubind

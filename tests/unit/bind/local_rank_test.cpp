@@ -86,4 +86,17 @@ TEST(LocalRank, ExpandsSlurmCounts) {
   EXPECT_FALSE(expand_slurm_counts("x").has_value());
 }
 
+TEST(LocalRank, SlurmCountsNamingMoreThanTheNodeLimitAreRefused) {
+  // 10 parts of 100000 nodes each fit; the audit's 130 KB value (about 13000 such parts, 1.3e9
+  // entries) is refused at the part that passes the limit, not expanded.
+  std::string fits, huge;
+  for (int i = 0; i < 10; ++i) fits += std::string(i ? "," : "") + "2(x100000)";
+  for (int i = 0; i < 13000; ++i) huge += std::string(i ? "," : "") + "2(x100000)";
+  ASSERT_TRUE(expand_slurm_counts(fits).has_value());
+  EXPECT_EQ(expand_slurm_counts(fits)->size(), 1000000u);
+  EXPECT_FALSE(expand_slurm_counts(huge).has_value());
+  EXPECT_FALSE(expand_slurm_counts(fits + ",1(x48577)").has_value());
+  EXPECT_TRUE(expand_slurm_counts(fits + ",1(x48576)").has_value());
+}
+
 }  // namespace gpubind::bind

@@ -96,4 +96,33 @@ TEST(TopologyJson, RejectsMissingCores) {
   EXPECT_NE(t.error().message().find("cores"), std::string::npos);
 }
 
+// Limits (docs/cli.md): a count or index past them is refused before anything is built for it.
+TEST(TopologyJson, RefusesMoreGpusThanTheLimitBeforeReadingThem) {
+  nlohmann::json j = read_example("gh200.json");
+  j["gpus"] = nlohmann::json::array();
+  for (size_t i = 0; i <= kMaxDevices; ++i) j["gpus"].push_back(nullptr);  // entries never read
+  auto t = from_json(j);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message(), "topology JSON gpus: 4097 entries, more than gpubind's limit of 4096");
+}
+
+TEST(TopologyJson, RefusesACoreBeyondTheCpuLimit) {
+  nlohmann::json j = read_example("gh200.json");
+  j["cores"].push_back(std::to_string(kMaxCpuId + 1));
+  auto t = from_json(j);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find("CPU 16384 is beyond gpubind's limit of CPU 16383"), std::string::npos) << t.error().message();
+}
+
+TEST(TopologyValidate, RefusesDeviceNumaNodesBeyondTheLimit) {
+  auto t = from_json(read_example("dgx-h100.json"));
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(validate(*t).ok());
+  ASSERT_FALSE(t->nics.empty());
+  t->nics[0].numa = std::vector<unsigned>{kMaxNumaNodeId + 1};
+  auto s = validate(*t);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("NUMA node 2048 is beyond"), std::string::npos) << s.error().message();
+}
+
 }  // namespace gpubind::topo

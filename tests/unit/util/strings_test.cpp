@@ -24,4 +24,14 @@ TEST(Strings, HumanBytesUsesBinaryUnits) {
   EXPECT_EQ(human_bytes(1536ull * 1024 * 1024), "1.5 GiB");
 }
 
+TEST(Strings, JoinNumberRunsShortensRunsOfThreeOrMore) {
+  EXPECT_EQ(join_number_runs({}), "");
+  EXPECT_EQ(join_number_runs({4}), "4");
+  EXPECT_EQ(join_number_runs({4, 5}), "4,5");
+  EXPECT_EQ(join_number_runs({0, 1, 2, 3, 7, 9, 10}), "0-3,7,9,10");
+  std::vector<unsigned> many(4096);
+  for (unsigned i = 0; i < many.size(); ++i) many[i] = i;
+  EXPECT_EQ(join_number_runs(many), "0-4095");
+}
+
 }  // namespace gpubind
