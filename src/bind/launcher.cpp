@@ -74,8 +74,13 @@ struct Rank {
   sys::Spawned proc;
   bool running = false;
   Clock::time_point start;
+  Clock::time_point ended;  // when it was reaped
   Sink out, err;
 };
+
+// How long a rank's output is still read after it ended: what it wrote just before exiting is
+// in the pipe, but a process it detached (setsid, a daemon) may hold the pipe open for ever.
+constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);
 
 // Writes the complete lines of `s.pending` to the sink (the console copy prefixed with
 // "[RANK] " when tagging); keeps the incomplete tail unless `final_flush`.
@@ -235,10 +240,13 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       }
     }
     int timeout = -1;
-    if (stop == Stop::grace) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - Clock::now()).count();
-      timeout = int(std::clamp<long long>(left, 0, 1000000));
-    }
+    auto wake_by = [&](Clock::time_point t) {
+      auto left = std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count(), 0, 1000000);
+      timeout = timeout < 0 ? int(left) : std::min(timeout, int(left));
+    };
+    if (stop == Stop::grace) wake_by(kill_at);
+    for (const Rank& r : ranks)
+      if (!r.running && (r.proc.out_fd >= 0 || r.proc.err_fd >= 0)) wake_by(r.ended + kDrainAfterExit);
     for (size_t idx : sys::wait_readable(fds, timeout)) {
       if (idx == 0) {
         for (int sig : watch->drain()) {
@@ -269,6 +277,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       if (it == by_pid.end()) continue;
       Rank& r = ranks[it->second];
       r.running = false;
+      r.ended = Clock::now();
       r.outcome.wall_seconds = std::chrono::duration<double>(Clock::now() - r.start).count();
       r.outcome.signal = e.signal;
       r.outcome.exit_code = e.signal ? 128 + e.signal : e.exit_code;
@@ -281,6 +290,15 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
         start_grace();
       }
     }
+    // A rank that ended kDrainAfterExit ago: its output is done, whoever still holds the pipe.
+    for (Rank& r : ranks)
+      if (!r.running && Clock::now() >= r.ended + kDrainAfterExit)
+        for (auto [fd, sink] : {std::pair{&r.proc.out_fd, &r.out}, std::pair{&r.proc.err_fd, &r.err}})
+          if (*fd >= 0) {
+            emit_lines(*sink, spec.tag_output, r.outcome.global_rank, true);
+            sys::close_fd(*fd);
+            *fd = -1;
+          }
     if (stop == Stop::grace && Clock::now() >= kill_at) {
       terminate_others(SIGKILL);
       stop = Stop::killed;  // from here only SIGCHLD and output wake the loop

@@ -106,7 +106,7 @@ int cmd_check(const std::vector<std::string>& args) {
   check::Report report = check::judge(*topo, std::move(states), errors);
   for (const Error& e : report.errors) fail(e, kExitFailure);
   if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
-  std::string out = json ? render::check_json(report).dump(2) + "\n" : render::check_text(report, verbose);
+  std::string out = json ? json_text(render::check_json(report)) : render::check_text(report, verbose);
   if (!report.processes.empty() || json) std::fwrite(out.data(), 1, out.size(), stdout);
   if (!report.errors.empty()) return kExitFailure;
   return report.has_findings() ? kExitCheckFindings : kExitOk;

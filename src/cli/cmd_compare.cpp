@@ -126,7 +126,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   j["warnings"] = warnings;
   print_warnings(warnings, o.quiet);
   if (json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::fputs(json_text(j).c_str(), stdout);
     return kExitOk;
   }
   std::printf("Compare: %zu rank(s) on %s\n\n%s", ranks, topo->origin.c_str(), t.str().c_str());

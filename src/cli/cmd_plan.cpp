@@ -53,7 +53,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   print_warnings(plan->warnings, o.quiet);
   std::string out;
   if (format == "table") out = render::plan_table(*plan, explain);
-  else if (format == "json") out = render::plan_json(*plan, explain).dump(2) + "\n";
+  else if (format == "json") out = json_text(render::plan_json(*plan, explain));
   else if (format == "env") out = render::plan_env(*plan, *rank);
   else if (format == "slurm") out = render::plan_slurm(*plan);
   else if (format == "rankfile" || format == "rankfile-logical") {

@@ -38,7 +38,7 @@ int cmd_topo(const std::vector<std::string>& args) {
   std::string out;
   if (format == "table") out = render::topo_table(*topo);
   else if (format == "matrix") out = render::topo_matrix(*topo);
-  else if (format == "json") out = topo::to_json(*topo).dump(2) + "\n";
+  else if (format == "json") out = json_text(topo::to_json(*topo));
   else out = discover::to_hwloc_xml(*topo);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;

@@ -74,4 +74,8 @@ std::map<std::string, std::string> environment_of(const std::vector<std::string>
   return env;
 }
 
+std::string json_text(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace gpubind::cli

@@ -2,6 +2,8 @@
 // What every subcommand shares: the error line format, --topology resolution, flag parsing glue.
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -28,6 +30,10 @@ void add_quiet_option(CLI::App& app, bool& target);
 // command, unless --quiet. Control characters (a newline in a device name) are escaped so one
 // warning stays one line.
 void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+
+// JSON output, indented, ending in a newline. Bytes that are not UTF-8 (a process name or
+// command line read from /proc) become U+FFFD instead of failing the whole output.
+std::string json_text(const nlohmann::ordered_json& j);
 
 // Parses args with CLI11. Returns -1 when the command should go on, else the exit status to
 // return (0 after --help, `usage_exit` after a usage error, which it reports in gpubind's format).

@@ -25,7 +25,7 @@ std::string verdicts(const ProcessReport& p) {
 
 std::string rank_of(const ProcessReport& p) {
   for (const char* k : {"GPUBIND_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"})
-    if (auto it = p.state.env.find(k); it != p.state.env.end()) return it->second;
+    if (auto it = p.state.env.find(k); it != p.state.env.end()) return one_line(it->second);
   return "-";
 }
 
@@ -34,7 +34,7 @@ std::string rank_of(const ProcessReport& p) {
 std::string check_text(const check::Report& r, bool verbose) {
   TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU NODE", "CPUS ALLOWED", "THREADS", "VERDICT"});
   for (const ProcessReport& p : r.processes)
-    t.add({std::to_string(p.state.pid), rank_of(p), p.state.comm, p.gpus.empty() ? "-" : join(p.gpus, ","),
+    t.add({std::to_string(p.state.pid), rank_of(p), one_line(p.state.comm), p.gpus.empty() ? "-" : join(p.gpus, ","),
            p.gpu_nodes.empty() ? (p.gpus.empty() ? "-" : "unknown") : join_numbers(p.gpu_nodes), p.state.cpus_allowed.to_list(),
            std::to_string(p.state.threads.size()), verdicts(p)});
   std::string out = t.str();
@@ -48,7 +48,7 @@ std::string check_text(const check::Report& r, bool verbose) {
   }
   if (verbose) {
     for (const ProcessReport& p : r.processes) {
-      out += "\nPID " + std::to_string(p.state.pid) + " (" + p.state.comm + ")" +
+      out += "\nPID " + std::to_string(p.state.pid) + " (" + one_line(p.state.comm) + ")" +
              (p.gpu_source.empty() ? "" : ", GPU from " + p.gpu_source) +
              (p.intended_cpus ? ", gpubind applied CPUs " + p.intended_cpus->to_list() : "") + ":\n";
       TextTable th({"TID", "NAME", "CPUS ALLOWED", "MEMS", "LAST CPU", "MIGRATIONS", "CTXSW VOL/INVOL", "NOTE"});
@@ -57,7 +57,7 @@ std::string check_text(const check::Report& r, bool verbose) {
         if (std::find(p.threads_off_node.begin(), p.threads_off_node.end(), x.tid) != p.threads_off_node.end()) note = "off GPU node";
         if (std::find(p.threads_drifted.begin(), p.threads_drifted.end(), x.tid) != p.threads_drifted.end())
           note += std::string(note.empty() ? "" : ", ") + "drifted";
-        th.add({std::to_string(x.tid), x.comm, x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
+        th.add({std::to_string(x.tid), one_line(x.comm), x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
                 x.last_cpu ? std::to_string(*x.last_cpu) : "?", x.migrations ? std::to_string(*x.migrations) : "?",
                 std::to_string(x.voluntary_switches) + "/" + std::to_string(x.involuntary_switches), note.empty() ? "-" : note});
       }
@@ -67,7 +67,7 @@ std::string check_text(const check::Report& r, bool verbose) {
         for (const auto& [n, c] : *p.state.pages_per_node) pages += (pages.empty() ? "" : ", ") + std::string("node ") + std::to_string(n) + ": " + std::to_string(c);
         out += "  resident pages: " + pages + "\n";
       }
-      for (const std::string& n : p.state.notes) out += "  note: " + n + "\n";
+      for (const std::string& n : p.state.notes) out += "  note: " + one_line(n) + "\n";
     }
   }
   size_t ok = 0, found = 0, nogpu = 0;

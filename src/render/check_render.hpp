@@ -1,6 +1,8 @@
 #pragma once
 // Renderings of a check::Report: a table with one line per process (and per thread with
-// verbose), the findings' reasons, and JSON.
+// verbose), the findings' reasons, and JSON. Names and values read from a process (its name,
+// its threads' names, its environment) are shown escaped: a name holding a terminal escape or a
+// newline is text, not a command to the terminal.
 #include <nlohmann/json.hpp>
 #include <string>
 

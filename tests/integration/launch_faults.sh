@@ -92,4 +92,14 @@ echo "$out" | grep -qE '^\[0\] 0 0 2 2 0 127\.0\.0\.1 [0-9]+$' && echo "$out" | 
 printf "data\n" >"$WORK/notexec"; chmod 644 "$WORK/notexec"
 "$GPUBIND" launch -n 1 -- "$WORK/notexec" 2>/dev/null; rc=$?
 [ $rc = 126 ] && pass "not executable -> 126" || fail "not executable -> $rc"
+
+# 8. --tag-output with a grandchild that detaches (setsid) and keeps the output pipe (issue 12):
+# launch read until that process closed it, 60 s here. Now it stops reading shortly after the
+# rank exits, with the rank's last line (no newline) still printed.
+timeout 30 "$GPUBIND" launch -q -n 1 --tag-output -- sh -c "setsid sleep 60 & echo \$! > $WORK/detached; echo first; sleep 0.2; printf last" >"$WORK/out" 2>/dev/null
+rc=$?
+if [ $rc = 0 ] && grep -q "^\[0\] first$" "$WORK/out" && grep -q "^\[0\] last$" "$WORK/out"; then
+  pass "--tag-output returns after the rank exits although a detached grandchild holds the pipe"
+else fail "--tag-output with a detached grandchild: exit $rc (124: still waiting after 30 s), output: $(cat "$WORK/out")"; fi
+kill "$(cat "$WORK/detached" 2>/dev/null)" 2>/dev/null
 finish
