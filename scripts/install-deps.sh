@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev hwloc-nox hyperfine bzip2 numactl
   # real clients of `gpubind exec` and `gpubind launch`: Open MPI's mpirun, PyTorch DDP (CPU, gloo)
   openmpi-bin python3-torch
+  # the Slurm test refuses set_mempolicy to slurmd with a seccomp filter (tests/slurm/seccomp_deny.py)
+  python3-seccomp
   # Slurm: the SPANK plugin's headers and a throw-away local cluster for its tests
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # packaging: the Debian package's Depends (dpkg-shlibdeps), man page rendering, completion test

@@ -7,6 +7,8 @@
 #
 #   cluster.sh start DIR [PLUGIN.so [PLUGSTACK ARGS...]]   -> writes DIR/env.sh (SLURM_CONF)
 #   cluster.sh stop DIR
+#   SLURMD_WRAP="CMD ARGS --" starts each slurmd under that command (which must exec slurmd),
+#   e.g. tests/slurm/seccomp_deny.py to refuse a system call to slurmd, slurmstepd and the tasks.
 set -u
 cmd=${1:?start|stop}
 D=${2:?directory}
@@ -146,17 +148,18 @@ CONF
   wait_for 10 test -S "$D/munge/munge.sock" || { log "munged did not start"; return 1; }
   launch_daemon slurmctld slurmctld -D -i
   wait_for 20 listening $PORT || { log "slurmctld did not listen: $(tail -3 "$D/log/slurmctld.log")"; return 1; }
-  for i in $(seq 1 "$NODES"); do launch_daemon "slurmd-n$i" slurmd -D -N "n$i"; done
+  # shellcheck disable=SC2086 # SLURMD_WRAP is a command line
+  for i in $(seq 1 "$NODES"); do DAEMON_EXE=slurmd launch_daemon "slurmd-n$i" ${SLURMD_WRAP:-} slurmd -D -N "n$i"; done
   all_idle() { [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle')" = "$NODES" ]; }
   wait_for 30 all_idle || { log "nodes not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"; return 1; }
 }
 
-launch_daemon() {  # launch_daemon NAME COMMAND...: in its own session, PID and binary recorded
+launch_daemon() {  # launch_daemon NAME COMMAND...: in its own session, PID and binary ($DAEMON_EXE, else COMMAND) recorded
   local name=$1; shift
   setsid "$@" >"$D/log/$name.stderr" 2>&1 < /dev/null &
   local pid=$!
   echo "$pid" > "$D/pids/$name.pid"
-  readlink -f "$(command -v "$1")" > "$D/pids/$name.exe"
+  readlink -f "$(command -v "${DAEMON_EXE:-$1}")" > "$D/pids/$name.exe"
 }
 
 case $cmd in

@@ -175,4 +175,32 @@ if GRES_FROM="$GPUBIND slurm gres-conf --topology example:slurm-2x8-8gpu" NODES=
 else
   fail "cluster with gpubind's gres.conf did not start"
 fi
+"$HERE/cluster.sh" stop "$D2"
+
+# 13. set_mempolicy refused by the kernel inside slurmstepd (issue 12): a seccomp filter on
+#     slurmd, inherited by slurmstepd and the tasks, as a container's profile refuses it. The
+#     CPU affinity was set first; the plugin must undo it, so "task runs unbound" is true: all
+#     of the step's CPUs, no GPUBIND_* variable. With strict, the task fails.
+D3="$WORK/cluster3"
+if ! /usr/bin/python3 -c 'import seccomp' 2>/dev/null; then
+  echo "SKIP: case 13: python3-seccomp is not installed"
+elif SLURMD_WRAP="/usr/bin/python3 $HERE/seccomp_deny.py set_mempolicy EPERM --" NODES=1 "$HERE/cluster.sh" start "$D3" "$PLUGIN"; then
+  trap '"$HERE/cluster.sh" stop "$D3"; rm -rf "$WORK"' EXIT
+  export SLURM_CONF="$D3/etc/slurm.conf"
+  echo "required $PLUGIN default=closest" >"$D3/etc/plugstack.conf"
+  all=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+  out=$(srun -Q -N1 -n2 sh -c "$probe" 2>"$WORK/err")
+  rc=$?
+  unbound=$(echo "$out" | awk -v a="$all" '$3==a && $4=="unset"' | wc -l)
+  if [ $rc = 0 ] && [ "$unbound" = 2 ] &&
+    [ "$(grep -c 'gpubind: warning (task runs unbound): .*set_mempolicy .*Operation not permitted' "$WORK/err")" = 2 ]; then
+    pass "set_mempolicy refused in slurmstepd: warning, and both tasks really unbound (CPUs $all)"
+  else fail "refused set_mempolicy (rc $rc): $out / $(cat "$WORK/err")"; fi
+  echo "required $PLUGIN default=closest strict" >"$D3/etc/plugstack.conf"
+  srun -Q -N1 -n2 true >"$WORK/out" 2>&1
+  rc=$?
+  [ $rc != 0 ] && grep -q "gpubind: error: .*set_mempolicy" "$WORK/out" && pass "strict: set_mempolicy refused -> the task fails"     || fail "strict refused set_mempolicy (rc $rc): $(cat "$WORK/out")"
+else
+  fail "cluster with a seccomp-filtered slurmd did not start"
+fi
 finish
