@@ -78,58 +78,52 @@ fi
 [ "$points" = 1 ] || { echo "part 2 (failure points) skipped: gpubind was built without them (the sanitizer build of make test has them)"; finish; }
 
 # --- Part 2, exec: every binding syscall, each refused
-fault gpubind/sched_setaffinity,$EINVAL -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: sched_setaffinity EINVAL" 125 "binding local rank 0: sched_setaffinity [0-9,-]+: Invalid argument$"
-fault gpubind/sched_setaffinity,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: sched_setaffinity ENOMEM" 125 "binding local rank 0: sched_setaffinity [0-9,-]+: Cannot allocate memory$"
-fault gpubind/set_mempolicy,$EPERM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: set_mempolicy EPERM" 125 "binding local rank 0: set_mempolicy [0-9,-]+: Operation not permitted$"
-fault gpubind/set_mempolicy,$EINVAL -- "${EXEC[@]}" --mem bind -- sh -c "$show"
-expect "exec: set_mempolicy EINVAL (--mem bind)" 125 "binding local rank 0: set_mempolicy [0-9,-]+: Invalid argument$"
-fault gpubind/setenv,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: setenv ENOMEM" 125 "binding local rank 0: setenv GPUBIND_[A-Z_]+: Cannot allocate memory$"
-fault gpubind/execvp,$EACCES -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: execvp EACCES" 126 "sh: Permission denied$"
-fault gpubind/execvp,$ENOENT -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: execvp ENOENT" 127 "sh: command not found$"
-fault gpubind/execvp,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: execvp ENOMEM" 126 "sh: Cannot allocate memory$"
+# exec_fails POINT ERRNO RC PATTERN [EXEC FLAGS]: under that fault exec exits RC with one error
+# line matching PATTERN, and the command never runs.
+exec_fails() {
+  local point=$1 err=$2 want=$3 pattern=$4
+  shift 4
+  fault "$point,$err" -- "${EXEC[@]}" "$@" -- sh -c "$show"
+  expect "exec${*:+ $*}: $point errno $err" "$want" "$pattern"
+}
+B="binding local rank 0: "
+exec_fails gpubind/sched_setaffinity $EINVAL 125 "${B}sched_setaffinity [0-9,-]+: Invalid argument$"
+exec_fails gpubind/sched_setaffinity $ENOMEM 125 "${B}sched_setaffinity [0-9,-]+: Cannot allocate memory$"
+exec_fails gpubind/set_mempolicy $EPERM 125 "${B}set_mempolicy [0-9,-]+: Operation not permitted$"
+exec_fails gpubind/set_mempolicy $EINVAL 125 "${B}set_mempolicy [0-9,-]+: Invalid argument$" --mem bind
+exec_fails gpubind/setenv $ENOMEM 125 "${B}setenv GPUBIND_[A-Z_]+: Cannot allocate memory$"
+exec_fails gpubind/execvp $EACCES 126 "sh: Permission denied$"
+exec_fails gpubind/execvp $ENOENT 127 "sh: command not found$"
+exec_fails gpubind/execvp $ENOMEM 126 "sh: Cannot allocate memory$"
 # What exec reads before binding: its own affinity, the online CPUs, its cpuset.mems.
-fault gpubind/sched_getaffinity,$EPERM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: sched_getaffinity EPERM" 125 "sched_getaffinity: Operation not permitted$"
-fault gpubind/open/sys/devices/system/cpu/online,$ENOENT -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: /sys/devices/system/cpu/online missing" 125 "/sys/devices/system/cpu/online: No such file or directory$"
-fault gpubind/read/proc/self/status,$EIO -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: /proc/self/status read EIO" 125 "/proc/self/status: Input/output error$"
+exec_fails gpubind/sched_getaffinity $EPERM 125 "sched_getaffinity: Operation not permitted$"
+exec_fails gpubind/open/sys/devices/system/cpu/online $ENOENT 125 "/sys/devices/system/cpu/online: No such file or directory$"
+exec_fails gpubind/read/proc/self/status $EIO 125 "/proc/self/status: Input/output error$"
 
 # --- exec: the topology cache and the hwloc module
+# exec_binds WHAT "POINT,ERRNO[,onetime]" WARNING [CACHE_FILES]: under that fault exec still
+# runs the command with the same binding as without it; stderr matches WARNING (a regex, or ""
+# for anything); the cache directory then holds CACHE_FILES files (default: not checked).
+exec_binds() {
+  local what=$1 spec=$2 warning=$3 files=${4:-}
+  fault "$spec" -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
+  local n
+  n=$(ls "$GPUBIND_CACHE_DIR" 2>/dev/null | wc -l)
+  if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && grep -Eq "$warning" "$WORK/err" && { [ -z "$files" ] || [ "$n" = "$files" ]; }; then
+    pass "exec: $what -> the same binding"
+  else fail "exec: $what: exit $rc, $n file(s) in the cache, stderr: $(cat "$WORK/err")"; fi
+}
 rm -rf "$GPUBIND_CACHE_DIR"
-fault gpubind/create/*,$ENOSPC -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && grep -q "^gpubind: warning: .*No space left on device" "$WORK/err" &&
-  [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then pass "exec: cache file not created (ENOSPC) -> warning, same binding, no file left"
-else fail "exec with an unwritable cache: exit $rc, stderr: $(cat "$WORK/err")"; fi
-fault gpubind/write,$ENOSPC -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then
-  pass "exec: cache write ENOSPC -> same binding, no partial file left"
-else fail "exec with a full disk: exit $rc, files: $(ls "$GPUBIND_CACHE_DIR"), stderr: $(cat "$WORK/err")"; fi
-fault gpubind/rename,$EIO -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && [ -z "$(ls "$GPUBIND_CACHE_DIR")" ]; then
-  pass "exec: cache rename EIO -> same binding, the temporary file removed"
-else fail "exec with a failing rename: exit $rc, files: $(ls "$GPUBIND_CACHE_DIR"), stderr: $(cat "$WORK/err")"; fi
-fault gpubind/dlopen,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
-expect "exec: hwloc module not loadable, no cache" 125 ".*gpubind-hwloc.so: cannot load hwloc discovery: Cannot allocate memory$"
+exec_binds "cache entry not created (ENOSPC): a warning, no file left" "gpubind/create/*,$ENOSPC" \
+  "^gpubind: warning: topology cache not written: .*No space left on device" 0
+exec_binds "cache write ENOSPC: a warning, no partial file left" "gpubind/write,$ENOSPC" "No space left on device" 0
+exec_binds "cache rename EIO: a warning, the temporary file removed" "gpubind/rename,$EIO" "Input/output error" 0
+exec_fails gpubind/dlopen $ENOMEM 125 ".*gpubind-hwloc.so: cannot load hwloc discovery: Cannot allocate memory$"  # no cache yet
 "${EXEC[@]}" -- true 2>/dev/null  # fills the cache
-fault "gpubind/open$GPUBIND_CACHE_DIR,$EACCES" -- "${VERBOSE_EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref" && grep -q "topology cache not used: .*Permission denied; discovering" "$WORK/err"; then
-  pass "exec: cache directory unreadable -> warning, discovery, same binding"
-else fail "exec with an unreadable cache: exit $rc, stderr: $(cat "$WORK/err")"; fi
-fault gpubind/dlopen,$ENOMEM -- "${EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref"; then pass "exec: a cached topology needs no hwloc module"
-else fail "exec from the cache without the module: exit $rc, stderr: $(cat "$WORK/err")"; fi
-
-fault "gpubind/read/*,$EINTR,onetime" -- "${EXEC[@]}" -- sh -c "$show"
-if [ $rc = 0 ] && cmp -s "$WORK/out" "$WORK/ref"; then pass "exec: a read interrupted by a signal (EINTR) is retried"
-else fail "exec with EINTR: exit $rc, stderr: $(cat "$WORK/err")"; fi
+exec_binds "cache directory unreadable (EACCES): a warning, discovery" "gpubind/open$GPUBIND_CACHE_DIR,$EACCES" \
+  "topology cache not used: .*Permission denied; discovering"
+exec_binds "a cached topology needs no hwloc module" "gpubind/dlopen,$ENOMEM" "" 1
+exec_binds "a read interrupted by a signal (EINTR) is retried" "gpubind/read/*,$EINTR,onetime" "" 1
 
 # --- launch: a rank that cannot start stops the others; nothing is left behind
 in_groups() {  # live processes whose process group is one of the given ids
