@@ -104,8 +104,8 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max
   nlohmann::ordered_json j;
   j["cache_key"] = *key;
   j["topology"] = topo::to_json(*t);
-  // A cache that cannot be written is only slower: a warning says why. Each cgroup or affinity has its own key,
-  // so old entries are pruned: the newest max_files stay.
+  // A cache that cannot be written is only slower: a warning says why. Each cgroup or affinity
+  // has its own key, so old entries are pruned: the newest max_files stay.
   if (Status w = dir->write_atomic(name, j.dump()); !w) {
     if (notes) notes->push_back("topology cache not written: " + w.error().message() + "; the next start discovers again");
   } else {

@@ -81,9 +81,13 @@ class SpankBinder final : public sys::Binder {
     return Ok{};
   }
   std::optional<std::string> get_env(const std::string& name) override {
-    char buf[8192];
-    if (spank_getenv(m_sp, name.c_str(), buf, sizeof buf) != ESPANK_SUCCESS) return std::nullopt;
-    return std::string(buf);
+    for (size_t size = 4096; size <= (1u << 20); size *= 2) {  // a value too long for the buffer: a larger one
+      std::vector<char> buf(size);
+      spank_err_t e = spank_getenv(m_sp, name.c_str(), buf.data(), int(buf.size()));
+      if (e == ESPANK_SUCCESS) return std::string(buf.data());
+      if (e != ESPANK_NOSPACE) return std::nullopt;
+    }
+    return std::nullopt;
   }
   Status unset_env(const std::string& name) override {
     if (spank_err_t e = spank_unsetenv(m_sp, name.c_str()); e != ESPANK_SUCCESS) return Error{"spank_unsetenv " + name, spank_strerror(e)};
