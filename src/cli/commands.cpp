@@ -35,7 +35,8 @@ const std::vector<Command>& commands() {
       {"topo", "show sockets, NUMA nodes, caches, cores, GPUs and NICs and how they connect", cmd_topo},
       {"plan", "plan each local rank's GPU, CPUs, memory node and NIC", cmd_plan},
       {"compare", "score the same job under several binding strategies side by side", cmd_compare},
-      {"exec", "bind this rank (under srun, mpirun, torchrun...) to its GPU's CPUs, memory and NIC, then run CMD", cmd_exec},
+      {"exec", "bind this rank (under srun, mpirun, torchrun...) to its GPU's CPUs, memory and NIC, then run CMD", cmd_exec,
+       kExitExecFailed},
       {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
       {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
       {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
@@ -63,7 +64,7 @@ int run_main(int argc, char** argv) {
     try {
       return c.run(args);
     } catch (const std::exception& e) {
-      return fail(Error{c.name, std::string("internal error: ") + e.what()}, kExitFailure);
+      return fail(Error{c.name, std::string("internal error: ") + e.what()}, c.internal_error_exit);
     }
   }
   fail(Error{argv[1], "unknown command"}, kExitUsage);

@@ -10,6 +10,7 @@ struct Command {
   const char* name;
   const char* summary;
   int (*run)(const std::vector<std::string>& args);  // args exclude "gpubind" and the command name
+  int internal_error_exit = 1;  // the status when an exception escapes `run` (exec: 125, as env(1))
 };
 
 const std::vector<Command>& commands();

@@ -93,7 +93,9 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max
   if (dir) {
     if (auto text = dir->read(name, kMaxCacheBytes)) {
       nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-      if (!j.is_discarded() && j.value("cache_key", "") == *key && j.contains("topology"))
+      // Anything not of the expected shape is a miss, never an exception.
+      if (j.is_object() && j.contains("cache_key") && j["cache_key"].is_string() && j["cache_key"].get<std::string>() == *key &&
+          j.contains("topology"))
         if (auto t = topo::from_json(j["topology"]); t) return t;
     } else if (text.error().why != std::strerror(ENOENT)) {
       note(text.error());

@@ -28,7 +28,13 @@ TempDir& TempDir::operator=(TempDir&& o) noexcept {
 }
 
 Result<TempDir> extract_archive(const std::string& archive) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "gpubind-topo.XXXXXX").string();
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);  // $TMPDIR, else /tmp
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    return Error{"temporary directory" + (env ? " TMPDIR=" + std::string(env) : std::string()), ec.message()};
+  }
+  std::string tmpl = (tmp / "gpubind-topo.XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
   TempDir dir(tmpl);
 

@@ -29,4 +29,17 @@ if [ "$(nproc)" -ge 2 ]; then
 else
   echo "note: one CPU: the cache bound needs two affinity keys; not run"
 fi
+
+# A cache entry of the wrong shape (issue 13): valid JSON whose cache_key is a number made exec
+# fail with "internal error" and exit 1. Each is a miss now: discovery, the command runs.
+mkdir -p "$WORK/odd"
+GPUBIND_CACHE_DIR="$WORK/odd" LOCAL_RANK=0 "$GPUBIND" exec -q -- true
+entry=$(ls "$WORK/odd"/topology-*.json)
+for bad in '{"cache_key": 5}' '[1, 2]' '"text"' '{"cache_key": null, "topology": 3}' '{"cache_ke'; do
+  printf '%s' "$bad" >"$entry"
+  out=$(GPUBIND_CACHE_DIR="$WORK/odd" LOCAL_RANK=0 "$GPUBIND" exec -q -- echo ran 2>"$WORK/err")
+  rc=$?
+  [ $rc = 0 ] && [ "$out" = ran ] && [ ! -s "$WORK/err" ] && pass "cache entry $bad: a miss, the command runs" \
+    || fail "cache entry $bad: exit $rc, $(cat "$WORK/err")"
+done
 finish
