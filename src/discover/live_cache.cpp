@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "discover/code_id.hpp"
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "sys/fsroot.hpp"
@@ -32,7 +33,7 @@ Result<std::string> cache_key() {
   if (!status) return status.error();
   // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
   // same affinity must not share an entry.
-  return "gpubind " + std::string(kGpubindVersion) + "; hwloc " + hwloc_build_version() + "; boot " + std::string(trim(*boot)) +
+  return "gpubind " + std::string(kGpubindVersion) + " code " + kTopologyCodeId + "; hwloc " + hwloc_build_version() + "; boot " + std::string(trim(*boot)) +
          "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
          "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
