@@ -9,7 +9,12 @@ line=$(grep -E "^${name} " "$here/cases.txt") || { echo "no case named $name"; e
 read -r _ want_rc cmd <<<"$line"
 TMPDIR=$(mktemp -d)
 trap 'rm -rf "$TMPDIR"' EXIT
-export GPUBIND TMPDIR
+# Hermetic: no launcher, GPU or gpubind variable of the caller's shell reaches the case, and the
+# topology cache is the case's own (exec would otherwise write the user's).
+for v in $(compgen -e | grep -E '^(GPUBIND_|SLURM_|OMPI_|PMI_|PMIX_|MV2_|MPI_LOCALRANKID|FLUX_|LOCAL_RANK|LOCAL_WORLD_SIZE|RANK$|WORLD_SIZE|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ZE_AFFINITY_MASK)'); do
+  unset "$v"
+done
+export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"
 eval "$cmd" >"$TMPDIR/stdout" 2>"$TMPDIR/stderr"
 rc=$?
 {
@@ -20,7 +25,7 @@ rc=$?
   fi
 } | sed -e "s#$TMPDIR#\$TMPDIR#g" >"$TMPDIR/actual"
 golden="$here/../golden/$name.out"
-if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+if [ "${UPDATE_GOLDEN:-0}" = 1 ] && ! cmp -s "$TMPDIR/actual" "$golden"; then  # only what changed
   cp "$TMPDIR/actual" "$golden"
   echo "updated $golden"
 fi
