@@ -1,5 +1,5 @@
 #pragma once
-// The planning flags shared by `plan`, `compare` and (later) `exec`, `launch`: declared once,
+// The planning flags shared by `plan`, `compare`, `exec` and `launch`: declared once,
 // turned into a plan::Request once.
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
 // Which GPUs a worker will see, and in which order: the environment rules of CUDA, ROCm, Level
 // Zero and Slurm, applied to the topology. Identity mix-ups are the most common binding bug in
-// this field (peers.md: gpu_affinity assumes NVML order, torchrun assumes cuda:LOCAL_RANK is the
+// this field (NVIDIA's gpu_affinity assumes NVML order, torchrun assumes cuda:LOCAL_RANK is the
 // LOCAL_RANK-th physical GPU), so every step is recorded for --explain.
 #include <algorithm>
 #include <set>

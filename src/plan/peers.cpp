@@ -110,7 +110,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   for (unsigned r = 0; r < ranks; ++r) gpu_of[r] = r;
 
   if (peer == Peer::slurm_block || peer == Peer::slurm_cyclic) {
-    // The CPU mask comes first; the GPU follows it (peers.md: Slurm's GPU choice follows the CPUs).
+    // The CPU mask comes first; the GPU follows it (Slurm picks the GPUs after the CPUs).
     auto tasks = slurm_task_cpus(t, allowed, ranks, peer == Peer::slurm_cyclic);
     if (!tasks) return Error{to_string(peer), tasks.error().why};
     gpu_of = slurm_closest_gpus(gpus, *tasks);

@@ -1,6 +1,6 @@
 #pragma once
 // The binding rules of the tools users would otherwise reach for, re-implemented from their
-// published behaviour (../shared/notes/peers.md) so `gpubind compare` scores gpubind against them
+// documented behaviour (each rule below names the tool and the option) so `gpubind compare` scores gpubind against them
 // on the user's own topology. Pure. Rank r drives the r-th visible GPU, as these tools assume.
 //   torchrun-exclusive     torchrun --numa-binding=exclusive: the GPU's NUMA node's physical cores
 //                          divided among all visible GPUs on that node (the first cores % n GPUs

@@ -109,6 +109,10 @@ GpuDeviceMap::GpuDeviceMap(const sys::FsRoot& root) : m_root(root) {
   }
 }
 
+bool GpuDeviceMap::is_gpu_device_file(const std::string& p) {
+  return (p.starts_with("/dev/nvidia") || p.starts_with("/dev/dri/")) && !is_gpu_control_file(p);
+}
+
 bool GpuDeviceMap::is_gpu_control_file(const std::string& p) {
   return p == "/dev/nvidiactl" || p == "/dev/nvidia-uvm" || p == "/dev/nvidia-uvm-tools" || p == "/dev/kfd" ||
          p.starts_with("/dev/nvidia-caps");
@@ -232,7 +236,6 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   p.gpus.assign(gpus.begin(), gpus.end());
 
   if (auto env = root.read(dir + "/environ")) {
-    p.env_readable = true;
     for (std::string_view kv : split(*env, '\0')) {
       auto eq = kv.find('=');
       if (eq == std::string_view::npos) continue;

@@ -42,6 +42,9 @@ class GpuDeviceMap {
   std::string pci_of(const std::string& device_path) const;
   // True for device files that belong to a GPU stack but name no single GPU (/dev/nvidiactl, /dev/kfd).
   static bool is_gpu_control_file(const std::string& device_path);
+  // True for the device file of one GPU (/dev/nvidia3, /dev/dri/renderD129): a process holding
+  // one is a GPU process (`check --all-gpu-procs`); one holding only control files is not.
+  static bool is_gpu_device_file(const std::string& device_path);
   // The device file of the GPU at this PCI address ("dev/nvidia3", "dev/dri/renderD129"), relative
   // to the root, or "" when the driver does not say.
   std::string device_of(const std::string& pci) const;

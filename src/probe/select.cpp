@@ -53,7 +53,7 @@ std::vector<int> gpu_processes(const sys::FsRoot& root) {
     if (!fds) continue;
     for (const std::string& fd : *fds) {
       auto target = root.read_link(dir + "/" + fd);
-      if (target && (target->starts_with("/dev/nvidia") || target->starts_with("/dev/dri/") || *target == "/dev/kfd")) {
+      if (target && GpuDeviceMap::is_gpu_device_file(*target)) {
         out.push_back(p);
         break;
       }

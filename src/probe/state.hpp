@@ -34,7 +34,6 @@ struct ProcessState {
   std::vector<std::string> gpus;           // PCI addresses of the GPU device files it holds open
   std::optional<std::map<unsigned, uint64_t>> pages_per_node;  // with numa_maps
   std::map<std::string, std::string> env;  // the variables of env_names() it has, when readable
-  bool env_readable = false;
   std::vector<std::string> notes;          // what could not be read, and why
 };
 

@@ -10,6 +10,7 @@
 
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "util/exit_status.hpp"
 
 namespace gpubind::sys {
 
@@ -92,7 +93,7 @@ class RealBinder final : public Binder {
     faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
     int e = errno;
     ExecFailure f;
-    f.exit_code = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+    f.exit_code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitNotExecutable;
     f.message = argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e)));
     return f;
   }

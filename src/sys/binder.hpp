@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "util/cpuset.hpp"
+#include "util/exit_status.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::sys {
@@ -16,7 +17,7 @@ enum class MemMode { preferred, bind, interleave };
 
 // Why exec failed, in env(1)'s terms: 127 not found, 126 found but not executable.
 struct ExecFailure {
-  int exit_code = 127;
+  int exit_code = kExitNotFound;
   std::string message;
 };
 

@@ -22,6 +22,7 @@
 
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "util/exit_status.hpp"
 
 namespace gpubind::sys {
 
@@ -73,7 +74,7 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
     // Killed with gpubind launch, even when launch itself is SIGKILLed; if it already died
     // between fork and here, stop now.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(125);
+    if (::getppid() != parent) ::_exit(kExitExecFailed);
     if (g_have_original_mask) ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
     if (capture_output) {
       ::dup2(out_pipe[1], STDOUT_FILENO);
@@ -82,14 +83,14 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     if (prepare) {
       Status s = prepare();
-      if (!s) child_fail(125, s.error().message());
+      if (!s) child_fail(kExitExecFailed, s.error().message());
     }
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
     int e = errno;
-    child_fail(e == ENOENT || e == ENOTDIR ? 127 : 126,
+    child_fail(e == ENOENT || e == ENOTDIR ? kExitNotFound : kExitNotExecutable,
                argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e))));
   }
   // The parent also sets the group, so a signal sent right after spawn cannot miss it.

@@ -1,4 +1,5 @@
 #include "probe/probe.hpp"
+#include "probe/select.hpp"
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,24 @@ TEST(Probe, MissingAndMalformedAreErrors) {
   auto gone = probe_process(**root, 13, {});
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().why, "no such process");
+}
+
+// --all-gpu-procs: a process holding one GPU's device file, not one holding only the stack's
+// control files (nvidiactl, nvidia-uvm, kfd: a monitoring agent, a process that never picked a
+// GPU).
+TEST(ProbeSelect, GpuProcessesHoldAGpusDeviceFileNotOnlyControlFiles) {
+  gpubind::testing::FakeTree t;
+  for (int pid : {10, 11, 12, 13}) process(t, pid, "p" + std::to_string(pid), "0", 0);
+  t.link("proc/10/fd/3", "/dev/nvidiactl");
+  t.link("proc/10/fd/4", "/dev/nvidia1");
+  t.link("proc/11/fd/3", "/dev/nvidiactl");
+  t.link("proc/11/fd/4", "/dev/nvidia-uvm");
+  t.link("proc/12/fd/3", "/dev/kfd");
+  t.link("proc/12/fd/4", "/dev/dri/renderD128");
+  t.link("proc/13/fd/3", "/dev/kfd");
+  auto root = sys::open_fsroot(t.root());
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(gpu_processes(**root), (std::vector<int>{10, 12}));
 }
 
 }  // namespace gpubind::probe
