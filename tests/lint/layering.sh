@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
-# The layering rule of docs/ARCHITECTURE.md, for what CMake cannot see: system headers.
-#   hwloc.h        only in src/discover (the one hwloc adapter)
-#   libxml2        nowhere (NCCL files are read by src/discover/xml.cpp)
-#   syscall headers (unistd, fcntl, dirent, sched, numaif, dlfcn, sys/*) only in src/sys
-#   topo, render, util never include sys/ or discover/ headers
+# The layering rules of docs/ARCHITECTURE.md that the linker cannot see (the link-time rule is
+# the layer_link_* executables of tests/CMakeLists.txt):
+#   R1 hwloc.h only in src/discover (the one hwloc adapter)
+#   R2 libxml2 nowhere (NCCL files are read by src/discover/xml.cpp)
+#   R3 syscall and platform headers (unistd, fcntl, dirent, sched, numaif, dlfcn, signal, poll,
+#      netdb, pthread, spawn, sys/*, arpa/*, netinet/*, linux/*) only in src/sys
+#   R4 the pure layers (util, topo, plan, check, render) include no header of sys, discover,
+#      probe, bind or cli; but probe/state.hpp, the plain values a probe fills and check judges
+#   R5 the pure layers read no environment, clock, thread, file or process: no getenv, setenv,
+#      system, popen, fopen; no <thread>, <chrono>, <ctime>, <mutex>, <condition_variable>,
+#      <future>, <fstream>, <filesystem>, <csignal>, <random>
+#   R6 the process environment is changed (setenv, unsetenv, putenv) only in src/sys; the one
+#      exception, hwloc_loader's scoped HWLOC_* override, is issue 13 item 3
+# Usage: layering.sh [ROOT]   (default: the repository; tests/lint/fixtures/* are broken roots)
 set -u
-cd "$(dirname "$0")/../.."
+root=${1:-"$(dirname "$0")/../.."}
+cd "$root" || exit 2
 bad=0
-check() {  # check PATTERN ALLOWED_DIR_REGEX MESSAGE
+pure='src/(util|topo|plan|check|render)/'
+# rule NAME PATTERN FILES_REGEX ALLOWED_REGEX MESSAGE: PATTERN in a file matching FILES_REGEX and
+# not ALLOWED_REGEX breaks the rule.
+rule() {
   local hits
-  hits=$(grep -rnE "$1" src --include='*.cpp' --include='*.hpp' | grep -vE "^($2)" || true)
+  hits=$(grep -rnE "$2" src --include='*.cpp' --include='*.hpp' --include='*.h' 2>/dev/null | grep -E "^($3)" | grep -vE "^($4)" || true)
   if [ -n "$hits" ]; then
-    echo "layering: $3:"
+    echo "layering $1: $5:"
     echo "$hits"
     bad=1
   fi
 }
-check '#include <hwloc' 'src/discover/' "hwloc is used outside src/discover"
-check '#include <libxml' 'NONE' "libxml2 is not a dependency (src/discover/xml.cpp reads NCCL files)"
-check '#include <(unistd|fcntl|dirent|sched|numaif|numa|dlfcn)\.h>|#include <sys/' 'src/sys/' "a syscall header outside src/sys"
-hits=$(grep -rnE '#include "(sys|discover|cli)/' src/util src/topo src/render || true)
-if [ -n "$hits" ]; then
-  echo "layering: a pure layer (util, topo, render) includes sys/, discover/ or cli/:"
-  echo "$hits"
-  bad=1
-fi
+rule R1 '#include <hwloc' 'src/' 'src/discover/' "hwloc is used outside src/discover"
+rule R2 '#include <libxml' 'src/' 'NONE' "libxml2 is not a dependency (src/discover/xml.cpp reads NCCL files)"
+rule R3 '#include <((unistd|fcntl|dirent|sched|numaif|numa|dlfcn|signal|poll|netdb|pthread|spawn|termios|pwd|grp)\.h|(sys|arpa|netinet|linux)/)' \
+  'src/' 'src/sys/' "a syscall or platform header outside src/sys"
+rule R4 '#include "(sys|discover|probe|bind|cli)/' "$pure" '[^:]*:[0-9]+:#include "probe/state.hpp"' "a pure layer includes a header of sys, discover, probe, bind or cli"
+rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::system\s*\(|#include <(thread|chrono|ctime|mutex|condition_variable|future|fstream|filesystem|csignal|random)>)' \
+  "$pure" 'NONE' "a pure layer reads the environment, a clock, a file or starts a thread or process"
+rule R6 '\b(setenv|unsetenv|putenv)\s*\(' 'src/' 'src/sys/|src/discover/hwloc_loader.cpp' \
+  "the process environment is changed outside src/sys"
 [ $bad = 0 ] && echo "layering: ok"
 exit $bad
