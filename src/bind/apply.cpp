@@ -10,14 +10,22 @@ namespace gpubind::bind {
 
 using plan::MemPolicy;
 
-Result<MachineState> current_machine_state() {
-  auto online = sys::online_cpus();
+Result<MachineState> current_machine_state(const sys::FsRoot& root) {
+  if (!root.is_this_system())
+    return Error{"binding", "refused under " + root.describe() + ": a binding is applied to this machine (root /) only"};
+  auto online = sys::online_cpus(root);
   auto allowed = sys::current_affinity();
-  auto nodes = sys::online_numa_nodes();
+  auto nodes = sys::online_numa_nodes(root);
   if (!online) return online.error();
   if (!allowed) return allowed.error();
   if (!nodes) return nodes.error();
   return MachineState{*online, *allowed, *nodes};
+}
+
+Result<MachineState> live_machine_state() {
+  auto root = sys::open_fsroot("/");
+  if (!root) return root.error();
+  return current_machine_state(**root);
 }
 
 Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,

@@ -19,8 +19,12 @@ struct MachineState {
   CpuSet online_nodes;
 };
 
-// What Linux says now: online CPUs and nodes, and this process's affinity.
-Result<MachineState> current_machine_state();
+// What Linux says now: online CPUs and nodes under `root`, and this process's affinity. An
+// Error for any root but this system's ("/"): a binding is applied to this machine only, never
+// checked against a gathered tree or a fixture.
+Result<MachineState> current_machine_state(const sys::FsRoot& root);
+// current_machine_state under "/": what exec, launch and the plugin bind against.
+Result<MachineState> live_machine_state();
 
 // Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
 // Unless best effort, a failed step undoes the ones before it (the CPU affinity back to

@@ -117,7 +117,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!req) return fail(req.error(), kExitExecFailed);
   // The launcher's binding, read before anything is applied.
   auto machine = dry_run ? Result<bind::MachineState>(bind::MachineState{topo->cpus, topo->allowed_cpus, CpuSet::range(0, 4095)})
-                         : bind::current_machine_state();
+                         : bind::live_machine_state();
   if (!machine) return fail(machine.error(), kExitExecFailed);
   // A launcher that gave every rank whole NUMA nodes (--bind-to numa, --cpu-bind=ldoms) expects a
   // node's worth of cores per rank: plan socket-split rather than halving the GPU's node.

@@ -255,7 +255,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (!plan) return fail(plan.error(), kExitUsage);
   if (spec.bind) print_warnings(plan->warnings, o.quiet);
 
-  auto machine = bind::current_machine_state();
+  auto machine = bind::live_machine_state();
   if (!machine) return fail(machine.error(), kExitFailure);
   // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.
   if (spec.node_rank > 0)

@@ -24,11 +24,12 @@ constexpr const char* kGpubindVersion = kVersion;
 // A cache file is a machine's topology as JSON: a few MiB for the largest machines.
 constexpr size_t kMaxCacheBytes = 64u << 20;
 
-// The key's text; its FNV-1a hash names the file, the text itself is checked on load.
-Result<std::string> cache_key() {
-  auto boot = sys::read_file("/proc/sys/kernel/random/boot_id");
-  auto status = sys::read_file("/proc/self/status");
-  auto cgroup = sys::read_file("/proc/self/cgroup");
+// The key's text, read under this system's root; its FNV-1a hash names the file, the text
+// itself is checked on load.
+Result<std::string> cache_key(const sys::FsRoot& root) {
+  auto boot = root.read("proc/sys/kernel/random/boot_id");
+  auto status = root.read("proc/self/status");
+  auto cgroup = root.read("proc/self/cgroup");
   if (!boot) return boot.error();
   if (!status) return status.error();
   // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
@@ -81,7 +82,9 @@ Result<topo::Topology> load_for_binding(const std::string& source, const std::st
 
 Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files, std::vector<std::string>* notes) {
   if (cache_dir.empty()) return load_topology("");
-  auto key = cache_key();
+  auto live = sys::open_fsroot("/");
+  if (!live) return load_topology("");
+  auto key = cache_key(**live);
   if (!key) return load_topology("");
   auto note = [&](const Error& e) {
     if (notes) notes->push_back("topology cache not used: " + e.message() + "; discovering the topology");

@@ -171,7 +171,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (g_args.dry_run) {
     m = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
   } else {
-    auto cur = bind::current_machine_state();
+    auto cur = bind::live_machine_state();
     if (!cur) return cur.error();
     m = *cur;
     m.allowed_cpus = topo->allowed_cpus;  // the step's cgroup, as `gpubind exec` under srun

@@ -99,11 +99,11 @@ class RealBinder final : public Binder {
   }
 };
 
-Result<CpuSet> read_list(const std::string& path) {
-  auto text = read_file(path);
+Result<CpuSet> read_list(const FsRoot& root, const std::string& rel) {
+  auto text = root.read(rel);
   if (!text) return text.error();
   auto set = CpuSet::parse_list(*text);
-  if (!set) return Error{path, set.error().message()};
+  if (!set) return Error{root.describe() == "/" ? "/" + rel : root.describe() + "/" + rel, set.error().message()};
   return *set;
 }
 
@@ -111,11 +111,11 @@ Result<CpuSet> read_list(const std::string& path) {
 
 std::unique_ptr<Binder> real_binder() { return std::make_unique<RealBinder>(); }
 
-Result<CpuSet> online_cpus() { return read_list("/sys/devices/system/cpu/online"); }
+Result<CpuSet> online_cpus(const FsRoot& root) { return read_list(root, "sys/devices/system/cpu/online"); }
 
-Result<CpuSet> online_numa_nodes() {
-  if (path_kind("/sys/devices/system/node/online") != PathKind::file) return CpuSet::of({0});
-  return read_list("/sys/devices/system/node/online");
+Result<CpuSet> online_numa_nodes(const FsRoot& root) {
+  if (!root.exists("sys/devices/system/node/online")) return CpuSet::of({0});
+  return read_list(root, "sys/devices/system/node/online");
 }
 
 }  // namespace gpubind::sys

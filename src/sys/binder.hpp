@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sys/fsroot.hpp"
 #include "util/cpuset.hpp"
 #include "util/exit_status.hpp"
 #include "util/result.hpp"
@@ -41,8 +42,8 @@ class Binder {
 
 std::unique_ptr<Binder> real_binder();
 
-// Linux's own view, for validating a binding before applying it.
-Result<CpuSet> online_cpus();           // /sys/devices/system/cpu/online
-Result<CpuSet> online_numa_nodes();     // /sys/devices/system/node/online (node 0 when absent)
+// Linux's own view, for validating a binding before applying it, read under `root`.
+Result<CpuSet> online_cpus(const FsRoot& root);        // sys/devices/system/cpu/online
+Result<CpuSet> online_numa_nodes(const FsRoot& root);  // sys/devices/system/node/online (node 0 when absent)
 
 }  // namespace gpubind::sys

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,24 +17,36 @@ namespace gpubind::sys {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
+// EXDEV is what FsRoot says of a path outside its root.
+std::string errno_text(int e) { return e == EXDEV ? "a path outside the root" : std::strerror(e); }
+
+// Paths given to an FsRoot stay under it: not absolute, no ".." component.
+bool inside(const std::string& rel) {
+  if (rel.empty() || rel.front() == '/') return false;
+  for (size_t i = 0; i <= rel.size();) {
+    size_t j = rel.find('/', i);
+    if (j == std::string::npos) j = rel.size();
+    if (rel.compare(i, j - i, "..") == 0) return false;
+    i = j + 1;
+  }
+  return true;
+}
 
 class DirFsRoot final : public FsRoot {
  public:
-  DirFsRoot(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
+  DirFsRoot(int fd, std::string path) : m_fd(fd), m_path(std::move(path)), m_confine(m_path != "/") {}
   ~DirFsRoot() override { ::close(m_fd); }
   DirFsRoot(const DirFsRoot&) = delete;
   DirFsRoot& operator=(const DirFsRoot&) = delete;
 
   Result<std::string> read(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", full(rel), [&] { return ::openat(m_fd, rel.c_str(), O_RDONLY | O_CLOEXEC); });
+    int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY); });
     if (fd < 0) return Error{full(rel), errno_text(errno)};
     return read_to_end(fd, full(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", full(rel),
-                            [&] { return ::openat(m_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+    int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); });
     if (fd < 0) return Error{full(rel), errno_text(errno)};
     DIR* d = ::fdopendir(fd);
     if (!d) {
@@ -51,20 +65,34 @@ class DirFsRoot final : public FsRoot {
   }
 
   Result<std::string> read_link(const std::string& rel) const override {
+    // The link itself is read, not followed; its directory is reached inside the root.
+    size_t slash = rel.rfind('/');
+    int dir = slash == std::string::npos ? ::dup(m_fd) : open_in(rel.substr(0, slash), O_PATH | O_DIRECTORY);
+    if (dir < 0 || !inside(rel)) {
+      int e = dir < 0 ? errno : EXDEV;
+      if (dir >= 0) ::close(dir);
+      return Error{full(rel), errno_text(e)};
+    }
+    std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     char buf[4096];
-    ssize_t n = faultable_path("gpubind/readlink", full(rel), [&] { return ::readlinkat(m_fd, rel.c_str(), buf, sizeof buf - 1); });
-    if (n < 0) return Error{full(rel), errno_text(errno)};
+    ssize_t n = faultable_path("gpubind/readlink", full(rel), [&] { return ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1); });
+    int e = errno;
+    ::close(dir);
+    if (n < 0) return Error{full(rel), errno_text(e)};
     return std::string(buf, size_t(n));
   }
 
   bool exists(const std::string& rel) const override {
-    struct stat st;
-    return ::fstatat(m_fd, rel.c_str(), &st, 0) == 0;
+    int fd = open_in(rel, O_PATH);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
   }
 
   int access_rw(const std::string& rel) const override {
+    if (!inside(rel)) return EXDEV;
     // faccessat runs the same checks as open, the device cgroup's included, without opening:
-    // opening a GPU's device file could start its driver.
+    // opening a GPU's device file could start its driver. Only the live root asks.
     return ::faccessat(m_fd, rel.c_str(), R_OK | W_OK, 0) == 0 ? 0 : errno;
   }
 
@@ -74,8 +102,27 @@ class DirFsRoot final : public FsRoot {
  private:
   std::string full(const std::string& rel) const { return m_path == "/" ? "/" + rel : m_path + "/" + rel; }
 
+  // openat under the root. A gathered tree's own symlinks may be absolute ("/proc/1") or climb
+  // ("../../.."): under any root but "/" they resolve inside it (openat2 RESOLVE_IN_ROOT), so a
+  // fixture never reads the host. EXDEV (as openat2 says) for a path that names the outside.
+  int open_in(const std::string& rel, int flags) const {
+    if (!inside(rel)) {
+      errno = EXDEV;
+      return -1;
+    }
+    if (m_confine) {
+      open_how how{};
+      how.flags = uint64_t(flags | O_CLOEXEC);
+      how.resolve = RESOLVE_IN_ROOT;
+      long fd = ::syscall(SYS_openat2, m_fd, rel.c_str(), &how, sizeof how);
+      if (fd >= 0 || errno != ENOSYS) return int(fd);  // ENOSYS: a kernel before 5.6
+    }
+    return ::openat(m_fd, rel.c_str(), flags | O_CLOEXEC);
+  }
+
   int m_fd;
   std::string m_path;
+  bool m_confine;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../support/fake_tree.hpp"
 #include "../../support/recording_binder.hpp"
 #include "discover/source.hpp"
 
@@ -131,6 +132,28 @@ TEST(ApplyBinding, PolicyNoneTouchesOnlyTheEnvironment) {
   std::vector<std::string> w;
   ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
   for (const std::string& c : b.calls) EXPECT_EQ(c.rfind("env ", 0), 0u) << c;
+}
+
+TEST(MachineState, OnlineCpusAndNodesAreReadUnderTheRoot) {
+  testing::FakeTree t;
+  t.file("sys/devices/system/cpu/online", "0-3,8\n");
+  auto root = sys::open_fsroot(t.root());
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(sys::online_cpus(**root)->to_list(), "0-3,8");
+  EXPECT_EQ(sys::online_numa_nodes(**root)->to_list(), "0");  // no node directory: one node
+  t.file("sys/devices/system/node/online", "0-1\n");
+  EXPECT_EQ(sys::online_numa_nodes(**root)->to_list(), "0-1");
+}
+
+TEST(MachineState, BindingIsRefusedUnderAnyRootButThisSystem) {
+  testing::FakeTree t;
+  t.file("sys/devices/system/cpu/online", "0-3\n");
+  auto root = sys::open_fsroot(t.root());
+  ASSERT_TRUE(root.ok());
+  auto m = current_machine_state(**root);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().why.find("applied to this machine (root /) only"), std::string::npos) << m.error().message();
+  EXPECT_TRUE(live_machine_state().ok());
 }
 
 }  // namespace gpubind::bind

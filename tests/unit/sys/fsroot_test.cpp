@@ -1,0 +1,57 @@
+// FsRoot keeps every read under its root: a gathered tree or a test fixture never reads the
+// host, whatever paths callers pass and whatever symlinks the tree holds.
+#include "sys/fsroot.hpp"
+
+#include <gtest/gtest.h>
+
+#include "../../support/fake_tree.hpp"
+
+namespace gpubind::sys {
+
+namespace {
+std::unique_ptr<FsRoot> open_root(const testing::FakeTree& t) {
+  auto r = open_fsroot(t.root());
+  EXPECT_TRUE(r.ok());
+  return std::move(*r);
+}
+}  // namespace
+
+TEST(FsRoot, PathsNamingTheOutsideAreRefused) {
+  testing::FakeTree t;
+  t.file("proc/1/status", "Name:\tfixture\n");
+  auto root = open_root(t);
+  for (const char* p : {"/etc/hostname", "../etc/hostname", "proc/../../etc/hostname", "proc/1/../../.."}) {
+    auto r = root->read(p);
+    ASSERT_FALSE(r.ok()) << p;
+    EXPECT_EQ(r.error().why, "a path outside the root") << p;
+    EXPECT_FALSE(root->exists(p)) << p;
+    EXPECT_FALSE(root->list(p).ok()) << p;
+    EXPECT_FALSE(root->read_link(p).ok()) << p;
+  }
+  EXPECT_EQ(*root->read("proc/1/status"), "Name:\tfixture\n");
+}
+
+TEST(FsRoot, AbsoluteAndClimbingSymlinksInATreeResolveInsideIt) {
+  testing::FakeTree t;
+  t.file("proc/1/status", "Name:\tfixture-init\n");
+  t.link("proc/self", "/proc/1");           // absolute: the tree's /proc/1, not the host's
+  t.link("sys/escape", "../../../../../etc");  // climbs past the root: stops at it
+  auto root = open_root(t);
+  EXPECT_EQ(*root->read("proc/self/status"), "Name:\tfixture-init\n");
+  EXPECT_FALSE(root->read("sys/escape/hostname").ok());  // would be the host's /etc/hostname
+  EXPECT_FALSE(root->exists("sys/escape/hostname"));
+  // The link is read, not followed, and its directory is reached inside the root.
+  EXPECT_EQ(*root->read_link("proc/self"), "/proc/1");
+}
+
+TEST(FsRoot, TheLiveRootIsThisSystemAndAFixtureIsNot) {
+  testing::FakeTree t;
+  auto fixture = open_root(t);
+  EXPECT_FALSE(fixture->is_this_system());
+  auto live = open_fsroot("/");
+  ASSERT_TRUE(live.ok());
+  EXPECT_TRUE((*live)->is_this_system());
+  EXPECT_TRUE((*live)->read("proc/self/status").ok());
+}
+
+}  // namespace gpubind::sys
