@@ -9,15 +9,18 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test deps build build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
+.PHONY: run test deps deps-build build build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
 
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD)/CMakeCache.txt: | deps
+deps-build:
+	@scripts/install-deps.sh --build
+
+$(BUILD)/CMakeCache.txt: | deps-build
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARNINGS_AS_ERRORS=ON $(CMAKE_ARGS)
 
-build: deps $(BUILD)/CMakeCache.txt
+build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
 DDP_RANKS ?= 2
@@ -43,7 +46,7 @@ run: build
 	@echo "== gpubind compare --topology example:dgx-a100-nps4 (8 GPUs on 4 of 8 NUMA nodes)"
 	@$(BUILD)/src/gpubind compare --topology example:dgx-a100-nps4
 
-test: build
+test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory fuzz-regress

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Installs, from Debian 12 packages, everything gpubind's build, tests and `make run` need.
+# Installs, from Debian 12 packages, everything gpubind's build and tests need (`--build`: only
+# the build's, for `make build` and `make run`).
 # Idempotent: when every package is already present it does nothing (no apt-get update) and
 # returns in well under a second. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(
-  # build
+# What `make build` and `make run` need: the compiler, the libraries, the headers the tests and
+# benchmarks compile against, and Slurm's SPANK header for the plugin.
+build_packages=(
   cmake g++ make pkg-config
-  # libraries
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev hwloc-nox hyperfine bzip2 numactl
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libslurm-dev
+)
+# What `make test` adds: the real components the tests run against.
+test_packages=(
+  # tools the tests and benchmarks run
+  hwloc-nox hyperfine bzip2 numactl
   # real clients of `gpubind exec` and `gpubind launch`: Open MPI's mpirun, PyTorch DDP (CPU, gloo)
   openmpi-bin python3-torch
   # the Slurm test refuses set_mempolicy to slurmd with a seccomp filter (tests/slurm/seccomp_deny.py)
   python3-seccomp
-  # Slurm: the SPANK plugin's headers and a throw-away local cluster for its tests
-  libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
+  # Slurm: a throw-away local cluster for the SPANK plugin's tests
+  slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # packaging: the Debian package's Depends (dpkg-shlibdeps), man page rendering, completion test
   dpkg-dev groff-base bsdextrautils
   # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
@@ -26,6 +32,12 @@ packages=(
   # the cache-forgery test creates and removes a second user
   passwd util-linux
 )
+
+case "${1:-all}" in
+  --build) packages=("${build_packages[@]}") ;;
+  all) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: $0 [--build]   (--build: only what building needs; default: everything make test needs)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
