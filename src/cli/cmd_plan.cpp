@@ -45,7 +45,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);
-  if (!plan) return fail(plan.error(), req->require_gpu && plan.error().what == "--require-gpu" ? kExitFailure : kExitUsage);
+  // A request the machine cannot satisfy is a usage error; no GPU where one is required is not.
+  if (!plan) return fail(plan.error(), plan.error().kind == ErrorKind::not_found ? kExitFailure : kExitUsage);
   if (rank && *rank >= plan->ranks.size())
     return fail(Error{"--rank " + std::to_string(*rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1)},
                 kExitUsage);

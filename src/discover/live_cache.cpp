@@ -101,7 +101,7 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max
       if (j.is_object() && j.contains("cache_key") && j["cache_key"].is_string() && j["cache_key"].get<std::string>() == *key &&
           j.contains("topology"))
         if (auto t = topo::from_json(j["topology"]); t) return t;
-    } else if (text.error().why != std::strerror(ENOENT)) {
+    } else if (text.error().kind != ErrorKind::not_found) {
       note(text.error());
     }
   }

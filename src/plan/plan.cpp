@@ -493,7 +493,8 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
 
   // 2. Rank count and each rank's GPUs.
   if (visible.empty()) {
-    if (req.require_gpu) return Error{"--require-gpu", t.gpus.empty() ? "the topology has no GPUs" : "no GPU is visible"};
+    if (req.require_gpu)
+      return Error{"--require-gpu", t.gpus.empty() ? "the topology has no GPUs" : "no GPU is visible", ErrorKind::not_found};
     c.plan.warnings.push_back(t.gpus.empty() ? "the topology has no GPUs: CPU-only plan"
                                              : "the environment hides every GPU: CPU-only plan");
     if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible"};

@@ -83,9 +83,9 @@ constexpr const char* kExited = "has exited (";
 constexpr const char* kKernelThread = "is a kernel thread (";
 
 Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
-  if (e.why.find("No such file") != std::string::npos) return Error{"PID " + std::to_string(pid), gone};
-  if (e.why.find("Permission denied") != std::string::npos)
-    return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)"};
+  if (e.kind == ErrorKind::not_found) return Error{"PID " + std::to_string(pid), gone, ErrorKind::not_found};
+  if (e.kind == ErrorKind::permission)
+    return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)", ErrorKind::permission};
   return e;
 }
 
@@ -166,7 +166,7 @@ std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, c
 }
 
 bool is_not_a_live_process(const Error& e) {
-  return e.why == kNoSuchProcess || e.why == kVanished || e.why.starts_with(kExited) || e.why.starts_with(kKernelThread);
+  return e.kind == ErrorKind::not_found || e.kind == ErrorKind::unsupported;
 }
 
 std::vector<int> list_pids(const sys::FsRoot& root) {
@@ -190,13 +190,14 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   // A zombie has no threads, memory or binding left to judge; a kernel thread was never bound.
   std::string state = key_value(*status, "State");
   if (state.starts_with("Z") || state.starts_with("X"))
-    return Error{"PID " + std::to_string(pid), kExited + one_line(p.comm) + ", a zombie its parent has not reaped)"};
+    return Error{"PID " + std::to_string(pid), kExited + one_line(p.comm) + ", a zombie its parent has not reaped)", ErrorKind::unsupported};
   bool kthread = key_value(*status, "Kthread") == "1";
   if (!kthread && (p.ppid == 2 || pid == 2)) {  // kernels before the Kthread field: kthreadd's children have no cmdline
     auto cmd = root.read(dir + "/cmdline");
     kthread = cmd && cmd->empty();
   }
-  if (kthread) return Error{"PID " + std::to_string(pid), kKernelThread + one_line(p.comm) + "), not a process to judge"};
+  if (kthread)
+    return Error{"PID " + std::to_string(pid), kKernelThread + one_line(p.comm) + "), not a process to judge", ErrorKind::unsupported};
   auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
   auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
   if (!cpus) return cpus.error();

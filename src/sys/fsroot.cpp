@@ -41,18 +41,18 @@ class DirFsRoot final : public FsRoot {
 
   Result<std::string> read(const std::string& rel) const override {
     int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY); });
-    if (fd < 0) return Error{full(rel), errno_text(errno)};
+    if (fd < 0) return errno_error(full(rel), errno);
     return read_to_end(fd, full(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
     int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); });
-    if (fd < 0) return Error{full(rel), errno_text(errno)};
+    if (fd < 0) return errno_error(full(rel), errno);
     DIR* d = ::fdopendir(fd);
     if (!d) {
       int e = errno;
       ::close(fd);
-      return Error{full(rel), errno_text(e)};
+      return errno_error(full(rel), e);
     }
     std::vector<std::string> names;
     while (dirent* ent = ::readdir(d)) {
@@ -71,14 +71,14 @@ class DirFsRoot final : public FsRoot {
     if (dir < 0 || !inside(rel)) {
       int e = dir < 0 ? errno : EXDEV;
       if (dir >= 0) ::close(dir);
-      return Error{full(rel), errno_text(e)};
+      return errno_error(full(rel), e);
     }
     std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     char buf[4096];
     ssize_t n = faultable_path("gpubind/readlink", full(rel), [&] { return ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1); });
     int e = errno;
     ::close(dir);
-    if (n < 0) return Error{full(rel), errno_text(e)};
+    if (n < 0) return errno_error(full(rel), e);
     return std::string(buf, size_t(n));
   }
 
@@ -127,9 +127,14 @@ class DirFsRoot final : public FsRoot {
 
 }  // namespace
 
+Error errno_error(const std::string& what, int e) {
+  ErrorKind kind = e == ENOENT || e == ESRCH ? ErrorKind::not_found : e == EACCES || e == EPERM ? ErrorKind::permission : ErrorKind::failed;
+  return Error{what, errno_text(e), kind};
+}
+
 Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Error{dir, errno_text(errno)};
+  if (fd < 0) return errno_error(dir, errno);
   std::string path = dir;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return std::unique_ptr<FsRoot>(new DirFsRoot(fd, path));
@@ -144,7 +149,7 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
     if (n < 0) {
       int e = errno;
       ::close(fd);
-      return Error{what, errno_text(e)};
+      return errno_error(what, e);
     }
     if (n == 0) break;
     out.append(buf, size_t(n));
@@ -161,7 +166,7 @@ Status write_fully(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = faultable("gpubind/write", [&] { return ::write(fd, data.data(), data.size()); });
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error{"write", errno_text(errno)};
+    if (n < 0) return errno_error("write", errno);
     if (n == 0) return Error{"write", "no progress"};
     data.remove_prefix(size_t(n));
   }
@@ -178,7 +183,7 @@ PathKind path_kind(const std::string& path) {
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
-  if (fd < 0) return Error{path, errno_text(errno)};
+  if (fd < 0) return errno_error(path, errno);
   return read_to_end(fd, path, max_bytes);
 }
 

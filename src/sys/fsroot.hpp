@@ -34,6 +34,10 @@ class FsRoot {
 // Opens a directory as an FsRoot; reads then use openat() relative to it.
 Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir);
 
+// An Error for errno `e` on `what`: errno's text, and the kind (ENOENT and ESRCH are not_found,
+// EACCES and EPERM permission).
+Error errno_error(const std::string& what, int e);
+
 // --- plain file-system helpers for loaders (not under a root) ---
 enum class PathKind { missing, file, directory, other };
 PathKind path_kind(const std::string& path);

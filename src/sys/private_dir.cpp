@@ -32,7 +32,7 @@ std::string ownership_problem(const struct stat& st) {
 }  // namespace
 
 Result<PrivateDir> PrivateDir::open(const std::string& path, bool create) {
-  if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return Error{path, errno_text(errno)};
+  if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return errno_error(path, errno);
   int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); });
   if (fd < 0) {
     int e = errno;
@@ -44,7 +44,7 @@ Result<PrivateDir> PrivateDir::open(const std::string& path, bool create) {
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    return Error{path, errno_text(e)};
+    return errno_error(path, e);
   }
   if (std::string why = ownership_problem(st); !why.empty()) {
     ::close(fd);
@@ -71,7 +71,7 @@ PrivateDir::~PrivateDir() {
 Result<std::string> PrivateDir::read(const std::string& name, size_t max_bytes) const {
   std::string where = m_path + "/" + name;
   int fd = ::openat(m_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Error{where, errno == ELOOP ? "is a symbolic link" : errno_text(errno)};
+  if (fd < 0) return errno == ELOOP ? Error{where, "is a symbolic link"} : errno_error(where, errno);
   struct stat st;
   std::string why;
   if (::fstat(fd, &st) != 0) why = errno_text(errno);
@@ -90,7 +90,7 @@ Status PrivateDir::write_atomic(const std::string& name, const std::string& text
   std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   int fd = faultable_path("gpubind/create", m_path + "/" + name,
                           [&] { return ::openat(m_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600); });
-  if (fd < 0) return Error{m_path + "/" + tmp, errno_text(errno)};
+  if (fd < 0) return errno_error(m_path + "/" + tmp, errno);
   if (Status s = write_fully(fd, text); !s) {
     ::close(fd);
     ::unlinkat(m_fd, tmp.c_str(), 0);
@@ -99,7 +99,7 @@ Status PrivateDir::write_atomic(const std::string& name, const std::string& text
   if (::close(fd) != 0 || faultable("gpubind/rename", [&] { return ::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()); }) != 0) {
     int e = errno;
     ::unlinkat(m_fd, tmp.c_str(), 0);
-    return Error{m_path + "/" + name, errno_text(e)};
+    return errno_error(m_path + "/" + name, e);
   }
   return Ok{};
 }

@@ -8,9 +8,20 @@
 
 namespace gpubind {
 
+// What kind of failure an Error is, so callers decide (an exit status, skipping a process that
+// is gone) by kind, never by comparing message text.
+enum class ErrorKind {
+  failed,         // anything else: a malformed file, a syscall that failed
+  usage,          // a flag, argument or request that cannot be satisfied as given
+  not_found,      // it does not exist (ENOENT, ESRCH): a file, a process that is gone
+  permission,     // not allowed (EACCES, EPERM)
+  unsupported,    // it exists but is not something this can act on (a zombie, a kernel thread)
+};
+
 struct Error {
   std::string what;  // the thing that failed: a file name, a flag, a PID
   std::string why;   // the reason, in words a user can act on
+  ErrorKind kind = ErrorKind::failed;
 
   std::string message() const { return why.empty() ? what : what + ": " + why; }
 };

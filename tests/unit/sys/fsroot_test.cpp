@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "../../support/fake_tree.hpp"
 
 namespace gpubind::sys {
@@ -52,6 +54,20 @@ TEST(FsRoot, TheLiveRootIsThisSystemAndAFixtureIsNot) {
   ASSERT_TRUE(live.ok());
   EXPECT_TRUE((*live)->is_this_system());
   EXPECT_TRUE((*live)->read("proc/self/status").ok());
+}
+
+TEST(FsRoot, ErrorsCarryTheirKindNotJustText) {
+  testing::FakeTree t;
+  t.file("secret", "x");
+  auto root = open_root(t);
+  EXPECT_EQ(root->read("missing").error().kind, ErrorKind::not_found);
+  EXPECT_EQ(root->list("missing").error().kind, ErrorKind::not_found);
+  EXPECT_EQ(errno_error("f", ENOENT).kind, ErrorKind::not_found);
+  EXPECT_EQ(errno_error("PID 4", ESRCH).kind, ErrorKind::not_found);
+  EXPECT_EQ(errno_error("f", EACCES).kind, ErrorKind::permission);
+  EXPECT_EQ(errno_error("f", EPERM).kind, ErrorKind::permission);
+  EXPECT_EQ(errno_error("f", EIO).kind, ErrorKind::failed);
+  EXPECT_EQ(errno_error("f", EIO).message(), "f: Input/output error");
 }
 
 }  // namespace gpubind::sys
