@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "topo/binding_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::check {
@@ -39,11 +40,11 @@ void locate(const topo::Topology& t, ProcessReport& r) {
   if (!s.gpus.empty()) {
     r.gpus = s.gpus;
     r.gpu_source = "open device files";
-  } else if (auto it = s.env.find("GPUBIND_GPU"); it != s.env.end() && !it->second.empty()) {
+  } else if (auto it = s.env.find(topo::binding_env::kGpu); it != s.env.end() && !it->second.empty()) {
     for (std::string_view p : split(it->second, ',')) r.gpus.emplace_back(trim(p));
-    r.gpu_source = "GPUBIND_GPU";
+    r.gpu_source = topo::binding_env::kGpu;
   }
-  if (auto it = s.env.find("GPUBIND_CPUS"); it != s.env.end())
+  if (auto it = s.env.find(topo::binding_env::kCpus); it != s.env.end())
     if (auto c = CpuSet::parse_list(it->second); c && !c->empty()) r.intended_cpus = *c;
   if (r.gpus.empty()) return;
   for (const std::string& pci : r.gpus) {
@@ -110,7 +111,7 @@ void judge_one(const topo::Topology& t, ProcessReport& r) {
   if (s.pages_per_node) {
     std::vector<unsigned> home = r.gpu_nodes;
     if (home.empty())
-      if (auto it = s.env.find("GPUBIND_MEM"); it != s.env.end())
+      if (auto it = s.env.find(topo::binding_env::kMem); it != s.env.end())
         for (std::string_view n : split(it->second, ','))
           if (auto v = parse_uint(trim(n))) home.push_back(unsigned(*v));
     uint64_t total = 0, local = 0;
@@ -147,7 +148,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   std::map<int, int> parent_of;
   for (const ProcessReport& r : rep.processes) parent_of[r.state.pid] = r.state.ppid;
   auto rank_key = [&](const ProcessReport& r) -> std::string {
-    if (auto it = r.state.env.find("GPUBIND_LOCAL_RANK"); it != r.state.env.end()) return "rank " + it->second;
+    if (auto it = r.state.env.find(topo::binding_env::kLocalRank); it != r.state.env.end()) return "rank " + it->second;
     int p = r.state.pid;
     for (int hops = 0; hops < 64 && parent_of.count(parent_of[p]); ++hops) p = parent_of[p];
     return "pid " + std::to_string(p);

@@ -11,6 +11,7 @@
 #include "plan/cpu_split.hpp"
 #include "plan/crowded.hpp"
 #include "plan/socket_split.hpp"
+#include "topo/binding_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::plan {
@@ -615,12 +616,12 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
   std::vector<std::string> gpus;
   for (const GpuRef& g : rb.gpus) gpus.push_back(g.pci);
   std::vector<std::pair<std::string, std::string>> env = {
-      {"GPUBIND_LOCAL_RANK", std::to_string(rb.local_rank)},
-      {"GPUBIND_GPU", join(gpus, ",")},
-      {"GPUBIND_CPUS", rb.cpus.to_list()},
-      {"GPUBIND_MEM", join_numbers(rb.mem_nodes)},
-      {"GPUBIND_MEM_POLICY", to_string(rb.mem_policy)},
-      {"GPUBIND_POLICY", to_string(p.policy)},
+      {topo::binding_env::kLocalRank, std::to_string(rb.local_rank)},
+      {topo::binding_env::kGpu, join(gpus, ",")},
+      {topo::binding_env::kCpus, rb.cpus.to_list()},
+      {topo::binding_env::kMem, join_numbers(rb.mem_nodes)},
+      {topo::binding_env::kMemPolicy, to_string(rb.mem_policy)},
+      {topo::binding_env::kPolicy, to_string(p.policy)},
   };
   env.insert(env.end(), rb.env.begin(), rb.env.end());
   return env;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <set>
 
+#include "topo/binding_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::probe {
@@ -92,10 +93,13 @@ Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
 }  // namespace
 
 const std::vector<std::string>& env_names() {
-  static const std::vector<std::string> names = {
-      "GPUBIND_LOCAL_RANK", "GPUBIND_GPU",          "GPUBIND_CPUS",     "GPUBIND_MEM",     "GPUBIND_MEM_POLICY",
-      "GPUBIND_POLICY",     "LOCAL_RANK",           "RANK",             "SLURM_LOCALID",   "OMPI_COMM_WORLD_LOCAL_RANK",
-      "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v(std::begin(topo::binding_env::kAll), std::end(topo::binding_env::kAll));
+    for (const char* n : {"LOCAL_RANK", "RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "CUDA_VISIBLE_DEVICES",
+                          "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
+      v.push_back(n);
+    return v;
+  }();
   return names;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "render/table.hpp"
+#include "topo/binding_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::render {
@@ -24,7 +25,7 @@ std::string verdicts(const ProcessReport& p) {
 }
 
 std::string rank_of(const ProcessReport& p) {
-  for (const char* k : {"GPUBIND_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"})
+  for (const char* k : {topo::binding_env::kLocalRank, "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"})
     if (auto it = p.state.env.find(k); it != p.state.env.end()) return one_line(it->second);
   return "-";
 }

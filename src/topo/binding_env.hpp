@@ -1,0 +1,16 @@
+#pragma once
+// The variables gpubind exports to every process it binds (exec, launch, the SPANK plugin), and
+// that `check` reads back from a running process: one contract, named once. Plain names only,
+// so every layer may include it.
+namespace gpubind::topo::binding_env {
+
+inline constexpr const char* kLocalRank = "GPUBIND_LOCAL_RANK";  // the local rank bound
+inline constexpr const char* kGpu = "GPUBIND_GPU";               // its GPUs' PCI addresses
+inline constexpr const char* kCpus = "GPUBIND_CPUS";             // the CPUs it was bound to (cpulist)
+inline constexpr const char* kMem = "GPUBIND_MEM";               // its memory nodes
+inline constexpr const char* kMemPolicy = "GPUBIND_MEM_POLICY";  // preferred, bind, interleave, none
+inline constexpr const char* kPolicy = "GPUBIND_POLICY";         // the planning policy
+
+inline constexpr const char* kAll[] = {kLocalRank, kGpu, kCpus, kMem, kMemPolicy, kPolicy};
+
+}  // namespace gpubind::topo::binding_env
