@@ -20,6 +20,11 @@ void process(gpubind::testing::FakeTree& t, int pid, const std::string& comm, co
   t.file(d + "/task/" + std::to_string(pid) + "/sched", "x\n-----\nse.nr_migrations                             :                   42\n");
   t.dir(d + "/fd");
 }
+// The process holds these files open, as descriptors 3, 4, ...
+void holds(gpubind::testing::FakeTree& t, int pid, std::initializer_list<const char*> files) {
+  int fd = 3;
+  for (const char* f : files) t.link("proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd++), f);
+}
 }  // namespace
 
 TEST(Probe, ThreadStateFromProcFiles) {
@@ -40,9 +45,7 @@ TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
   gpubind::testing::FakeTree t;
   process(t, 10, "python", "0-1", 0);
   t.file("proc/driver/nvidia/gpus/0000:3A:00.0/information", "Model: X\nDevice Minor: \t 2\n");
-  t.link("proc/10/fd/3", "/dev/nvidia2");
-  t.link("proc/10/fd/4", "/dev/nvidiactl");
-  t.link("proc/10/fd/5", "/dev/dri/renderD129");
+  holds(t, 10, {"/dev/nvidia2", "/dev/nvidiactl", "/dev/dri/renderD129"});
   t.link("sys/class/drm/renderD129/device", "../../../0000:c6:00.0");
   auto root = sys::open_fsroot(t.root());
   auto p = probe_process(**root, 10, {});
@@ -106,13 +109,10 @@ TEST(Probe, MissingAndMalformedAreErrors) {
 TEST(ProbeSelect, GpuProcessesHoldAGpusDeviceFileNotOnlyControlFiles) {
   gpubind::testing::FakeTree t;
   for (int pid : {10, 11, 12, 13}) process(t, pid, "p" + std::to_string(pid), "0", 0);
-  t.link("proc/10/fd/3", "/dev/nvidiactl");
-  t.link("proc/10/fd/4", "/dev/nvidia1");
-  t.link("proc/11/fd/3", "/dev/nvidiactl");
-  t.link("proc/11/fd/4", "/dev/nvidia-uvm");
-  t.link("proc/12/fd/3", "/dev/kfd");
-  t.link("proc/12/fd/4", "/dev/dri/renderD128");
-  t.link("proc/13/fd/3", "/dev/kfd");
+  holds(t, 10, {"/dev/nvidiactl", "/dev/nvidia1"});
+  holds(t, 11, {"/dev/nvidiactl", "/dev/nvidia-uvm"});
+  holds(t, 12, {"/dev/kfd", "/dev/dri/renderD128"});
+  holds(t, 13, {"/dev/kfd"});
   auto root = sys::open_fsroot(t.root());
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(gpu_processes(**root), (std::vector<int>{10, 12}));
