@@ -8,7 +8,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "discover/hwloc_xml_writer.hpp"
+#include "render/hwloc_xml.hpp"
 #include "discover/source.hpp"
 #include "topo/json.hpp"
 
@@ -24,7 +24,7 @@ struct Files {
     json = "/tmp/gpubind-bench-" + std::to_string(::getpid()) + ".json";
     xml = "/tmp/gpubind-bench-" + std::to_string(::getpid()) + ".xml";
     std::ofstream(json) << gpubind::topo::to_json(*t).dump(2);
-    std::ofstream(xml) << gpubind::discover::to_hwloc_xml(*t);
+    std::ofstream(xml) << gpubind::render::to_hwloc_xml(*t);
   }
   ~Files() {
     std::remove(json.c_str());

@@ -3,7 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "discover/hwloc_xml_writer.hpp"
+#include "render/hwloc_xml.hpp"
 #include "discover/source.hpp"
 #include "render/topo_text.hpp"
 #include "topo/json.hpp"
@@ -39,7 +39,7 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (format == "table") out = render::topo_table(*topo);
   else if (format == "matrix") out = render::topo_matrix(*topo);
   else if (format == "json") out = json_text(topo::to_json(*topo));
-  else out = discover::to_hwloc_xml(*topo);
+  else out = render::to_hwloc_xml(*topo);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }

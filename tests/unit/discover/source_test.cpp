@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "discover/hwloc_xml_writer.hpp"
+#include "render/hwloc_xml.hpp"
 
 namespace gpubind::discover {
 
@@ -109,7 +109,7 @@ TEST_F(TempFiles, HwlocXmlExportReloads) {
                            "cloud-vm-unknown-locality.json"}) {
     auto orig = load_topology(example(name));
     ASSERT_TRUE(orig.ok()) << name;
-    std::string path = write(std::string(name) + ".xml", to_hwloc_xml(*orig));
+    std::string path = write(std::string(name) + ".xml", render::to_hwloc_xml(*orig));
     auto back = load_topology(path);
     ASSERT_TRUE(back.ok()) << name << ": " << back.error().message();
     EXPECT_EQ(back->cpus, orig->cpus) << name;

@@ -1,4 +1,4 @@
-#include "discover/hwloc_xml_writer.hpp"
+#include "render/hwloc_xml.hpp"
 
 #include <cstdio>
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 #include "util/strings.hpp"
 
-namespace gpubind::discover {
+namespace gpubind::render {
 
 using namespace topo;
 
@@ -274,4 +274,4 @@ std::string to_hwloc_xml(const Topology& t) {
   return w.out;
 }
 
-}  // namespace gpubind::discover
+}  // namespace gpubind::render

@@ -9,8 +9,8 @@
 
 #include "topo/topology.hpp"
 
-namespace gpubind::discover {
+namespace gpubind::render {
 
 std::string to_hwloc_xml(const topo::Topology& t);
 
-}  // namespace gpubind::discover
+}  // namespace gpubind::render
