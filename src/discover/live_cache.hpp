@@ -1,7 +1,8 @@
 #pragma once
 // A cache of this machine's topology for `gpubind exec`, which every rank of every job pays for
 // (8 ranks start at once on a node). The cache file holds its key, and a file whose key differs
-// is never used: the kernel boot (boot_id), gpubind's and hwloc's versions, this process's
+// is never used: the kernel boot (boot_id), gpubind's and hwloc's versions, a hash of gpubind's
+// discovery code (a rebuilt binary never reads an older build's entry), this process's
 // allowed CPUs and memory nodes (taskset, Slurm) and its cgroup. Anything else that changes the
 // machine within one boot (PCI hot-plug, a driver loaded later) needs --no-cache once.
 #include <string>
@@ -22,7 +23,7 @@ std::string default_cache_dir(const std::string& configured = "");
 inline constexpr size_t kDefaultCacheMaxFiles = 16;
 
 // This machine's topology, from the cache when its key matches, else discovered live and
-// written to the cache (best effort: a cache that cannot be written is skipped silently).
+// written to the cache (best effort: a cache that cannot be written costs a note, not the topology).
 // `cache_dir` "" disables the cache. A cache directory or file that fails the ownership checks
 // is not used, and `notes` (when given) gets one line saying why.
 Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max_files = kDefaultCacheMaxFiles,

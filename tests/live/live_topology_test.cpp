@@ -10,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "discover/live_cache.hpp"
 #include "discover/source.hpp"
+#include "topo/json.hpp"
 
 namespace {
 
@@ -143,3 +145,32 @@ TEST(LivePlan, RespectsTheCallersAffinity) {
 }
 
 }  // namespace
+
+// The topology cache on this machine: the first load discovers and writes one entry keyed by
+// boot, versions, code, CPUs, nodes and cgroup; the second reads it back unchanged.
+TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
+  char tmpl[] = "/tmp/gpubind-live-cache.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = std::string(tmpl) + "/cache";
+  std::vector<std::string> notes;
+  auto first = gpubind::discover::load_live_cached(dir, 16, &notes);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  auto entry = nlohmann::json::parse(read(entries[0].string()));
+  std::string key = entry.at("cache_key").get<std::string>();
+  for (const char* part : {"gpubind ", " code ", "; hwloc ", "; boot ", "; cpus ", "; mems ", "; cgroup "})
+    EXPECT_NE(key.find(part), std::string::npos) << part << " in " << key;
+  // Marked, so the second load shows it came from the entry and not from a second discovery.
+  entry["topology"]["hostname"] = "read-from-the-cache";
+  std::ofstream(entries[0]) << entry.dump();
+  auto second = gpubind::discover::load_live_cached(dir, 16, &notes);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ(second->hostname, "read-from-the-cache");
+  second->hostname = first->hostname;
+  EXPECT_EQ(gpubind::topo::to_json(*second).dump(), gpubind::topo::to_json(*first).dump());
+  std::filesystem::remove_all(tmpl);
+}
