@@ -31,9 +31,8 @@ DeviceRole classify(const PciIdentity& id) {
   // Co-processor class 0b40 holds both NEC's Vector Engine (a compute card) and Intel's
   // QuickAssist (a crypto offload): only the former is a device a rank is bound to.
   if (id.class_id == 0x0b40 && id.vendor_id == 0x1bcf) return DeviceRole::gpu;
-  // Ethernet 0200, InfiniBand 0207, other network 0280, and the serial-bus InfiniBand class
-  // 0c06 that older Mellanox HCAs (ConnectX-2) report.
-  if (id.class_id == 0x0200 || id.class_id == 0x0207 || id.class_id == 0x0280 || id.class_id == 0x0c06) return DeviceRole::nic;
+  // Ethernet 0200, other network 0280, InfiniBand.
+  if (id.class_id == 0x0200 || id.class_id == 0x0280 || topo::is_infiniband_class(id.class_id)) return DeviceRole::nic;
   return DeviceRole::none;
 }
 

@@ -337,7 +337,7 @@ bool has_rdma(const Nic& n) { return std::any_of(n.os_names.begin(), n.os_names.
 // class InfiniBand), 1 plain Ethernet. Ranks only get NICs of the best kind present, so a 1 GbE
 // management port is never paired with a GPU when a fabric NIC exists.
 int nic_kind(const Nic& n) {
-  if (has_rdma(n) || n.class_id == 0x0207 || n.class_id == 0x0c06) return 0;
+  if (has_rdma(n) || topo::is_infiniband_class(n.class_id)) return 0;
   for (const std::string& o : n.os_names)
     if (o.starts_with("ib") || o.starts_with("hsn") || o.starts_with("hsi")) return 0;
   return 1;

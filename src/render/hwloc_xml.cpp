@@ -128,10 +128,11 @@ struct Writer {
       out += indent(depth) + "<object type=\"PCIDev\" gp_index=\"" + std::to_string(gp++) + "\" pci_busid=\"" + d->pci +
              "\" pci_type=\"" + pci_type(d->class_id, d->vendor_id, d->device_id) + "\" pci_link_speed=\"0.000000\">\n";
       if (!d->name.empty()) out += indent(depth + 1) + "<info name=\"PCIDevice\" value=\"" + escape(d->name) + "\"/>\n";
-      bool is_gpu = (d->class_id >> 8) == 0x03 || (d->class_id >> 8) == 0x12 || d->class_id == 0x0b40;
+      // hwloc's OS device types: 1 GPU, 2 network, 3 OpenFabrics (an RDMA device), 5 co-processor.
+      bool is_gpu = find_gpu(t, d->pci) != nullptr;
       for (const std::string& os : d->os_names) {
         int type = is_gpu ? ((os.starts_with("cuda") || os.starts_with("opencl") || os.starts_with("ve")) ? 5 : 1)
-                          : (os.starts_with("mlx") || os.starts_with("hfi") || os.starts_with("qib") || os.starts_with("cxi") ? 3 : 2);
+                          : (is_rdma_device_name(os) ? 3 : 2);
         out += indent(depth + 1) + "<object type=\"OSDev\" gp_index=\"" + std::to_string(gp++) + "\" name=\"" + escape(os) +
                "\" osdev_type=\"" + std::to_string(type) + "\"/>\n";
       }

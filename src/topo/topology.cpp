@@ -126,6 +126,8 @@ bool is_rdma_device_name(const std::string& name) {
   return false;
 }
 
+bool is_infiniband_class(uint32_t class_id) { return class_id == 0x0207 || class_id == 0x0c06; }
+
 std::vector<std::string> machine_differences(const Topology& machine, const Topology& other) {
   std::vector<std::string> out;
   if (machine.cpus != other.cpus) out.push_back("PUs " + other.cpus.to_list() + ", this machine has " + machine.cpus.to_list());

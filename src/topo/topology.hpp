@@ -120,6 +120,9 @@ std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsig
 const NumaNode* numa_of_pu(const Topology& t, unsigned pu);
 // Whether an OS device name is an RDMA device (mlx5_0, hfi1_0, cxi0, efa_0, irdma0...).
 bool is_rdma_device_name(const std::string& name);
+// PCI class (class << 8 | subclass) of an InfiniBand adapter: 0x0207, or 0x0c06 that older
+// Mellanox HCAs (ConnectX-2) report.
+bool is_infiniband_class(uint32_t class_id);
 // Each core's logical index (index into Topology::cores -> number): package by package, then by
 // first PU, as hwloc numbers cores (lstopo "Core L#"). Slurm's gres.conf Cores= and its CPU
 // distribution number cores this way, not by OS CPU number.
