@@ -92,7 +92,8 @@ class DirFsRoot final : public FsRoot {
   int access_rw(const std::string& rel) const override {
     if (!inside(rel)) return EXDEV;
     // faccessat runs the same checks as open, the device cgroup's included, without opening:
-    // opening a GPU's device file could start its driver. Only the live root asks.
+    // opening a GPU's device file could start its driver. Under a fixture the answer is the
+    // fixture's files' modes: only the live root's answer says what this process may open.
     return ::faccessat(m_fd, rel.c_str(), R_OK | W_OK, 0) == 0 ? 0 : errno;
   }
 
