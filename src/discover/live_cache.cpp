@@ -34,8 +34,8 @@ Result<std::string> cache_key(const sys::FsRoot& root) {
   if (!status) return status.error();
   // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
   // same affinity must not share an entry.
-  return "gpubind " + std::string(kGpubindVersion) + " code " + kTopologyCodeId + "; hwloc " + hwloc_build_version() + "; boot " + std::string(trim(*boot)) +
-         "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
+  return "gpubind " + std::string(kGpubindVersion) + " code " + kTopologyCodeId + "; hwloc " + hwloc_build_version() +
+         "; boot " + std::string(trim(*boot)) + "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
          "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
 

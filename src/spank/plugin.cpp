@@ -32,6 +32,7 @@ extern "C" {
 #include "plan/plan.hpp"
 #include "sys/affinity.hpp"
 #include "sys/binder.hpp"
+#include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
 extern "C" {
@@ -93,7 +94,7 @@ class SpankBinder final : public sys::Binder {
     if (spank_err_t e = spank_unsetenv(m_sp, name.c_str()); e != ESPANK_SUCCESS) return Error{"spank_unsetenv " + name, spank_strerror(e)};
     return Ok{};
   }
-  sys::ExecFailure exec(const std::vector<std::string>&) override { return {125, "exec is slurmstepd's job"}; }
+  sys::ExecFailure exec(const std::vector<std::string>&) override { return {kExitExecFailed, "exec is slurmstepd's job"}; }
 
  private:
   spank_t m_sp;
@@ -145,9 +146,9 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
   std::vector<std::string> cache_notes;
   auto topo = g_args.dry_run ? (g_args.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
-                                              : discover::load_topology(g_args.topology))
-                        : discover::load_for_binding(g_args.topology, "plugstack.conf topology=" + g_args.topology, cache,
-                                                     cfg.cache_max_files, &cache_notes);
+                                                         : discover::load_topology(g_args.topology))
+                             : discover::load_for_binding(g_args.topology, "plugstack.conf topology=" + g_args.topology, cache,
+                                                          cfg.cache_max_files, &cache_notes);
   for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   if (!topo) return topo.error();
   plan::Request req;

@@ -72,7 +72,8 @@ class RealBinder final : public Binder {
   }
 
   Status set_env(const std::string& name, const std::string& value) override {
-    if (faultable("gpubind/setenv", [&] { return ::setenv(name.c_str(), value.c_str(), 1); }) != 0) return Error{"setenv " + name, std::strerror(errno)};
+    if (faultable("gpubind/setenv", [&] { return ::setenv(name.c_str(), value.c_str(), 1); }) != 0)
+      return Error{"setenv " + name, std::strerror(errno)};
     return Ok{};
   }
 
@@ -86,30 +87,32 @@ class RealBinder final : public Binder {
     return Ok{};
   }
 
-  ExecFailure exec(const std::vector<std::string>& argv) override {
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
-    int e = errno;
-    ExecFailure f;
-    f.exit_code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitNotExecutable;
-    f.message = argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e)));
-    return f;
-  }
+  ExecFailure exec(const std::vector<std::string>& argv) override { return exec_command(argv); }
 };
 
 Result<CpuSet> read_list(const FsRoot& root, const std::string& rel) {
   auto text = root.read(rel);
   if (!text) return text.error();
   auto set = CpuSet::parse_list(*text);
-  if (!set) return Error{root.describe() == "/" ? "/" + rel : root.describe() + "/" + rel, set.error().message()};
+  if (!set) return Error{root.path_of(rel), set.error().message()};
   return *set;
 }
 
 }  // namespace
 
 std::unique_ptr<Binder> real_binder() { return std::make_unique<RealBinder>(); }
+
+ExecFailure exec_command(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
+  int e = errno;
+  ExecFailure f;
+  f.exit_code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitNotExecutable;
+  f.message = argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e)));
+  return f;
+}
 
 Result<CpuSet> online_cpus(const FsRoot& root) { return read_list(root, "sys/devices/system/cpu/online"); }
 

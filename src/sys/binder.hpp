@@ -42,6 +42,10 @@ class Binder {
 
 std::unique_ptr<Binder> real_binder();
 
+// execvp(argv) for this process; returns only when it failed, saying why in env(1)'s terms. The
+// real Binder's exec and launch's spawned ranks both end here.
+ExecFailure exec_command(const std::vector<std::string>& argv);
+
 // Linux's own view, for validating a binding before applying it, read under `root`.
 Result<CpuSet> online_cpus(const FsRoot& root);        // sys/devices/system/cpu/online
 Result<CpuSet> online_numa_nodes(const FsRoot& root);  // sys/devices/system/node/online (node 0 when absent)

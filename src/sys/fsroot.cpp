@@ -40,19 +40,19 @@ class DirFsRoot final : public FsRoot {
   DirFsRoot& operator=(const DirFsRoot&) = delete;
 
   Result<std::string> read(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY); });
-    if (fd < 0) return errno_error(full(rel), errno);
-    return read_to_end(fd, full(rel));
+    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY); });
+    if (fd < 0) return errno_error(path_of(rel), errno);
+    return read_to_end(fd, path_of(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", full(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); });
-    if (fd < 0) return errno_error(full(rel), errno);
+    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); });
+    if (fd < 0) return errno_error(path_of(rel), errno);
     DIR* d = ::fdopendir(fd);
     if (!d) {
       int e = errno;
       ::close(fd);
-      return errno_error(full(rel), e);
+      return errno_error(path_of(rel), e);
     }
     std::vector<std::string> names;
     while (dirent* ent = ::readdir(d)) {
@@ -71,14 +71,14 @@ class DirFsRoot final : public FsRoot {
     if (dir < 0 || !inside(rel)) {
       int e = dir < 0 ? errno : EXDEV;
       if (dir >= 0) ::close(dir);
-      return errno_error(full(rel), e);
+      return errno_error(path_of(rel), e);
     }
     std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     char buf[4096];
-    ssize_t n = faultable_path("gpubind/readlink", full(rel), [&] { return ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1); });
+    ssize_t n = faultable_path("gpubind/readlink", path_of(rel), [&] { return ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1); });
     int e = errno;
     ::close(dir);
-    if (n < 0) return errno_error(full(rel), e);
+    if (n < 0) return errno_error(path_of(rel), e);
     return std::string(buf, size_t(n));
   }
 
@@ -101,7 +101,6 @@ class DirFsRoot final : public FsRoot {
   bool is_this_system() const override { return m_path == "/"; }
 
  private:
-  std::string full(const std::string& rel) const { return m_path == "/" ? "/" + rel : m_path + "/" + rel; }
 
   // openat under the root. A gathered tree's own symlinks may be absolute ("/proc/1") or climb
   // ("../../.."): under any root but "/" they resolve inside it (openat2 RESOLVE_IN_ROOT), so a

@@ -27,6 +27,11 @@ class FsRoot {
   virtual int access_rw(const std::string& rel) const = 0;
   // Human-readable location for messages, e.g. "/" or "/tmp/node1".
   virtual std::string describe() const = 0;
+  // `rel` as a path a user reads in a message: "/proc/1/status", "/tmp/node1/proc/1/status".
+  std::string path_of(const std::string& rel) const {
+    std::string root = describe();
+    return root == "/" ? "/" + rel : root + "/" + rel;
+  }
   // True only for the live root "/": binding against any other root must be refused.
   virtual bool is_this_system() const = 0;
 };

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sys/binder.hpp"
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 #include "util/exit_status.hpp"
@@ -85,13 +86,8 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
       Status s = prepare();
       if (!s) child_fail(kExitExecFailed, s.error().message());
     }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    faultable("gpubind/execvp", [&] { return ::execvp(args[0], args.data()); });
-    int e = errno;
-    child_fail(e == ENOENT || e == ENOTDIR ? kExitNotFound : kExitNotExecutable,
-               argv[0] + ": " + (e == ENOENT ? std::string("command not found") : std::string(std::strerror(e))));
+    ExecFailure f = exec_command(argv);
+    child_fail(f.exit_code, f.message);
   }
   // The parent also sets the group, so a signal sent right after spawn cannot miss it.
   ::setpgid(pid, pid);
