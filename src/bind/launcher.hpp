@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bind/apply.hpp"
+#include "bind/supervisor.hpp"
 #include "bind/torchrun.hpp"
 #include "plan/plan.hpp"
 
@@ -36,31 +37,14 @@ struct LaunchSpec {
   bool quiet = false;             // no warnings on stderr
 };
 
-struct RankOutcome {
-  unsigned local_rank = 0;
-  unsigned global_rank = 0;
-  int pid = -1;
-  int exit_code = 0;  // the rank's status as a shell reports it: code, or 128+signal
-  int signal = 0;
-  bool started = false;
-  double wall_seconds = 0;
-};
-
-struct LaunchResult {
-  int exit_code = 0;                   // the first failing rank's, else 0
-  unsigned restarts = 0;               // worker-group restarts that were made
-  std::optional<unsigned> first_failure;  // local rank
-  int forwarded_signal = 0;            // a signal launch received and passed on
-  std::vector<RankOutcome> ranks;
-};
-
 // The environment one rank gets from the launcher (torchrun's names).
 std::vector<std::pair<std::string, std::string>> launcher_environment(const LaunchSpec& spec, unsigned local_rank,
                                                                       unsigned local_size);
 
-// Starts the worker group and supervises it; on a failure (not a signal to launch itself) the
-// whole group is restarted up to spec.max_restarts times, as torchrun does.
-Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec);
+// Starts the worker group and supervises it (bind/supervisor.hpp); on a failure (not a signal to
+// launch itself) the whole group is restarted up to spec.max_restarts times, as torchrun does.
+Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine, const LaunchSpec& spec, sys::Spawner& spawner,
+                            const sys::Clock& clock);
 
 // For nodes other than node 0 of a multi-node job: waits until MASTER_ADDR:MASTER_PORT accepts
 // connections (node 0's rank 0 hosts the store), polling, for at most `timeout`. An unreachable

@@ -11,6 +11,7 @@
 #include "render/table.hpp"
 #include "sys/affinity.hpp"
 #include "sys/process.hpp"
+#include "sys/spawner.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -261,7 +262,9 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (spec.node_rank > 0)
     if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port, std::chrono::milliseconds(long(join_timeout * 1000))); !s)
       return fail(s.error(), kExitFailure);
-  auto result = bind::launch(*plan, *machine, spec);
+  auto spawner = sys::real_spawner();
+  if (!spawner) return fail(spawner.error(), kExitFailure);
+  auto result = bind::launch(*plan, *machine, spec, **spawner, sys::steady_clock());
   if (!result) return fail(result.error(), kExitFailure);
 
   // Closing summary, one row per rank.

@@ -26,35 +26,6 @@ using topo::Topology;
 
 namespace {
 
-// hwloc reads a few settings only from the environment (HWLOC_FSROOT, HWLOC_COMPONENTS). This
-// sets them for one load and restores what was there before, so nothing leaks into the command
-// that gpubind later executes.
-class ScopedEnv {
- public:
-  void set(const char* name, const std::string& value) {
-    const char* old = std::getenv(name);
-    m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    ::setenv(name, value.c_str(), 1);
-  }
-  // Unsets `name` for the scope; true when it was set.
-  bool unset(const char* name) {
-    const char* old = std::getenv(name);
-    if (!old) return false;
-    m_saved.emplace_back(name, std::string(old));
-    ::unsetenv(name);
-    return true;
-  }
-  ~ScopedEnv() {
-    for (auto it = m_saved.rbegin(); it != m_saved.rend(); ++it) {
-      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else ::unsetenv(it->first.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
-};
-
 struct TopologyDeleter {
   void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
 };
@@ -410,20 +381,38 @@ std::string hwloc_backend_version() {
   return std::to_string(v >> 16) + "." + std::to_string((v >> 8) & 0xff) + "." + std::to_string(v & 0xff);
 }
 
-static Result<Topology> load_in_process(const HwlocInput& in) {
-  ScopedEnv env;
+namespace {
+
+// Settings hwloc reads only from the environment, for one load of `in`. They are applied in the
+// child process that loads (sys::run_isolated), never in gpubind's own environment: nothing
+// leaks into the command gpubind executes, and no other thread can see the environment change.
+std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<std::string>& ignored) {
+  std::vector<sys::EnvChange> env;
   // hwloc reads these from the environment and would then describe another machine (or a file)
   // as this one: gpubind chooses its source itself (--topology), so none of them applies.
-  std::vector<std::string> ignored;
   for (const char* v : {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_COMPONENTS", "HWLOC_THISSYSTEM",
                         "HWLOC_DUMPED_HWDATA_DIR", "HWLOC_CPUID_PATH"})
-    if (env.unset(v)) ignored.push_back(v);
+    if (std::getenv(v)) {
+      env.emplace_back(v, std::nullopt);
+      ignored.push_back(v);
+    }
   // Never let hwloc print its own diagnostics: gpubind reports one line itself.
-  env.set("HWLOC_HIDE_ERRORS", "2");
+  env.emplace_back("HWLOC_HIDE_ERRORS", "2");
   // hwloc dlopens its plugins at the first topology: libxml2 (+ICU) for XML, OpenCL, X11/NVCtrl
   // and libpciaccess, ~4 ms of loading per process. gpubind needs none of them: hwloc's built-in
   // XML reader imports files, and its linux backend (or gpubind's sysfs scan) finds PCI devices.
-  env.set("HWLOC_PLUGINS_BLACKLIST", "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci");
+  env.emplace_back("HWLOC_PLUGINS_BLACKLIST", "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci");
+  if (in.kind == HwlocInput::Kind::fsroot) {
+    // A gathered tree: hwloc's linux backend reads it in place; nothing else may look at this host.
+    env.emplace_back("HWLOC_FSROOT", in.value);
+    env.emplace_back("HWLOC_DUMPED_HWDATA_DIR", in.value + "/var/run/hwloc");
+    env.emplace_back("HWLOC_COMPONENTS", "linux,stop");
+  }
+  return env;
+}
+
+// One load, in the calling process, whose environment hwloc_environment(in) describes.
+Result<Topology> load_in_process(const HwlocInput& in) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) return Error{"hwloc", "cannot initialise a topology"};
   TopologyPtr t(raw);
@@ -448,11 +437,7 @@ static Result<Topology> load_in_process(const HwlocInput& in) {
         return Error{what, "hwloc rejects this synthetic description (expected e.g. \"pack:2 numa:2 core:8 pu:2\")"};
       break;
     case HwlocInput::Kind::fsroot:
-      // A gathered tree: hwloc's linux backend reads it in place; nothing else may look at this host.
-      env.set("HWLOC_FSROOT", in.value);
-      env.set("HWLOC_DUMPED_HWDATA_DIR", in.value + "/var/run/hwloc");
-      env.set("HWLOC_COMPONENTS", "linux,stop");
-      break;
+      break;  // HWLOC_FSROOT (hwloc_environment)
   }
   if (hwloc_topology_load(raw) != 0) {
     if (in.kind == HwlocInput::Kind::xml_file)
@@ -461,29 +446,40 @@ static Result<Topology> load_in_process(const HwlocInput& in) {
   }
   Topology topo = convert(raw, in);
   if (Status s = topo::validate(topo); !s) return Error{what, s.error().why};
-  if (in.kind == HwlocInput::Kind::live && !ignored.empty())
-    topo.warnings.push_back(join(ignored, ", ") + " set in the environment: ignored for this machine's discovery (--topology "
-                            "reads a file, a synthetic description or a gathered tree)");
   return topo;
 }
 
+}  // namespace
+
 Result<Topology> hwloc_backend_load(const HwlocInput& in) {
-  if (in.kind != HwlocInput::Kind::xml_file) return load_in_process(in);
-  // A user's XML file is parsed in a child process: hwloc crashes on some malformed files
-  // (SIGSEGV, SIGABRT), and that must be one line of error, not the end of gpubind.
-  auto out = sys::run_isolated([&]() -> std::string {
-    auto t = load_in_process(in);
-    if (!t) return "E" + t.error().what + '\n' + t.error().why;
-    return "T" + topo::to_json(*t).dump();
-  });
-  if (!out) return Error{in.origin, "hwloc " + out.error().why + " reading this XML: the file is malformed"};
+  // Every load runs in a child process: hwloc's settings are environment variables (applied
+  // there only, see hwloc_environment), and hwloc crashes on some malformed files (SIGSEGV,
+  // SIGABRT), which must be one line of error, not the end of gpubind.
+  std::vector<std::string> ignored;
+  std::vector<sys::EnvChange> env = hwloc_environment(in, ignored);
+  auto out = sys::run_isolated(
+      [&]() -> std::string {
+        auto t = load_in_process(in);
+        if (!t) return "E" + t.error().what + '\n' + t.error().why;
+        return "T" + topo::to_json(*t).dump();
+      },
+      env);
+  if (!out) {
+    if (in.kind == HwlocInput::Kind::xml_file)
+      return Error{in.origin, "hwloc " + out.error().why + " reading this XML: the file is malformed"};
+    return Error{in.origin, "hwloc " + out.error().why + " while discovering it"};
+  }
   if (out->starts_with("E")) {
     size_t nl = out->find('\n');
     return Error{out->substr(1, nl - 1), nl == std::string::npos ? std::string() : out->substr(nl + 1)};
   }
   nlohmann::json j = nlohmann::json::parse(out->substr(1), nullptr, false);
   if (!out->starts_with("T") || j.is_discarded()) return Error{in.origin, "hwloc's reader returned nothing usable"};
-  return topo::from_json(j);
+  auto topo = topo::from_json(j);
+  if (topo && in.kind == HwlocInput::Kind::live && !ignored.empty())
+    topo->warnings.push_back(join(ignored, ", ") + " set in the environment: ignored for this machine's discovery (--topology "
+                             "reads a file, a synthetic description or a gathered tree)");
+  return topo;
 }
 
 }  // namespace gpubind::discover

@@ -21,8 +21,10 @@
 #include <cstring>
 
 #include "sys/binder.hpp"
+#include "sys/clock.hpp"
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/spawner.hpp"
 #include "util/exit_status.hpp"
 
 namespace gpubind::sys {
@@ -36,9 +38,6 @@ sigset_t watched_signals() {
   return s;
 }
 
-sigset_t g_original_mask;
-bool g_have_original_mask = false;
-
 [[noreturn]] void child_fail(int code, const std::string& msg) {
   std::string line = "gpubind: error: " + msg + "\n";
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
@@ -46,10 +45,13 @@ bool g_have_original_mask = false;
   ::_exit(code);
 }
 
-}  // namespace
-
-Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-                      bool capture_output, const std::function<Status()>& prepare) {
+// Forks a child that leads its own process group, is SIGKILLed if this process dies
+// (PR_SET_PDEATHSIG), gets `child_mask` as its signal mask and the request's environment, runs
+// its `prepare` (binding), then execs its argv. If `prepare` fails the child prints the error and
+// exits 125; a failed exec exits 127 (not found) or 126 (not executable), as env(1) does.
+// `number` names the fault point: "gpubind/spawn/2" fails the third child of a Spawner.
+Result<Spawned> spawn(const SpawnRequest& request, const sigset_t& child_mask, unsigned number) {
+  const auto& [argv, env, capture_output, prepare] = request;
   if (argv.empty()) return Error{"spawn", "empty command"};
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   if (capture_output && (faultable("gpubind/pipe", [&] { return ::pipe2(out_pipe, O_CLOEXEC); }) != 0 ||
@@ -61,9 +63,7 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
   }
   pid_t parent = ::getpid();
   std::fflush(nullptr);
-  // The point names the spawn: "gpubind/spawn/2" fails the third child this process starts.
-  static unsigned spawns = 0;
-  pid_t pid = faultable_path("gpubind/spawn", std::to_string(spawns++), [] { return ::fork(); });
+  pid_t pid = faultable_path("gpubind/spawn", std::to_string(number), [] { return ::fork(); });
   if (pid < 0) {
     int e = errno;
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
@@ -76,7 +76,7 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
     // between fork and here, stop now.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kExitExecFailed);
-    if (g_have_original_mask) ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
+    ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
     if (capture_output) {
       ::dup2(out_pipe[1], STDOUT_FILENO);
       ::dup2(err_pipe[1], STDERR_FILENO);
@@ -101,8 +101,6 @@ Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<st
   }
   return s;
 }
-
-namespace {
 
 // A close-on-exec pipe, then fork: both ends are open in both processes; each closes the one
 // it does not use.
@@ -180,75 +178,6 @@ void GroupReaper::forget(pid_t pgid) {
   write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
 }
 
-Result<SignalWatch> SignalWatch::create() {
-  sigset_t s = watched_signals();
-  if (::sigprocmask(SIG_BLOCK, &s, &g_original_mask) != 0) return Error{"sigprocmask", std::strerror(errno)};
-  g_have_original_mask = true;
-  int fd = faultable("gpubind/signalfd", [&] { return ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK); });
-  if (fd < 0) {
-    int e = errno;
-    ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
-    g_have_original_mask = false;
-    return Error{"signalfd", std::strerror(e)};
-  }
-  return SignalWatch(fd);
-}
-
-SignalWatch::SignalWatch(SignalWatch&& o) noexcept : m_fd(o.m_fd) { o.m_fd = -1; }
-
-SignalWatch::~SignalWatch() {
-  if (m_fd < 0) return;
-  ::close(m_fd);
-  if (g_have_original_mask) ::sigprocmask(SIG_SETMASK, &g_original_mask, nullptr);
-  g_have_original_mask = false;
-}
-
-std::vector<int> SignalWatch::drain() {
-  std::vector<int> out;
-  signalfd_siginfo info;
-  while (::read(m_fd, &info, sizeof info) == ssize_t(sizeof info)) out.push_back(int(info.ssi_signo));
-  return out;
-}
-
-std::vector<ChildExit> reap_children() {
-  std::vector<ChildExit> out;
-  for (;;) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) break;
-    ChildExit e;
-    e.pid = pid;
-    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
-    out.push_back(e);
-  }
-  return out;
-}
-
-void signal_group(pid_t pgid, int sig) {
-  if (pgid > 0) ::kill(-pgid, sig);
-}
-
-std::vector<size_t> wait_readable(const std::vector<int>& fds, int timeout_ms) {
-  std::vector<pollfd> p;
-  for (int fd : fds) p.push_back({fd, POLLIN, 0});
-  std::vector<size_t> ready;
-  int n = ::poll(p.data(), p.size(), timeout_ms);
-  if (n <= 0) return ready;
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) ready.push_back(i);
-  return ready;
-}
-
-std::string read_some(int fd) {
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    return n > 0 ? std::string(buf, size_t(n)) : std::string();
-  }
-}
-
 void close_fd(int fd) {
   if (fd >= 0) ::close(fd);
 }
@@ -310,7 +239,126 @@ Result<int> create_log_file(const std::string& path) {
 
 void write_all(int fd, std::string_view data) { static_cast<void>(write_fully(fd, data)); }
 
-Result<std::string> run_isolated(const std::function<std::string()>& work) {
+namespace {
+
+// SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered through a signalfd instead of handlers. The
+// signals stay blocked while it lives; original() is the mask to give children.
+class SignalWatch {
+ public:
+  static Result<SignalWatch> create() {
+    sigset_t s = watched_signals();
+    sigset_t original;
+    if (::sigprocmask(SIG_BLOCK, &s, &original) != 0) return Error{"sigprocmask", std::strerror(errno)};
+    int fd = faultable("gpubind/signalfd", [&] { return ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK); });
+    if (fd < 0) {
+      int e = errno;
+      ::sigprocmask(SIG_SETMASK, &original, nullptr);
+      return Error{"signalfd", std::strerror(e)};
+    }
+    return SignalWatch(fd, original);
+  }
+  SignalWatch(SignalWatch&& o) noexcept : m_fd(o.m_fd), m_original(o.m_original) { o.m_fd = -1; }
+  SignalWatch& operator=(SignalWatch&&) = delete;
+  SignalWatch(const SignalWatch&) = delete;
+  ~SignalWatch() {
+    if (m_fd < 0) return;
+    ::close(m_fd);
+    ::sigprocmask(SIG_SETMASK, &m_original, nullptr);
+  }
+  int fd() const { return m_fd; }
+  const sigset_t& original() const { return m_original; }
+  // Signals received since the last call (SIGCHLD included).
+  std::vector<int> drain() {
+    std::vector<int> out;
+    signalfd_siginfo info;
+    while (::read(m_fd, &info, sizeof info) == ssize_t(sizeof info)) out.push_back(int(info.ssi_signo));
+    return out;
+  }
+
+ private:
+  SignalWatch(int fd, const sigset_t& original) : m_fd(fd), m_original(original) {}
+  int m_fd = -1;
+  sigset_t m_original;
+};
+
+// Every child that has ended, without blocking.
+std::vector<ChildExit> reap_children() {
+  std::vector<ChildExit> out;
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    ChildExit e;
+    e.pid = pid;
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    out.push_back(e);
+  }
+  return out;
+}
+
+class RealSpawner final : public Spawner {
+ public:
+  RealSpawner(SignalWatch watch, GroupReaper reaper) : m_watch(std::move(watch)), m_reaper(std::move(reaper)) {}
+  Result<Spawned> spawn(const SpawnRequest& request) override {
+    auto s = sys::spawn(request, m_watch.original(), m_spawns++);
+    if (s) m_reaper.watch(s->pid);
+    return s;
+  }
+  void signal_group(pid_t pgid, int sig) override {
+    if (pgid > 0) ::kill(-pgid, sig);
+  }
+  void forget_group(pid_t pgid) override { m_reaper.forget(pgid); }
+  SpawnEvents wait(const std::vector<int>& fds, std::optional<std::chrono::milliseconds> timeout) override {
+    std::vector<pollfd> p{{m_watch.fd(), POLLIN, 0}};
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    int ms = timeout ? int(std::clamp<long long>(timeout->count(), 0, 1000000)) : -1;
+    SpawnEvents ev;
+    if (::poll(p.data(), p.size(), ms) > 0) {
+      if (p[0].revents & POLLIN)
+        for (int sig : m_watch.drain())
+          if (sig != SIGCHLD) ev.signals.push_back(sig);
+      for (size_t i = 1; i < p.size(); ++i)
+        if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) ev.readable.push_back(p[i].fd);
+    }
+    ev.exits = reap_children();
+    return ev;
+  }
+  std::string read_some(int fd) override {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      return n > 0 ? std::string(buf, size_t(n)) : std::string();
+    }
+  }
+  void close_fd(int fd) override { sys::close_fd(fd); }
+
+ private:
+  SignalWatch m_watch;
+  GroupReaper m_reaper;
+  unsigned m_spawns = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Spawner>> real_spawner() {
+  auto watch = SignalWatch::create();
+  if (!watch) return watch.error();
+  auto reaper = GroupReaper::start();
+  if (!reaper) return reaper.error();
+  return std::unique_ptr<Spawner>(std::make_unique<RealSpawner>(std::move(*watch), std::move(*reaper)));
+}
+
+const Clock& steady_clock() {
+  struct Steady final : Clock {
+    time_point now() const override { return std::chrono::steady_clock::now(); }
+  };
+  static const Steady clock;
+  return clock;
+}
+
+Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env) {
   auto forked = fork_with_pipe();
   if (!forked) return forked.error();
   auto [pid, fds] = *forked;
@@ -319,6 +367,10 @@ Result<std::string> run_isolated(const std::function<std::string()>& work) {
     // Die of a crash, quietly: no handler inherited from the parent (a sanitizer's, a fuzzer's)
     // may report it as the parent's.
     for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP}) ::signal(sig, SIG_DFL);
+    for (const auto& [name, value] : env) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
     std::string out = work();
     write_all(fds[1], out);
     ::_exit(0);

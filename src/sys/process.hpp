@@ -1,9 +1,10 @@
 #pragma once
-// Child processes for `gpubind launch`: spawning (own process group, killed with the parent),
-// signals as a file descriptor, reaping, and a free TCP port for the rendezvous.
+// Processes and descriptors for `gpubind launch` (its Spawner is in sys/spawner.hpp), the TCP
+// checks of its rendezvous, and running a library call in a child process.
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,13 +19,6 @@ struct Spawned {
   int out_fd = -1;  // read ends of the child's stdout/stderr when captured, else -1
   int err_fd = -1;
 };
-
-// Forks a child that leads its own process group, is SIGKILLed if this process dies
-// (PR_SET_PDEATHSIG), gets `env` added to its environment, runs `prepare` (binding), then execs
-// `argv`. If `prepare` fails the child prints the error and exits 125; a failed exec exits 127
-// (not found) or 126 (not executable), as env(1) does.
-Result<Spawned> spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-                      bool capture_output, const std::function<Status()>& prepare);
 
 // A helper process that outlives this one only to SIGKILL the process groups it was told about
 // when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
@@ -48,39 +42,12 @@ class GroupReaper {
   pid_t m_pid = -1;
 };
 
-// SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered through a signalfd instead of handlers. The
-// signals stay blocked while it lives; spawned children get the original mask back.
-class SignalWatch {
- public:
-  static Result<SignalWatch> create();
-  SignalWatch(SignalWatch&& o) noexcept;
-  SignalWatch& operator=(SignalWatch&&) = delete;
-  SignalWatch(const SignalWatch&) = delete;
-  ~SignalWatch();
-  int fd() const { return m_fd; }
-  // Signals received since the last call (SIGCHLD included).
-  std::vector<int> drain();
-
- private:
-  explicit SignalWatch(int fd) : m_fd(fd) {}
-  int m_fd = -1;
-};
-
 struct ChildExit {
   pid_t pid = -1;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, 0 when it exited
 };
 
-// Every child that has ended, without blocking.
-std::vector<ChildExit> reap_children();
-// Sends `sig` to a process group; a group that is already gone is not an error.
-void signal_group(pid_t pgid, int sig);
-// Blocks in poll(2) on `fds` (readable) for at most `timeout_ms` (-1: forever); returns the
-// indexes of readable or hung-up descriptors.
-std::vector<size_t> wait_readable(const std::vector<int>& fds, int timeout_ms);
-// Reads what is available (at most 64 KiB); an empty result means end of file.
-std::string read_some(int fd);
 void close_fd(int fd);
 int current_pid();
 // A TCP port that was free on the loopback interface a moment ago.
@@ -95,9 +62,14 @@ Result<int> create_log_file(const std::string& path);
 // full disk under a log.
 void write_all(int fd, std::string_view data);
 
+// An environment variable set (a value) or unset (nullopt).
+using EnvChange = std::pair<std::string, std::optional<std::string>>;
+
 // Runs `work` in a forked child and returns what it produced, so a crash in a library (hwloc on
 // a malformed XML file) becomes an Error instead of killing this process: the Error says how the
-// child died. The caller must be single-threaded. `work` runs in the child only.
-Result<std::string> run_isolated(const std::function<std::string()>& work);
+// child died. `env` is applied in the child before `work`: settings a library reads only from
+// the environment (hwloc's) never touch this process's environment, which other threads may be
+// reading. `work` runs in the child only and must not need locks other threads hold.
+Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env = {});
 
 }  // namespace gpubind::sys

@@ -1,0 +1,18 @@
+#pragma once
+// Time as a seam: the supervisor of `launch` (and later `watch`) asks a Clock, so tests drive
+// grace periods and intervals with a fake one instead of sleeping.
+#include <chrono>
+
+namespace gpubind::sys {
+
+class Clock {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+  virtual ~Clock() = default;
+  virtual time_point now() const = 0;
+};
+
+// The monotonic clock (CLOCK_MONOTONIC through std::chrono::steady_clock).
+const Clock& steady_clock();
+
+}  // namespace gpubind::sys
