@@ -43,8 +43,24 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
       out.config_set = true;
     } else if (a.starts_with("topology=")) {
       out.topology = a.substr(9);
+    } else if (bool* flag = a == "no-smt"          ? &out.plan.no_smt
+                            : a == "nic-env"       ? &out.plan.nic_env
+                            : a == "isolate-gpus"  ? &out.plan.isolate_gpus
+                            : a == "omp"           ? &out.plan.omp
+                            : a == "balanced"      ? &out.plan.balanced
+                            : a == "require-gpu"   ? &out.plan.require_gpu
+                                                   : nullptr) {
+      *flag = true;
+    } else if (a.starts_with("gpus-per-rank=") || a.starts_with("mem-node=")) {
+      bool per_rank = a.starts_with("gpus-per-rank=");
+      auto n = parse_uint(a.substr(a.find('=') + 1));
+      if (!n || *n > 4096 || (per_rank && *n == 0))
+        return Error{"plugstack.conf: bad argument '" + one_line(a) + "'", per_rank ? "gpus-per-rank=N (1-4096)" : "mem-node=N (a NUMA node)"};
+      (per_rank ? out.plan.gpus_per_rank : out.plan.mem_node) = unsigned(*n);
     } else {
-      return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'", "default=, mem=, strict, topology=, dryrun, config="};
+      return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'",
+                   "default=, mem=, strict, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, omp, balanced, "
+                   "require-gpu, gpus-per-rank=, mem-node="};
     }
   }
   return out;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bind/config.hpp"
+#include "bind/request.hpp"
 #include "plan/plan.hpp"
 #include "util/result.hpp"
 
@@ -19,10 +20,15 @@ struct PlugstackArgs {
   bool strict = false;
   bool dry_run = false;
   std::string topology;
+  // The planning options `gpubind exec` takes as flags, named as the flags without "--": no-smt,
+  // nic-env, isolate-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N. The policy
+  // (the mode), mem and reserve are set by the plugin from the mode, mem= and gpubind.conf.
+  PlanOptions plan;
 };
 
 // default=closest|socket-split|socket|numa|none, mem=..., strict, dryrun, config=PATH,
-// topology=PATH. The Error's `what` is the argument, `why` what is accepted.
+// topology=PATH, and the planning options above. The Error's `what` is the argument, `why` what
+// is accepted.
 Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args);
 
 struct GpubindOption {

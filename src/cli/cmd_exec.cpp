@@ -4,6 +4,7 @@
 #include "bind/apply.hpp"
 #include "bind/launcher_binding.hpp"
 #include "bind/local_rank.hpp"
+#include "bind/request.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
@@ -126,11 +127,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (by_numa) req->policy = plan::Policy::socket_split;
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitExecFailed);
-  if (lr.rank >= plan->ranks.size())
-    return fail(Error{lr.source + "=" + std::to_string(lr.rank), "the plan has only " + std::to_string(plan->ranks.size()) +
-                                                                  " local ranks; give --local-size or -n"},
-                kExitExecFailed);
-  plan::RankBinding rb = plan->ranks[lr.rank];
+  auto mine = bind::rank_binding(*plan, lr.rank, lr.source);
+  if (!mine) return fail(mine.error(), kExitExecFailed);
+  plan::RankBinding& rb = *mine;  // judge_launcher_binding may keep the launcher's CPUs
   print_warnings(plan::warnings_for_rank(*plan, lr.rank), o.quiet);
 
   // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun

@@ -3,9 +3,6 @@
 #include <cstdlib>
 
 #include "cli/common.hpp"
-#include "probe/probe.hpp"
-#include "sys/affinity.hpp"
-#include "sys/fsroot.hpp"
 
 namespace gpubind::cli {
 
@@ -37,59 +34,11 @@ Result<bind::Config> load_config() {
 }
 
 void apply_config(const CLI::App& app, const bind::Config& cfg, PlanOptions& o) {
-  if (cfg.policy && app.count("--policy") == 0) o.policy = *cfg.policy;
-  if (cfg.mem && app.count("--mem") == 0) o.mem = *cfg.mem;
-  if (cfg.reserve && app.count("--reserve") == 0) o.reserve = *cfg.reserve;
+  bind::apply_config(cfg, o, {app.count("--policy") > 0, app.count("--mem") > 0, app.count("--reserve") > 0});
 }
 
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {
-  plan::Request r;
-  r.ranks = o.ranks;
-  r.gpus_per_rank = o.gpus_per_rank;
-  r.policy = *plan::policy_from_string(o.policy);
-  r.smt = !o.no_smt;
-  r.balanced = o.balanced;
-  r.mem = *plan::mem_policy_from_string(o.mem);
-  r.mem_node = o.mem_node;
-  r.nic_env = o.nic_env;
-  r.isolate_gpus = o.isolate_gpus;
-  r.omp = o.omp;
-  r.require_gpu = o.require_gpu;
-  if (!o.reserve.empty()) {
-    auto s = CpuSet::parse_list(o.reserve);
-    if (!s) return Error{"--reserve", s.error().message()};
-    r.reserve = *s;
-  }
-  if (!o.allowed.empty()) {
-    auto s = CpuSet::parse_list(o.allowed);
-    if (!s) return Error{"--allowed", s.error().message()};
-    r.allowed = *s;
-  } else if (from == AllowedFrom::affinity) {
-    // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
-    auto a = sys::current_affinity();
-    if (!a) return a.error();
-    r.allowed = *a & t.cpus;
-  }
-  if (!o.allowed_mems.empty()) {
-    auto s = CpuSet::parse_list(o.allowed_mems);
-    if (!s) return Error{"--allowed-mems", s.error().message()};
-    r.allowed_mems = *s;
-  } else if (from != AllowedFrom::topology) {
-    // Live: the cgroup's cpuset.mems, as Linux reports it for this process.
-    auto m = sys::current_mems_allowed();
-    if (!m) return m.error();
-    r.allowed_mems = *m;
-  }
-  r.env = environment_of(plan::gpu_env_names());
-  if (from != AllowedFrom::topology && !t.gpus.empty()) {
-    // Live: which GPUs this process may open decides how the runtime numbers them.
-    if (auto root = sys::open_fsroot("/")) {
-      std::vector<std::string> pcis;
-      for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
-      r.openable_gpus = probe::openable_gpus(**root, pcis);
-    }
-  }
-  return r;
+  return bind::make_request(o, t, from, environment_of(plan::gpu_env_names()));
 }
 
 }  // namespace gpubind::cli

@@ -9,6 +9,8 @@
 //   strict    a binding that cannot be applied fails the task (default: warning, task unbound)
 //   topology= a topology file chosen by the admin (never one named by the user's environment)
 //   dryrun    plan and export GPUBIND_* but apply nothing (tests with a fake node layout)
+//   no-smt, nic-env, isolate-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N
+//             the planning options of `gpubind exec` (same names without "--", same meaning)
 //   config=   the gpubind.conf to read (default /etc/gpubind.conf; never one named by the user's
 //             environment): binding = off disables the plugin; policy = is the mode of a bare
 //             --gpubind; mem = and reserve = apply unless plugstack.conf says otherwise
@@ -26,6 +28,7 @@ extern "C" {
 #include "bind/apply.hpp"
 #include "bind/config.hpp"
 #include "bind/local_rank.hpp"
+#include "bind/request.hpp"
 #include "bind/spank_args.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
@@ -151,23 +154,23 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
                                                           cfg.cache_max_files, &cache_notes);
   for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   if (!topo) return topo.error();
-  plan::Request req;
-  req.ranks = (*lr)->size;
-  req.policy = *plan::policy_from_string(g_mode);
-  req.mem = g_args.mem_set || !cfg.mem ? g_args.mem : *plan::mem_policy_from_string(*cfg.mem);
-  if (cfg.reserve) req.reserve = *CpuSet::parse_list(*cfg.reserve);  // checked when the file was read
-  req.env = env;
-  if (!g_args.dry_run) {
-    // The task's cpuset.mems: a memory node outside it is never planned (set_mempolicy would fail
-    // after the CPUs were already bound).
-    auto mems = sys::current_mems_allowed();
-    if (!mems) return mems.error();
-    req.allowed_mems = *mems;
-  }
-  auto p = plan::make_plan(*topo, req);
+  // The same options, request and plan as `gpubind exec` under srun (bind/request.hpp): planned
+  // over the step's cgroup CPUs; dryrun plans over the whole file machine.
+  bind::PlanOptions o = g_args.plan;
+  o.ranks = (*lr)->size;
+  o.policy = g_mode;
+  if (g_args.mem_set) o.mem = plan::to_string(g_args.mem);
+  bind::apply_config(cfg, o, {true, g_args.mem_set, false});
+  std::map<std::string, std::string> gpu_env;
+  for (const std::string& n : plan::gpu_env_names())
+    if (auto it = env.find(n); it != env.end()) gpu_env.insert(*it);
+  auto req = bind::make_request(o, *topo, g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup, gpu_env);
+  if (!req) return req.error();
+  auto p = plan::make_plan(*topo, *req);
   if (!p) return p.error();
-  if ((*lr)->rank >= p->ranks.size()) return Error{"SLURM_LOCALID", "beyond the plan's ranks"};
-  const plan::RankBinding& rb = p->ranks[(*lr)->rank];
+  auto mine = bind::rank_binding(*p, (*lr)->rank, (*lr)->source);
+  if (!mine) return mine.error();
+  const plan::RankBinding& rb = *mine;
   bind::MachineState m;
   if (g_args.dry_run) {
     m = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
@@ -186,7 +189,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   for (const std::string& w : all) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
   if (site_default && rb.cpus != m.allowed_cpus)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
-                 plan::to_string(req.policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());
+                 plan::to_string(req->policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());
   if (g_opt.verbose)
     std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
                  rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),

@@ -154,6 +154,34 @@ TEST_F(SpankHost, BindsTheTaskAndExportsItsBinding) {
   EXPECT_EQ(affinity_now(), g_host.env["GPUBIND_CPUS"]);
 }
 
+// The plugin takes exec's planning options (bind/request.hpp): each changes the task's binding
+// as `gpubind exec --FLAG` would. Planned (dryrun) on the DGX H100-like example, 8 tasks.
+TEST_F(SpankHost, ExecsPlanningOptionsApplyInThePlugin) {
+  std::string topology = "topology=" GPUBIND_SOURCE_DIR "/data/examples/dgx-h100.json";
+  g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "8";
+  ASSERT_EQ(run_task({"default=closest", "dryrun", topology}), 0) << m_stderr;
+  std::string cpus_with_smt = g_host.env["GPUBIND_CPUS"];
+  for (const char* v : {"CUDA_VISIBLE_DEVICES", "OMP_PLACES", "NCCL_IB_HCA"}) EXPECT_EQ(g_host.env.count(v), 0u) << v;
+
+  SetUp();
+  g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "8";
+  ASSERT_EQ(run_task({"default=closest", "dryrun", topology, "no-smt", "isolate-gpus", "omp", "nic-env"}), 0) << m_stderr;
+  EXPECT_EQ(g_host.env["CUDA_VISIBLE_DEVICES"], "0");  // isolate-gpus: this task sees its own GPU only
+  EXPECT_EQ(g_host.env["OMP_PLACES"], "cores");        // omp
+  EXPECT_FALSE(g_host.env["NCCL_IB_HCA"].empty());     // nic-env: the GPU's NIC
+  // no-smt: one PU of each core, so half the CPUs of the SMT binding on this 2-way SMT machine.
+  auto smt = CpuSet::parse_list(cpus_with_smt), one_pu = CpuSet::parse_list(g_host.env["GPUBIND_CPUS"]);
+  ASSERT_TRUE(smt.ok() && one_pu.ok());
+  EXPECT_EQ(one_pu->count() * 2, smt->count()) << cpus_with_smt << " vs " << g_host.env["GPUBIND_CPUS"];
+  EXPECT_TRUE((*one_pu - *smt).empty());
+}
+
+TEST_F(SpankHost, BadPlanningArgumentIsNamed) {
+  EXPECT_EQ(run_task({"default=closest", "gpus-per-rank=0"}), -1);
+  ASSERT_EQ(g_host.slurm_errors.size(), 1u);
+  EXPECT_NE(g_host.slurm_errors[0].find("gpus-per-rank=0"), std::string::npos) << g_host.slurm_errors[0];
+}
+
 TEST_F(SpankHost, RefusedSetenvLeavesTheTaskUnbound) {
   g_host.refuse_setenv = "GPUBIND_MEM";
   EXPECT_EQ(run_task({"default=closest"}), 0);

@@ -1,0 +1,78 @@
+#include "bind/request.hpp"
+
+#include "probe/probe.hpp"
+#include "sys/affinity.hpp"
+#include "sys/fsroot.hpp"
+
+namespace gpubind::bind {
+
+void apply_config(const Config& cfg, PlanOptions& o, GivenExplicitly given) {
+  if (cfg.policy && !given.policy) o.policy = *cfg.policy;
+  if (cfg.mem && !given.mem) o.mem = *cfg.mem;
+  if (cfg.reserve && !given.reserve) o.reserve = *cfg.reserve;
+}
+
+Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from,
+                                   std::map<std::string, std::string> gpu_env) {
+  plan::Request r;
+  r.ranks = o.ranks;
+  r.gpus_per_rank = o.gpus_per_rank;
+  auto policy = plan::policy_from_string(o.policy);
+  if (!policy) return Error{"policy " + o.policy, "expected closest, socket-split, socket, numa, l3, cpu-only or none"};
+  r.policy = *policy;
+  r.smt = !o.no_smt;
+  r.balanced = o.balanced;
+  auto mem = plan::mem_policy_from_string(o.mem);
+  if (!mem) return Error{"mem " + o.mem, "expected preferred, bind, interleave or none"};
+  r.mem = *mem;
+  r.mem_node = o.mem_node;
+  r.nic_env = o.nic_env;
+  r.isolate_gpus = o.isolate_gpus;
+  r.omp = o.omp;
+  r.require_gpu = o.require_gpu;
+  if (!o.reserve.empty()) {
+    auto s = CpuSet::parse_list(o.reserve);
+    if (!s) return Error{"--reserve", s.error().message()};
+    r.reserve = *s;
+  }
+  if (!o.allowed.empty()) {
+    auto s = CpuSet::parse_list(o.allowed);
+    if (!s) return Error{"--allowed", s.error().message()};
+    r.allowed = *s;
+  } else if (from == AllowedFrom::affinity) {
+    // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
+    auto a = sys::current_affinity();
+    if (!a) return a.error();
+    r.allowed = *a & t.cpus;
+  }
+  if (!o.allowed_mems.empty()) {
+    auto s = CpuSet::parse_list(o.allowed_mems);
+    if (!s) return Error{"--allowed-mems", s.error().message()};
+    r.allowed_mems = *s;
+  } else if (from != AllowedFrom::topology) {
+    // Live: the cgroup's cpuset.mems, as Linux reports it for this process. A memory node outside
+    // it is never planned (set_mempolicy would fail after the CPUs were bound).
+    auto m = sys::current_mems_allowed();
+    if (!m) return m.error();
+    r.allowed_mems = *m;
+  }
+  r.env = std::move(gpu_env);
+  if (from != AllowedFrom::topology && !t.gpus.empty()) {
+    // Live: which GPUs this process may open decides how the runtime numbers them.
+    if (auto root = sys::open_fsroot("/")) {
+      std::vector<std::string> pcis;
+      for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
+      r.openable_gpus = probe::openable_gpus(**root, pcis);
+    }
+  }
+  return r;
+}
+
+Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_rank, const std::string& rank_source) {
+  if (local_rank >= plan.ranks.size())
+    return Error{rank_source + "=" + std::to_string(local_rank),
+                 "the plan has only " + std::to_string(plan.ranks.size()) + " local ranks; give --local-size or -n"};
+  return plan.ranks[local_rank];
+}
+
+}  // namespace gpubind::bind
