@@ -19,21 +19,24 @@ bool is_onboard_vga(const PciIdentity& id) {
 }
 }  // namespace
 
+bool is_gpu_class(uint32_t class_id) { return (class_id >> 8) == 0x03 || (class_id >> 8) == 0x12; }
+
 DeviceRole classify(const PciIdentity& id) {
-  uint32_t base = id.class_id >> 8;
-  if (base == 0x03) {  // display controller: VGA 0300, 3D 0302, other 0380
+  if (!is_gpu_class(id.class_id)) {
+    // Co-processor class 0b40 holds both NEC's Vector Engine (a compute card) and Intel's
+    // QuickAssist (a crypto offload): only the former is a device a rank is bound to.
+    if (id.class_id == 0x0b40 && id.vendor_id == 0x1bcf) return DeviceRole::gpu;
+    // Ethernet 0200, other network 0280, InfiniBand.
+    if (id.class_id == 0x0200 || id.class_id == 0x0280 || topo::is_infiniband_class(id.class_id)) return DeviceRole::nic;
+    return DeviceRole::none;
+  }
+  if ((id.class_id >> 8) == 0x03) {  // a display controller: a GPU of a GPU vendor, not a BMC's VGA
     if (id.nvidia_driver_bound) return DeviceRole::gpu;
     if (is_onboard_vga(id)) return DeviceRole::none;
     if (id.vendor_id == 0x10de || id.vendor_id == 0x1002 || id.vendor_id == 0x8086) return DeviceRole::gpu;
     return DeviceRole::none;
   }
-  if (base == 0x12) return DeviceRole::gpu;  // processing accelerator (MI300X/MI300A, FPGAs, Gaudi)
-  // Co-processor class 0b40 holds both NEC's Vector Engine (a compute card) and Intel's
-  // QuickAssist (a crypto offload): only the former is a device a rank is bound to.
-  if (id.class_id == 0x0b40 && id.vendor_id == 0x1bcf) return DeviceRole::gpu;
-  // Ethernet 0200, other network 0280, InfiniBand.
-  if (id.class_id == 0x0200 || id.class_id == 0x0280 || topo::is_infiniband_class(id.class_id)) return DeviceRole::nic;
-  return DeviceRole::none;
+  return DeviceRole::gpu;  // processing accelerator (MI300X/MI300A, FPGAs, Gaudi)
 }
 
 void assign_gpu_indexes(std::vector<topo::Gpu>& gpus, const std::vector<bool>& has_index) {

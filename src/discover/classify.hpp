@@ -21,6 +21,11 @@ struct PciIdentity {
 
 DeviceRole classify(const PciIdentity& id);
 
+// Whether a PCI class (class << 8 | subclass) is one a GPU may have: display controller (VGA
+// 0300, 3D 0302, other 0380) or processing accelerator (12xx: MI300X, Gaudi, FPGAs). classify()
+// decides by vendor which of them are GPUs; an NCCL file without vendor ids relies on this alone.
+bool is_gpu_class(uint32_t class_id);
+
 // Sorts GPUs by vendor then PCI address and numbers each vendor's GPUs from 0 in that order:
 // the default CUDA order for identical GPUs, and what HIP/ZE report without a reordering env.
 // A GPU whose `index` was already fixed by a vendor library (rsmi) keeps it when every GPU of

@@ -67,7 +67,7 @@ struct Walker {
     }
     // NCCL's own dumps omit vendor ids on some clouds (Azure): the format describes only the
     // GPUs of its dialect, NVIDIA for version 1 (NCCL) and AMD for version 2 (RCCL).
-    bool vendorless_gpu = !attr(pci, "vendor") && ((id.class_id >> 8) == 0x03 || (id.class_id >> 8) == 0x12);
+    bool vendorless_gpu = !attr(pci, "vendor") && is_gpu_class(id.class_id);
     if (vendorless_gpu) id.vendor_id = default_gpu_vendor;
     DeviceRole role = classify(id);
     if (gpu || vendorless_gpu) role = DeviceRole::gpu;

@@ -16,6 +16,11 @@ TEST(Classify, ProcessingAcceleratorsAreGpus) {
   EXPECT_EQ(classify({0x1bcf, 0x001c, 0x0b40, false}), DeviceRole::gpu);  // NEC Vector Engine
 }
 
+TEST(Classify, GpuClassesAreDisplayAndProcessingAccelerators) {
+  for (uint32_t c : {0x0300u, 0x0302u, 0x0380u, 0x1200u}) EXPECT_TRUE(is_gpu_class(c)) << std::hex << c;
+  for (uint32_t c : {0x0200u, 0x0207u, 0x0b40u, 0x0604u, 0x0100u, 0x0400u}) EXPECT_FALSE(is_gpu_class(c)) << std::hex << c;
+}
+
 TEST(Classify, BmcAndOnboardVgaAreNotGpus) {
   EXPECT_EQ(classify({0x1a03, 0x2000, 0x0300, false}), DeviceRole::none);  // ASPEED
   EXPECT_EQ(classify({0x102b, 0x0522, 0x0300, false}), DeviceRole::none);  // Matrox G200e
