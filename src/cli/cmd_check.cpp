@@ -4,6 +4,7 @@
 #include "check/check.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "render/json_text.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "probe/probe.hpp"
@@ -25,27 +26,27 @@ std::optional<int> parse_pid(const std::string& text) {
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
-  CLI::App app("Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
-               "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, NO_GPU.",
-               "gpubind check");
+  Args app("Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
+           "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, NO_GPU.",
+           "gpubind check");
   std::string topology, root_dir, children_of, match;
   std::vector<std::string> pid_args;
   bool self = false, all_gpu = false, numa_maps = false, verbose = false, json = false;
   add_topology_option(app, topology);
-  app.add_option("--pid", pid_args, "Processes to check (repeatable)");
-  app.add_flag("--self", self, "Check this gpubind process (it inherited its parent's binding and environment)");
-  app.add_flag("--all-gpu-procs", all_gpu, "Every process holding a GPU device open (the default)");
-  app.add_option("--children-of", children_of, "Every descendant of this PID (a launcher's ranks)");
-  app.add_option("--match", match, "Processes whose command line matches this regular expression");
-  app.add_option("--root", root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
-  app.add_flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
-  app.add_flag("--verbose", verbose, "Per-thread detail");
-  app.add_flag("--json", json, "JSON output");
+  app.option("--pid", pid_args, "Processes to check (repeatable)");
+  app.flag("--self", self, "Check this gpubind process (it inherited its parent's binding and environment)");
+  app.flag("--all-gpu-procs", all_gpu, "Every process holding a GPU device open (the default)");
+  app.option("--children-of", children_of, "Every descendant of this PID (a launcher's ranks)");
+  app.option("--match", match, "Processes whose command line matches this regular expression");
+  app.option("--root", root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
+  app.flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
+  app.flag("--verbose", verbose, "Per-thread detail");
+  app.flag("--json", json, "JSON output");
   app.footer(R"(Examples:
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
   gpubind check --match 'python.*train' --verbose)");
-  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (int rc = app.parse(args); rc >= 0) return rc;
 
   // Targets.
   std::vector<int> pids;
@@ -106,7 +107,7 @@ int cmd_check(const std::vector<std::string>& args) {
   check::Report report = check::judge(*topo, std::move(states), errors);
   for (const Error& e : report.errors) fail(e, kExitFailure);
   if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
-  std::string out = json ? json_text(render::check_json(report)) : render::check_text(report, verbose);
+  std::string out = json ? render::json_text(render::check_json(report)) : render::check_text(report, verbose);
   if (!report.processes.empty() || json) std::fwrite(out.data(), 1, out.size(), stdout);
   if (!report.errors.empty()) return kExitFailure;
   return report.has_findings() ? kExitCheckFindings : kExitOk;

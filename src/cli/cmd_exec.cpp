@@ -35,24 +35,24 @@ std::string describe(const plan::RankBinding& rb) {
 }  // namespace
 
 int cmd_exec(const std::vector<std::string>& args) {
-  CLI::App app("Bind this process (one rank under srun, mpirun, torchrun, flux...) to its GPU's CPUs, memory node and "
-               "NIC, then run the command. Usage: gpubind exec [options] -- CMD [ARGS...]",
-               "gpubind exec");
+  Args app("Bind this process (one rank under srun, mpirun, torchrun, flux...) to its GPU's CPUs, memory node and "
+           "NIC, then run the command. Usage: gpubind exec [options] -- CMD [ARGS...]",
+           "gpubind exec");
   PlanOptions o;
   std::optional<unsigned> local_rank, local_size;
   bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
   add_topology_option(app, o.topology);
   add_plan_options(app, o);
-  app.add_option("--local-rank", local_rank, "This process's local rank (default: from the launcher's environment)");
-  app.add_option("--local-size", local_size, "Local ranks on this node (default: from the launcher, else -n, else GPUs)");
-  app.add_flag("--dry-run", dry_run, "Print the binding and the command; run nothing");
-  app.add_flag("--verbose", verbose, "Say which launcher variable gave the local rank and what was applied");
-  app.add_flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
-  app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
-  app.add_flag("--report-bindings", report,
+  app.option("--local-rank", local_rank, "This process's local rank (default: from the launcher's environment)");
+  app.option("--local-size", local_size, "Local ranks on this node (default: from the launcher, else -n, else GPUs)");
+  app.flag("--dry-run", dry_run, "Print the binding and the command; run nothing");
+  app.flag("--verbose", verbose, "Say which launcher variable gave the local rank and what was applied");
+  app.flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
+  app.flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
+  app.flag("--report-bindings", report,
                "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
                "memory, NIC");
-  app.add_flag("--keep-launcher-binding", keep_launcher,
+  app.flag("--keep-launcher-binding", keep_launcher,
                "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
                "as many cores as the plan's");
 
@@ -61,7 +61,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   srun --ntasks-per-node=8 gpubind exec -- python train.py
   mpirun -np 8 gpubind exec --report-bindings -- ./app
   LOCAL_RANK=1 LOCAL_WORLD_SIZE=8 gpubind exec --topology example:dgx-h100 --dry-run -- ./app)");
-  if (int rc = parse_with_command(app, args, kExitExecFailed, command); rc >= 0) return rc;
+  if (int rc = app.parse_with_command(args, kExitExecFailed, command); rc >= 0) return rc;
 
   // 0. The site's configuration: defaults for flags not given, the cache, the off-switch.
   auto cfg = load_config();

@@ -35,10 +35,10 @@ std::optional<unsigned> env_number(const char* name) {
 }  // namespace
 
 int cmd_launch(const std::vector<std::string>& args) {
-  CLI::App app("Start N local ranks with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR...), each "
-               "bound to its GPU's CPUs, memory and NIC, and supervise them. Usage: gpubind launch -n N [options] -- CMD "
-               "[ARGS...], or as torchrun: gpubind launch --nproc-per-node N [torchrun options] SCRIPT.py [ARGS...]",
-               "gpubind launch");
+  Args app("Start N local ranks with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR...), each "
+           "bound to its GPU's CPUs, memory and NIC, and supervise them. Usage: gpubind launch -n N [options] -- CMD "
+           "[ARGS...], or as torchrun: gpubind launch --nproc-per-node N [torchrun options] SCRIPT.py [ARGS...]",
+           "gpubind launch");
   PlanOptions o;
   std::optional<unsigned> node_rank, master_port, max_restarts;
   std::string nproc, nnodes_s, master_addr, rdzv_backend = "static", rdzv_endpoint, rdzv_id, rdzv_conf, role = "default";
@@ -48,37 +48,37 @@ int cmd_launch(const std::vector<std::string>& args) {
        no_python = false, run_path = false;
   double grace_seconds = 10;
   add_plan_options(app, o);
-  app.add_option("--nproc-per-node,--nproc_per_node", nproc, "torchrun: ranks on this node: N, gpu, cpu or auto (same as -n)");
-  app.add_option("--nnodes", nnodes_s, "Nodes in the job: N or MIN:MAX with MIN == MAX (default 1, or SLURM_NNODES under srun)");
-  app.add_option("--node-rank,--node_rank", node_rank, "This node's rank (default 0, or SLURM_NODEID under srun)");
-  app.add_option("--master-addr,--master_addr", master_addr,
+  app.option("--nproc-per-node,--nproc_per_node", nproc, "torchrun: ranks on this node: N, gpu, cpu or auto (same as -n)");
+  app.option("--nnodes", nnodes_s, "Nodes in the job: N or MIN:MAX with MIN == MAX (default 1, or SLURM_NNODES under srun)");
+  app.option("--node-rank,--node_rank", node_rank, "This node's rank (default 0, or SLURM_NODEID under srun)");
+  app.option("--master-addr,--master_addr", master_addr,
                  "Rendezvous host (default 127.0.0.1, or the first host of SLURM_JOB_NODELIST)");
-  app.add_option("--master-port,--master_port", master_port, "Rendezvous port (default: a free port on one node, 29500 on several)")
-      ->check(CLI::Range(1, 65535));
-  app.add_flag("--standalone", standalone, "torchrun: one node, rendezvous on localhost at a free port");
-  app.add_option("--rdzv-backend,--rdzv_backend", rdzv_backend, "torchrun: static (default) or c10d (with a known node rank)");
-  app.add_option("--rdzv-endpoint,--rdzv_endpoint", rdzv_endpoint, "torchrun: HOST[:PORT] of the rendezvous (node 0)");
-  app.add_option("--rdzv-id,--rdzv_id", rdzv_id, "torchrun: the job id (TORCHELASTIC_RUN_ID)");
-  app.add_option("--rdzv-conf,--rdzv_conf", rdzv_conf, "torchrun: KEY=VALUE,... ; join_timeout (or timeout) in seconds is honoured");
-  app.add_option("--max-restarts,--max_restarts", max_restarts, "Restart the worker group this many times when a rank fails (default 0)");
-  app.add_option("--monitor-interval,--monitor_interval", monitor_interval,
+  app.option("--master-port,--master_port", master_port, "Rendezvous port (default: a free port on one node, 29500 on several)")
+      .range(1, 65535);
+  app.flag("--standalone", standalone, "torchrun: one node, rendezvous on localhost at a free port");
+  app.option("--rdzv-backend,--rdzv_backend", rdzv_backend, "torchrun: static (default) or c10d (with a known node rank)");
+  app.option("--rdzv-endpoint,--rdzv_endpoint", rdzv_endpoint, "torchrun: HOST[:PORT] of the rendezvous (node 0)");
+  app.option("--rdzv-id,--rdzv_id", rdzv_id, "torchrun: the job id (TORCHELASTIC_RUN_ID)");
+  app.option("--rdzv-conf,--rdzv_conf", rdzv_conf, "torchrun: KEY=VALUE,... ; join_timeout (or timeout) in seconds is honoured");
+  app.option("--max-restarts,--max_restarts", max_restarts, "Restart the worker group this many times when a rank fails (default 0)");
+  app.option("--monitor-interval,--monitor_interval", monitor_interval,
                  "torchrun: seconds between worker checks; gpubind notices every exit at once, within any interval")
-      ->check(CLI::Range(0.0, 86400.0));
-  app.add_option("--start-method,--start_method", start_method, "torchrun: spawn, fork or forkserver (scripts always run as new processes)")
-      ->check(CLI::IsMember({"spawn", "fork", "forkserver"}));
-  app.add_option("--role", role, "torchrun: the workers' role (ROLE_NAME, default 'default')");
-  app.add_flag("-m,--module", module, "torchrun: run SCRIPT as a Python module (python -m)");
-  app.add_flag("--no-python,--no_python", no_python, "torchrun: run SCRIPT directly, not with python");
-  app.add_flag("--run-path,--run_path", run_path, "torchrun: not supported (see docs/cli.md)");
-  app.add_option("--log-dir,--log_dir", log_dir, "Per-rank logs in DIR/RUN_ID/attempt_N/LOCAL_RANK/{stdout,stderr}.log");
-  app.add_option("-r,--redirects", redirects_s, "Streams to the log files only: 0-3 (1 stdout, 2 stderr, 3 both) or RANK:N,...");
-  app.add_option("-t,--tee", tee_s, "Streams to the log files and the console: 0-3 or RANK:N,...");
-  app.add_flag("--tag-output", tag_output, "Prefix every output line with its global rank");
-  app.add_option("--grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks (default 10)")
-      ->check(CLI::Range(0.0, 86400.0));
-  app.add_flag("--no-bind", no_bind, "Set the environment only; bind nothing");
-  app.add_flag("--best-effort", best_effort, "Start ranks even when part of a binding cannot be applied");
-  app.add_flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
+      .range(0.0, 86400.0);
+  app.option("--start-method,--start_method", start_method, "torchrun: spawn, fork or forkserver (scripts always run as new processes)")
+      .one_of({"spawn", "fork", "forkserver"});
+  app.option("--role", role, "torchrun: the workers' role (ROLE_NAME, default 'default')");
+  app.flag("-m,--module", module, "torchrun: run SCRIPT as a Python module (python -m)");
+  app.flag("--no-python,--no_python", no_python, "torchrun: run SCRIPT directly, not with python");
+  app.flag("--run-path,--run_path", run_path, "torchrun: not supported (see docs/cli.md)");
+  app.option("--log-dir,--log_dir", log_dir, "Per-rank logs in DIR/RUN_ID/attempt_N/LOCAL_RANK/{stdout,stderr}.log");
+  app.option("-r,--redirects", redirects_s, "Streams to the log files only: 0-3 (1 stdout, 2 stderr, 3 both) or RANK:N,...");
+  app.option("-t,--tee", tee_s, "Streams to the log files and the console: 0-3 or RANK:N,...");
+  app.flag("--tag-output", tag_output, "Prefix every output line with its global rank");
+  app.option("--grace", grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks (default 10)")
+      .range(0.0, 86400.0);
+  app.flag("--no-bind", no_bind, "Set the environment only; bind nothing");
+  app.flag("--best-effort", best_effort, "Start ranks even when part of a binding cannot be applied");
+  app.flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
   // The command starts at the first argument that is not an option: "-- CMD ARGS" (run as given)
   // or torchrun's "SCRIPT ARGS" (run with python unless --no-python).
   app.prefix_command();
@@ -88,7 +88,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   gpubind launch -n 8 -- python train.py        8 bound ranks, torchrun's environment
   gpubind launch --standalone --nproc_per_node=8 train.py --epochs 1     torchrun's own command line
   srun -N4 --ntasks-per-node=1 gpubind launch --nproc-per-node 8 train.py)");
-  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (int rc = app.parse(args); rc >= 0) return rc;
   std::vector<std::string> rest = app.remaining();
   bool torchrun_form = true;
   if (!rest.empty() && rest[0] == "--") {

@@ -4,6 +4,7 @@
 #include "bind/hostlist.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "render/json_text.hpp"
 #include "cli/plan_options.hpp"
 #include "discover/source.hpp"
 #include "render/plan_render.hpp"
@@ -12,8 +13,8 @@
 namespace gpubind::cli {
 
 int cmd_plan(const std::vector<std::string>& args) {
-  CLI::App app("Plan the binding of every local rank: GPU(s), CPU set, memory node(s), NIC and environment.",
-               "gpubind plan");
+  Args app("Plan the binding of every local rank: GPU(s), CPU set, memory node(s), NIC and environment.",
+           "gpubind plan");
   PlanOptions o;
   std::string format = "table";
   bool json = false, explain = false;
@@ -21,21 +22,21 @@ int cmd_plan(const std::vector<std::string>& args) {
   add_topology_option(app, o.topology);
   add_plan_options(app, o);
   std::string hosts;
-  app.add_option("--format", format,
+  app.option("--format", format,
                  "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI 4, physical CPUs), "
                  "rankfile-logical (Open MPI 5), numactl")
-      ->check(CLI::IsMember({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl"}));
-  app.add_option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
-  app.add_flag("--json", json, "Same as --format json");
-  app.add_option("--rank", rank, "Local rank for --format env");
-  app.add_flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
+      .one_of({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl"});
+  app.option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
+  app.flag("--json", json, "Same as --format json");
+  app.option("--rank", rank, "Local rank for --format env");
+  app.flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
   app.footer(R"(Examples:
   gpubind plan                                  one rank per visible GPU on this machine
   gpubind plan --topology node.xml -n 16 --explain
   gpubind plan --format slurm                   srun --cpu-bind/--gpu-bind/--mem-bind flags
   gpubind plan --format rankfile --hosts 'gpu[01-04]'   an Open MPI 4 rankfile for four nodes
   gpubind plan --format env --rank 3 --nic-env  shell exports for local rank 3)");
-  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (int rc = app.parse(args); rc >= 0) return rc;
   if (json) format = "json";
   if (format == "env" && !rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)"}, kExitUsage);
 
@@ -54,7 +55,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   print_warnings(plan->warnings, o.quiet);
   std::string out;
   if (format == "table") out = render::plan_table(*plan, explain);
-  else if (format == "json") out = json_text(render::plan_json(*plan, explain));
+  else if (format == "json") out = render::json_text(render::plan_json(*plan, explain));
   else if (format == "env") out = render::plan_env(*plan, *rank);
   else if (format == "slurm") out = render::plan_slurm(*plan);
   else if (format == "rankfile" || format == "rankfile-logical") {

@@ -10,18 +10,18 @@
 namespace gpubind::cli {
 
 int cmd_slurm(const std::vector<std::string>& args) {
-  CLI::App app("Slurm helpers. Usage: gpubind slurm gres-conf [--topology SRC] [--node-name NAME]", "gpubind slurm");
-  app.require_subcommand(1);
-  CLI::App* gres = app.add_subcommand("gres-conf", "Write gres.conf lines (Name=gpu Type= File= Cores= Links=) for the GPUs");
+  Args app("Slurm helpers. Usage: gpubind slurm gres-conf [--topology SRC] [--node-name NAME]", "gpubind slurm");
+  app.require_subcommand();
+  Args& gres = app.subcommand("gres-conf", "Write gres.conf lines (Name=gpu Type= File= Cores= Links=) for the GPUs");
   std::string topology, node_name;
   bool quiet = false;
-  add_topology_option(*gres, topology);
-  add_quiet_option(*gres, quiet);
-  gres->add_option("--node-name", node_name, "Prefix every line with NodeName=NAME");
-  gres->footer(R"(Examples:
+  add_topology_option(gres, topology);
+  add_quiet_option(gres, quiet);
+  gres.option("--node-name", node_name, "Prefix every line with NodeName=NAME");
+  gres.footer(R"(Examples:
   gpubind slurm gres-conf > /etc/slurm/gres.conf         this node (its last line: the slurm.conf Gres=)
   gpubind slurm gres-conf --topology node.xml --node-name 'gpu[01-64]')");
-  if (int rc = parse(app, args); rc >= 0) return rc;
+  if (int rc = app.parse(args); rc >= 0) return rc;
   auto topo = discover::load_topology(topology_source(topology));
   if (!topo) return fail(topo.error(), kExitFailure);
   print_warnings(topo->warnings, quiet);

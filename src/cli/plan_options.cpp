@@ -6,25 +6,25 @@
 
 namespace gpubind::cli {
 
-void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy) {
-  app.add_option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
-  app.add_option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1; a single rank gets every visible GPU)");
+void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
+  app.option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
+  app.option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1; a single rank gets every visible GPU)");
   if (with_policy)
-    app.add_option("--policy", o.policy, "closest (default), socket-split, socket, numa, l3, cpu-only (GPU-unaware), none")
-        ->check(CLI::IsMember({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"}));
-  app.add_flag("--no-smt,!--smt", o.no_smt, "One PU per core (default: all SMT siblings of a chosen core)");
-  app.add_option("--reserve", o.reserve, "CPUs never to use (cpulist)");
-  app.add_option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");
-  app.add_option("--mem", o.mem, "Memory policy: preferred (default), bind, interleave, none")
-      ->check(CLI::IsMember({"preferred", "bind", "interleave", "none"}));
-  app.add_option("--allowed-mems", o.allowed_mems,
+    app.option("--policy", o.policy, "closest (default), socket-split, socket, numa, l3, cpu-only (GPU-unaware), none")
+        .one_of({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"});
+  app.flag("--no-smt,!--smt", o.no_smt, "One PU per core (default: all SMT siblings of a chosen core)");
+  app.option("--reserve", o.reserve, "CPUs never to use (cpulist)");
+  app.option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");
+  app.option("--mem", o.mem, "Memory policy: preferred (default), bind, interleave, none")
+      .one_of({"preferred", "bind", "interleave", "none"});
+  app.option("--allowed-mems", o.allowed_mems,
                  "Allowed memory nodes (list; default: this process's cpuset.mems live, all nodes for a file)");
-  app.add_option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
-  app.add_flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
-  app.add_flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
-  app.add_flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
-  app.add_flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
-  app.add_flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
+  app.option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
+  app.flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
+  app.flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
+  app.flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
+  app.flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
+  app.flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
   add_quiet_option(app, o.quiet);
 }
 
@@ -33,7 +33,7 @@ Result<bind::Config> load_config() {
   return bind::read_config(env && *env ? env : bind::kDefaultConfigPath, env && *env);
 }
 
-void apply_config(const CLI::App& app, const bind::Config& cfg, PlanOptions& o) {
+void apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o) {
   bind::apply_config(cfg, o, {app.count("--policy") > 0, app.count("--mem") > 0, app.count("--reserve") > 0});
 }
 

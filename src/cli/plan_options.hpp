@@ -1,13 +1,12 @@
 #pragma once
 // The planning flags shared by `plan`, `compare`, `exec` and `launch`: declared once,
 // turned into a plan::Request once.
-#include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 
 #include "bind/config.hpp"
 #include "bind/request.hpp"
+#include "cli/args.hpp"
 #include "plan/plan.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
@@ -29,10 +28,10 @@ Result<bind::Config> load_config();
 
 // Fills what the user did not give on the command line (--policy, --mem, --reserve) from the
 // configuration file.
-void apply_config(const CLI::App& app, const bind::Config& cfg, PlanOptions& o);
+void apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o);
 
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
-void add_plan_options(CLI::App& app, PlanOptions& o, bool with_policy = true);
+void add_plan_options(Args& app, PlanOptions& o, bool with_policy = true);
 
 // Builds the Request (bind::make_request) with this process's GPU-selection environment. Errors
 // are usage errors.

@@ -12,6 +12,8 @@
 #      <future>, <fstream>, <filesystem>, <csignal>, <random>
 #   R6 the process environment is changed (setenv, unsetenv, putenv) only in src/sys (hwloc's
 #      HWLOC_* settings are applied in the child that loads, by sys::run_isolated)
+#   R7 CLI11 (#include <CLI/...>) only in src/cli/args.cpp: it costs ~15 s of compiling in every
+#      file that includes it
 # Usage: layering.sh [ROOT]   (default: the repository; tests/lint/fixtures/* are broken roots)
 set -u
 root=${1:-"$(dirname "$0")/../.."}
@@ -38,5 +40,6 @@ rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::
   "$pure" 'NONE' "a pure layer reads the environment, a clock, a file or starts a thread or process"
 rule R6 '\b(setenv|unsetenv|putenv)\s*\(' 'src/' 'src/sys/' \
   "the process environment is changed outside src/sys"
+rule R7 '#include <CLI/' 'src/' 'src/cli/args\.cpp:' "CLI11 is included outside src/cli/args.cpp (use cli::Args)"
 [ $bad = 0 ] && echo "layering: ok"
 exit $bad

@@ -1,8 +1,10 @@
 // The peers' published rules (../shared/notes/peers.md), as `compare` re-implements them.
 #include "plan/peers.hpp"
+#include "plan/compare.hpp"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "discover/source.hpp"
@@ -84,6 +86,61 @@ TEST(Peers, OneProcessPerGpuOnly) {
   auto b = peer_bindings(a100(), r, Peer::torchrun_exclusive);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("one process per GPU only"), std::string::npos);
+}
+
+}  // namespace gpubind::plan
+
+namespace gpubind::plan {
+
+TEST(Compare, EveryStrategyIsPlannedFromTheSameRequestAndScored) {
+  auto t = a100();
+  Request req;
+  req.policy = Policy::cpu_only;  // ignored: every strategy is planned
+  auto c = compare_strategies(t, req);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->ranks, 8u);
+  EXPECT_EQ(c->topology_origin, t.origin);
+  ASSERT_EQ(c->strategies.size(), 11u);  // 6 of gpubind's policies, then 5 peers' rules
+  std::map<std::string, const StrategyOutcome*> by_name;
+  for (const StrategyOutcome& s : c->strategies) by_name[s.name] = &s;
+  EXPECT_TRUE(by_name.at("closest")->gpubind_policy);
+  EXPECT_FALSE(by_name.at("torchrun-exclusive")->gpubind_policy);
+  // Scores differ as the strategies do: closest keeps every rank's CPUs on its GPU's node and
+  // gives no CPU twice; GPU-unaware blocks from CPU 0 do not.
+  const Score& closest = by_name.at("closest")->plan->score;
+  const Score& cpu_only = by_name.at("cpu-only")->plan->score;
+  EXPECT_EQ(closest.cpu_locality, 1.0);
+  EXPECT_EQ(closest.overlap_cpus, 0u);
+  ASSERT_TRUE(cpu_only.cpu_locality.has_value());
+  EXPECT_LT(*cpu_only.cpu_locality, 1.0);
+  EXPECT_EQ(by_name.at("closest")->plan->policy, Policy::closest);
+}
+
+TEST(Compare, APeerThatCannotPlanSaysWhyAndTheOthersStillScore) {
+  // 16 ranks on 8 GPUs: gpubind's policies share each GPU between two ranks; the peers' rules
+  // run one process per GPU only.
+  auto t = a100();
+  Request req;
+  req.ranks = 16;
+  auto c = compare_strategies(t, req);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  size_t failed = 0;
+  for (const StrategyOutcome& s : c->strategies) {
+    if (s.plan) continue;
+    ++failed;
+    EXPECT_FALSE(s.gpubind_policy) << s.name;  // gpubind's own policies always plan
+    EXPECT_NE(s.error.find("one process per GPU"), std::string::npos) << s.name << ": " << s.error;
+  }
+  EXPECT_GT(failed, 0u);
+  EXPECT_EQ(c->ranks, 16u);
+}
+
+TEST(Compare, ARequestNoPolicyCanPlanIsAnError) {
+  auto t = a100();
+  Request req;
+  req.require_gpu = true;
+  req.env["CUDA_VISIBLE_DEVICES"] = "";  // no GPU visible, and one is required
+  EXPECT_FALSE(compare_strategies(t, req).ok());
 }
 
 }  // namespace gpubind::plan

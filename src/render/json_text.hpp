@@ -1,0 +1,12 @@
+#pragma once
+// JSON output as every command prints it.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpubind::render {
+
+// Indented, ending in a newline. Bytes that are not UTF-8 (a process name or command line read
+// from /proc) become U+FFFD instead of failing the whole output.
+std::string json_text(const nlohmann::ordered_json& j);
+
+}  // namespace gpubind::render
