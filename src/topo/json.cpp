@@ -202,6 +202,161 @@ ojson to_json(const Topology& t) {
   return j;
 }
 
+namespace {
+
+// Reads the fields of one JSON object, in order, into a value. It stops at the first problem,
+// which names the field's path ("topology JSON gpus[2].cpus: expected a string").
+class Fields {
+ public:
+  Fields(const json& obj, std::string where) : m_obj(obj), m_where(std::move(where)) {}
+  Fields& uint(const char* key, unsigned& out, bool required = true) {
+    return take(get_uint(m_obj, key, m_where, required), [&](uint64_t v) { out = unsigned(v); });
+  }
+  Fields& uint64(const char* key, uint64_t& out, bool required = true) {
+    return take(get_uint(m_obj, key, m_where, required), [&](uint64_t v) { out = v; });
+  }
+  Fields& string(const char* key, std::string& out, bool required = true) {
+    return take(get_string(m_obj, key, m_where, required), [&](std::string v) { out = std::move(v); });
+  }
+  Fields& cpus(const char* key, CpuSet& out) {
+    return take(get_cpus(m_obj, key, m_where), [&](CpuSet v) { out = std::move(v); });
+  }
+  Fields& strings(const char* key, std::vector<std::string>& out) {
+    return take(get_string_array(m_obj, key, m_where), [&](std::vector<std::string> v) { out = std::move(v); });
+  }
+  // An array of integers, when the field is present.
+  Fields& uints_if_present(const char* key, std::vector<unsigned>& out) {
+    if (!m_status || !m_obj.contains(key)) return *this;
+    return take(get_uint_array(m_obj[key], m_where + "." + key), [&](std::vector<unsigned> v) { out = std::move(v); });
+  }
+  // An integer, or nothing when the field is absent or null.
+  Fields& optional_uint(const char* key, std::optional<unsigned>& out) {
+    if (!m_status || !m_obj.contains(key) || m_obj[key].is_null()) return *this;
+    return take(get_uint(m_obj, key, m_where), [&](uint64_t v) { out = unsigned(v); });
+  }
+  Fields& device(PciDevice& d) {
+    if (m_status) m_status = read_device(m_obj, m_where, d);
+    return *this;
+  }
+  Status status() const { return m_status; }
+
+ private:
+  template <class R, class F>
+  Fields& take(R&& r, F&& assign) {
+    if (!m_status) return *this;
+    if (!r) m_status = r.error();
+    else assign(std::move(*r));
+    return *this;
+  }
+  const json& m_obj;
+  std::string m_where;
+  Status m_status = Ok{};
+};
+
+Status read_package(const json& e, const std::string& w, Package& p) {
+  return Fields(e, w).uint("os_index", p.os_index).cpus("cpus", p.cpus).status();
+}
+
+Status read_numa_node(const json& e, const std::string& w, NumaNode& n) {
+  return Fields(e, w)
+      .uint("os_index", n.os_index)
+      .cpus("cpus", n.cpus)
+      .uint64("memory_bytes", n.memory_bytes, false)
+      .string("subtype", n.subtype, false)
+      .optional_uint("package", n.package)
+      .status();
+}
+
+Status read_distance_row(const json& e, const std::string& w, std::vector<unsigned>& row) {
+  auto r = get_uint_array(e, w);
+  if (!r) return r.error();
+  row = *r;
+  return Ok{};
+}
+
+Status read_l3(const json& e, const std::string& w, L3Domain& l) {
+  return Fields(e, w).cpus("cpus", l.cpus).uint64("size_bytes", l.size_bytes, false).status();
+}
+
+Status read_core(const json& e, const std::string& w, Core& core) {
+  if (!e.is_string()) return Error{"topology JSON " + w, "expected a cpulist string"};
+  auto c = CpuSet::parse_list(e.get<std::string>());
+  if (!c) return Error{"topology JSON " + w, c.error().message()};
+  if (!c->empty() && *c->last() > kMaxCpuId) return Error{"topology JSON " + w, cpu_limit_problem(*c->last())};
+  core.pus = *c;
+  return Ok{};
+}
+
+Status read_gpu(const json& e, const std::string& w, Gpu& g) {
+  std::string vendor;
+  Status s = Fields(e, w)
+                 .uint("index", g.index)
+                 .string("vendor", vendor)
+                 .string("name", g.name, false)
+                 .string("uuid", g.uuid, false)
+                 .device(g)
+                 .uints_if_present("memory_numa", g.memory_numa)
+                 .strings("mig_uuids", g.mig_uuids)
+                 .status();
+  g.vendor = vendor_from_string(vendor);
+  return s;
+}
+
+Status read_nic(const json& e, const std::string& w, Nic& n) { return Fields(e, w).string("model", n.name, false).device(n).status(); }
+
+Status read_link(const json& e, const std::string& w, GpuLink& l) {
+  std::string kind;
+  Status s = Fields(e, w).string("a", l.a).string("b", l.b).string("kind", kind).uint("count", l.count).status();
+  if (!s) return s;
+  if (kind != "nvlink" && kind != "xgmi") return Error{"topology JSON " + w + ".kind", "expected \"nvlink\" or \"xgmi\""};
+  l.kind = kind == "nvlink" ? GpuLink::Kind::nvlink : GpuLink::Kind::xgmi;
+  return Ok{};
+}
+
+// One array of the topology: its key, whether it must be there, its limit (docs/cli.md,
+// "Limits"; checked before any entry is read), and how an entry is read and stored.
+struct ArrayField {
+  const char* key;
+  bool required;
+  size_t max_entries;
+  Status (*read)(const json& entry, const std::string& where, Topology& t);
+};
+
+// An ArrayField reader that reads one entry with `Read` and appends it to `Member`.
+template <auto Member, auto Read>
+Status append(const json& e, const std::string& w, Topology& t) {
+  typename std::remove_reference_t<decltype(t.*Member)>::value_type v{};
+  if (Status s = Read(e, w, v); !s) return s;
+  (t.*Member).push_back(std::move(v));
+  return Ok{};
+}
+
+const ArrayField kArrays[] = {
+    {"packages", true, kMaxCpuId + 1, append<&Topology::packages, read_package>},
+    {"numa_nodes", true, kMaxNumaNodeId + 1, append<&Topology::numa_nodes, read_numa_node>},
+    {"distances", false, kMaxNumaNodeId + 1, append<&Topology::distances, read_distance_row>},
+    {"l3_domains", false, kMaxCpuId + 1, append<&Topology::l3_domains, read_l3>},
+    {"cores", true, kMaxCpuId + 1, append<&Topology::cores, read_core>},
+    {"gpus", false, kMaxDevices, append<&Topology::gpus, read_gpu>},
+    {"nics", false, kMaxDevices, append<&Topology::nics, read_nic>},
+    {"links", false, kMaxDevices * 64, append<&Topology::links, read_link>},
+};
+
+Status read_array(const json& j, const ArrayField& a, Topology& t) {
+  auto f = field(j, a.key, "", a.required);
+  if (!f) return f.error();
+  if (!*f) return Ok{};
+  if (!(*f)->is_array()) return Error{std::string("topology JSON ") + a.key, "expected an array"};
+  if ((*f)->size() > a.max_entries)
+    return Error{std::string("topology JSON ") + a.key,
+                 std::to_string((*f)->size()) + " entries, more than gpubind's limit of " + std::to_string(a.max_entries)};
+  for (size_t i = 0; i < (*f)->size(); ++i)
+    if (Status s = a.read((**f)[i], std::string(a.key) + "[" + std::to_string(i) + "]", t); !s) return s;
+  return Ok{};
+}
+
+}  // namespace
+
 Result<Topology> from_json(const json& j) {
   Topology t;
   auto ver = get_uint(j, "schema_version", "");
@@ -209,168 +364,18 @@ Result<Topology> from_json(const json& j) {
   if (*ver != kTopologySchemaVersion)
     return Error{"topology JSON", "schema_version " + std::to_string(*ver) + " is not supported (this gpubind reads " +
                                       std::to_string(kTopologySchemaVersion) + ")"};
-  auto origin = get_string(j, "origin", "", false);
-  auto host = get_string(j, "hostname", "", false);
-  auto cpus = get_cpus(j, "cpus", "");
-  if (!origin) return origin.error();
-  if (!host) return host.error();
-  if (!cpus) return cpus.error();
-  t.origin = *origin;
-  t.hostname = *host;
-  t.cpus = *cpus;
-  if (j.contains("allowed_cpus")) {
-    auto a = get_cpus(j, "allowed_cpus", "");
-    if (!a) return a.error();
-    t.allowed_cpus = *a;
-  } else {
-    t.allowed_cpus = t.cpus;
-  }
-
-  // Each array is bounded before its entries are read (docs/cli.md, "Limits").
-  auto each = [&](const char* key, bool required, auto&& fn, size_t max_entries = kMaxCpuId + 1) -> Status {
-    auto f = field(j, key, "", required);
-    if (!f) return f.error();
-    if (!*f) return Ok{};
-    if (!(*f)->is_array()) return Error{std::string("topology JSON ") + key, "expected an array"};
-    if ((*f)->size() > max_entries)
-      return Error{std::string("topology JSON ") + key, std::to_string((*f)->size()) + " entries, more than gpubind's limit of " +
-                                                            std::to_string(max_entries)};
-    for (size_t i = 0; i < (*f)->size(); ++i) {
-      Status s = fn((**f)[i], std::string(key) + "[" + std::to_string(i) + "]");
-      if (!s) return s;
-    }
-    return Ok{};
-  };
-
-  Status s = each("packages", true, [&](const json& e, const std::string& w) -> Status {
-    Package p;
-    auto idx = get_uint(e, "os_index", w);
-    auto c = get_cpus(e, "cpus", w);
-    if (!idx) return idx.error();
-    if (!c) return c.error();
-    p.os_index = unsigned(*idx);
-    p.cpus = *c;
-    t.packages.push_back(p);
-    return Ok{};
-  });
-  if (!s) return s.error();
-  s = each("numa_nodes", true, [&](const json& e, const std::string& w) -> Status {
-    NumaNode n;
-    auto idx = get_uint(e, "os_index", w);
-    auto c = get_cpus(e, "cpus", w);
-    auto mem = get_uint(e, "memory_bytes", w, false);
-    auto sub = get_string(e, "subtype", w, false);
-    if (!idx) return idx.error();
-    if (!c) return c.error();
-    if (!mem) return mem.error();
-    if (!sub) return sub.error();
-    n.os_index = unsigned(*idx);
-    n.cpus = *c;
-    n.memory_bytes = *mem;
-    n.subtype = *sub;
-    if (e.contains("package") && !e["package"].is_null()) {
-      auto pk = get_uint(e, "package", w);
-      if (!pk) return pk.error();
-      n.package = unsigned(*pk);
-    }
-    t.numa_nodes.push_back(n);
-    return Ok{};
-  }, kMaxNumaNodeId + 1);
-  if (!s) return s.error();
-  s = each("distances", false, [&](const json& e, const std::string& w) -> Status {
-    auto row = get_uint_array(e, w);
-    if (!row) return row.error();
-    t.distances.push_back(*row);
-    return Ok{};
-  }, kMaxNumaNodeId + 1);
-  if (!s) return s.error();
-  s = each("l3_domains", false, [&](const json& e, const std::string& w) -> Status {
-    L3Domain l;
-    auto c = get_cpus(e, "cpus", w);
-    auto size = get_uint(e, "size_bytes", w, false);
-    if (!c) return c.error();
-    if (!size) return size.error();
-    l.cpus = *c;
-    l.size_bytes = *size;
-    t.l3_domains.push_back(l);
-    return Ok{};
-  });
-  if (!s) return s.error();
-  s = each("cores", true, [&](const json& e, const std::string& w) -> Status {
-    if (!e.is_string()) return Error{"topology JSON " + w, "expected a cpulist string"};
-    auto c = CpuSet::parse_list(e.get<std::string>());
-    if (!c) return Error{"topology JSON " + w, c.error().message()};
-    if (!c->empty() && *c->last() > kMaxCpuId) return Error{"topology JSON " + w, cpu_limit_problem(*c->last())};
-    t.cores.push_back(Core{*c});
-    return Ok{};
-  });
-  if (!s) return s.error();
+  if (Status s = Fields(j, "").string("origin", t.origin, false).string("hostname", t.hostname, false).cpus("cpus", t.cpus).status(); !s)
+    return s.error();
+  t.allowed_cpus = t.cpus;
+  if (j.contains("allowed_cpus"))
+    if (Status s = Fields(j, "").cpus("allowed_cpus", t.allowed_cpus).status(); !s) return s.error();
   if (j.contains("cores_known")) {
     if (!j["cores_known"].is_boolean()) return Error{"topology JSON cores_known", "expected true or false"};
     t.cores_known = j["cores_known"].get<bool>();
   }
-  if (!s) return s.error();
-  s = each("gpus", false, [&](const json& e, const std::string& w) -> Status {
-    Gpu g;
-    auto idx = get_uint(e, "index", w);
-    auto vendor = get_string(e, "vendor", w);
-    auto name = get_string(e, "name", w, false);
-    auto uuid = get_string(e, "uuid", w, false);
-    if (!idx) return idx.error();
-    if (!vendor) return vendor.error();
-    if (!name) return name.error();
-    if (!uuid) return uuid.error();
-    g.index = unsigned(*idx);
-    g.vendor = vendor_from_string(*vendor);
-    g.name = *name;
-    g.uuid = *uuid;
-    if (Status d = read_device(e, w, g); !d) return d;
-    if (e.contains("memory_numa")) {
-      auto m = get_uint_array(e["memory_numa"], w + ".memory_numa");
-      if (!m) return m.error();
-      g.memory_numa = *m;
-    }
-    if (e.contains("mig_uuids")) {
-      auto m = get_string_array(e, "mig_uuids", w);
-      if (!m) return m.error();
-      g.mig_uuids = *m;
-    }
-    t.gpus.push_back(g);
-    return Ok{};
-  }, kMaxDevices);
-  if (!s) return s.error();
-  s = each("nics", false, [&](const json& e, const std::string& w) -> Status {
-    Nic n;
-    auto model = get_string(e, "model", w, false);
-    if (!model) return model.error();
-    n.name = *model;
-    if (Status d = read_device(e, w, n); !d) return d;
-    t.nics.push_back(n);
-    return Ok{};
-  }, kMaxDevices);
-  if (!s) return s.error();
-  s = each("links", false, [&](const json& e, const std::string& w) -> Status {
-    GpuLink l;
-    auto a = get_string(e, "a", w);
-    auto b = get_string(e, "b", w);
-    auto kind = get_string(e, "kind", w);
-    auto count = get_uint(e, "count", w);
-    if (!a) return a.error();
-    if (!b) return b.error();
-    if (!kind) return kind.error();
-    if (!count) return count.error();
-    if (*kind != "nvlink" && *kind != "xgmi") return Error{"topology JSON " + w + ".kind", "expected \"nvlink\" or \"xgmi\""};
-    l.a = *a;
-    l.b = *b;
-    l.kind = *kind == "nvlink" ? GpuLink::Kind::nvlink : GpuLink::Kind::xgmi;
-    l.count = unsigned(*count);
-    t.links.push_back(l);
-    return Ok{};
-  }, kMaxDevices * 64);
-  if (!s) return s.error();
-  auto warnings = get_string_array(j, "warnings", "");
-  if (!warnings) return warnings.error();
-  t.warnings = *warnings;
+  for (const ArrayField& a : kArrays)
+    if (Status s = read_array(j, a, t); !s) return s.error();
+  if (Status s = Fields(j, "").strings("warnings", t.warnings).status(); !s) return s.error();
   if (Status v = validate(t); !v) return v.error();
   return t;
 }

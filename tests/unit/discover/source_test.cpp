@@ -85,7 +85,7 @@ TEST(Source, SyntheticStringLoads) {
   EXPECT_EQ(t->packages.size(), 2u);
   EXPECT_EQ(t->numa_nodes.size(), 4u);
   EXPECT_EQ(t->l3_domains.size(), 8u);
-  EXPECT_EQ(t->cores.size(), 32u);
+  ASSERT_EQ(t->cores.size(), 32u);
   EXPECT_EQ(t->cpus.count(), 64u);
   EXPECT_EQ(t->cores[0].pus.count(), 2u);
 }

@@ -74,6 +74,40 @@ TEST(TopologyJson, WrongTypesNameTheField) {
   EXPECT_NE(t.error().message().find("gpus[0].cpus"), std::string::npos) << t.error().message();
 }
 
+// Each array of the file, with one field of its first entry of the wrong type: the error names
+// the entry and the field, whichever reader the table gives the array.
+TEST(TopologyJson, EveryArrayNamesTheBrokenEntrysField) {
+  struct Case {
+    const char* array;
+    const char* field;  // "" = the entry itself
+    nlohmann::json bad;
+    const char* named;
+  };
+  const Case cases[] = {
+      {"packages", "os_index", "zero", "packages[0].os_index"},
+      {"numa_nodes", "memory_bytes", -1, "numa_nodes[0].memory_bytes"},
+      {"numa_nodes", "package", "one", "numa_nodes[0].package"},
+      {"distances", "", "far", "distances[0]"},
+      {"l3_domains", "size_bytes", "big", "l3_domains[0].size_bytes"},
+      {"cores", "", 7, "cores[0]"},
+      {"gpus", "vendor_id", "0xzz", "gpus[0].vendor_id"},
+      {"gpus", "memory_numa", "node", "gpus[0].memory_numa"},
+      {"gpus", "mig_uuids", 3, "gpus[0].mig_uuids"},
+      {"nics", "os_names", "mlx5_0", "nics[0].os_names"},
+      {"links", "kind", "pcie", "links[0].kind"},
+      {"links", "count", "18", "links[0].count"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = read_example("dgx-h100.json");
+    ASSERT_FALSE(j[c.array].empty()) << c.array;
+    if (*c.field) j[c.array][0][c.field] = c.bad;
+    else j[c.array][0] = c.bad;
+    auto t = from_json(j);
+    ASSERT_FALSE(t.ok()) << c.named;
+    EXPECT_NE(t.error().message().find(c.named), std::string::npos) << c.named << ": " << t.error().message();
+  }
+}
+
 TEST(TopologyJson, RejectsFutureSchema) {
   nlohmann::json j = read_example("gh200.json");
   j["schema_version"] = 99;

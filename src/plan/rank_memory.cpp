@@ -1,0 +1,53 @@
+#include <set>
+#include <tuple>
+
+#include "plan/steps.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::plan::steps {
+
+using topo::Gpu;
+
+void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
+  if (c.req.policy == Policy::none || c.req.mem == MemPolicy::none) {
+    rb.mem_policy = MemPolicy::none;
+    return;
+  }
+  rb.mem_policy = c.req.mem;
+  if (c.req.mem_node) {
+    rb.mem_nodes = {*c.req.mem_node};
+    return;
+  }
+  std::set<unsigned> nodes;
+  if (c.req.policy != Policy::cpu_only && locality_known(gpus))
+    for (const Gpu* g : gpus)
+      for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
+  if (nodes.empty() || c.req.mem == MemPolicy::interleave)
+    for (unsigned n : nodes_covering(c.t, rb.cpus)) nodes.insert(n);
+  // Never a node the cgroup forbids (cpuset.mems): set_mempolicy would fail, or the kernel would
+  // silently allocate elsewhere. The nearest allowed node with CPUs takes its place.
+  if (const auto& allowed = c.req.allowed_mems) {
+    std::set<unsigned> kept;
+    for (unsigned n : nodes)
+      if (allowed->test(n)) kept.insert(n);
+    if (kept.empty()) {
+      unsigned home = nodes.empty() ? 0 : *nodes.begin();
+      const topo::NumaNode* best = nullptr;
+      auto key = [&](const topo::NumaNode& n) {
+        return std::make_tuple(n.cpus.empty(), topo::numa_distance(c.t, home, n.os_index).value_or(255), n.os_index);
+      };
+      for (const topo::NumaNode& n : c.t.numa_nodes)
+        if (allowed->test(n.os_index) && (!best || key(n) < key(*best))) best = &n;
+      if (best) {
+        kept.insert(best->os_index);
+        std::vector<unsigned> wanted(nodes.begin(), nodes.end());
+        rb.warnings.push_back("memory node " + join_numbers(wanted) + " is outside the allowed memory nodes " + allowed->to_list() +
+                              " (cpuset.mems); memory goes to node " + std::to_string(best->os_index) + ", the nearest allowed");
+      }
+    }
+    nodes = kept;
+  }
+  rb.mem_nodes.assign(nodes.begin(), nodes.end());
+}
+
+}  // namespace gpubind::plan::steps
