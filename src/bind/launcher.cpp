@@ -2,14 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "sys/process.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bind {
-
-using SteadyClock = std::chrono::steady_clock;
 
 std::vector<std::pair<std::string, std::string>> launcher_environment(const LaunchSpec& spec, unsigned local_rank,
                                                                       unsigned local_size) {
@@ -40,18 +37,18 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
   };
 }
 
-Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout) {
-  auto deadline = SteadyClock::now() + timeout;
+Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout, const sys::Clock& clock) {
+  auto deadline = clock.now() + timeout;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.now());
     auto ok = sys::tcp_reachable(host, port, int(std::clamp<long long>(left.count(), 1, 1000)));
     if (!ok) return ok.error();
     if (*ok) return Ok{};
-    if (SteadyClock::now() >= deadline)
+    if (clock.now() >= deadline)
       return Error{"rendezvous with " + host + ":" + std::to_string(port),
                    "not reachable after " + std::to_string(timeout.count() / 1000) +
                        " s (is node 0 started? raise the limit with --rdzv-conf join_timeout=SECONDS)"};
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock.sleep_for(std::chrono::milliseconds(200));
   }
 }
 

@@ -49,6 +49,6 @@ Result<LaunchResult> launch(const plan::Plan& plan, const MachineState& machine,
 // For nodes other than node 0 of a multi-node job: waits until MASTER_ADDR:MASTER_PORT accepts
 // connections (node 0's rank 0 hosts the store), polling, for at most `timeout`. An unreachable
 // master is an error after the timeout, not a hang.
-Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout);
+Status wait_for_master(const std::string& host, unsigned port, std::chrono::milliseconds timeout, const sys::Clock& clock);
 
 }  // namespace gpubind::bind

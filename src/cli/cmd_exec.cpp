@@ -50,11 +50,11 @@ int cmd_exec(const std::vector<std::string>& args) {
   app.flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
   app.flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
   app.flag("--report-bindings", report,
-               "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
-               "memory, NIC");
+           "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
+           "memory, NIC");
   app.flag("--keep-launcher-binding", keep_launcher,
-               "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
-               "as many cores as the plan's");
+           "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
+           "as many cores as the plan's");
 
   std::vector<std::string> command;
   app.footer(R"(Examples:

@@ -14,6 +14,7 @@
 #include "sys/spawner.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
+#include "sys/environment.hpp"
 
 namespace gpubind::cli {
 
@@ -25,10 +26,10 @@ std::string status_text(const bind::RankOutcome& r) {
   return "exit " + std::to_string(r.exit_code);
 }
 
-std::optional<unsigned> env_number(const char* name) {
-  const char* v = std::getenv(name);
+std::optional<unsigned> env_number(const std::string& name) {
+  auto v = sys::env_value(name);
   if (!v) return std::nullopt;
-  auto n = parse_uint(v);
+  auto n = parse_uint(*v);
   return n ? std::optional<unsigned>(unsigned(*n)) : std::nullopt;
 }
 
@@ -52,7 +53,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   app.option("--nnodes", nnodes_s, "Nodes in the job: N or MIN:MAX with MIN == MAX (default 1, or SLURM_NNODES under srun)");
   app.option("--node-rank,--node_rank", node_rank, "This node's rank (default 0, or SLURM_NODEID under srun)");
   app.option("--master-addr,--master_addr", master_addr,
-                 "Rendezvous host (default 127.0.0.1, or the first host of SLURM_JOB_NODELIST)");
+             "Rendezvous host (default 127.0.0.1, or the first host of SLURM_JOB_NODELIST)");
   app.option("--master-port,--master_port", master_port, "Rendezvous port (default: a free port on one node, 29500 on several)")
       .range(1, 65535);
   app.flag("--standalone", standalone, "torchrun: one node, rendezvous on localhost at a free port");
@@ -62,7 +63,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   app.option("--rdzv-conf,--rdzv_conf", rdzv_conf, "torchrun: KEY=VALUE,... ; join_timeout (or timeout) in seconds is honoured");
   app.option("--max-restarts,--max_restarts", max_restarts, "Restart the worker group this many times when a rank fails (default 0)");
   app.option("--monitor-interval,--monitor_interval", monitor_interval,
-                 "torchrun: seconds between worker checks; gpubind notices every exit at once, within any interval")
+             "torchrun: seconds between worker checks; gpubind notices every exit at once, within any interval")
       .range(0.0, 86400.0);
   app.option("--start-method,--start_method", start_method, "torchrun: spawn, fork or forkserver (scripts always run as new processes)")
       .one_of({"spawn", "fork", "forkserver"});
@@ -140,8 +141,8 @@ int cmd_launch(const std::vector<std::string>& args) {
   spec.quiet = o.quiet;
   spec.role = role;
   spec.max_restarts = max_restarts.value_or(0);
-  if (const char* v = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = v;
-  else if (const char* w = std::getenv("NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = w;
+  if (auto v = sys::env_value("TORCH_NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = *v;
+  else if (auto w = sys::env_value("NCCL_ASYNC_ERROR_HANDLING")) spec.nccl_async_error_handling = *w;
   spec.log_dir = log_dir;
   if (!redirects_s.empty()) {
     auto r = bind::parse_stream_selection("--redirects", redirects_s);
@@ -165,7 +166,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   }
 
   // Under srun with one launch per node, the job's shape comes from Slurm.
-  bool under_srun = std::getenv("SLURM_STEP_ID") && std::getenv("SLURM_NNODES") && std::getenv("SLURM_NODEID");
+  bool under_srun = sys::env_value("SLURM_STEP_ID") && sys::env_value("SLURM_NNODES") && sys::env_value("SLURM_NODEID");
   bind::NodeRange nodes{1, 1};
   if (!nnodes_s.empty()) {
     auto r = bind::parse_nnodes(nnodes_s);
@@ -208,8 +209,8 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (!master_addr.empty()) {
     spec.master_addr = master_addr;
   } else if (under_srun && spec.nnodes > 1) {
-    const char* list = std::getenv("SLURM_JOB_NODELIST");
-    auto host = list ? bind::first_host(list) : std::nullopt;
+    auto list = sys::env_value("SLURM_JOB_NODELIST");
+    auto host = list ? bind::first_host(*list) : std::nullopt;
     if (!host) return fail(Error{"SLURM_JOB_NODELIST", "cannot find the first host; give --master-addr"}, kExitUsage);
     spec.master_addr = *host;
   } else if (spec.nnodes > 1) {
@@ -223,13 +224,13 @@ int cmd_launch(const std::vector<std::string>& args) {
     spec.master_port = *port;
   }
   if (!rdzv_id.empty()) spec.run_id = rdzv_id;
-  else if (const char* job = std::getenv("SLURM_JOB_ID")) spec.run_id = std::string("slurm-") + job;
+  else if (auto job = sys::env_value("SLURM_JOB_ID")) spec.run_id = "slurm-" + *job;
 
   // The command: as given after "--"; torchrun's form runs SCRIPT with python (-u, unbuffered,
   // as torchrun does), or -m MODULE, or SCRIPT itself with --no-python.
   if (torchrun_form && !no_python) {
-    const char* py = std::getenv("GPUBIND_PYTHON");
-    std::vector<std::string> cmd = {py && *py ? py : "python3", "-u"};
+    auto py = sys::env_value("GPUBIND_PYTHON");
+    std::vector<std::string> cmd = {py && !py->empty() ? *py : "python3", "-u"};
     if (module) cmd.push_back("-m");
     rest.insert(rest.begin(), cmd.begin(), cmd.end());
   }
@@ -260,7 +261,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (!machine) return fail(machine.error(), kExitFailure);
   // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.
   if (spec.node_rank > 0)
-    if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port, std::chrono::milliseconds(long(join_timeout * 1000))); !s)
+    if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port, std::chrono::milliseconds(long(join_timeout * 1000)), sys::steady_clock()); !s)
       return fail(s.error(), kExitFailure);
   auto spawner = sys::real_spawner();
   if (!spawner) return fail(spawner.error(), kExitFailure);

@@ -23,8 +23,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   add_plan_options(app, o);
   std::string hosts;
   app.option("--format", format,
-                 "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI 4, physical CPUs), "
-                 "rankfile-logical (Open MPI 5), numactl")
+             "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI 4, physical CPUs), "
+             "rankfile-logical (Open MPI 5), numactl")
       .one_of({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl"});
   app.option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
   app.flag("--json", json, "Same as --format json");

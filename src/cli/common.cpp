@@ -1,10 +1,10 @@
 #include "cli/common.hpp"
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
+#include "sys/environment.hpp"
 
 namespace gpubind::cli {
 
@@ -15,14 +15,13 @@ int fail(const Error& e, int code) {
 
 std::string topology_source(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const char* env = std::getenv("GPUBIND_TOPOLOGY");
-  return env ? env : "";
+  return sys::env_value("GPUBIND_TOPOLOGY").value_or("");
 }
 
 void add_topology_option(Args& app, std::string& target) {
   app.option("--topology", target,
-                 "Topology source: hwloc XML, NCCL/RCCL XML, gpubind JSON, a gathered /sys+/proc directory or "
-                 ".tar.bz2, an hwloc synthetic string, or example:NAME (default: $GPUBIND_TOPOLOGY, else this machine)");
+             "Topology source: hwloc XML, NCCL/RCCL XML, gpubind JSON, a gathered /sys+/proc directory or "
+             ".tar.bz2, an hwloc synthetic string, or example:NAME (default: $GPUBIND_TOPOLOGY, else this machine)");
 }
 
 void add_quiet_option(Args& app, bool& target) {
@@ -34,12 +33,7 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
 }
 
-std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) {
-  std::map<std::string, std::string> env;
-  for (const std::string& n : names)
-    if (const char* v = std::getenv(n.c_str())) env[n] = v;
-  return env;
-}
+std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }
 
 
 }  // namespace gpubind::cli

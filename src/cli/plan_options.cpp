@@ -1,8 +1,7 @@
 #include "cli/plan_options.hpp"
 
-#include <cstdlib>
-
 #include "cli/common.hpp"
+#include "sys/environment.hpp"
 
 namespace gpubind::cli {
 
@@ -18,7 +17,7 @@ void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
   app.option("--mem", o.mem, "Memory policy: preferred (default), bind, interleave, none")
       .one_of({"preferred", "bind", "interleave", "none"});
   app.option("--allowed-mems", o.allowed_mems,
-                 "Allowed memory nodes (list; default: this process's cpuset.mems live, all nodes for a file)");
+             "Allowed memory nodes (list; default: this process's cpuset.mems live, all nodes for a file)");
   app.option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
   app.flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
   app.flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
@@ -29,8 +28,8 @@ void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
 }
 
 Result<bind::Config> load_config() {
-  const char* env = std::getenv("GPUBIND_CONFIG");
-  return bind::read_config(env && *env ? env : bind::kDefaultConfigPath, env && *env);
+  std::string named = sys::env_value("GPUBIND_CONFIG").value_or("");
+  return bind::read_config(named.empty() ? bind::kDefaultConfigPath : named, !named.empty());
 }
 
 void apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o) {

@@ -19,6 +19,7 @@
 #include "sys/process.hpp"
 #include "topo/json.hpp"
 #include "util/strings.hpp"
+#include "sys/environment.hpp"
 
 namespace gpubind::discover {
 
@@ -392,7 +393,7 @@ std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<
   // as this one: gpubind chooses its source itself (--topology), so none of them applies.
   for (const char* v : {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_COMPONENTS", "HWLOC_THISSYSTEM",
                         "HWLOC_DUMPED_HWDATA_DIR", "HWLOC_CPUID_PATH"})
-    if (std::getenv(v)) {
+    if (sys::env_value(v)) {
       env.emplace_back(v, std::nullopt);
       ignored.push_back(v);
     }

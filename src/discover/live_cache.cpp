@@ -15,6 +15,7 @@
 #include "topo/json.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
+#include "sys/environment.hpp"
 
 namespace gpubind::discover {
 
@@ -58,12 +59,12 @@ std::string fnv1a(const std::string& s) {
 const char* hwloc_build_version() { return GPUBIND_HWLOC_VERSION; }
 
 std::string default_cache_dir(const std::string& configured) {
-  if (const char* d = std::getenv("GPUBIND_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
+  if (auto d = sys::env_value("GPUBIND_CACHE_DIR")) return *d == "off" ? "" : *d;
   if (!configured.empty()) return configured == "off" ? "" : configured;
   // Root (exec in a prolog, the SPANK plugin) never uses a path under the shared /tmp that
   // another user could create first: /run is root's own.
   if (sys::user_id() == "0") return "/run/gpubind";
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/gpubind";
+  if (auto x = sys::env_value("XDG_RUNTIME_DIR"); x && !x->empty()) return *x + "/gpubind";
   return "/tmp/gpubind-" + sys::user_id();
 }
 

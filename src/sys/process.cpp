@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "sys/binder.hpp"
 #include "sys/clock.hpp"
@@ -353,6 +354,7 @@ Result<std::unique_ptr<Spawner>> real_spawner() {
 const Clock& steady_clock() {
   struct Steady final : Clock {
     time_point now() const override { return std::chrono::steady_clock::now(); }
+    void sleep_for(std::chrono::milliseconds d) const override { std::this_thread::sleep_for(d); }
   };
   static const Steady clock;
   return clock;

@@ -14,6 +14,8 @@
 #      HWLOC_* settings are applied in the child that loads, by sys::run_isolated)
 #   R7 CLI11 (#include <CLI/...>) only in src/cli/args.cpp: it costs ~15 s of compiling in every
 #      file that includes it
+#   R8 the environment is read (getenv) and a clock read or slept on (steady_clock,
+#      system_clock, this_thread) only in src/sys: sys/environment.hpp, sys/clock.hpp
 # Usage: layering.sh [ROOT]   (default: the repository; tests/lint/fixtures/* are broken roots)
 set -u
 root=${1:-"$(dirname "$0")/../.."}
@@ -41,5 +43,7 @@ rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::
 rule R6 '\b(setenv|unsetenv|putenv)\s*\(' 'src/' 'src/sys/' \
   "the process environment is changed outside src/sys"
 rule R7 '#include <CLI/' 'src/' 'src/cli/args\.cpp:' "CLI11 is included outside src/cli/args.cpp (use cli::Args)"
+rule R8 '(\bgetenv\s*\(|\b(steady_clock|system_clock|high_resolution_clock|this_thread)::)' 'src/' 'src/sys/' \
+  "the environment or a clock is read outside src/sys (use sys::env_value, sys::Clock)"
 [ $bad = 0 ] && echo "layering: ok"
 exit $bad

@@ -21,6 +21,7 @@ using Ms = std::chrono::milliseconds;
 class FakeClock final : public sys::Clock {
  public:
   time_point now() const override { return m_now; }
+  void sleep_for(Ms) const override { ADD_FAILURE() << "the supervisor never sleeps: it waits on the Spawner"; }
   void advance(Ms d) { m_now += d; }
   Ms elapsed() const { return std::chrono::duration_cast<Ms>(m_now - time_point()); }
 
