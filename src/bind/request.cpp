@@ -68,10 +68,11 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   return r;
 }
 
-Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_rank, const std::string& rank_source) {
+Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_rank, const std::string& rank_source,
+                                       const std::string& hint) {
   if (local_rank >= plan.ranks.size())
     return Error{rank_source + "=" + std::to_string(local_rank),
-                 "the plan has only " + std::to_string(plan.ranks.size()) + " local ranks; give --local-size or -n"};
+                 "the plan has only " + std::to_string(plan.ranks.size()) + " local ranks" + (hint.empty() ? "" : "; " + hint)};
   return plan.ranks[local_rank];
 }
 

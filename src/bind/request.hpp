@@ -59,7 +59,8 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
 
 // Local rank `local_rank`'s binding in `plan`; an Error when the plan has fewer ranks (the
 // launcher started more than were planned). `rank_source` names where the rank came from
-// (SLURM_LOCALID, --local-rank...) for the message.
-Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_rank, const std::string& rank_source);
+// (SLURM_LOCALID, --local-rank...) for the message, `hint` what the user can do about it.
+Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_rank, const std::string& rank_source,
+                                       const std::string& hint = "");
 
 }  // namespace gpubind::bind

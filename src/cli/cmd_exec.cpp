@@ -127,7 +127,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (by_numa) req->policy = plan::Policy::socket_split;
   auto plan = plan::make_plan(*topo, *req);
   if (!plan) return fail(plan.error(), kExitExecFailed);
-  auto mine = bind::rank_binding(*plan, lr.rank, lr.source);
+  auto mine = bind::rank_binding(*plan, lr.rank, lr.source, "give --local-size or -n");
   if (!mine) return fail(mine.error(), kExitExecFailed);
   plan::RankBinding& rb = *mine;  // judge_launcher_binding may keep the launcher's CPUs
   print_warnings(plan::warnings_for_rank(*plan, lr.rank), o.quiet);
