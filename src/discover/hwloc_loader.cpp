@@ -470,12 +470,14 @@ Result<Topology> hwloc_backend_load(const HwlocInput& in) {
       return Error{in.origin, "hwloc " + out.error().why + " reading this XML: the file is malformed"};
     return Error{in.origin, "hwloc " + out.error().why + " while discovering it"};
   }
+  // Nothing may throw here: this runs inside the module, whose C++ runtime is its own.
   if (out->starts_with("E")) {
     size_t nl = out->find('\n');
     return Error{out->substr(1, nl - 1), nl == std::string::npos ? std::string() : out->substr(nl + 1)};
   }
-  nlohmann::json j = nlohmann::json::parse(out->substr(1), nullptr, false);
-  if (!out->starts_with("T") || j.is_discarded()) return Error{in.origin, "hwloc's reader returned nothing usable"};
+  if (!out->starts_with("T")) return Error{in.origin, "hwloc's reader returned nothing (its result could not be passed back)"};
+  nlohmann::json j = nlohmann::json::parse(std::string_view(*out).substr(1), nullptr, false);
+  if (j.is_discarded()) return Error{in.origin, "hwloc's reader returned nothing usable"};
   auto topo = topo::from_json(j);
   if (topo && in.kind == HwlocInput::Kind::live && !ignored.empty())
     topo->warnings.push_back(join(ignored, ", ") + " set in the environment: ignored for this machine's discovery (--topology "

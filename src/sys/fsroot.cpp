@@ -162,9 +162,9 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
   return out;
 }
 
-Status write_fully(int fd, std::string_view data) {
+Status write_fully(int fd, std::string_view data, const char* fault_point) {
   while (!data.empty()) {
-    ssize_t n = faultable("gpubind/write", [&] { return ::write(fd, data.data(), data.size()); });
+    ssize_t n = faultable(fault_point, [&] { return ::write(fd, data.data(), data.size()); });
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno_error("write", errno);
     if (n == 0) return Error{"write", "no progress"};

@@ -52,7 +52,8 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_M
 // grows past `max_bytes`.
 Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes = SIZE_MAX);
 // Writes all of `data` to `fd`, through short writes and EINTR; an Error with errno's text.
-Status write_fully(int fd, std::string_view data);
+// `fault_point` names its libfiu point (docs/FAULTS.md).
+Status write_fully(int fd, std::string_view data, const char* fault_point = "gpubind/write");
 std::string hostname();
 // This process's effective user id, as text.
 std::string user_id();

@@ -374,7 +374,7 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
       else ::unsetenv(name.c_str());
     }
     std::string out = work();
-    write_all(fds[1], out);
+    static_cast<void>(write_fully(fds[1], out, "gpubind/pipe-write"));
     ::_exit(0);
   }
   ::close(fds[1]);
