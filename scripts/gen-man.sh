@@ -24,7 +24,7 @@ page() {  # page NAME SUMMARY TEXT_FILE SEE_ALSO
     escape <"$text"
     echo ".fi"
     echo ".SH EXIT STATUS"
-    echo "0 success; 1 runtime error; 2 usage error; 3 check found problems; exec: 125 gpubind failed, 126 not"
+    echo "0 success; 1 runtime error; 2 usage error; 3 check or watch found problems; exec: 125 gpubind failed, 126 not"
     echo "executable, 127 not found, else the command's own status."
     echo ".SH SEE ALSO"
     echo "$see"

@@ -79,31 +79,16 @@ int cmd_check(const std::vector<std::string>& args) {
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error(), kExitFailure);
 
-  int me = sys::current_pid();
-  if (self) pids.push_back(me);
-  std::vector<int> named = pids;  // --pid and --self: every problem with them is reported
-  auto add_all = [&](std::vector<int> found) {
-    for (int p : found)
-      if (p != me || !root_dir.empty()) pids.push_back(p);
-  };
-  if (parent) add_all(probe::descendants_of(**root, *parent));
-  if (re) add_all(probe::matching(**root, [&](const std::string& c) { return re->search(c); }));
-  bool selected = !pids.empty() || parent || re || self;
-  if (all_gpu || !selected) add_all(probe::gpu_processes(**root));
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-
-  // Probe each; one that cannot be read is an error line while the others are still checked.
-  std::vector<probe::ProcessState> states;
-  std::vector<Error> errors;
-  for (int p : pids) {
-    auto s = probe::probe_process(**root, p, {numa_maps});
-    bool was_named = std::find(named.begin(), named.end(), p) != named.end();
-    // launch's helper that kills rank groups if launch is SIGKILLed (sys::GroupReaper) is not a rank.
-    if (s && !was_named && s->comm == sys::GroupReaper::kGroupReaperName) continue;
-    if (s) states.push_back(std::move(*s));
-    else if (was_named || !probe::is_not_a_live_process(s.error())) errors.push_back(s.error());
-  }
+  probe::Selection sel;
+  sel.pids = pids;
+  if (self) sel.pids.push_back(sys::current_pid());
+  sel.children_of = parent;
+  if (re) sel.match = [&](const std::string& c) { return re->search(c); };
+  sel.all_gpu = all_gpu;
+  if (root_dir.empty()) sel.exclude = sys::current_pid();
+  probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, sel), {numa_maps});
+  std::vector<probe::ProcessState> states = std::move(probed.states);
+  std::vector<Error> errors = std::move(probed.errors);
   check::Report report = check::judge(*topo, std::move(states), errors);
   for (const Error& e : report.errors) fail(e, kExitFailure);
   if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");

@@ -13,18 +13,11 @@ namespace gpubind::cli {
 
 namespace {
 
-// Commands the design promises that are not built yet: named, never "unknown command".
-int cmd_watch(const std::vector<std::string>&) {
-  return fail(Error{"watch", "not built yet: it will sample running workers over time (migrations, cross-NUMA runs, "
-                             "remote memory, imbalance; Prometheus /metrics). Until then 'gpubind check' judges a snapshot"},
-              kExitUsage);
-}
-
 void print_usage(FILE* out) {
   std::fprintf(out, "usage: gpubind <command> [options]\n\nBind GPU workers to the CPUs, memory and NIC nearest their GPU.\n\ncommands:\n");
   for (const Command& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'gpubind <command> --help' shows a command's options. Exit codes: 0 ok, 1 error, 2 usage error,\n"
-               "3 check found problems; "
+               "3 check or watch found problems; "
                "exec: 125 gpubind failed, 126 not executable, 127 not found, else the command's own.\n");
 }
 
@@ -40,7 +33,7 @@ const std::vector<Command>& commands() {
       {"launch", "start N bound local ranks with torchrun's environment and supervise them", cmd_launch},
       {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
       {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
-      {"watch", "(not built yet) sample running workers over time; Prometheus metrics", cmd_watch},
+      {"watch", "sample running workers over time: migrations, CPU time off the GPU's node, drift, imbalance", cmd_watch},
   };
   return table;
 }

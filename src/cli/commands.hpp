@@ -26,5 +26,6 @@ int cmd_exec(const std::vector<std::string>& args);
 int cmd_launch(const std::vector<std::string>& args);
 int cmd_check(const std::vector<std::string>& args);
 int cmd_slurm(const std::vector<std::string>& args);
+int cmd_watch(const std::vector<std::string>& args);
 
 }  // namespace gpubind::cli

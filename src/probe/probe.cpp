@@ -58,7 +58,13 @@ Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir,
     auto f = stat_fields_after_comm(*stat);
     if (f.size() > 36)
       if (auto cpu = parse_uint(f[36])) t.last_cpu = unsigned(*cpu);
+    // utime and stime (fields 14 and 15) in USER_HZ ticks, which Linux fixes at 100 per second.
+    if (f.size() > 12)
+      if (auto u = parse_uint(f[11]), s = parse_uint(f[12]); u && s) t.run_ns = (*u + *s) * 10'000'000ull;
   }
+  // schedstat's first field is the same in nanoseconds, when the kernel keeps it.
+  if (auto schedstat = root.read(dir + "/schedstat"))
+    if (auto ns = parse_uint(trim(split(*schedstat, ' ').front()))) t.run_ns = *ns;
   if (auto sched = root.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
   return t;
 }
@@ -95,7 +101,8 @@ Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v(std::begin(topo::binding_env::kAll), std::end(topo::binding_env::kAll));
-    for (const char* n : {"LOCAL_RANK", "RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "CUDA_VISIBLE_DEVICES",
+    for (const char* n : {"LOCAL_RANK", "RANK", "SLURM_LOCALID", "SLURM_PROCID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                          "OMPI_COMM_WORLD_RANK", "PMI_RANK", "CUDA_VISIBLE_DEVICES",
                           "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
       v.push_back(n);
     return v;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "probe/probe.hpp"
+#include "sys/process.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::probe {
@@ -57,6 +58,39 @@ std::vector<int> gpu_processes(const sys::FsRoot& root) {
         out.push_back(p);
         break;
       }
+    }
+  }
+  return out;
+}
+
+Selected select_processes(const sys::FsRoot& root, const Selection& s) {
+  Selected out;
+  out.pids = s.pids;
+  out.named = s.pids;
+  auto add_all = [&](const std::vector<int>& found) {
+    for (int p : found)
+      if (p != s.exclude) out.pids.push_back(p);
+  };
+  if (s.children_of) add_all(descendants_of(root, *s.children_of));
+  if (s.match) add_all(matching(root, s.match));
+  bool selected = !s.pids.empty() || s.children_of || s.match;
+  if (s.all_gpu || !selected) add_all(gpu_processes(root));
+  std::sort(out.pids.begin(), out.pids.end());
+  out.pids.erase(std::unique(out.pids.begin(), out.pids.end()), out.pids.end());
+  return out;
+}
+
+Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const ProbeOptions& options) {
+  Probed out;
+  for (int p : selected.pids) {
+    auto s = probe_process(root, p, options);
+    bool was_named = std::find(selected.named.begin(), selected.named.end(), p) != selected.named.end();
+    // launch's helper that kills rank groups if launch is SIGKILLed (sys::GroupReaper) is not a rank.
+    if (s && !was_named && s->comm == sys::GroupReaper::kGroupReaperName) continue;
+    if (s) out.states.push_back(std::move(*s));
+    else if (was_named || !is_not_a_live_process(s.error())) {
+      out.errors.push_back(s.error());
+      out.error_pids.push_back(p);
     }
   }
   return out;

@@ -1,9 +1,11 @@
 #pragma once
-// Choosing which processes `check` (and later `watch`) look at, through an FsRoot.
+// Choosing which processes `check` and `watch` look at, through an FsRoot, and probing them.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "probe/probe.hpp"
 #include "sys/fsroot.hpp"
 
 namespace gpubind::probe {
@@ -14,5 +16,32 @@ std::vector<int> descendants_of(const sys::FsRoot& root, int pid);
 std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches);
 // PIDs holding a GPU device file open (/dev/nvidiaN, /dev/dri/renderD*, /dev/kfd).
 std::vector<int> gpu_processes(const sys::FsRoot& root);
+
+// What the user asked to look at (check's and watch's --pid, --self, --children-of, --match,
+// --all-gpu-procs). Nothing asked: every GPU process.
+struct Selection {
+  std::vector<int> pids;                          // named: --pid, and this process for --self
+  std::optional<int> children_of;
+  std::function<bool(const std::string&)> match;  // on the command line; empty: none
+  bool all_gpu = false;
+  int exclude = -1;  // never found by a selector (gpubind itself, on the live root)
+};
+
+struct Selected {
+  std::vector<int> pids;   // sorted, unique
+  std::vector<int> named;  // those the user named: each problem with them is reported
+};
+
+Selected select_processes(const sys::FsRoot& root, const Selection& s);
+
+struct Probed {
+  std::vector<ProcessState> states;
+  std::vector<Error> errors;  // named processes that cannot be read; found ones that cannot, but live
+  std::vector<int> error_pids;  // the PID of each error
+};
+
+// Probes each selected process. A found one that ended meanwhile (or is a zombie) is skipped, as
+// is launch's group reaper (not a rank); a named one is always reported.
+Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const ProbeOptions& options);
 
 }  // namespace gpubind::probe

@@ -21,6 +21,7 @@ struct ThreadState {
   std::optional<uint64_t> migrations;      // se.nr_migrations (needs CONFIG_SCHED_DEBUG)
   uint64_t voluntary_switches = 0;
   uint64_t involuntary_switches = 0;
+  std::optional<uint64_t> run_ns;          // CPU time so far: schedstat, else stat utime+stime
 };
 
 struct ProcessState {

@@ -33,8 +33,9 @@ def status(name, pid, ppid, cpus, mems="0-1", vol=10, invol=2):
             f"voluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n")
 
 
-def stat(pid, comm, ppid, cpu):
+def stat(pid, comm, ppid, cpu, ticks=0):
     fields = ["S", str(ppid)] + ["0"] * 48
+    fields[11] = str(ticks)  # utime (field 14), in USER_HZ ticks (100/s)
     fields[36] = str(cpu)
     return f"{pid} ({comm}) " + " ".join(fields) + "\n"
 
@@ -57,7 +58,7 @@ class Tree:
         os.symlink(f"../../../devices/pci0000:00/{bus}", f"{d}/device")
 
     def process(self, pid, comm, cpus, threads, devices, env=None, ppid=1, numa=None, cmd=None):
-        """threads: list of (tid, comm, cpus_allowed, last_cpu, migrations)."""
+        """threads: list of (tid, comm, cpus_allowed, last_cpu, migrations[, run_ticks])."""
         d = f"{self.root}/proc/{pid}"
         write(f"{d}/status", status(comm, pid, ppid, cpus))
         write(f"{d}/stat", stat(pid, comm, ppid, threads[0][3]))
@@ -66,10 +67,10 @@ class Tree:
         os.makedirs(f"{d}/fd")
         for i, dev in enumerate(["/dev/null", "/dev/pts/0"] + devices):
             os.symlink(dev, f"{d}/fd/{i}")
-        for tid, tcomm, tcpus, last, mig in threads:
+        for tid, tcomm, tcpus, last, mig, *ticks in threads:
             t = f"{d}/task/{tid}"
             write(f"{t}/status", status(tcomm, tid, ppid, tcpus))
-            write(f"{t}/stat", stat(tid, tcomm, ppid, last))
+            write(f"{t}/stat", stat(tid, tcomm, ppid, last, ticks[0] if ticks else 0))
             write(f"{t}/sched", f"{tcomm} ({tid}, #threads: {len(threads)})\n---\nse.exec_start : 1.0\n"
                                 f"se.nr_migrations : {mig}\n")
         if numa:
@@ -105,8 +106,40 @@ def h100_job(name, tweak):
                   env=env, ppid=1000, numa=numa, cmd=["python", "train.py", "--local-rank", str(r)])
 
 
+def h100_watch(step):
+    """`gpubind watch --root` replays these three samples, one second apart, of an 8-rank job
+    (gpubind launch, PID 1000): every thread runs 0.5 s per second on its GPU's node, except
+    rank 3, whose threads run on socket 1 from the second sample on, migrating 30 times a second;
+    rank 5, re-pinned to its whole socket before the third sample; rank 7, gone at the third."""
+    t = Tree(f"watch-h100/{step}")
+    t.nvidia(H100_GPUS)
+    t.process(1000, "gpubind", "0-223", [(1000, "gpubind", "0-223", 5, 3)], [], cmd=["gpubind", "launch", "--", "python", "train.py"])
+    for r in range(8):
+        if r == 7 and step == 2:
+            continue
+        cpus = h100_cpus(r)
+        env = gpubind_env(r, cpus, r // 4)
+        env["RANK"] = str(8 + r)
+        ticks = 50 * step
+        last = [first(cpus) + 1, first(cpus) + 2]
+        mig = [4, 9]
+        if r == 3 and step > 0:
+            last = [60, 61]
+            mig = [4 + 15 * step, 9 + 15 * step]
+        thread_cpus = cpus
+        if r == 5 and step == 2:
+            thread_cpus = "56-111,168-223"
+        threads = [(2000 + 10 * r, "python", thread_cpus, last[0], mig[0], ticks),
+                   (2001 + 10 * r, "pt_main_thread", thread_cpus, last[1], mig[1], ticks)]
+        t.process(2000 + 10 * r, "python", thread_cpus, threads, [f"/dev/nvidia{r}", "/dev/nvidiactl", "/dev/nvidia-uvm"],
+                  env=env, ppid=1000, cmd=["python", "train.py", "--local-rank", str(r)])
+
+
 def main():
     h100_job("h100-good", lambda r, c, e, th, n: None)
+    shutil.rmtree(os.path.join(HERE, "watch-h100"), ignore_errors=True)
+    for step in range(3):
+        h100_watch(step)
 
     # Rank 3 placed by a GPU-unaware launcher on socket 1, far from GPU 3 (socket 0).
     def wrong_socket(r, cpus, env, threads, numa):

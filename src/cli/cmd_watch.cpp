@@ -1,0 +1,142 @@
+// gpubind watch: what running ranks do over time — migrations, CPU time off their GPU's node,
+// drift, remote memory, overlap and imbalance — one judged interval after another.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "render/json_text.hpp"
+#include "render/watch_render.hpp"
+#include "sys/process.hpp"
+#include "util/exit_status.hpp"
+#include "util/pattern.hpp"
+#include "util/strings.hpp"
+#include "watch/sampler.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+std::optional<int> parse_pid(const std::string& text) {
+  auto v = parse_uint(text);
+  if (!v || *v == 0 || *v > (1u << 30)) return std::nullopt;
+  return int(*v);
+}
+}  // namespace
+
+int cmd_watch(const std::vector<std::string>& args) {
+  Args app("Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
+           "REMOTE_MEMORY, OVERLAP, IMBALANCE (docs/cli.md has each rule).",
+           "gpubind watch");
+  std::string topology, children_of, match;
+  std::vector<std::string> pid_args, roots;
+  bool self = false, all_gpu = false, json = false, once = false;
+  double interval = 1, duration = 0;
+  std::optional<unsigned> count;
+  unsigned mem_every = 10;
+  watch::Thresholds th;
+  add_topology_option(app, topology);
+  app.option("--pid", pid_args, "Processes to watch (repeatable)");
+  app.flag("--self", self, "Watch this gpubind process");
+  app.flag("--all-gpu-procs", all_gpu, "Every process holding a GPU device open (the default)");
+  app.option("--children-of", children_of, "Every descendant of this PID (a launcher's ranks), found again at each sample");
+  app.option("--match", match, "Processes whose command line matches this regular expression");
+  app.option("--interval", interval, "Seconds between samples (default 1)").range(0.01, 3600.0);
+  app.option("--count", count, "Stop after this many intervals").range(1, 1000000000);
+  app.option("--duration", duration, "Stop after this many seconds").range(0.0, 31536000.0);
+  app.flag("--once", once, "One interval (two samples), then the summary");
+  app.option("--mem-every", mem_every, "Read numa_maps (remote memory) every Nth sample; 0 never (default 10)").range(0, 1000000);
+  app.option("--max-migrations", th.migrations_per_second, "MIGRATING above this many migrations per second per rank (default 1)")
+      .range(0.0, 1e9);
+  app.option("--max-cross-numa", th.cross_numa, "CROSS_NUMA/CROSS_SOCKET above this share of CPU time, 0-1 (default 0.1)").range(0.0, 1.0);
+  app.option("--max-remote-memory", th.remote_memory, "REMOTE_MEMORY above this share of resident pages, 0-1 (default 0.2)")
+      .range(0.0, 1.0);
+  app.option("--max-imbalance", th.imbalance, "IMBALANCE above this spread of the ranks' CPU time, 0-1 (default 0.25)").range(0.0, 1.0);
+  app.option("--root", roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
+                              "sample, replayed without waiting");
+  app.flag("--json", json, "JSON lines: one object per interval, then the summary");
+  app.footer(R"(Examples:
+  gpubind watch --children-of $(pgrep -o torchrun)          a launcher's ranks, every second
+  gpubind watch --match 'train\.py' --interval 5 --json     JSON lines for a log
+  gpubind watch --once                                    every GPU process, one interval)");
+  if (int rc = app.parse(args); rc >= 0) return rc;
+
+  probe::Selection sel;
+  for (const std::string& a : pid_args) {
+    auto pid = parse_pid(a);
+    if (!pid) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
+    sel.pids.push_back(*pid);
+  }
+  if (!children_of.empty()) {
+    sel.children_of = parse_pid(children_of);
+    if (!sel.children_of) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
+  }
+  std::optional<Pattern> re;
+  if (!match.empty()) {
+    auto p = Pattern::compile(match);
+    if (!p) return fail(Error{"--match '" + match + "'", "not a valid regular expression (" + p.error().why + ")"}, kExitUsage);
+    re = *p;
+    sel.match = [&re](const std::string& c) { return re->search(c); };
+  }
+  if (self && !roots.empty()) return fail(Error{"--self", "cannot be used with --root"}, kExitUsage);
+  if (self) sel.pids.push_back(sys::current_pid());
+  sel.all_gpu = all_gpu;
+  if (roots.empty()) sel.exclude = sys::current_pid();
+  if (once) count = 1;
+  if (!count && duration == 0 && roots.size() > 1) count = unsigned(roots.size() - 1);
+
+  std::string source = topology_source(topology);
+  if (!roots.empty() && source.empty())
+    return fail(Error{"--root " + roots[0], "needs --topology (the machine the recorded processes ran on)"}, kExitUsage);
+  std::vector<std::string> cache_notes;
+  auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes)
+                             : discover::load_topology(source);
+  print_warnings(cache_notes, false);
+  if (!topo) return fail(topo.error(), kExitFailure);
+  std::vector<std::unique_ptr<sys::FsRoot>> opened;
+  std::vector<const sys::FsRoot*> tree;
+  for (const std::string& r : roots.empty() ? std::vector<std::string>{"/"} : roots) {
+    auto root = sys::open_fsroot(r);
+    if (!root) return fail(root.error(), kExitFailure);
+    tree.push_back(root->get());
+    opened.push_back(std::move(*root));
+  }
+  // A recorded sequence replays on a clock that moves only by the interval.
+  watch::StepClock replay_clock;
+  const sys::Clock& clock = roots.empty() ? sys::steady_clock() : static_cast<const sys::Clock&>(replay_clock);
+  std::string node = topo->hostname.empty() ? sys::hostname() : topo->hostname;
+
+  watch::Sampler sampler(tree, clock, {sel, mem_every});
+  watch::Watcher watcher(*topo, th);
+  auto step = std::chrono::milliseconds(long(std::lround(interval * 1000)));
+  bool errors = false, seen_any = false;
+  for (unsigned taken = 0;; ++taken) {
+    watch::Taken t = sampler.take();
+    for (const Error& e : t.errors) {
+      fail(e, kExitFailure);
+      errors = true;
+    }
+    seen_any = seen_any || !t.snapshot.processes.empty();
+    if (taken == 0 && t.snapshot.processes.empty())
+      std::fprintf(stderr, "gpubind: watch: no process matches yet; watching for one\n");
+    double now = t.snapshot.t;
+    if (auto iv = watcher.observe(std::move(t.snapshot))) {
+      std::string out = json ? render::json_line(render::interval_json(*iv, node)) : render::interval_text(*iv) + "\n";
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (count && taken >= *count) break;
+    if (duration > 0 && now + interval > duration + 1e-9) break;
+    clock.sleep_for(step);
+  }
+  watch::Summary s = watcher.summary();
+  std::string out = json ? render::json_line(render::summary_json(s, node)) : render::summary_text(s);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!seen_any) return fail(Error{"watch", "no process to watch (none matched at any sample)"}, kExitFailure);
+  if (errors) return kExitFailure;
+  return s.any_finding ? kExitCheckFindings : kExitOk;
+}
+
+}  // namespace gpubind::cli

@@ -1,0 +1,137 @@
+#include "render/watch_render.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "render/table.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+namespace {
+
+std::string share(const std::optional<double>& v) {
+  return v ? std::to_string(int(std::lround(*v * 100))) + " %" : std::string("-");
+}
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string who(const std::string& rank, const std::string& local_rank) {
+  if (!rank.empty()) return rank;
+  return local_rank.empty() ? "-" : "local " + local_rank;
+}
+
+template <class Findings>
+std::string findings_text(const Findings& fs) {
+  std::vector<std::string> names;
+  for (watch::Finding f : fs) names.push_back(watch::to_string(f));
+  return names.empty() ? "OK" : join(names, ",");
+}
+
+nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); }
+
+}  // namespace
+
+std::string interval_text(const watch::Interval& iv) {
+  std::string head = "interval " + std::to_string(iv.index) + " (" + fixed(iv.start, 1) + "-" + fixed(iv.end, 1) + " s): " +
+                     std::to_string(iv.ranks.size()) + " process(es)";
+  if (iv.imbalance) head += ", CPU time imbalance " + share(iv.imbalance);
+  std::string out = head + "\n";
+  if (!iv.ranks.empty()) {
+    TextTable t({"PID", "RANK", "COMMAND", "GPU", "THREADS", "CPU-S", "MIGR/S", "CROSS-NUMA", "REMOTE-MEM", "FINDINGS"});
+    for (const watch::RankInterval& r : iv.ranks)
+      t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm), r.gpus.empty() ? "-" : join(r.gpus, ","),
+             std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
+             share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
+    out += t.str();
+    for (const watch::RankInterval& r : iv.ranks)
+      for (size_t i = 0; i < r.findings.size(); ++i)
+        out += "  " + std::to_string(r.pid) + " " + watch::to_string(r.findings[i]) + ": " + one_line(r.reasons[i]) + "\n";
+  }
+  for (int pid : iv.exited) out += "  " + std::to_string(pid) + " exited\n";
+  return out;
+}
+
+std::string summary_text(const watch::Summary& s) {
+  std::string out = "summary: " + std::to_string(s.intervals) + " interval(s) over " + fixed(s.seconds, 1) + " s, " +
+                    std::to_string(s.ranks.size()) + " process(es)\n";
+  if (s.ranks.empty()) return out;
+  TextTable t({"PID", "RANK", "COMMAND", "MIGRATIONS", "CPU-S", "CROSS-NUMA", "REMOTE-MEM", "SEEN", "WORST"});
+  for (const watch::RankSummary& r : s.ranks)
+    t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm) + (r.exited ? " (exited)" : ""),
+           std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), findings_text(r.seen),
+           r.worst_interval ? std::to_string(*r.worst_interval) : "-"});
+  return out + t.str();
+}
+
+nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kWatchSchemaVersion;
+  j["type"] = "interval";
+  j["node"] = node;
+  j["index"] = iv.index;
+  j["start"] = iv.start;
+  j["end"] = iv.end;
+  j["imbalance"] = optional_number(iv.imbalance);
+  j["cpu_cv"] = optional_number(iv.cpu_cv);
+  j["ranks"] = nlohmann::ordered_json::array();
+  for (const watch::RankInterval& r : iv.ranks) {
+    nlohmann::ordered_json e;
+    e["pid"] = r.pid;
+    e["comm"] = r.comm;
+    e["rank"] = r.rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.rank);
+    e["local_rank"] = r.local_rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.local_rank);
+    e["gpus"] = r.gpus;
+    e["threads"] = r.threads;
+    e["new"] = r.started;
+    e["cpu_seconds"] = r.cpu_seconds;
+    e["migrations"] = r.migrations;
+    e["migrations_per_second"] = r.migrations_per_second;
+    e["cross_numa_ratio"] = optional_number(r.cross_numa);
+    e["cross_socket_ratio"] = optional_number(r.cross_socket);
+    e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["findings"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < r.findings.size(); ++i)
+      e["findings"].push_back({{"finding", watch::to_string(r.findings[i])}, {"reason", r.reasons[i]}});
+    j["ranks"].push_back(e);
+  }
+  j["exited"] = iv.exited;
+  return j;
+}
+
+nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& node) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kWatchSchemaVersion;
+  j["type"] = "summary";
+  j["node"] = node;
+  j["intervals"] = s.intervals;
+  j["seconds"] = s.seconds;
+  j["ranks"] = nlohmann::ordered_json::array();
+  for (const watch::RankSummary& r : s.ranks) {
+    nlohmann::ordered_json e;
+    e["pid"] = r.pid;
+    e["comm"] = r.comm;
+    e["rank"] = r.rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.rank);
+    e["local_rank"] = r.local_rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.local_rank);
+    e["gpus"] = r.gpus;
+    e["intervals"] = r.intervals;
+    e["migrations"] = r.migrations;
+    e["cpu_seconds"] = r.cpu_seconds;
+    e["cross_numa_ratio"] = optional_number(r.cross_numa);
+    e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    std::vector<std::string> seen;
+    for (watch::Finding f : r.seen) seen.push_back(watch::to_string(f));
+    e["seen"] = seen;
+    e["worst_interval"] = r.worst_interval ? nlohmann::ordered_json(*r.worst_interval) : nlohmann::ordered_json();
+    e["exited"] = r.exited;
+    j["ranks"].push_back(e);
+  }
+  j["any_finding"] = s.any_finding;
+  return j;
+}
+
+}  // namespace gpubind::render

@@ -1,0 +1,56 @@
+#pragma once
+// Taking the snapshots `watch` judges: the targets re-resolved at every sample (ranks that start,
+// restart or exit are followed), each probed through an FsRoot, the time from a sys::Clock.
+#include <set>
+#include <vector>
+
+#include "probe/select.hpp"
+#include "sys/clock.hpp"
+#include "sys/fsroot.hpp"
+#include "watch/watch.hpp"
+
+namespace gpubind::watch {
+
+struct SamplerOptions {
+  probe::Selection selection;
+  unsigned mem_every = 10;  // read numa_maps every Nth sample (costly); 0: never
+};
+
+struct Taken {
+  Snapshot snapshot;
+  std::vector<Error> errors;  // named processes that cannot be read
+  double cost_seconds = 0;    // the sample's own time on the clock
+};
+
+class Sampler {
+ public:
+  // `roots`: the tree of each sample in turn (one: every sample reads it; several: a recorded
+  // sequence replayed, the last one repeated).
+  Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock, SamplerOptions options)
+      : m_roots(std::move(roots)), m_clock(clock), m_options(std::move(options)), m_start(clock.now()) {}
+  // A named process that ends after it was seen is not an error: the Watcher reports it exited.
+  // A process that cannot be read is reported once, not at every sample.
+  Taken take();
+
+ private:
+  std::vector<const sys::FsRoot*> m_roots;
+  const sys::Clock& m_clock;
+  SamplerOptions m_options;
+  sys::Clock::time_point m_start;
+  unsigned m_taken = 0;
+  std::set<int> m_seen;      // every PID a sample found
+  std::set<int> m_reported;  // PIDs whose error was reported
+};
+
+// A clock that moves only when slept on: a recorded sequence replays at its own pace, with the
+// times the intervals would have had.
+class StepClock final : public sys::Clock {
+ public:
+  time_point now() const override { return m_now; }
+  void sleep_for(std::chrono::milliseconds d) const override { m_now += d; }
+
+ private:
+  mutable time_point m_now{};
+};
+
+}  // namespace gpubind::watch

@@ -1,0 +1,118 @@
+#pragma once
+// `gpubind watch`: what running ranks do over time. Pure: snapshots of probed processes (with the
+// time they were taken) in, one judged Interval per pair of consecutive snapshots out, and a
+// Summary at the end. Sampling (the clock, /proc) is in watch/sampler.hpp.
+//
+// The rules, each with a threshold (Thresholds) and a unit test (tests/unit/watch):
+//   migrating      a rank's threads migrated between CPUs more than migrations_per_second times
+//                  per second in the interval (se.nr_migrations deltas of threads seen in both
+//                  snapshots; a counter that went down belongs to a reused thread id: not counted)
+//   cross-numa     the share of the rank's run time in the interval (threads weighted by their
+//                  CPU time; by thread when the kernel gives no CPU time) whose last CPU is off
+//                  its GPU's NUMA node(s) exceeds cross_numa
+//   cross-socket   the same share off the GPU's package(s) exceeds cross_numa
+//   drifted        a thread's allowed CPUs changed since watch first saw it, or differ from what
+//                  gpubind applied (GPUBIND_CPUS, as `check` judges it)
+//   remote-memory  the share of resident pages off the GPU's node(s) exceeds remote_memory (when
+//                  numa_maps was read)
+//   overlap        the rank's CPUs overlap another pinned rank's (as `check` judges it)
+//   imbalance      the ranks' CPU time in the interval differs by more than imbalance of the
+//                  busiest: (max - min) / max; a node-wide finding, on every rank. Ranks are the
+//                  processes with a GPU or a launcher's rank variable (not a launcher itself)
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/state.hpp"
+#include "topo/topology.hpp"
+
+namespace gpubind::watch {
+
+struct Snapshot {
+  double t = 0;  // seconds since watch started
+  std::vector<probe::ProcessState> processes;
+};
+
+struct Thresholds {
+  double migrations_per_second = 1.0;
+  double cross_numa = 0.10;
+  double remote_memory = 0.20;
+  double imbalance = 0.25;
+};
+
+enum class Finding { migrating, cross_numa, cross_socket, drifted, remote_memory, overlap, imbalance };
+const char* to_string(Finding f);  // "MIGRATING", "CROSS_NUMA"...
+
+struct RankInterval {
+  int pid = 0;
+  std::string comm;
+  std::string rank;        // the global rank its launcher gave it (RANK, SLURM_PROCID...), or ""
+  std::string local_rank;  // LOCAL_RANK, SLURM_LOCALID..., or ""
+  std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
+  unsigned threads = 0;
+  uint64_t migrations = 0;
+  double migrations_per_second = 0;
+  double cpu_seconds = 0;               // CPU time of all its threads in the interval
+  std::optional<double> cross_numa;     // nullopt: GPU locality unknown, or the rank was idle
+  std::optional<double> cross_socket;
+  std::optional<double> remote_memory;  // nullopt: numa_maps not read, or locality unknown
+  bool started = false;                 // first seen in this interval (no deltas yet)
+  std::vector<Finding> findings;
+  std::vector<std::string> reasons;     // one line per finding
+};
+
+struct Interval {
+  unsigned index = 0;  // 1 for the first interval
+  double start = 0, end = 0;
+  std::vector<RankInterval> ranks;  // worst first: most findings, then highest cross-NUMA share
+  std::vector<int> exited;          // PIDs seen in the previous snapshot and gone now
+  std::optional<double> imbalance;  // (max - min) / max of the ranks' CPU time; nullopt under 2 busy ranks
+  std::optional<double> cpu_cv;     // coefficient of variation of the same
+  bool any_finding() const;
+};
+
+struct RankSummary {
+  int pid = 0;
+  std::string comm, rank, local_rank;
+  std::vector<std::string> gpus;
+  unsigned intervals = 0;
+  uint64_t migrations = 0;
+  double cpu_seconds = 0;
+  std::optional<double> cross_numa;     // over the whole watch, weighted like each interval's
+  std::optional<double> remote_memory;  // the last one read
+  std::vector<Finding> seen;            // every finding of any interval, in enum order
+  std::optional<unsigned> worst_interval;  // the interval with the most findings
+  bool exited = false;
+};
+
+struct Summary {
+  double seconds = 0;
+  unsigned intervals = 0;
+  std::vector<RankSummary> ranks;  // by PID
+  bool any_finding = false;
+};
+
+class Watcher {
+ public:
+  Watcher(const topo::Topology& t, Thresholds thresholds) : m_topo(t), m_th(thresholds) {}
+  // Judges the interval since the previous snapshot; the first snapshot gives nothing.
+  std::optional<Interval> observe(Snapshot s);
+  Summary summary() const;
+
+ private:
+  struct Totals {
+    RankSummary summary;
+    double weight = 0, off_weight = 0;  // for the whole-watch cross-NUMA share
+    size_t worst_findings = 0;
+  };
+  const topo::Topology& m_topo;
+  Thresholds m_th;
+  std::optional<Snapshot> m_prev;
+  std::map<std::pair<int, int>, CpuSet> m_first_allowed;  // (pid, tid) -> allowed CPUs when first seen
+  std::map<int, Totals> m_totals;              // by PID
+  double m_first_t = 0;
+  unsigned m_intervals = 0;
+};
+
+}  // namespace gpubind::watch

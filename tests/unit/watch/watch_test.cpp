@@ -1,0 +1,208 @@
+// watch's rules (watch/watch.hpp), one test per rule and per edge, on hand-made snapshots of the
+// DGX H100-like example (GPU 0 on node 0 = package 0, CPUs 0-55,112-167) and the NPS4 DGX A100
+// (GPU 0 on node 3, CPUs 48-63,176-191, package 0 also holding nodes 0-2).
+#include "watch/watch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "discover/source.hpp"
+
+namespace gpubind::watch {
+
+namespace {
+
+topo::Topology example(const std::string& name) {
+  auto t = discover::load_topology("example:" + name);
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+struct T {  // one thread: where it last ran, its counters so far
+  int tid;
+  unsigned last_cpu;
+  uint64_t migrations = 0;
+  double run_seconds = 0;
+  const char* allowed = "0-223";
+};
+
+probe::ProcessState process(int pid, const std::string& gpu, std::vector<T> threads, const char* rank = "0") {
+  probe::ProcessState p;
+  p.pid = pid;
+  p.comm = "python3";
+  p.cpus_allowed = *CpuSet::parse_list(threads.empty() ? "0-223" : threads[0].allowed);
+  p.gpus = {gpu};
+  p.env["RANK"] = rank;
+  for (const T& t : threads) {
+    probe::ThreadState s;
+    s.tid = t.tid;
+    s.last_cpu = t.last_cpu;
+    s.migrations = t.migrations;
+    s.run_ns = uint64_t(t.run_seconds * 1e9);
+    s.cpus_allowed = *CpuSet::parse_list(t.allowed);
+    p.threads.push_back(s);
+  }
+  return p;
+}
+
+Snapshot at(double t, std::vector<probe::ProcessState> ps) { return {t, std::move(ps)}; }
+
+bool has(const RankInterval& r, Finding f) { return std::find(r.findings.begin(), r.findings.end(), f) != r.findings.end(); }
+
+const char* kGpu0 = "0000:18:00.0";
+
+}  // namespace
+
+TEST(Watch, TheFirstSnapshotIsTheBaselineOnly) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  EXPECT_FALSE(w.observe(at(0, {process(10, kGpu0, {{10, 3}})})).has_value());
+  EXPECT_EQ(w.summary().intervals, 0u);
+}
+
+TEST(Watch, MigratingAboveTheRateThreshold) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 100, 1}, {11, 4, 0, 1}})}));
+  auto iv = w.observe(at(2, {process(10, kGpu0, {{10, 5, 104, 2}, {11, 6, 0, 2}})}));
+  ASSERT_TRUE(iv && iv->ranks.size() == 1);
+  EXPECT_EQ(iv->ranks[0].migrations, 4u);
+  EXPECT_DOUBLE_EQ(iv->ranks[0].migrations_per_second, 2.0);  // 4 in 2 s, above 1/s
+  EXPECT_TRUE(has(iv->ranks[0], Finding::migrating));
+  iv = w.observe(at(4, {process(10, kGpu0, {{10, 5, 105, 3}, {11, 6, 0, 3}})}));
+  EXPECT_FALSE(has(iv->ranks[0], Finding::migrating));  // 1 in 2 s: under the threshold
+}
+
+TEST(Watch, AMigrationCounterThatWentDownIsAReusedThreadNotANegativeCount) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 500, 1}})}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 2, 1.5}})}));
+  EXPECT_EQ(iv->ranks[0].migrations, 0u);
+  EXPECT_FALSE(has(iv->ranks[0], Finding::migrating));
+}
+
+TEST(Watch, CrossSocketShareIsWeightedByCpuTime) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  // Thread 10 used 0.9 s on CPU 60 (node 1, the other package); thread 11 0.1 s on its GPU's node.
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}, {11, 3, 0, 0}})}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 60, 0, 0.9}, {11, 3, 0, 0.1}})}));
+  const RankInterval& r = iv->ranks[0];
+  ASSERT_TRUE(r.cross_numa && r.cross_socket);
+  EXPECT_NEAR(*r.cross_numa, 0.9, 1e-9);
+  EXPECT_NEAR(*r.cross_socket, 0.9, 1e-9);
+  EXPECT_TRUE(has(r, Finding::cross_socket));
+  EXPECT_FALSE(has(r, Finding::cross_numa));  // the worse of the two is named
+  EXPECT_NEAR(r.cpu_seconds, 1.0, 1e-9);
+}
+
+TEST(Watch, CrossNumaWithinTheGpusPackage) {
+  auto t = example("dgx-a100-nps4");
+  Watcher w(t, {});
+  const char* gpu = "0000:07:00.0";  // node 3: CPUs 48-63,176-191; CPU 20 is node 1, same package
+  w.observe(at(0, {process(10, gpu, {{10, 50, 0, 0}})}));
+  auto iv = w.observe(at(1, {process(10, gpu, {{10, 20, 0, 0.5}})}));
+  const RankInterval& r = iv->ranks[0];
+  EXPECT_NEAR(*r.cross_numa, 1.0, 1e-9);
+  EXPECT_NEAR(*r.cross_socket, 0.0, 1e-9);
+  EXPECT_TRUE(has(r, Finding::cross_numa));
+  EXPECT_FALSE(has(r, Finding::cross_socket));
+}
+
+TEST(Watch, AnIdleThreadOffTheNodeDoesNotCount) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 1}, {11, 60, 0, 1}})}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 1.8}, {11, 60, 0, 1}})}));  // 11 did not run
+  EXPECT_NEAR(*iv->ranks[0].cross_numa, 0.0, 1e-9);
+  EXPECT_TRUE(iv->ranks[0].findings.empty());
+}
+
+TEST(Watch, DriftedWhenAThreadsAllowedCpusChangeAfterTheFirstSample) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0, "0-13"}})}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 0.5, "0-13"}})}));
+  EXPECT_FALSE(has(iv->ranks[0], Finding::drifted));
+  iv = w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 1, "0-27"}})}));  // re-pinned (taskset)
+  EXPECT_TRUE(has(iv->ranks[0], Finding::drifted));
+}
+
+TEST(Watch, RemoteMemoryAboveTheThresholdWhenNumaMapsWasRead) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto p0 = process(10, kGpu0, {{10, 3}});
+  auto p1 = process(10, kGpu0, {{10, 3, 0, 1}});
+  p1.pages_per_node = std::map<unsigned, uint64_t>{{0, 300}, {1, 700}};
+  w.observe(at(0, {p0}));
+  auto iv = w.observe(at(1, {p1}));
+  ASSERT_TRUE(iv->ranks[0].remote_memory.has_value());
+  EXPECT_NEAR(*iv->ranks[0].remote_memory, 0.7, 1e-9);
+  EXPECT_TRUE(has(iv->ranks[0], Finding::remote_memory));
+  iv = w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 2}})}));
+  EXPECT_FALSE(iv->ranks[0].remote_memory.has_value());  // not read this time: not judged
+}
+
+TEST(Watch, OverlapWhenTwoPinnedRanksShareCpus) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto snap = [&](double s) {
+    return at(s, {process(10, kGpu0, {{10, 3, 0, s, "0-13"}}, "0"), process(20, "0000:2a:00.0", {{20, 5, 0, s, "0-13"}}, "1")});
+  };
+  w.observe(snap(0));
+  auto iv = w.observe(snap(1));
+  ASSERT_EQ(iv->ranks.size(), 2u);
+  EXPECT_TRUE(has(iv->ranks[0], Finding::overlap));
+  EXPECT_TRUE(has(iv->ranks[1], Finding::overlap));
+}
+
+TEST(Watch, ImbalanceWhenRanksCpuTimeSpreadsBeyondTheThreshold) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}}, "0"), process(20, kGpu0, {{20, 4, 0, 0}}, "1")}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 1.0}}, "0"), process(20, kGpu0, {{20, 4, 0, 0.2}}, "1")}));
+  ASSERT_TRUE(iv->imbalance.has_value());
+  EXPECT_NEAR(*iv->imbalance, 0.8, 1e-9);
+  EXPECT_NEAR(*iv->cpu_cv, 0.4 / 0.6, 1e-9);
+  EXPECT_TRUE(has(iv->ranks[0], Finding::imbalance));
+  EXPECT_TRUE(has(iv->ranks[1], Finding::imbalance));
+  iv = w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 2.0}}, "0"), process(20, kGpu0, {{20, 4, 0, 1.1}}, "1")}));
+  EXPECT_FALSE(has(iv->ranks[0], Finding::imbalance));  // 1.0 s and 0.9 s
+}
+
+TEST(Watch, ARankThatStartsIsNewAndOneThatExitsIsReportedOnce) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}})}));
+  auto iv = w.observe(at(1, {process(11, kGpu0, {{11, 3, 90, 5}})}));  // rank 0 restarted as PID 11
+  ASSERT_EQ(iv->ranks.size(), 1u);
+  EXPECT_TRUE(iv->ranks[0].started);
+  EXPECT_FALSE(has(iv->ranks[0], Finding::migrating));  // no delta for a process seen once
+  EXPECT_EQ(iv->exited, std::vector<int>{10});
+  iv = w.observe(at(2, {process(11, kGpu0, {{11, 3, 90, 6}})}));
+  EXPECT_TRUE(iv->exited.empty());
+  EXPECT_FALSE(iv->ranks[0].started);
+}
+
+TEST(Watch, TheSummaryAddsUpEveryIntervalAndNamesTheWorst) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}})}));
+  w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 1}})}));       // on its node
+  w.observe(at(2, {process(10, kGpu0, {{10, 60, 10, 2}})}));      // off its socket, migrating
+  w.observe(at(3, {process(10, kGpu0, {{10, 3, 10, 3}})}));
+  Summary s = w.summary();
+  EXPECT_EQ(s.intervals, 3u);
+  EXPECT_DOUBLE_EQ(s.seconds, 3.0);
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks[0].migrations, 10u);
+  EXPECT_NEAR(s.ranks[0].cpu_seconds, 3.0, 1e-9);
+  EXPECT_NEAR(*s.ranks[0].cross_numa, 1.0 / 3.0, 1e-9);
+  EXPECT_EQ(s.ranks[0].worst_interval, 2u);
+  EXPECT_EQ(s.ranks[0].seen, (std::vector<Finding>{Finding::migrating, Finding::cross_socket}));
+  EXPECT_TRUE(s.any_finding);
+}
+
+}  // namespace gpubind::watch
