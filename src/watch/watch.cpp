@@ -203,7 +203,9 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     double mean = 0, var = 0;
     for (double c : cpu) mean += c / double(cpu.size());
     for (double c : cpu) var += (c - mean) * (c - mean) / double(cpu.size());
-    if (*hi > 0) {
+    // Judged only when the busiest rank ran a tenth of the interval: idle ranks (a job that has
+    // not started its steps yet) differ by noise.
+    if (*hi >= kMinBusyShare * seconds) {
       iv.imbalance = (*hi - *lo) / *hi;
       iv.cpu_cv = mean > 0 ? std::sqrt(var) / mean : 0.0;
       if (*iv.imbalance > m_th.imbalance)

@@ -18,7 +18,8 @@
 //   overlap        the rank's CPUs overlap another pinned rank's (as `check` judges it)
 //   imbalance      the ranks' CPU time in the interval differs by more than imbalance of the
 //                  busiest: (max - min) / max; a node-wide finding, on every rank. Ranks are the
-//                  processes with a GPU or a launcher's rank variable (not a launcher itself)
+//                  processes with a GPU or a launcher's rank variable (not a launcher itself).
+//                  Judged when the busiest rank ran at least kMinBusyShare of the interval
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,8 @@ struct Snapshot {
   double t = 0;  // seconds since watch started
   std::vector<probe::ProcessState> processes;
 };
+
+inline constexpr double kMinBusyShare = 0.1;
 
 struct Thresholds {
   double migrations_per_second = 1.0;

@@ -206,3 +206,17 @@ TEST(Watch, TheSummaryAddsUpEveryIntervalAndNamesTheWorst) {
 }
 
 }  // namespace gpubind::watch
+
+namespace gpubind::watch {
+
+TEST(Watch, ImbalanceIsNotJudgedAmongIdleRanks) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  // 0.05 s and 0 s of CPU in a 1 s interval: idle ranks differing by noise, not an imbalance.
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}}, "0"), process(20, kGpu0, {{20, 4, 0, 0}}, "1")}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 0.05}}, "0"), process(20, kGpu0, {{20, 4, 0, 0}}, "1")}));
+  EXPECT_FALSE(iv->imbalance.has_value());
+  EXPECT_TRUE(iv->ranks[0].findings.empty());
+}
+
+}  // namespace gpubind::watch

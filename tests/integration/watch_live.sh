@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# gpubind watch on live processes of this machine: ranks started by `gpubind launch` stay OK over
+# several intervals; a rank re-pinned mid-watch is DRIFTED; a busy process moved between CPUs 0
+# and 1 every 100 ms by this script shows migrations and MIGRATING; a rank that exits mid-watch is
+# reported once and watch goes on.
+set -u
+. "$(dirname "$0")/lib.sh"
+command -v taskset >/dev/null || skip "taskset (util-linux) not found"
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+grep -q nr_migrations /proc/self/sched 2>/dev/null || skip "the kernel has no se.nr_migrations (CONFIG_SCHED_DEBUG)"
+
+have_ranks() { [ "$(ls "$WORK"/pid.* 2>/dev/null | wc -l)" -ge 2 ]; }
+"$GPUBIND" launch -n 2 -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; exec sleep 60" >/dev/null 2>&1 &
+launcher=$!
+wait_until 20 have_ranks || fail "ranks did not start"
+
+"$GPUBIND" watch --children-of $launcher --count 3 --interval 0.2 >"$WORK/out" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^interval ' "$WORK/out")" = 3 ] && grep -q "summary: 3 interval(s)" "$WORK/out" \
+  && pass "ranks started by launch are OK for 3 intervals" || fail "launch ranks: rc $rc: $(cat "$WORK/out")"
+
+# Re-pin rank 1 while watch runs: DRIFTED from the interval after the change on.
+"$GPUBIND" watch --children-of $launcher --count 4 --interval 0.3 --json >"$WORK/drift" 2>"$WORK/err" &
+watcher=$!
+wait_until 10 test -s "$WORK/drift" || fail "no first interval from watch"
+taskset -pc "0-$(($(nproc) - 1))" "$(cat "$WORK/pid.1")" >/dev/null
+wait $watcher
+rc=$?
+pid1=$(cat "$WORK/pid.1")
+/usr/bin/python3 - "$WORK/drift" "$pid1" <<'PY' && [ $rc = 3 ] && pass "a rank re-pinned mid-watch is DRIFTED" || fail "drift: rc $rc: $(cat "$WORK/drift" "$WORK/err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+pid = int(sys.argv[2])
+first = lines[0]["ranks"]
+assert all(not r["findings"] for r in first), first          # before the re-pin: OK
+summary = lines[-1]
+assert summary["type"] == "summary", summary
+mine = [r for r in summary["ranks"] if r["pid"] == pid]
+assert mine and "DRIFTED" in mine[0]["seen"], summary
+PY
+
+kill -TERM $launcher 2>/dev/null
+wait $launcher 2>/dev/null
+
+# A process that exits mid-watch (named with --pid): reported once as exited, not an error, and
+# watch goes on to its last interval.
+sleep 60 &
+a=$!
+sleep 60 &
+b=$!
+"$GPUBIND" watch --pid $a --pid $b --count 3 --interval 0.3 >"$WORK/exit" 2>&1 &
+watcher=$!
+wait_until 10 grep -q "^interval 1 " "$WORK/exit" || fail "no first interval from watch"
+kill $a
+wait $watcher
+rc=$?
+kill $b 2>/dev/null
+[ $rc = 0 ] && [ "$(grep -c "^  $a exited$" "$WORK/exit")" = 1 ] && grep -q "summary: 3 interval(s)" "$WORK/exit" \
+  && ! grep -q "error" "$WORK/exit" && pass "a process that exits is reported once and watch goes on" \
+  || fail "exit: rc $rc: $(cat "$WORK/exit")"
+
+# A busy process this script moves between CPUs 0 and 1 every 100 ms.
+sh -c 'while :; do :; done' &
+busy=$!
+( for i in $(seq 40); do taskset -pc $((i % 2)) $busy >/dev/null 2>&1; sleep 0.1; done ) &
+mover=$!
+"$GPUBIND" watch --pid $busy --count 2 --interval 1 --json >"$WORK/mig" 2>"$WORK/err"
+rc=$?
+kill $mover $busy 2>/dev/null
+wait $mover $busy 2>/dev/null
+/usr/bin/python3 - "$WORK/mig" <<'PY' && [ $rc = 3 ] && pass "a process moved between CPUs every 100 ms is MIGRATING" || fail "migrating: rc $rc: $(cat "$WORK/mig" "$WORK/err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+summary = lines[-1]
+r = summary["ranks"][0]
+assert r["migrations"] >= 5, r                 # ~20 moves in 2 s
+assert "MIGRATING" in r["seen"], r
+assert "DRIFTED" in r["seen"], r               # its allowed CPUs changed, too
+PY
+
+# Nothing to watch: a clear error, not a silent empty table.
+"$GPUBIND" watch --match 'no-such-process-[0-9]{9}' --count 1 --interval 0.1 >"$WORK/none" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "no process to watch" "$WORK/none" && pass "nothing to watch is an error" || fail "none: rc $rc: $(cat "$WORK/none")"
+finish
