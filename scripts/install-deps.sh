@@ -10,6 +10,8 @@ set -euo pipefail
 build_packages=(
   cmake g++ make pkg-config
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  # watch --listen: the /metrics HTTP server
+  libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libslurm-dev
 )
@@ -31,6 +33,8 @@ test_packages=(
   libfiu-dev fiu-utils
   # the cache-forgery test creates and removes a second user
   passwd util-linux
+  # watch --listen scraped by a real Prometheus; promtool checks the exposition and the alert rules
+  prometheus
 )
 
 case "${1:-all}" in

@@ -9,7 +9,9 @@
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "render/json_text.hpp"
+#include "render/metrics.hpp"
 #include "render/watch_render.hpp"
+#include "sys/fsroot.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/pattern.hpp"
@@ -30,7 +32,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   Args app("Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
            "REMOTE_MEMORY, OVERLAP, IMBALANCE (docs/cli.md has each rule).",
            "gpubind watch");
-  std::string topology, children_of, match;
+  std::string topology, children_of, match, textfile;
   std::vector<std::string> pid_args, roots;
   bool self = false, all_gpu = false, json = false, once = false;
   double interval = 1, duration = 0;
@@ -57,6 +59,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   app.option("--root", roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
                               "sample, replayed without waiting");
   app.flag("--json", json, "JSON lines: one object per interval, then the summary");
+  app.option("--textfile", textfile,
+             "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
+             "collector reads DIR/*.prom)");
   app.footer(R"(Examples:
   gpubind watch --children-of $(pgrep -o torchrun)          a launcher's ranks, every second
   gpubind watch --match 'train\.py' --interval 5 --json     JSON lines for a log
@@ -126,6 +131,13 @@ int cmd_watch(const std::vector<std::string>& args) {
       std::string out = json ? render::json_line(render::interval_json(*iv, node)) : render::interval_text(*iv) + "\n";
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
+      if (!textfile.empty()) {
+        watch::Summary so_far = watcher.summary();
+        if (Status s = sys::replace_file(textfile, render::metrics_text({node, &so_far, &*iv, t.cost_seconds})); !s) {
+          fail(Error{"--textfile", s.error().message()}, kExitFailure);
+          return kExitFailure;
+        }
+      }
     }
     if (count && taken >= *count) break;
     if (duration > 0 && now + interval > duration + 1e-9) break;

@@ -102,7 +102,7 @@ const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v(std::begin(topo::binding_env::kAll), std::end(topo::binding_env::kAll));
     for (const char* n : {"LOCAL_RANK", "RANK", "SLURM_LOCALID", "SLURM_PROCID", "OMPI_COMM_WORLD_LOCAL_RANK",
-                          "OMPI_COMM_WORLD_RANK", "PMI_RANK", "CUDA_VISIBLE_DEVICES",
+                          "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "CUDA_VISIBLE_DEVICES",
                           "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
       v.push_back(n);
     return v;

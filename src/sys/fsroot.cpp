@@ -162,6 +162,18 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
   return out;
 }
 
+Status replace_file(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // Errors name the file the caller asked for, not the temporary one.
+  if (fd < 0) return errno_error(path, errno);
+  Status s = write_fully(fd, data);
+  if (::close(fd) != 0 && s) s = errno_error(path, errno);
+  if (s && ::rename(tmp.c_str(), path.c_str()) != 0) s = errno_error(path, errno);
+  if (!s) ::unlink(tmp.c_str());
+  return s;
+}
+
 Status write_fully(int fd, std::string_view data, const char* fault_point) {
   while (!data.empty()) {
     ssize_t n = faultable(fault_point, [&] { return ::write(fd, data.data(), data.size()); });

@@ -54,6 +54,9 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
 // Writes all of `data` to `fd`, through short writes and EINTR; an Error with errno's text.
 // `fault_point` names its libfiu point (docs/FAULTS.md).
 Status write_fully(int fd, std::string_view data, const char* fault_point = "gpubind/write");
+// Replaces the file at `path` with `data` atomically: a reader sees the old content or the new,
+// never half of it (a temporary file beside it, then rename). Mode 0644.
+Status replace_file(const std::string& path, std::string_view data);
 std::string hostname();
 // This process's effective user id, as text.
 std::string user_id();

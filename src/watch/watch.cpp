@@ -113,6 +113,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     r.comm = cur.comm;
     r.rank = env_of(cur, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"});
     r.local_rank = env_of(cur, {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "GPUBIND_LOCAL_RANK"});
+    r.job = env_of(cur, {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"});
     r.gpus = pr.gpus;
     r.threads = unsigned(cur.threads.size());
     r.started = prev == nullptr;
@@ -228,6 +229,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     sum.comm = r.comm;
     sum.rank = r.rank;
     sum.local_rank = r.local_rank;
+    sum.job = r.job;
     sum.gpus = r.gpus;
     ++sum.intervals;
     sum.migrations += r.migrations;

@@ -52,6 +52,7 @@ struct RankInterval {
   std::string comm;
   std::string rank;        // the global rank its launcher gave it (RANK, SLURM_PROCID...), or ""
   std::string local_rank;  // LOCAL_RANK, SLURM_LOCALID..., or ""
+  std::string job;         // SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, or ""
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
   unsigned threads = 0;
   uint64_t migrations = 0;
@@ -77,7 +78,7 @@ struct Interval {
 
 struct RankSummary {
   int pid = 0;
-  std::string comm, rank, local_rank;
+  std::string comm, rank, local_rank, job;
   std::vector<std::string> gpus;
   unsigned intervals = 0;
   uint64_t migrations = 0;

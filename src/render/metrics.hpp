@@ -1,0 +1,26 @@
+#pragma once
+// `gpubind watch --listen`: what it has seen, in Prometheus' text exposition format (version
+// 0.0.4). Every family has HELP and TYPE; counters end in _total; units are seconds and ratios
+// 0-1. Labels: node, pid, rank, local_rank, gpu (PCI address, "" when none) and job
+// (SLURM_JOB_ID or TORCHELASTIC_RUN_ID, "" when neither).
+#include <string>
+#include <vector>
+
+#include "watch/watch.hpp"
+
+namespace gpubind::render {
+
+// What the exporter serves: the totals so far, the last interval, the sampler's own cost.
+struct MetricsInput {
+  std::string node;
+  const watch::Summary* summary = nullptr;  // totals per rank (counters)
+  const watch::Interval* last = nullptr;    // the last interval (gauges); nullptr before the first
+  double sample_seconds = 0;                // the last sample's own cost
+};
+
+std::string metrics_text(const MetricsInput& in);
+
+// Every family metrics_text can emit (the dashboard and rule tests check their queries against it).
+const std::vector<std::string>& metric_families();
+
+}  // namespace gpubind::render

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# watch's Prometheus side with Prometheus' own tool: the exposition `watch --textfile` writes
+# passes `promtool check metrics`; the shipped alert rules pass `promtool check rules` and their
+# unit tests (`promtool test rules`); every metric the rules name is one watch exports.
+set -u
+. "$(dirname "$0")/lib.sh"
+command -v promtool >/dev/null || skip "promtool (Debian package prometheus) not found"
+here=$(cd "$(dirname "$0")/../.." && pwd)
+W=$here/tests/data/check/watch-h100
+
+"$GPUBIND" watch --topology example:dgx-h100 --root "$W/0" --root "$W/1" --root "$W/2" --children-of 1000 \
+  --textfile "$WORK/gpubind.prom" >/dev/null 2>"$WORK/err"
+rc=$?
+[ $rc = 3 ] && [ -s "$WORK/gpubind.prom" ] && pass "watch --textfile wrote the exposition (exit 3: findings)" \
+  || fail "watch --textfile: rc $rc: $(cat "$WORK/err")"
+promtool check metrics <"$WORK/gpubind.prom" >"$WORK/lint" 2>&1 && pass "promtool check metrics accepts it" \
+  || fail "promtool check metrics: $(cat "$WORK/lint")"
+grep -q '^gpubind_rank_migrations_total{node="dgx-h100",pid="2030",rank="11",local_rank="3",gpu="0000:5d:00.0",job=""} 60$' \
+  "$WORK/gpubind.prom" && pass "rank 11's 60 migrations are exported with its labels" || fail "migrations: $(cat "$WORK/gpubind.prom")"
+grep -q 'pid="2070"' "$WORK/gpubind.prom" && fail "the exited rank (PID 2070) is still exported" || pass "an exited rank is no longer exported"
+
+# Every metric a rule names is one watch exports.
+grep -o '^# HELP [a-z_]*' "$WORK/gpubind.prom" | cut -d' ' -f3 | sort -u >"$WORK/exported"
+grep -oE 'gpubind_[a-z_]+' "$here/deploy/prometheus/gpubind.rules.yml" | sort -u >"$WORK/used"
+unknown=$(comm -23 "$WORK/used" "$WORK/exported")
+[ -z "$unknown" ] && pass "the rules name only exported metrics ($(wc -l <"$WORK/used") of $(wc -l <"$WORK/exported"))" \
+  || fail "the rules name metrics watch does not export: $unknown"
+
+promtool check rules "$here/deploy/prometheus/gpubind.rules.yml" >"$WORK/out" 2>&1 && pass "promtool check rules" \
+  || fail "promtool check rules: $(cat "$WORK/out")"
+(cd "$here/tests/prometheus" && promtool test rules gpubind.rules.test.yml) >"$WORK/out" 2>&1 \
+  && pass "promtool test rules: every alert fires on its problem and not on a healthy rank" || fail "promtool test rules: $(cat "$WORK/out")"
+finish
