@@ -1,6 +1,5 @@
 // gpubind watch: what running ranks do over time — migrations, CPU time off their GPU's node,
 // drift, remote memory, overlap and imbalance — one judged interval after another.
-#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "render/metrics.hpp"
 #include "render/watch_render.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/metrics_endpoint.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/pattern.hpp"
@@ -32,7 +32,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   Args app("Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
            "REMOTE_MEMORY, OVERLAP, IMBALANCE (docs/cli.md has each rule).",
            "gpubind watch");
-  std::string topology, children_of, match, textfile;
+  std::string topology, children_of, match, textfile, listen;
   std::vector<std::string> pid_args, roots;
   bool self = false, all_gpu = false, json = false, once = false;
   double interval = 1, duration = 0;
@@ -59,6 +59,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   app.option("--root", roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
                               "sample, replayed without waiting");
   app.flag("--json", json, "JSON lines: one object per interval, then the summary");
+  app.option("--listen", listen,
+             "Serve /metrics (Prometheus text format) and /healthz on [ADDR:]PORT; ADDR defaults to 127.0.0.1, any other "
+             "only when given");
   app.option("--textfile", textfile,
              "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
              "collector reads DIR/*.prom)");
@@ -113,9 +116,19 @@ int cmd_watch(const std::vector<std::string>& args) {
   const sys::Clock& clock = roots.empty() ? sys::steady_clock() : static_cast<const sys::Clock&>(replay_clock);
   std::string node = topo->hostname.empty() ? sys::hostname() : topo->hostname;
 
+  std::unique_ptr<sys::MetricsEndpoint> endpoint;
+  if (!listen.empty()) {
+    auto where = sys::parse_listen_address(listen);
+    if (!where) return fail(where.error(), kExitUsage);
+    auto e = sys::MetricsEndpoint::start(where->first, where->second);
+    if (!e) return fail(e.error(), kExitFailure);
+    endpoint = std::move(*e);
+    endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
+  }
+
   watch::Sampler sampler(tree, clock, {sel, mem_every});
   watch::Watcher watcher(*topo, th);
-  auto step = std::chrono::milliseconds(long(std::lround(interval * 1000)));
+  auto step = std::chrono::milliseconds(long(interval * 1000 + 0.5));
   bool errors = false, seen_any = false;
   for (unsigned taken = 0;; ++taken) {
     watch::Taken t = sampler.take();
@@ -131,12 +144,15 @@ int cmd_watch(const std::vector<std::string>& args) {
       std::string out = json ? render::json_line(render::interval_json(*iv, node)) : render::interval_text(*iv) + "\n";
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
-      if (!textfile.empty()) {
+      if (!textfile.empty() || endpoint) {
         watch::Summary so_far = watcher.summary();
-        if (Status s = sys::replace_file(textfile, render::metrics_text({node, &so_far, &*iv, t.cost_seconds})); !s) {
-          fail(Error{"--textfile", s.error().message()}, kExitFailure);
-          return kExitFailure;
-        }
+        std::string metrics = render::metrics_text({node, &so_far, &*iv, t.cost_seconds});
+        if (endpoint) endpoint->publish(metrics);
+        if (!textfile.empty())
+          if (Status s = sys::replace_file(textfile, metrics); !s) {
+            fail(Error{"--textfile", s.error().message()}, kExitFailure);
+            return kExitFailure;
+          }
       }
     }
     if (count && taken >= *count) break;

@@ -8,13 +8,6 @@
 #include "sys/module.hpp"
 #include "util/strings.hpp"
 
-#ifndef GPUBIND_MODULE_DIR
-#error "GPUBIND_MODULE_DIR must name the installed module directory"
-#endif
-#ifndef GPUBIND_MODULE_REL_DIR
-#error "GPUBIND_MODULE_REL_DIR must name the module directory relative to the executable's"
-#endif
-
 namespace gpubind::discover {
 
 namespace {
@@ -25,14 +18,7 @@ Result<const HwlocApi*> api() {
   static const HwlocApi* loaded = nullptr;
   if (loaded) return loaded;
   std::vector<std::string> tried;
-  std::string here = sys::executable_dir();
-  std::vector<std::string> candidates;
-  if (!here.empty()) {
-    candidates.push_back(here + "/" + kModule);
-    candidates.push_back(here + "/" + GPUBIND_MODULE_REL_DIR + "/" + kModule);
-  }
-  candidates.push_back(std::string(GPUBIND_MODULE_DIR) + "/" + kModule);
-  for (const std::string& path : candidates) {
+  for (const std::string& path : sys::module_candidates(kModule)) {
     if (!sys::readable(path)) {
       tried.push_back(path);
       continue;

@@ -1,6 +1,5 @@
 #include "render/watch_render.hpp"
 
-#include <cmath>
 #include <cstdio>
 
 #include "render/table.hpp"
@@ -11,7 +10,7 @@ namespace gpubind::render {
 namespace {
 
 std::string share(const std::optional<double>& v) {
-  return v ? std::to_string(int(std::lround(*v * 100))) + " %" : std::string("-");
+  return v ? std::to_string(int(*v * 100 + 0.5)) + " %" : std::string("-");  // 0-1: no lround, no libm
 }
 
 std::string fixed(double v, int digits) {

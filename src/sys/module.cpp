@@ -19,6 +19,23 @@ std::string executable_dir() {
 
 bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
+#ifndef GPUBIND_MODULE_DIR
+#error "GPUBIND_MODULE_DIR must name the installed module directory"
+#endif
+#ifndef GPUBIND_MODULE_REL_DIR
+#error "GPUBIND_MODULE_REL_DIR must name the module directory relative to the executable's"
+#endif
+
+std::vector<std::string> module_candidates(const std::string& file) {
+  std::vector<std::string> out;
+  if (std::string here = executable_dir(); !here.empty()) {
+    out.push_back(here + "/" + file);
+    out.push_back(here + "/" + GPUBIND_MODULE_REL_DIR + "/" + file);
+  }
+  out.push_back(std::string(GPUBIND_MODULE_DIR) + "/" + file);
+  return out;
+}
+
 Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
   if (int e = injected_errno("gpubind/dlopen")) return Error{path, std::strerror(e)};
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

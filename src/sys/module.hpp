@@ -2,6 +2,7 @@
 // Loading a shared module at run time (dlopen), and where this executable lives: how the CLI
 // finds its hwloc discovery module only when it needs it.
 #include <string>
+#include <vector>
 
 #include "util/result.hpp"
 
@@ -12,6 +13,11 @@ std::string executable_dir();
 
 // Whether `path` exists and this process may read it.
 bool readable(const std::string& path);
+
+// Where gpubind's module `file` (gpubind-hwloc.so, gpubind-http.so) may be, in order: beside the
+// executable (the build tree), in ../LIBDIR/gpubind relative to it (a relocated install), in the
+// configured LIBDIR/gpubind.
+std::vector<std::string> module_candidates(const std::string& file);
 
 // Loads the module at `path` (all symbols bound now, none exported to others) and returns the
 // address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.

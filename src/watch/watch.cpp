@@ -20,7 +20,8 @@ std::string env_of(const ProcessState& p, std::initializer_list<const char*> nam
   return "";
 }
 
-std::string percent(double share) { return std::to_string(int(std::lround(share * 100))) + " %"; }
+// Shares are 0-1: rounding by +0.5 keeps libm (lround) out of the binary every `exec` starts.
+std::string percent(double share) { return std::to_string(int(share * 100 + 0.5)) + " %"; }
 
 const ThreadState* find_thread(const ProcessState& p, int tid) {
   for (const ThreadState& t : p.threads)
@@ -215,7 +216,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
             r.findings.push_back(Finding::imbalance);
             char line[160];
             std::snprintf(line, sizeof line, "ranks' CPU time differs by %d %% of the busiest (%.2f s to %.2f s)",
-                          int(std::lround(*iv.imbalance * 100)), *lo, *hi);
+                          int(*iv.imbalance * 100 + 0.5), *lo, *hi);
             r.reasons.push_back(line);
           }
     }

@@ -85,6 +85,9 @@ got=$(HWLOC_XMLFILE="$(dirname "$0")/../../data/examples/dgx-h100.json" HWLOC_SY
 # where the hwloc discovery module is absent; discovery then says what is missing.
 if ldd "$GPUBIND" | grep -q libhwloc; then fail "the gpubind binary links libhwloc: $(ldd "$GPUBIND" | grep hwloc)"
 else pass "the gpubind binary does not link libhwloc (it loads gpubind-hwloc.so to discover)"; fi
+# Every shared library is time at every rank's start: libc (and the loader) only.
+others=$(ldd "$GPUBIND" | grep -vE 'linux-vdso|ld-linux|libc\.so' || true)
+[ -z "$others" ] && pass "the gpubind binary links only libc" || fail "the gpubind binary links more than libc: $others"
 mkdir -p "$WORK/alone"
 cp "$GPUBIND" "$WORK/alone/gpubind"
 GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$GPUBIND" exec -q -- true  # the real binary fills the cache

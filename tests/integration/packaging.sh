@@ -23,6 +23,9 @@ fi
 # The hwloc discovery module, which the binary loads from ../LIBDIR/gpubind when it must discover.
 module=$(find "$WORK/stage/usr/lib" -name gpubind-hwloc.so 2>/dev/null | head -1)
 [ -n "$module" ] && pass "hwloc discovery module installed: ${module#$WORK/stage/}" || fail "DESTDIR install lacks gpubind-hwloc.so"
+http=$(find "$WORK/stage/usr/lib" -name gpubind-http.so 2>/dev/null | head -1)
+[ "$(dirname "$http")" = "$(dirname "$module")" ] && pass "watch --listen's HTTP module installed beside it" \
+  || fail "DESTDIR install lacks gpubind-http.so beside gpubind-hwloc.so: '$http'"
 [ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
 
 # 2. The Debian package: built, installed by dpkg into an empty root, run.
@@ -32,6 +35,8 @@ deb=$(ls "$WORK"/pkg/gpubind_*.deb 2>/dev/null | head -1)
 if [ -n "$deb" ]; then
   dpkg-deb -I "$deb" | grep -q "Depends:.*libhwloc15" && pass "package $(basename "$deb"): Depends names libhwloc15" \
     || fail "Depends: $(dpkg-deb -I "$deb" | grep Depends)"
+  dpkg-deb -I "$deb" | grep -q "Depends:.*libcpp-httplib" && pass "Depends names libcpp-httplib (watch --listen)" \
+    || fail "Depends lacks libcpp-httplib: $(dpkg-deb -I "$deb" | grep Depends)"
   R="$WORK/root"
   mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
   : >"$R/var/lib/dpkg/status"

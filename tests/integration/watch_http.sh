@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# watch --listen against bad clients: one that sends half a request line and stalls, 300
+# connections held open at once, a 1 MB request line. Sampling goes on at its interval the whole
+# time (the server runs on its own threads), /metrics still answers afterwards, and watch is alive.
+set -u
+. "$(dirname "$0")/lib.sh"
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sleep 120 &
+target=$!
+"$GPUBIND" watch --pid $target --interval 0.2 --duration 60 --json --listen 127.0.0.1:$port >"$WORK/lines" 2>"$WORK/err" &
+watcher=$!
+trap 'kill $watcher $target 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+up() { /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" 2>/dev/null; }
+wait_until 20 up || { fail "watch --listen did not come up: $(cat "$WORK/err")"; finish; }
+
+/usr/bin/python3 - "$port" "$WORK/lines" <<'PY' && pass "stalled, 300 open and 1 MB-line clients: intervals kept coming, /metrics still answers" || fail "bad clients: $(cat "$WORK/err")"
+import socket, sys, time, urllib.request
+port, lines = int(sys.argv[1]), sys.argv[2]
+def count():
+    return sum(1 for _ in open(lines))
+held = []
+stalled = socket.create_connection(("127.0.0.1", port)); stalled.sendall(b"GET /met"); held.append(stalled)
+for _ in range(300):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2); s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"); held.append(s)
+    except OSError:
+        break
+big = socket.create_connection(("127.0.0.1", port), timeout=5)
+try:
+    big.sendall(b"GET /" + b"a" * (1 << 20) + b" HTTP/1.1\r\n\r\n")
+except OSError:
+    pass  # the server may close it early: fine
+before = count()
+time.sleep(2)
+after = count()
+assert after - before >= 5, (before, after)      # ~10 intervals of 0.2 s in 2 s, with the clients held
+for s in held: s.close()
+big.close()
+# Once the bad clients are gone, scrapes are answered again (each held connection kept one of the
+# server's threads until it closed or its 2 s read timeout ran out).
+body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+assert "gpubind_watch_intervals_total" in body, body[:200]
+PY
+alive $watcher && pass "watch is still running" || fail "watch died: $(cat "$WORK/err")"
+finish
