@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# What `gpubind watch` costs on a real workload: 8 processes x 100 threads (Python threads, each
+# an OS thread, mostly asleep), sampled at 1 Hz for 20 s (numa_maps never read). Prints watch's CPU time per second of
+# wall time (% of one core), its own sampling time per thread (gpubind_watch_sample_seconds / 800),
+# the raw cost of reading the same files (bench/proc_read.cpp) in the same run, and /metrics
+# latency over 2 x 1000 scrapes with watch's resident memory before, between and after.
+#   bench/watch_cost.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+gpubind=$build/src/gpubind
+tmp=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+for r in $(seq 8); do
+  /usr/bin/python3 -c '
+import threading, time
+def idle():
+    while True: time.sleep(0.05)
+for _ in range(99): threading.Thread(target=idle, daemon=True).start()
+time.sleep(600)' &
+  pids+=($!)
+done
+sleep 2
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+args=(); for p in "${pids[@]}"; do args+=(--pid "$p"); done
+/usr/bin/time -f "%U %S %e" -o "$tmp/time" "$gpubind" watch "${args[@]}" --interval 1 --duration 20 --mem-every 0 \
+  --textfile "$tmp/m.prom" --listen 127.0.0.1:$port >/dev/null 2>"$tmp/err" &
+watcher=$!
+sleep 3
+threads=$(for p in "${pids[@]}"; do ls /proc/$p/task; done | wc -l)
+echo "workload: ${#pids[@]} processes, $threads threads"
+wpid=$(pgrep -P $watcher -x gpubind || echo $watcher)
+scrapes() {
+  /usr/bin/python3 - "$port" <<'PY'
+import sys, time, urllib.request
+port = int(sys.argv[1])
+lat = []
+for _ in range(1000):
+    t = time.perf_counter()
+    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    lat.append((time.perf_counter() - t) * 1000)
+lat.sort()
+print(f"/metrics: median {lat[500]:.2f} ms, p99 {lat[990]:.2f} ms over 1000 scrapes")
+PY
+}
+rss() { awk '/VmRSS/{print $2}' /proc/$wpid/status; }
+rss0=$(rss); scrapes; rss1=$(rss); scrapes; rss2=$(rss)
+echo "watch resident memory: $rss0 kB, after 1000 scrapes $rss1 kB, after 2000 $rss2 kB"
+"$build/bench/gpubind_proc_read" 20 "${pids[@]}"
+sample=$(awk '/^gpubind_watch_sample_seconds/{print $2}' "$tmp/m.prom")
+/usr/bin/python3 -c "print(f'watch sample: {float(\"$sample\")*1e3:.2f} ms, {float(\"$sample\")*1e6/$threads:.1f} us per thread')"
+wait $watcher || true
+read -r user sys wall < <(tail -1 "$tmp/time")
+/usr/bin/python3 -c "print(f'watch CPU: {($user+$sys):.2f} s over {$wall:.1f} s wall = {100*($user+$sys)/$wall:.2f} % of one core')"
