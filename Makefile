@@ -1,7 +1,7 @@
 # gpubind: two commands.
 #   make run   installs what is missing, builds, launches the example DDP job bound on this
-#              machine (a C++ stand-in worker when PyTorch is absent), then shows topology, plan
-#              and strategy comparison for embedded 8-GPU nodes
+#              machine (a C++ stand-in worker when PyTorch is absent), shows topology, plan
+#              and strategy comparison for embedded 8-GPU nodes, then watches the job run again
 #   make test  installs what is missing, builds (warnings are errors), runs every test, then the
 #              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 BUILD      ?= build
@@ -45,6 +45,16 @@ run: build
 	@echo
 	@echo "== gpubind compare --topology example:dgx-a100-nps4 (8 GPUs on 4 of 8 NUMA nodes)"
 	@$(BUILD)/src/gpubind compare --topology example:dgx-a100-nps4
+	@echo
+	@echo "== gpubind watch --children-of LAUNCH_PID --duration 4 (the job again, 200 steps, watched while it runs)"
+	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then \
+	  worker="/usr/bin/python3 examples/ddp_train.py --steps 200"; \
+	else \
+	  worker="$(BUILD)/examples/gpubind_demo_worker --steps 200"; \
+	fi; \
+	$(BUILD)/src/gpubind launch -n $(DDP_RANKS) -- $$worker >/dev/null 2>&1 & job=$$!; \
+	$(BUILD)/src/gpubind watch --children-of $$job --duration 4 --interval 1; rc=$$?; \
+	wait $$job; [ $$rc -eq 0 ] || [ $$rc -eq 3 ]
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

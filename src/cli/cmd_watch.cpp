@@ -156,7 +156,9 @@ int cmd_watch(const std::vector<std::string>& args) {
       }
     }
     if (count && taken >= *count) break;
-    if (duration > 0 && now + interval > duration + 1e-9) break;
+    // The last interval is the one that ends by the duration, give or take half an interval (the
+    // samples drift by their own cost).
+    if (duration > 0 && now + interval > duration + interval / 2) break;
     clock.sleep_for(step);
   }
   watch::Summary s = watcher.summary();
