@@ -14,37 +14,25 @@
 #include "sys/metrics_endpoint.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
-#include "util/pattern.hpp"
 #include "util/strings.hpp"
 #include "watch/sampler.hpp"
 
 namespace gpubind::cli {
 
-namespace {
-std::optional<int> parse_pid(const std::string& text) {
-  auto v = parse_uint(text);
-  if (!v || *v == 0 || *v > (1u << 30)) return std::nullopt;
-  return int(*v);
-}
-}  // namespace
-
 int cmd_watch(const std::vector<std::string>& args) {
   Args app("Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
            "REMOTE_MEMORY, OVERLAP, IMBALANCE (docs/cli.md has each rule).",
            "gpubind watch");
-  std::string topology, children_of, match, textfile, listen;
-  std::vector<std::string> pid_args, roots;
-  bool self = false, all_gpu = false, json = false, once = false;
+  std::string topology, textfile, listen;
+  std::vector<std::string> roots;
+  SelectionFlags which;
+  bool json = false, once = false;
   double interval = 1, duration = 0;
   std::optional<unsigned> count;
   unsigned mem_every = 10;
   watch::Thresholds th;
   add_topology_option(app, topology);
-  app.option("--pid", pid_args, "Processes to watch (repeatable)");
-  app.flag("--self", self, "Watch this gpubind process");
-  app.flag("--all-gpu-procs", all_gpu, "Every process holding a GPU device open (the default)");
-  app.option("--children-of", children_of, "Every descendant of this PID (a launcher's ranks), found again at each sample");
-  app.option("--match", match, "Processes whose command line matches this regular expression");
+  add_selection_options(app, which, "watch");
   app.option("--interval", interval, "Seconds between samples (default 1)").range(0.01, 3600.0);
   app.option("--count", count, "Stop after this many intervals").range(1, 1000000000);
   app.option("--duration", duration, "Stop after this many seconds").range(0.0, 31536000.0);
@@ -71,27 +59,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   gpubind watch --once                                    every GPU process, one interval)");
   if (int rc = app.parse(args); rc >= 0) return rc;
 
-  probe::Selection sel;
-  for (const std::string& a : pid_args) {
-    auto pid = parse_pid(a);
-    if (!pid) return fail(Error{"--pid " + a, "not a process id"}, kExitUsage);
-    sel.pids.push_back(*pid);
-  }
-  if (!children_of.empty()) {
-    sel.children_of = parse_pid(children_of);
-    if (!sel.children_of) return fail(Error{"--children-of " + children_of, "not a process id"}, kExitUsage);
-  }
-  std::optional<Pattern> re;
-  if (!match.empty()) {
-    auto p = Pattern::compile(match);
-    if (!p) return fail(Error{"--match '" + match + "'", "not a valid regular expression (" + p.error().why + ")"}, kExitUsage);
-    re = *p;
-    sel.match = [&re](const std::string& c) { return re->search(c); };
-  }
-  if (self && !roots.empty()) return fail(Error{"--self", "cannot be used with --root"}, kExitUsage);
-  if (self) sel.pids.push_back(sys::current_pid());
-  sel.all_gpu = all_gpu;
-  if (roots.empty()) sel.exclude = sys::current_pid();
+  // The selection is found again at every sample: ranks that start, restart or exit are followed.
+  auto sel = make_selection(which, roots.empty());
+  if (!sel) return fail(sel.error(), kExitUsage);
   if (once) count = 1;
   if (!count && duration == 0 && roots.size() > 1) count = unsigned(roots.size() - 1);
 
@@ -126,7 +96,7 @@ int cmd_watch(const std::vector<std::string>& args) {
     endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
   }
 
-  watch::Sampler sampler(tree, clock, {sel, mem_every});
+  watch::Sampler sampler(tree, clock, {*sel, mem_every});
   watch::Watcher watcher(*topo, th);
   auto step = std::chrono::milliseconds(long(interval * 1000 + 0.5));
   bool errors = false, seen_any = false;

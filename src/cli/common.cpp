@@ -2,9 +2,11 @@
 
 #include <cstdio>
 
-#include "util/exit_status.hpp"
-#include "util/strings.hpp"
 #include "sys/environment.hpp"
+#include "sys/process.hpp"
+#include "util/exit_status.hpp"
+#include "util/pattern.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::cli {
 
@@ -31,6 +33,47 @@ void add_quiet_option(Args& app, bool& target) {
 void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   if (quiet) return;
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
+}
+
+void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb) {
+  std::string Verb = verb;
+  if (!Verb.empty()) Verb[0] = char(Verb[0] - 'a' + 'A');
+  app.option("--pid", f.pids, "Processes to " + verb + " (repeatable)");
+  app.flag("--self", f.self, Verb + " this gpubind process (it inherited its parent's binding and environment)");
+  app.flag("--all-gpu-procs", f.all_gpu, "Every process holding a GPU device open (the default)");
+  app.option("--children-of", f.children_of, "Every descendant of this PID (a launcher's ranks)");
+  app.option("--match", f.match, "Processes whose command line matches this regular expression");
+}
+
+namespace {
+std::optional<int> parse_pid(const std::string& text) {
+  auto v = parse_uint(text);
+  if (!v || *v == 0 || *v > (1u << 30)) return std::nullopt;
+  return int(*v);
+}
+}  // namespace
+
+Result<probe::Selection> make_selection(const SelectionFlags& f, bool live) {
+  probe::Selection sel;
+  for (const std::string& a : f.pids) {
+    auto pid = parse_pid(a);
+    if (!pid) return Error{"--pid " + a, "not a process id"};
+    sel.pids.push_back(*pid);
+  }
+  if (!f.children_of.empty()) {
+    sel.children_of = parse_pid(f.children_of);
+    if (!sel.children_of) return Error{"--children-of " + f.children_of, "not a process id"};
+  }
+  if (!f.match.empty()) {
+    auto p = Pattern::compile(f.match);
+    if (!p) return Error{"--match '" + f.match + "'", "not a valid regular expression (" + p.error().why + ")"};
+    sel.match = [re = *p](const std::string& c) { return re.search(c); };
+  }
+  if (f.self && !live) return Error{"--self", "cannot be used with --root"};
+  if (f.self) sel.pids.push_back(sys::current_pid());
+  sel.all_gpu = f.all_gpu;
+  if (live) sel.exclude = sys::current_pid();
+  return sel;
 }
 
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }

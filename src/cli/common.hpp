@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/args.hpp"
+#include "probe/select.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::cli {
@@ -27,6 +28,19 @@ void add_quiet_option(Args& app, bool& target);
 // command, unless --quiet. Control characters (a newline in a device name) are escaped so one
 // warning stays one line.
 void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+
+// check's and watch's process selection: --pid (repeatable), --self, --all-gpu-procs,
+// --children-of, --match.
+struct SelectionFlags {
+  std::vector<std::string> pids;
+  std::string children_of, match;
+  bool self = false, all_gpu = false;
+};
+// Declares them; `verb` ("check", "watch") words their help.
+void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb);
+// The selection they ask for; `live`: this machine's /proc (gpubind itself is never found by a
+// selector), else a recorded tree (--self is refused). Errors are usage errors.
+Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
 
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);

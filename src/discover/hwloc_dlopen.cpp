@@ -6,7 +6,6 @@
 
 #include "discover/hwloc_loader.hpp"
 #include "sys/module.hpp"
-#include "util/strings.hpp"
 
 namespace gpubind::discover {
 
@@ -17,22 +16,16 @@ constexpr const char* kModule = "gpubind-hwloc.so";
 Result<const HwlocApi*> api() {
   static const HwlocApi* loaded = nullptr;
   if (loaded) return loaded;
-  std::vector<std::string> tried;
-  for (const std::string& path : sys::module_candidates(kModule)) {
-    if (!sys::readable(path)) {
-      tried.push_back(path);
-      continue;
-    }
-    auto sym = sys::module_symbol(path, "gpubind_hwloc_api_v1");
-    if (!sym) return Error{path, "cannot load hwloc discovery: " + sym.error().why};
-    using Entry = const HwlocApi* (*)();
-    const HwlocApi* a = reinterpret_cast<Entry>(*sym)();
-    if (!a || a->abi != 1 || !a->load || !a->version) return Error{path, "not a gpubind hwloc module of this version"};
-    loaded = a;
-    return loaded;
-  }
-  return Error{"hwloc discovery", std::string("the module ") + kModule + " is not installed (looked for " + join(tried, ", ") +
-                                      "); a topology file or --topology example:NAME works without it"};
+  auto m = sys::find_module_symbol(kModule, "gpubind_hwloc_api_v1");
+  if (!m && m.error().kind == ErrorKind::not_found)
+    return Error{"hwloc discovery", std::string("the module ") + kModule + " is " + m.error().why +
+                                        "; a topology file or --topology example:NAME works without it"};
+  if (!m) return Error{m.error().what, "cannot load hwloc discovery: " + m.error().why};
+  using Entry = const HwlocApi* (*)();
+  const HwlocApi* a = reinterpret_cast<Entry>(m->address)();
+  if (!a || a->abi != 1 || !a->load || !a->version) return Error{m->path, "not a gpubind hwloc module of this version"};
+  loaded = a;
+  return loaded;
 }
 
 }  // namespace

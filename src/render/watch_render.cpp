@@ -31,6 +31,20 @@ std::string findings_text(const Findings& fs) {
   return names.empty() ? "OK" : join(names, ",");
 }
 
+// The fields naming a rank, first in every rank object of both kinds of line.
+template <class R>
+nlohmann::ordered_json rank_object(const R& r) {
+  auto text_or_null = [](const std::string& v) { return v.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(v); };
+  nlohmann::ordered_json e;
+  e["pid"] = r.pid;
+  e["comm"] = r.comm;
+  e["rank"] = text_or_null(r.rank);
+  e["local_rank"] = text_or_null(r.local_rank);
+  e["job"] = text_or_null(r.job);
+  e["gpus"] = r.gpus;
+  return e;
+}
+
 nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); }
 
 }  // namespace
@@ -79,12 +93,7 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
   j["cpu_cv"] = optional_number(iv.cpu_cv);
   j["ranks"] = nlohmann::ordered_json::array();
   for (const watch::RankInterval& r : iv.ranks) {
-    nlohmann::ordered_json e;
-    e["pid"] = r.pid;
-    e["comm"] = r.comm;
-    e["rank"] = r.rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.rank);
-    e["local_rank"] = r.local_rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.local_rank);
-    e["gpus"] = r.gpus;
+    nlohmann::ordered_json e = rank_object(r);
     e["threads"] = r.threads;
     e["new"] = r.started;
     e["cpu_seconds"] = r.cpu_seconds;
@@ -111,12 +120,7 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
   j["seconds"] = s.seconds;
   j["ranks"] = nlohmann::ordered_json::array();
   for (const watch::RankSummary& r : s.ranks) {
-    nlohmann::ordered_json e;
-    e["pid"] = r.pid;
-    e["comm"] = r.comm;
-    e["rank"] = r.rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.rank);
-    e["local_rank"] = r.local_rank.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.local_rank);
-    e["gpus"] = r.gpus;
+    nlohmann::ordered_json e = rank_object(r);
     e["intervals"] = r.intervals;
     e["migrations"] = r.migrations;
     e["cpu_seconds"] = r.cpu_seconds;

@@ -16,22 +16,15 @@ constexpr const char* kModule = "gpubind-http.so";
 Result<const GpubindHttpApi*> api() {
   static const GpubindHttpApi* loaded = nullptr;
   if (loaded) return loaded;
-  std::vector<std::string> tried;
-  for (const std::string& path : module_candidates(kModule)) {
-    if (!readable(path)) {
-      tried.push_back(path);
-      continue;
-    }
-    auto sym = module_symbol(path, "gpubind_http_api_v1");
-    if (!sym) return Error{path, "cannot load the HTTP server: " + sym.error().why};
-    using Entry = const GpubindHttpApi* (*)();
-    const GpubindHttpApi* a = reinterpret_cast<Entry>(*sym)();
-    if (!a || a->abi != 1 || !a->start || !a->stop) return Error{path, "not a gpubind HTTP module of this version"};
-    loaded = a;
-    return loaded;
-  }
-  return Error{"--listen", std::string("the module ") + kModule + " is not installed (looked for " + join(tried, ", ") +
-                               "); --textfile works without it"};
+  auto m = find_module_symbol(kModule, "gpubind_http_api_v1");
+  if (!m && m.error().kind == ErrorKind::not_found)
+    return Error{"--listen", std::string("the module ") + kModule + " is " + m.error().why + "; --textfile works without it"};
+  if (!m) return Error{m.error().what, "cannot load the HTTP server: " + m.error().why};
+  using Entry = const GpubindHttpApi* (*)();
+  const GpubindHttpApi* a = reinterpret_cast<Entry>(m->address)();
+  if (!a || a->abi != 1 || !a->start || !a->stop) return Error{m->path, "not a gpubind HTTP module of this version"};
+  loaded = a;
+  return loaded;
 }
 
 }  // namespace

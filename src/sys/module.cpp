@@ -36,6 +36,22 @@ std::vector<std::string> module_candidates(const std::string& file) {
   return out;
 }
 
+Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::string& symbol) {
+  std::vector<std::string> tried;
+  for (const std::string& path : module_candidates(file)) {
+    if (!readable(path)) {
+      tried.push_back(path);
+      continue;
+    }
+    auto sym = module_symbol(path, symbol);
+    if (!sym) return sym.error();
+    return ModuleSymbol{path, *sym};
+  }
+  std::string looked;
+  for (const std::string& t : tried) looked += (looked.empty() ? "" : ", ") + t;
+  return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
+}
+
 Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
   if (int e = injected_errno("gpubind/dlopen")) return Error{path, std::strerror(e)};
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -19,6 +19,14 @@ bool readable(const std::string& path);
 // configured LIBDIR/gpubind.
 std::vector<std::string> module_candidates(const std::string& file);
 
+struct ModuleSymbol {
+  std::string path;  // the module loaded
+  void* address = nullptr;
+};
+// `symbol` of the first of module_candidates(file) that exists. Errors: not_found ("not installed
+// (looked for A, B, C)") when none exists; otherwise the loader's message, named by the path.
+Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::string& symbol);
+
 // Loads the module at `path` (all symbols bound now, none exported to others) and returns the
 // address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.
 Result<void*> module_symbol(const std::string& path, const std::string& symbol);
