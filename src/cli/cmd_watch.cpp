@@ -1,5 +1,6 @@
 // gpubind watch: what running ranks do over time — migrations, CPU time off their GPU's node,
 // drift, remote memory, overlap and imbalance — one judged interval after another.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -45,7 +46,7 @@ int cmd_watch(const std::vector<std::string>& args) {
       .range(0.0, 1.0);
   app.option("--max-imbalance", th.imbalance, "IMBALANCE above this spread of the ranks' CPU time, 0-1 (default 0.25)").range(0.0, 1.0);
   app.option("--root", roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
-                              "sample, replayed without waiting");
+                              "sample, replayed without waiting (by default one interval per tree after the first)");
   app.flag("--json", json, "JSON lines: one object per interval, then the summary");
   app.option("--listen", listen,
              "Serve /metrics (Prometheus text format) and /healthz on [ADDR:]PORT; ADDR defaults to 127.0.0.1, any other "
@@ -63,7 +64,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   auto sel = make_selection(which, roots.empty());
   if (!sel) return fail(sel.error(), kExitUsage);
   if (once) count = 1;
-  if (!count && duration == 0 && roots.size() > 1) count = unsigned(roots.size() - 1);
+  // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
+  if (!count && duration == 0 && !roots.empty()) count = unsigned(std::max<size_t>(roots.size() - 1, 1));
 
   std::string source = topology_source(topology);
   if (!roots.empty() && source.empty())
