@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # watch's Prometheus side with Prometheus' own tool: the exposition `watch --textfile` writes
 # passes `promtool check metrics`; the shipped alert rules pass `promtool check rules` and their
-# unit tests (`promtool test rules`); every metric the rules name is one watch exports.
+# unit tests (`promtool test rules`); every metric the rules and the Grafana dashboard name is one
+# watch exports; the example scrape configuration passes `promtool check config`.
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v promtool >/dev/null || skip "promtool (Debian package prometheus) not found"
@@ -26,6 +27,19 @@ unknown=$(comm -23 "$WORK/used" "$WORK/exported")
 [ -z "$unknown" ] && pass "the rules name only exported metrics ($(wc -l <"$WORK/used") of $(wc -l <"$WORK/exported"))" \
   || fail "the rules name metrics watch does not export: $unknown"
 
+# The Grafana dashboard: valid JSON, and every metric a panel queries is one watch exports.
+/usr/bin/python3 - "$here/deploy/grafana/gpubind.json" "$WORK/exported" <<'PY' && pass "the Grafana dashboard queries only exported metrics" || fail "the dashboard"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+exported = set(open(sys.argv[2]).read().split())
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])] + [v.get("query", "") for v in d["templating"]["list"]]
+used = {m for e in exprs for m in re.findall(r"gpubind_[a-z_]+", e)}
+assert used and used <= exported, sorted(used - exported)
+PY
+# The example scrape configuration, with the rules beside it, as Prometheus itself reads it.
+cp "$here/deploy/prometheus/prometheus.example.yml" "$here/deploy/prometheus/gpubind.rules.yml" "$WORK/"
+promtool check config "$WORK/prometheus.example.yml" >"$WORK/out" 2>&1 && pass "promtool check config accepts the example scrape config" \
+  || fail "promtool check config: $(cat "$WORK/out")"
 promtool check rules "$here/deploy/prometheus/gpubind.rules.yml" >"$WORK/out" 2>&1 && pass "promtool check rules" \
   || fail "promtool check rules: $(cat "$WORK/out")"
 (cd "$here/tests/prometheus" && promtool test rules gpubind.rules.test.yml) >"$WORK/out" 2>&1 \
