@@ -27,7 +27,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   std::string topology, textfile, listen;
   std::vector<std::string> roots;
   SelectionFlags which;
-  bool json = false, once = false;
+  bool json = false, once = false, no_tty = false;
   double interval = 1, duration = 0;
   std::optional<unsigned> count;
   unsigned mem_every = 10;
@@ -48,6 +48,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   app.option("--root", roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
                               "sample, replayed without waiting (by default one interval per tree after the first)");
   app.flag("--json", json, "JSON lines: one object per interval, then the summary");
+  app.flag("--no-tty", no_tty, "Append each interval's table even on a terminal (default there: redraw in place, like top)");
   app.option("--listen", listen,
              "Serve /metrics (Prometheus text format) and /healthz on [ADDR:]PORT; ADDR defaults to 127.0.0.1, any other "
              "only when given");
@@ -100,6 +101,9 @@ int cmd_watch(const std::vector<std::string>& args) {
 
   watch::Sampler sampler(tree, clock, {*sel, mem_every});
   watch::Watcher watcher(*topo, th);
+  // On a terminal the latest interval replaces the one before (clear and home, as top does);
+  // into a pipe or a file every interval is appended.
+  bool redraw = !json && !no_tty && roots.empty() && sys::stdout_is_terminal();
   auto step = std::chrono::milliseconds(long(interval * 1000 + 0.5));
   bool errors = false, seen_any = false;
   for (unsigned taken = 0;; ++taken) {
@@ -114,6 +118,12 @@ int cmd_watch(const std::vector<std::string>& args) {
     double now = t.snapshot.t;
     if (auto iv = watcher.observe(std::move(t.snapshot))) {
       std::string out = json ? render::json_line(render::interval_json(*iv, node)) : render::interval_text(*iv) + "\n";
+      if (redraw) {
+        char head[160];
+        std::snprintf(head, sizeof head, "\x1b[H\x1b[2Jgpubind watch on %s, every %g s (Ctrl-C stops)\n\n", one_line(node).c_str(),
+                      interval);
+        out = head + out;
+      }
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
       if (!textfile.empty() || endpoint) {

@@ -58,6 +58,8 @@ Status write_fully(int fd, std::string_view data, const char* fault_point = "gpu
 // never half of it (a temporary file beside it, then rename). Mode 0644.
 Status replace_file(const std::string& path, std::string_view data);
 std::string hostname();
+// Whether standard output is a terminal (a person watching, not a pipe or a file).
+bool stdout_is_terminal();
 // This process's effective user id, as text.
 std::string user_id();
 

@@ -78,6 +78,16 @@ assert "MIGRATING" in r["seen"], r
 assert "DRIFTED" in r["seen"], r               # its allowed CPUs changed, too
 PY
 
+# On a terminal (script(1) gives it one) each interval redraws the screen; --no-tty appends.
+if command -v script >/dev/null; then
+  script -qfec "$GPUBIND watch --self --count 2 --interval 0.2" /dev/null >"$WORK/tty" 2>&1
+  script -qfec "$GPUBIND watch --self --count 2 --interval 0.2 --no-tty" /dev/null >"$WORK/notty" 2>&1
+  [ "$(grep -c $'\e\[H\e\[2J' "$WORK/tty")" = 2 ] && ! grep -q $'\e\[2J' "$WORK/notty" && grep -q "summary: 2 interval" "$WORK/notty" \
+    && pass "on a terminal the table redraws in place; --no-tty appends" || fail "tty: $(cat -v "$WORK/tty" | head -5)"
+else
+  echo "skipped: the terminal redraw (script(1) from util-linux not found)"
+fi
+
 # Nothing to watch: a clear error, not a silent empty table.
 "$GPUBIND" watch --match 'no-such-process-[0-9]{9}' --count 1 --interval 0.1 >"$WORK/none" 2>&1
 rc=$?
