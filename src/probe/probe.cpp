@@ -40,10 +40,11 @@ std::optional<uint64_t> sched_migrations(const std::string& sched) {
   return std::nullopt;
 }
 
-Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, int tid) {
+Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, int tid, sys::KeptOpenFiles* kept) {
+  auto read = [&](const std::string& rel) { return kept ? kept->read(rel) : root.read(rel); };
   ThreadState t;
   t.tid = tid;
-  auto status = root.read(dir + "/status");
+  auto status = read(dir + "/status");
   if (!status) return status.error();
   t.comm = key_value(*status, "Name");
   auto cpus = list_field(*status, "Cpus_allowed_list", dir + "/status");
@@ -54,7 +55,7 @@ Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir,
   t.mems_allowed = *mems;
   t.voluntary_switches = parse_uint(key_value(*status, "voluntary_ctxt_switches")).value_or(0);
   t.involuntary_switches = parse_uint(key_value(*status, "nonvoluntary_ctxt_switches")).value_or(0);
-  if (auto stat = root.read(dir + "/stat")) {
+  if (auto stat = read(dir + "/stat")) {
     auto f = stat_fields_after_comm(*stat);
     if (f.size() > 36)
       if (auto cpu = parse_uint(f[36])) t.last_cpu = unsigned(*cpu);
@@ -63,9 +64,9 @@ Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir,
       if (auto u = parse_uint(f[11]), s = parse_uint(f[12]); u && s) t.run_ns = (*u + *s) * 10'000'000ull;
   }
   // schedstat's first field is the same in nanoseconds, when the kernel keeps it.
-  if (auto schedstat = root.read(dir + "/schedstat"))
+  if (auto schedstat = read(dir + "/schedstat"))
     if (auto ns = parse_uint(trim(split(*schedstat, ' ').front()))) t.run_ns = *ns;
-  if (auto sched = root.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  if (auto sched = read(dir + "/sched")) t.migrations = sched_migrations(*sched);
   return t;
 }
 
@@ -227,7 +228,7 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
     if (!tid) continue;
-    auto ts = read_thread(root, dir + "/task/" + t, int(*tid));
+    auto ts = read_thread(root, dir + "/task/" + t, int(*tid), options.kept);
     if (ts) p.threads.push_back(*ts);
     else if (int(*tid) == pid) return vanished_or(ts.error(), pid, kVanished);
   }

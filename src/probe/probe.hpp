@@ -17,6 +17,9 @@ namespace gpubind::probe {
 
 struct ProbeOptions {
   bool numa_maps = false;
+  // Per-thread files kept open between probes of the same root (watch samples every second);
+  // nullptr: opened and closed each time.
+  sys::KeptOpenFiles* kept = nullptr;
 };
 
 // The environment variables a probe keeps.

@@ -3,6 +3,7 @@
 // machine ("/") and on a gathered tree (hwloc-gather-topology output, test fixtures). Paths
 // given to it are relative to the root ("sys/bus/pci/devices"), never absolute.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,7 +35,37 @@ class FsRoot {
   }
   // True only for the live root "/": binding against any other root must be refused.
   virtual bool is_this_system() const = 0;
+  // The file opened for reading (close-on-exec), for a caller that keeps it open and reads it
+  // again (KeptOpenFiles); the caller closes it.
+  virtual Result<int> open_read(const std::string& rel) const = 0;
 };
+
+// Files read again and again — watch's per-thread /proc files at every sample — kept open and
+// read with pread from offset 0, which makes /proc regenerate them: one syscall per read instead
+// of open, read, read and close. A file whose read fails (its task ended: ESRCH) is opened afresh
+// once. At most `max_open` files are kept; sweep() closes those not read since the last sweep.
+class KeptOpenFiles {
+ public:
+  KeptOpenFiles(const FsRoot& root, size_t max_open) : m_root(root), m_max(max_open) {}
+  ~KeptOpenFiles();
+  KeptOpenFiles(const KeptOpenFiles&) = delete;
+  KeptOpenFiles& operator=(const KeptOpenFiles&) = delete;
+  Result<std::string> read(const std::string& rel);
+  void sweep();
+  size_t open_count() const { return m_files.size(); }
+
+ private:
+  struct Kept {
+    int fd = -1;
+    bool used = true;
+  };
+  const FsRoot& m_root;
+  size_t m_max;
+  std::map<std::string, Kept> m_files;
+};
+
+// Raises this process's soft limit on open files to its hard limit; returns the soft limit now.
+size_t raise_open_file_limit();
 
 // Opens a directory as an FsRoot; reads then use openat() relative to it.
 Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir);

@@ -4,12 +4,21 @@
 
 namespace gpubind::watch {
 
+Sampler::Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock, SamplerOptions options)
+    : m_roots(std::move(roots)), m_clock(clock), m_options(std::move(options)), m_start(clock.now()) {
+  // Room for the files this process itself opens (the HTTP server's sockets, the cache, logs).
+  constexpr size_t kReserved = 256;
+  size_t limit = sys::raise_open_file_limit();
+  if (m_roots.size() == 1 && limit > kReserved) m_kept = std::make_unique<sys::KeptOpenFiles>(*m_roots[0], limit - kReserved);
+}
+
 Taken Sampler::take() {
   const sys::FsRoot& root = *m_roots[std::min<size_t>(m_taken, m_roots.size() - 1)];
   bool numa_maps = m_options.mem_every && m_taken % m_options.mem_every == 0;
   ++m_taken;
   auto before = m_clock.now();
-  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection), {numa_maps});
+  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection), {numa_maps, m_kept.get()});
+  if (m_kept) m_kept->sweep();  // threads that ended: their files close
   auto after = m_clock.now();
   Taken t;
   t.snapshot.t = std::chrono::duration<double>(before - m_start).count();

@@ -1,6 +1,7 @@
 #pragma once
 // Taking the snapshots `watch` judges: the targets re-resolved at every sample (ranks that start,
 // restart or exit are followed), each probed through an FsRoot, the time from a sys::Clock.
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -26,8 +27,9 @@ class Sampler {
  public:
   // `roots`: the tree of each sample in turn (one: every sample reads it; several: a recorded
   // sequence replayed, the last one repeated).
-  Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock, SamplerOptions options)
-      : m_roots(std::move(roots)), m_clock(clock), m_options(std::move(options)), m_start(clock.now()) {}
+  // With one root, each thread's files stay open from one sample to the next (sys::KeptOpenFiles),
+  // as many as the open-file limit allows.
+  Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock, SamplerOptions options);
   // A named process that ends after it was seen is not an error: the Watcher reports it exited.
   // A process that cannot be read is reported once, not at every sample.
   Taken take();
@@ -40,6 +42,7 @@ class Sampler {
   unsigned m_taken = 0;
   std::set<int> m_seen;      // every PID a sample found
   std::set<int> m_reported;  // PIDs whose error was reported
+  std::unique_ptr<sys::KeptOpenFiles> m_kept;
 };
 
 // A clock that moves only when slept on: a recorded sequence replays at its own pace, with the
