@@ -71,3 +71,40 @@ TEST(FsRoot, ErrorsCarryTheirKindNotJustText) {
 }
 
 }  // namespace gpubind::sys
+
+namespace gpubind::sys {
+
+// KeptOpenFiles: files read again and again stay open, and a read sees the file as it is now.
+TEST(KeptOpenFiles, ReadsAgainThroughTheOpenFileAndSweepsWhatWasNotRead) {
+  testing::FakeTree t;
+  t.file("proc/7/task/7/stat", "first");
+  t.file("proc/7/task/8/stat", "other");
+  auto root = open_root(t);
+  KeptOpenFiles kept(*root, 16);
+  EXPECT_EQ(*kept.read("proc/7/task/7/stat"), "first");
+  EXPECT_EQ(kept.open_count(), 1u);
+  t.file("proc/7/task/7/stat", "second, longer");  // rewritten in place, as /proc regenerates it
+  EXPECT_EQ(*kept.read("proc/7/task/7/stat"), "second, longer");
+  EXPECT_EQ(kept.open_count(), 1u);
+  EXPECT_EQ(*kept.read("proc/7/task/8/stat"), "other");
+  kept.sweep();  // both were read since the last sweep: kept
+  EXPECT_EQ(kept.open_count(), 2u);
+  EXPECT_EQ(*kept.read("proc/7/task/7/stat"), "second, longer");
+  kept.sweep();  // thread 8 was not read: its file closes
+  EXPECT_EQ(kept.open_count(), 1u);
+  EXPECT_FALSE(kept.read("proc/7/task/9/stat").ok());  // missing: an error, nothing kept
+  EXPECT_EQ(kept.open_count(), 1u);
+}
+
+TEST(KeptOpenFiles, BeyondItsLimitFilesAreReadWithoutBeingKept) {
+  testing::FakeTree t;
+  t.file("a", "1");
+  t.file("b", "2");
+  auto root = open_root(t);
+  KeptOpenFiles kept(*root, 1);
+  EXPECT_EQ(*kept.read("a"), "1");
+  EXPECT_EQ(*kept.read("b"), "2");
+  EXPECT_EQ(kept.open_count(), 1u);
+}
+
+}  // namespace gpubind::sys
