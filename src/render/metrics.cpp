@@ -78,40 +78,34 @@ std::string metrics_text(const MetricsInput& in) {
   if (in.last)
     for (const watch::RankInterval& r : in.last->ranks) live.insert(r.pid);
 
-  auto counter = [&](const Family& f, auto value) {
+  // One family's samples, one per rank that has a value: totals come from the summary (counters,
+  // the last remote-memory share), the rest from the last interval.
+  auto per_rank = [&](const Family& f, const auto* ranks, auto value) {
     header(out, f);
-    if (!in.summary) return;
-    for (const watch::RankSummary& r : in.summary->ranks)
-      if (live.count(r.pid)) out += std::string(f.name) + labels(r.pid, r.rank, r.local_rank, r.gpus, r.job) + " " + number(value(r)) + "\n";
+    if (!ranks) return;
+    for (const auto& r : *ranks)
+      if (std::optional<double> v = value(r); v && live.count(r.pid))
+        out += std::string(f.name) + labels(r.pid, r.rank, r.local_rank, r.gpus, r.job) + " " + number(*v) + "\n";
   };
-  auto gauge = [&](const Family& f, auto value) {
+  auto per_node = [&](const Family& f, std::optional<double> v) {
     header(out, f);
-    if (!in.last) return;
-    for (const watch::RankInterval& r : in.last->ranks)
-      if (auto v = value(r)) out += std::string(f.name) + labels(r.pid, r.rank, r.local_rank, r.gpus, r.job) + " " + number(*v) + "\n";
+    if (v) out += std::string(f.name) + "{node=\"" + label_value(in.node) + "\"} " + number(*v) + "\n";
   };
+  const std::vector<watch::RankSummary>* totals = in.summary ? &in.summary->ranks : nullptr;
+  const std::vector<watch::RankInterval>* last = in.last ? &in.last->ranks : nullptr;
   auto has = [](const watch::RankInterval& r, watch::Finding f) {
     return std::optional<double>(std::find(r.findings.begin(), r.findings.end(), f) != r.findings.end() ? 1.0 : 0.0);
   };
-  counter(kFamilies[0], [](const watch::RankSummary& r) { return double(r.migrations); });
-  counter(kFamilies[1], [](const watch::RankSummary& r) { return r.cpu_seconds; });
-  gauge(kFamilies[2], [](const watch::RankInterval& r) { return r.cross_numa; });
-  gauge(kFamilies[3], [](const watch::RankInterval& r) { return r.cross_socket; });
-  header(out, kFamilies[4]);
-  if (in.summary)
-    for (const watch::RankSummary& r : in.summary->ranks)
-      if (live.count(r.pid) && r.remote_memory)
-        out += std::string(kFamilies[4].name) + labels(r.pid, r.rank, r.local_rank, r.gpus, r.job) + " " + number(*r.remote_memory) + "\n";
-  gauge(kFamilies[5], [&](const watch::RankInterval& r) { return has(r, watch::Finding::drifted); });
-  gauge(kFamilies[6], [&](const watch::RankInterval& r) { return has(r, watch::Finding::overlap); });
-  header(out, kFamilies[7]);
-  if (in.last && in.last->imbalance)
-    out += std::string(kFamilies[7].name) + "{node=\"" + label_value(in.node) + "\"} " + number(*in.last->imbalance) + "\n";
-  header(out, kFamilies[8]);
-  out += std::string(kFamilies[8].name) + "{node=\"" + label_value(in.node) + "\"} " +
-         std::to_string(in.summary ? in.summary->intervals : 0) + "\n";
-  header(out, kFamilies[9]);
-  out += std::string(kFamilies[9].name) + "{node=\"" + label_value(in.node) + "\"} " + number(in.sample_seconds) + "\n";
+  per_rank(kFamilies[0], totals, [](const watch::RankSummary& r) { return std::optional<double>(double(r.migrations)); });
+  per_rank(kFamilies[1], totals, [](const watch::RankSummary& r) { return std::optional<double>(r.cpu_seconds); });
+  per_rank(kFamilies[2], last, [](const watch::RankInterval& r) { return r.cross_numa; });
+  per_rank(kFamilies[3], last, [](const watch::RankInterval& r) { return r.cross_socket; });
+  per_rank(kFamilies[4], totals, [](const watch::RankSummary& r) { return r.remote_memory; });
+  per_rank(kFamilies[5], last, [&](const watch::RankInterval& r) { return has(r, watch::Finding::drifted); });
+  per_rank(kFamilies[6], last, [&](const watch::RankInterval& r) { return has(r, watch::Finding::overlap); });
+  per_node(kFamilies[7], in.last ? in.last->imbalance : std::nullopt);
+  per_node(kFamilies[8], double(in.summary ? in.summary->intervals : 0));
+  per_node(kFamilies[9], in.sample_seconds);
   return out;
 }
 

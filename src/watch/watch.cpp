@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "check/check.hpp"
@@ -23,10 +24,19 @@ std::string env_of(const ProcessState& p, std::initializer_list<const char*> nam
 // Shares are 0-1: rounding by +0.5 keeps libm (lround) out of the binary every `exec` starts.
 std::string percent(double share) { return std::to_string(int(share * 100 + 0.5)) + " %"; }
 
-const ThreadState* find_thread(const ProcessState& p, int tid) {
-  for (const ThreadState& t : p.threads)
-    if (t.tid == tid) return &t;
-  return nullptr;
+// A process's threads in the previous sample, by thread id; empty for a process new in this one.
+using ThreadsById = std::map<int, const ThreadState*>;
+
+ThreadsById threads_by_id(const ProcessState* p) {
+  ThreadsById out;
+  if (p)
+    for (const ThreadState& t : p->threads) out.emplace(t.tid, &t);
+  return out;
+}
+
+const ThreadState* find_thread(const ThreadsById& threads, int tid) {
+  auto it = threads.find(tid);
+  return it == threads.end() ? nullptr : it->second;
 }
 
 // The CPUs of the packages holding these CPUs.
@@ -43,11 +53,11 @@ struct Placement {
   std::optional<double> share(double off) const { return weight > 0 ? std::optional<double>(off / weight) : std::nullopt; }
 };
 
-Placement placement(const ProcessState* prev, const ProcessState& cur, const CpuSet& node_cpus, const CpuSet& package_cpus) {
+Placement placement(const ThreadsById& prev, const ProcessState& cur, const CpuSet& node_cpus, const CpuSet& package_cpus) {
   Placement p;
   for (const ThreadState& t : cur.threads) {
     if (!t.last_cpu) continue;
-    const ThreadState* before = prev ? find_thread(*prev, t.tid) : nullptr;
+    const ThreadState* before = find_thread(prev, t.tid);
     double w;
     if (t.run_ns && before && before->run_ns) {
       if (*t.run_ns <= *before->run_ns) continue;  // idle in the interval (or a reused thread id)
@@ -79,10 +89,6 @@ const char* to_string(Finding f) {
   return "?";
 }
 
-bool Interval::any_finding() const {
-  return std::any_of(ranks.begin(), ranks.end(), [](const RankInterval& r) { return !r.findings.empty(); });
-}
-
 std::optional<Interval> Watcher::observe(Snapshot s) {
   if (!m_prev) {
     m_first_t = s.t;
@@ -96,19 +102,23 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
   iv.start = m_prev->t;
   iv.end = s.t;
   double seconds = std::max(iv.end - iv.start, 1e-9);
-  // check's judgement of this snapshot: GPU locality, intent (GPUBIND_*), overlap.
-  check::Report judged = check::judge(m_topo, s.processes, {});
+  // check's judgement of this snapshot: GPU locality, intent (GPUBIND_*), overlap. The states move
+  // into the report and back into the snapshot at the end (no copy of every thread's state).
+  check::Report judged = check::judge(m_topo, std::move(s.processes), {});
+  std::set<std::pair<int, int>> present;  // (pid, tid) of every thread in this sample
   for (const ProcessState& p : m_prev->processes)
-    if (std::none_of(s.processes.begin(), s.processes.end(), [&](const ProcessState& q) { return q.pid == p.pid; })) {
+    if (std::none_of(judged.processes.begin(), judged.processes.end(),
+                     [&](const check::ProcessReport& q) { return q.state.pid == p.pid; })) {
       iv.exited.push_back(p.pid);
       if (auto it = m_totals.find(p.pid); it != m_totals.end()) it->second.summary.exited = true;
     }
 
   for (const check::ProcessReport& pr : judged.processes) {
     const ProcessState& cur = pr.state;
-    const ProcessState* prev = nullptr;
+    const ProcessState* prev_process = nullptr;
     for (const ProcessState& q : m_prev->processes)
-      if (q.pid == cur.pid) prev = &q;
+      if (q.pid == cur.pid) prev_process = &q;
+    ThreadsById prev = threads_by_id(prev_process);
     RankInterval r;
     r.pid = cur.pid;
     r.comm = cur.comm;
@@ -117,11 +127,12 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     r.job = env_of(cur, {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"});
     r.gpus = pr.gpus;
     r.threads = unsigned(cur.threads.size());
-    r.started = prev == nullptr;
+    r.started = prev_process == nullptr;
 
     // Migrations and CPU time: deltas of the threads seen in both snapshots.
     for (const ThreadState& t : cur.threads) {
-      const ThreadState* before = prev ? find_thread(*prev, t.tid) : nullptr;
+      present.emplace(cur.pid, t.tid);
+      const ThreadState* before = find_thread(prev, t.tid);
       if (!before) {
         m_first_allowed.emplace(std::pair{cur.pid, t.tid}, t.cpus_allowed);
         continue;
@@ -193,6 +204,9 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     }
     iv.ranks.push_back(std::move(r));
   }
+  // Threads that ended take their first-seen CPUs with them: a long watch over short-lived
+  // threads stays small.
+  std::erase_if(m_first_allowed, [&](const auto& e) { return !present.count(e.first); });
 
   // Imbalance across the ranks (processes with a GPU or a launcher's rank) that were there for the
   // whole interval; a launcher or a helper process is not a rank.
@@ -249,6 +263,8 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     if (a.findings.size() != b.findings.size()) return a.findings.size() > b.findings.size();
     return a.cross_numa.value_or(0) > b.cross_numa.value_or(0);
   });
+  s.processes.clear();  // moved from above
+  for (check::ProcessReport& pr : judged.processes) s.processes.push_back(std::move(pr.state));
   m_prev = std::move(s);
   return iv;
 }

@@ -73,7 +73,6 @@ struct Interval {
   std::vector<int> exited;          // PIDs seen in the previous snapshot and gone now
   std::optional<double> imbalance;  // (max - min) / max of the ranks' CPU time; nullopt under 2 busy ranks
   std::optional<double> cpu_cv;     // coefficient of variation of the same
-  bool any_finding() const;
 };
 
 struct RankSummary {
