@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What `gpubind watch` costs on a real workload: 8 processes x 100 threads (Python threads, each
-# an OS thread, mostly asleep), sampled at 1 Hz for 30 s (numa_maps never read). Prints watch's CPU time per second of
-# wall time (% of one core; and over 8 s without scrapes), its own sampling time per thread (gpubind_watch_sample_seconds / 800),
-# the raw cost of reading the same files (bench/proc_read.cpp) in the same run, and /metrics
+# an OS thread, each waking every 50 ms), sampled at 1 Hz for 40 s (numa_maps never read). Prints watch's CPU time per second of
+# wall time (% of one core; and over 20 s without scrapes), its own sampling time per thread (gpubind_watch_sample_seconds / 800),
+# the raw cost of the same calls to the kernel (bench/proc_read.cpp) in the same run, and /metrics
 # latency over 2 x 1000 scrapes with watch's resident memory before, between and after.
 #   bench/watch_cost.sh [BUILD_DIR]
 set -euo pipefail
@@ -23,7 +23,7 @@ done
 sleep 2
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 args=(); for p in "${pids[@]}"; do args+=(--pid "$p"); done
-/usr/bin/time -f "%U %S %e" -o "$tmp/time" "$gpubind" watch "${args[@]}" --interval 1 --duration 30 --mem-every 0 \
+/usr/bin/time -f "%U %S %e" -o "$tmp/time" "$gpubind" watch "${args[@]}" --interval 1 --duration 40 --mem-every 0 \
   --textfile "$tmp/m.prom" --listen 127.0.0.1:$port >/dev/null 2>"$tmp/err" &
 watcher=$!
 sleep 3
@@ -46,13 +46,16 @@ PY
 rss() { awk '/VmRSS/{print $2}' /proc/$wpid/status; }
 rss0=$(rss); scrapes; rss1=$(rss); scrapes; rss2=$(rss)
 echo "watch resident memory: $rss0 kB, after 1000 scrapes $rss1 kB, after 2000 $rss2 kB"
-# Sampling alone: watch's CPU ticks (utime+stime, 100 per second) over 8 quiet seconds.
+# Sampling alone: watch's CPU ticks (utime+stime, 100 per second) over 20 quiet seconds.
 ticks() { awk '{print $14 + $15}' /proc/$wpid/stat; }
-t0=$(ticks); sleep 8; t1=$(ticks)
-echo "watch sampling alone: $((t1 - t0)) ticks in 8 s = $(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 8}") % of one core"
-"$build/bench/gpubind_proc_read" 20 "${pids[@]}"
-sample=$(awk '/^gpubind_watch_sample_seconds/{print $2}' "$tmp/m.prom")
-/usr/bin/python3 -c "print(f'watch sample: {float(\"$sample\")*1e3:.2f} ms, {float(\"$sample\")*1e6/$threads:.1f} us per thread')"
+# Meanwhile watch's own time per sample (gpubind_watch_sample_seconds), read once a second.
+t0=$(ticks)
+for i in $(seq 20); do sleep 1; awk '/^gpubind_watch_sample_seconds/{print $2}' "$tmp/m.prom" >>"$tmp/samples"; done
+t1=$(ticks)
+echo "watch sampling alone: $((t1 - t0)) ticks in 20 s = $(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 20}") % of one core"
+"$build/bench/gpubind_proc_read" 8 "${pids[@]}"
+sample=$(sort -g "$tmp/samples" | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
+/usr/bin/python3 -c "print(f'watch sample (median of 20): {float(\"$sample\")*1e3:.2f} ms, {float(\"$sample\")*1e6/$threads:.1f} us per thread')"
 wait $watcher || true
 read -r user sys wall < <(tail -1 "$tmp/time")
 /usr/bin/python3 -c "print(f'watch CPU: {($user+$sys):.2f} s over {$wall:.1f} s wall = {100*($user+$sys)/$wall:.2f} % of one core')"

@@ -8,6 +8,20 @@
 
 namespace gpubind::check {
 
+namespace {
+std::string first_env(const probe::ProcessState& p, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (auto it = p.env.find(n); it != p.env.end() && !it->second.empty()) return it->second;
+  return "";
+}
+}  // namespace
+
+std::string local_rank_of(const probe::ProcessState& p) {
+  return first_env(p, {topo::binding_env::kLocalRank, "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"});
+}
+std::string global_rank_of(const probe::ProcessState& p) { return first_env(p, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}); }
+std::string job_of(const probe::ProcessState& p) { return first_env(p, {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}); }
+
 const char* to_string(Verdict v) {
   switch (v) {
     case Verdict::ok: return "OK";

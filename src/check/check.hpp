@@ -14,6 +14,14 @@ namespace gpubind::check {
 enum class Verdict { ok, unbound, misplaced, overlap, remote_memory, drifted, no_gpu };
 const char* to_string(Verdict v);
 
+// Who a process is, from the variables its launcher set ("" when none says): its local rank
+// (GPUBIND_LOCAL_RANK, what gpubind bound it as, first; then LOCAL_RANK, SLURM_LOCALID,
+// OMPI_COMM_WORLD_LOCAL_RANK), its global rank (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
+// PMI_RANK) and its job (SLURM_JOB_ID, TORCHELASTIC_RUN_ID).
+std::string local_rank_of(const probe::ProcessState& p);
+std::string global_rank_of(const probe::ProcessState& p);
+std::string job_of(const probe::ProcessState& p);
+
 struct Finding {
   Verdict verdict = Verdict::ok;
   std::string reason;  // one line naming the CPUs and nodes involved

@@ -19,13 +19,43 @@ Result<CpuSet> list_field(const std::string& status, std::string_view name, cons
 }
 
 // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses, so fields
-// are counted after the last ')'. Field 39 (processor) is the 37th after it.
-std::vector<std::string_view> stat_fields_after_comm(std::string_view stat) {
-  size_t close = stat.rfind(')');
-  if (close == std::string_view::npos) return {};
-  std::vector<std::string_view> out;
-  for (std::string_view f : split(trim(stat.substr(close + 1)), ' '))
-    if (!f.empty()) out.push_back(f);
+// are counted after the last ')'.
+struct StatFields {
+  std::string comm;
+  std::optional<unsigned> last_cpu;     // field 39 (processor)
+  std::optional<uint64_t> run_ns;       // fields 14 and 15 (utime, stime)
+  std::optional<uint64_t> start_time;   // field 22, in ticks since boot: tells a reused thread id
+};
+
+StatFields parse_stat(std::string_view stat) {
+  StatFields out;
+  size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return out;
+  out.comm = std::string(stat.substr(open + 1, close - open - 1));
+  std::optional<uint64_t> utime, stime;
+  unsigned field = 3;  // the first after the comm is field 3 (state)
+  std::string_view rest = stat.substr(close + 1);
+  size_t i = 0;
+  while (i < rest.size() && field <= 39) {
+    while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\n')) ++i;
+    size_t end = i;
+    while (end < rest.size() && rest[end] != ' ' && rest[end] != '\n') ++end;
+    if (end == i) break;
+    std::string_view f = rest.substr(i, end - i);
+    switch (field) {
+      case 14: utime = parse_uint(f); break;
+      case 15: stime = parse_uint(f); break;
+      case 22: out.start_time = parse_uint(f); break;
+      case 39:
+        if (auto cpu = parse_uint(f)) out.last_cpu = unsigned(*cpu);
+        break;
+      default: break;
+    }
+    ++field;
+    i = end;
+  }
+  // utime and stime in USER_HZ ticks, which Linux fixes at 100 per second.
+  if (utime && stime) out.run_ns = (*utime + *stime) * 10'000'000ull;
   return out;
 }
 
@@ -40,11 +70,24 @@ std::optional<uint64_t> sched_migrations(const std::string& sched) {
   return std::nullopt;
 }
 
-Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir, int tid, sys::KeptOpenFiles* kept) {
-  auto read = [&](const std::string& rel) { return kept ? kept->read(rel) : root.read(rel); };
+// How a thread's files are read: kept open between probes or opened each time.
+struct ThreadReader {
+  const sys::FsRoot& root;
+  const ProbeOptions& options;
+  Result<std::string> read(const std::string& rel) const { return options.kept ? options.kept->read(rel) : root.read(rel); }
+};
+
+// schedstat's first field is the thread's CPU time in nanoseconds, when the kernel keeps it.
+void read_run_ns(const ThreadReader& r, const std::string& dir, ThreadState& t) {
+  if (auto schedstat = r.read(dir + "/schedstat"))
+    if (auto ns = parse_uint(trim(split(*schedstat, ' ').front()))) t.run_ns = *ns;
+}
+
+// Everything, from status, stat, schedstat and sched.
+Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& dir, int tid) {
   ThreadState t;
   t.tid = tid;
-  auto status = read(dir + "/status");
+  auto status = r.read(dir + "/status");
   if (!status) return status.error();
   t.comm = key_value(*status, "Name");
   auto cpus = list_field(*status, "Cpus_allowed_list", dir + "/status");
@@ -53,20 +96,41 @@ Result<ThreadState> read_thread(const sys::FsRoot& root, const std::string& dir,
   if (!mems) return mems.error();
   t.cpus_allowed = *cpus;
   t.mems_allowed = *mems;
-  t.voluntary_switches = parse_uint(key_value(*status, "voluntary_ctxt_switches")).value_or(0);
-  t.involuntary_switches = parse_uint(key_value(*status, "nonvoluntary_ctxt_switches")).value_or(0);
-  if (auto stat = read(dir + "/stat")) {
-    auto f = stat_fields_after_comm(*stat);
-    if (f.size() > 36)
-      if (auto cpu = parse_uint(f[36])) t.last_cpu = unsigned(*cpu);
-    // utime and stime (fields 14 and 15) in USER_HZ ticks, which Linux fixes at 100 per second.
-    if (f.size() > 12)
-      if (auto u = parse_uint(f[11]), s = parse_uint(f[12]); u && s) t.run_ns = (*u + *s) * 10'000'000ull;
+  t.voluntary_switches = parse_uint(key_value(*status, "voluntary_ctxt_switches"));
+  t.involuntary_switches = parse_uint(key_value(*status, "nonvoluntary_ctxt_switches"));
+  if (auto stat = r.read(dir + "/stat")) {
+    StatFields f = parse_stat(*stat);
+    t.last_cpu = f.last_cpu;
+    t.run_ns = f.run_ns;
   }
-  // schedstat's first field is the same in nanoseconds, when the kernel keeps it.
-  if (auto schedstat = read(dir + "/schedstat"))
-    if (auto ns = parse_uint(trim(split(*schedstat, ' ').front()))) t.run_ns = *ns;
-  if (auto sched = read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  read_run_ns(r, dir, t);
+  if (auto sched = r.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  return t;
+}
+
+// What watch needs, cheaply (sys/task_counters.hpp): stat; the allowed CPUs, CPU time and
+// migrations from the TaskCounters (schedstat and sched only where no counter could be attached).
+// The memory nodes are the process's; context switches are not read.
+Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& dir, int tid, const CpuSet& process_mems) {
+  ThreadState t;
+  t.tid = tid;
+  auto stat = r.read(dir + "/stat");
+  if (!stat) return stat.error();
+  StatFields f = parse_stat(*stat);
+  t.comm = std::move(f.comm);
+  t.last_cpu = f.last_cpu;
+  t.run_ns = f.run_ns;
+  auto cpus = r.options.counters->allowed_cpus(tid);
+  if (!cpus) return Error{r.root.path_of(dir), "no such thread", ErrorKind::not_found};
+  t.cpus_allowed = std::move(*cpus);
+  t.mems_allowed = process_mems;
+  if (auto counts = f.start_time ? r.options.counters->counts(tid, *f.start_time) : std::nullopt) {
+    t.run_ns = counts->run_ns;
+    t.migrations = counts->migrations;
+    return t;
+  }
+  read_run_ns(r, dir, t);
+  if (auto sched = r.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
   return t;
 }
 
@@ -223,13 +287,16 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   }
 
   // Threads; one that exits while being read is simply gone, not an error.
+  ThreadReader reader{root, options};
   auto tids = root.list(dir + "/task");
   if (!tids) return vanished_or(tids.error(), pid, kVanished);
+  p.threads.reserve(tids->size());
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
     if (!tid) continue;
-    auto ts = read_thread(root, dir + "/task/" + t, int(*tid), options.kept);
-    if (ts) p.threads.push_back(*ts);
+    std::string tdir = dir + "/task/" + t;
+    auto ts = options.counters ? read_thread_light(reader, tdir, int(*tid), p.mems_allowed) : read_thread_files(reader, tdir, int(*tid));
+    if (ts) p.threads.push_back(std::move(*ts));
     else if (int(*tid) == pid) return vanished_or(ts.error(), pid, kVanished);
   }
 

@@ -11,6 +11,7 @@
 
 #include "probe/state.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/task_counters.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::probe {
@@ -20,10 +21,15 @@ struct ProbeOptions {
   // Per-thread files kept open between probes of the same root (watch samples every second);
   // nullptr: opened and closed each time.
   sys::KeptOpenFiles* kept = nullptr;
+  // The light probe watch takes of the live system: each thread's allowed CPUs and migrations
+  // from these, its memory nodes the process's, its context switches not read; nullptr: all
+  // from /proc files (sys/task_counters.hpp says why).
+  sys::TaskCounters* counters = nullptr;
 };
 
 // The environment variables a probe keeps.
 const std::vector<std::string>& env_names();
+
 
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
 Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);

@@ -18,9 +18,11 @@ struct ThreadState {
   CpuSet cpus_allowed;
   CpuSet mems_allowed;
   std::optional<unsigned> last_cpu;        // /proc/PID/task/TID/stat field 39
-  std::optional<uint64_t> migrations;      // se.nr_migrations (needs CONFIG_SCHED_DEBUG)
-  uint64_t voluntary_switches = 0;
-  uint64_t involuntary_switches = 0;
+  // se.nr_migrations (needs CONFIG_SCHED_DEBUG). With TaskCounters (watch), this and run_ns count
+  // from when watch attached its counters: only deltas between two probes of a thread mean anything.
+  std::optional<uint64_t> migrations;
+  std::optional<uint64_t> voluntary_switches;    // from status; not read by watch's light probe
+  std::optional<uint64_t> involuntary_switches;
   std::optional<uint64_t> run_ns;          // CPU time so far: schedstat, else stat utime+stime
 };
 

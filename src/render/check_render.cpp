@@ -25,9 +25,13 @@ std::string verdicts(const ProcessReport& p) {
 }
 
 std::string rank_of(const ProcessReport& p) {
-  for (const char* k : {topo::binding_env::kLocalRank, "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"})
-    if (auto it = p.state.env.find(k); it != p.state.env.end()) return one_line(it->second);
-  return "-";
+  std::string r = check::local_rank_of(p.state);
+  return r.empty() ? "-" : one_line(r);
+}
+
+std::string switches(const probe::ThreadState& t) {
+  if (!t.voluntary_switches || !t.involuntary_switches) return "-";
+  return std::to_string(*t.voluntary_switches) + "/" + std::to_string(*t.involuntary_switches);
 }
 
 }  // namespace
@@ -60,7 +64,7 @@ std::string check_text(const check::Report& r, bool verbose) {
           note += std::string(note.empty() ? "" : ", ") + "drifted";
         th.add({std::to_string(x.tid), one_line(x.comm), x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
                 x.last_cpu ? std::to_string(*x.last_cpu) : "?", x.migrations ? std::to_string(*x.migrations) : "?",
-                std::to_string(x.voluntary_switches) + "/" + std::to_string(x.involuntary_switches), note.empty() ? "-" : note});
+                switches(x), note.empty() ? "-" : note});
       }
       out += th.str("  ");
       if (p.state.pages_per_node) {
@@ -109,8 +113,8 @@ nlohmann::ordered_json check_json(const check::Report& r) {
                               {"mems_allowed", t.mems_allowed.to_list()},
                               {"last_cpu", t.last_cpu ? oj(*t.last_cpu) : oj()},
                               {"migrations", t.migrations ? oj(*t.migrations) : oj()},
-                              {"voluntary_switches", t.voluntary_switches},
-                              {"involuntary_switches", t.involuntary_switches}});
+                              {"voluntary_switches", t.voluntary_switches ? oj(*t.voluntary_switches) : oj()},
+                              {"involuntary_switches", t.involuntary_switches ? oj(*t.involuntary_switches) : oj()}});
     if (s.pages_per_node) {
       oj pages = oj::object();
       for (const auto& [n, c] : *s.pages_per_node) pages[std::to_string(n)] = c;

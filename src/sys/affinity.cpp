@@ -1,34 +1,38 @@
 #include "sys/affinity.hpp"
 
-#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/task_counters.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::sys {
 
-Result<CpuSet> current_affinity() {
-  // Start at 1024 CPUs and grow: sched_getaffinity fails with EINVAL when the mask is smaller
-  // than the kernel's.
-  for (size_t ncpus = 1024; ncpus <= (1u << 20); ncpus *= 2) {
-    size_t bytes = CPU_ALLOC_SIZE(ncpus);
-    cpu_set_t* set = CPU_ALLOC(ncpus);
-    if (!set) return Error{"sched_getaffinity", "out of memory"};
-    if (faultable("gpubind/sched_getaffinity", [&] { return ::sched_getaffinity(0, bytes, set); }) == 0) {
-      CpuSet out;
-      for (size_t i = 0; i < ncpus; ++i)
-        if (CPU_ISSET_S(i, bytes, set)) out.set(unsigned(i));
-      CPU_FREE(set);
-      return out;
+Result<CpuSet> current_affinity() { return thread_affinity(0); }
+
+Result<CpuSet> thread_affinity(int tid) {
+  // The raw call returns how many bytes of mask the kernel wrote (nr_cpu_ids rounded up to a
+  // long), and fails with EINVAL when the buffer is smaller than that: start at 1024 CPUs on the
+  // stack (watch asks for every thread at every sample) and grow.
+  static_assert(sizeof(unsigned long) == sizeof(uint64_t), "CPU masks are read as 64-bit words");
+  uint64_t small[1024 / 64];
+  std::vector<uint64_t> big;
+  for (size_t words = std::size(small); words <= (size_t(1) << 20) / 64; words *= 2) {
+    uint64_t* mask = small;
+    if (words > std::size(small)) {
+      big.assign(words, 0);
+      mask = big.data();
     }
-    int e = errno;
-    CPU_FREE(set);
-    if (e != EINVAL) return Error{"sched_getaffinity", std::strerror(e)};
+    long n = faultable("gpubind/sched_getaffinity", [&] { return ::syscall(SYS_sched_getaffinity, tid, words * 8, mask); });
+    if (n >= 0) return CpuSet::from_words(mask, size_t(n) / 8);
+    if (errno != EINVAL) return errno_error("sched_getaffinity", errno);
   }
   return Error{"sched_getaffinity", "CPU mask larger than 1M CPUs"};
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "util/result.hpp"
@@ -61,7 +62,7 @@ class KeptOpenFiles {
   };
   const FsRoot& m_root;
   size_t m_max;
-  std::map<std::string, Kept> m_files;
+  std::unordered_map<std::string, Kept> m_files;
 };
 
 // Raises this process's soft limit on open files to its hard limit; returns the soft limit now.

@@ -57,6 +57,14 @@ CpuSet CpuSet::of(std::initializer_list<unsigned> ids) {
   return s;
 }
 
+CpuSet CpuSet::from_words(const uint64_t* words, size_t n) {
+  CpuSet s;
+  s.m_words.resize(n);
+  for (size_t i = 0; i < n; ++i) s.m_words[i] = words[i];
+  s.drop_zero_words();
+  return s;
+}
+
 Result<CpuSet> CpuSet::parse_list(std::string_view text) {
   CpuSet s;
   text = trim(text);

@@ -19,6 +19,9 @@ class CpuSet {
   CpuSet() = default;
   static CpuSet range(unsigned first, unsigned last);  // inclusive
   static CpuSet of(std::initializer_list<unsigned> ids);
+  // From a bitmap of `n` 64-bit words, bit i of word w being member 64 * w + i (the kernel's CPU
+  // masks on 64-bit machines).
+  static CpuSet from_words(const uint64_t* words, size_t n);
 
   // Parses a cpulist; "" is the empty set.
   static Result<CpuSet> parse_list(std::string_view text);

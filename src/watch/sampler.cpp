@@ -9,7 +9,10 @@ Sampler::Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock,
   // Room for the files this process itself opens (the HTTP server's sockets, the cache, logs).
   constexpr size_t kReserved = 256;
   size_t limit = sys::raise_open_file_limit();
-  if (m_roots.size() == 1 && limit > kReserved) m_kept = std::make_unique<sys::KeptOpenFiles>(*m_roots[0], limit - kReserved);
+  if (m_roots.size() != 1 || limit <= kReserved) return;
+  // At most three files per thread (stat, schedstat, sched where no counter) and one counter.
+  m_kept = std::make_unique<sys::KeptOpenFiles>(*m_roots[0], (limit - kReserved) * 3 / 4);
+  if (m_roots[0]->is_this_system()) m_counters = sys::live_task_counters((limit - kReserved) / 4);
 }
 
 Taken Sampler::take() {
@@ -17,8 +20,10 @@ Taken Sampler::take() {
   bool numa_maps = m_options.mem_every && m_taken % m_options.mem_every == 0;
   ++m_taken;
   auto before = m_clock.now();
-  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection), {numa_maps, m_kept.get()});
-  if (m_kept) m_kept->sweep();  // threads that ended: their files close
+  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection), {numa_maps, m_kept.get(), m_counters.get()});
+  // Threads that ended: their files and counters close.
+  if (m_kept) m_kept->sweep();
+  if (m_counters) m_counters->sweep();
   auto after = m_clock.now();
   Taken t;
   t.snapshot.t = std::chrono::duration<double>(before - m_start).count();

@@ -15,12 +15,6 @@ namespace {
 using probe::ProcessState;
 using probe::ThreadState;
 
-std::string env_of(const ProcessState& p, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (auto it = p.env.find(n); it != p.env.end() && !it->second.empty()) return it->second;
-  return "";
-}
-
 // Shares are 0-1: rounding by +0.5 keeps libm (lround) out of the binary every `exec` starts.
 std::string percent(double share) { return std::to_string(int(share * 100 + 0.5)) + " %"; }
 
@@ -122,9 +116,9 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     RankInterval r;
     r.pid = cur.pid;
     r.comm = cur.comm;
-    r.rank = env_of(cur, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"});
-    r.local_rank = env_of(cur, {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "GPUBIND_LOCAL_RANK"});
-    r.job = env_of(cur, {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"});
+    r.rank = check::global_rank_of(cur);
+    r.local_rank = check::local_rank_of(cur);
+    r.job = check::job_of(cur);
     r.gpus = pr.gpus;
     r.threads = unsigned(cur.threads.size());
     r.started = prev_process == nullptr;

@@ -176,4 +176,22 @@ else fail "check with an unreadable environ: exit $rc, out: $(cat "$WORK/out"), 
 kill $a $b 2>/dev/null
 wait $a $b 2>/dev/null
 
+# --- watch: perf counters refused (a seccomp filter, perf_event_paranoid) -> /proc's files, same verdict
+if [ "$(nproc)" -ge 2 ] && grep -q nr_migrations /proc/self/sched 2>/dev/null; then
+  sh -c 'while :; do :; done' & busy=$!
+  ( for i in $(seq 30); do taskset -pc $((i % 2)) $busy >/dev/null 2>&1; sleep 0.1; done ) & mover=$!
+  fault gpubind/perf_event_open,$EACCES -- "$GPUBIND" watch --pid $busy --count 2 --interval 1 --json
+  kill $mover $busy 2>/dev/null
+  wait $mover $busy 2>/dev/null
+  ok=$(/usr/bin/python3 -c "
+import json
+r = [json.loads(l) for l in open('$WORK/out')][-1]['ranks'][0]
+print(int(r['migrations'] >= 5 and 'MIGRATING' in r['seen']))" 2>/dev/null)
+  if [ $rc = 3 ] && [ "$ok" = 1 ] && [ ! -s "$WORK/err" ]; then
+    pass "watch: perf_event_open refused (EACCES) -> migrations from /proc's sched, MIGRATING, exit 3"
+  else fail "watch without perf counters: exit $rc, out: $(tail -c 600 "$WORK/out"), err: $(cat "$WORK/err")"; fi
+else
+  echo "skipped: watch without perf counters (needs 2 CPUs and se.nr_migrations in /proc's sched)"
+fi
+
 finish

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "../../support/fake_tree.hpp"
 
 namespace gpubind::probe {
@@ -39,6 +41,85 @@ TEST(Probe, ThreadStateFromProcFiles) {
   EXPECT_EQ(p->threads[0].migrations, 42u);
   EXPECT_EQ(p->threads[0].voluntary_switches, 7u);
   EXPECT_EQ(p->threads[0].involuntary_switches, 2u);
+}
+
+namespace {
+// Counters a test sets: allowed CPUs and counts per thread id; what the probe asked is recorded.
+class FakeTaskCounters final : public sys::TaskCounters {
+ public:
+  std::map<int, CpuSet> allowed;
+  std::map<int, Counts> values;
+  std::vector<std::pair<int, uint64_t>> asked;  // (tid, start time)
+  std::optional<CpuSet> allowed_cpus(int tid) override {
+    auto it = allowed.find(tid);
+    return it == allowed.end() ? std::nullopt : std::optional<CpuSet>(it->second);
+  }
+  std::optional<Counts> counts(int tid, uint64_t start_time) override {
+    asked.emplace_back(tid, start_time);
+    auto it = values.find(tid);
+    return it == values.end() ? std::nullopt : std::optional<Counts>(it->second);
+  }
+  void sweep() override {}
+};
+}  // namespace
+
+TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
+  gpubind::testing::FakeTree t;
+  process(t, 77, "my (odd) name", "2-3", 3);
+  // The thread's start time (stat field 22) is what tells a reused thread id.
+  std::string stat = "77 (my (odd) name) S 1";
+  for (int f = 2; f < 45; ++f) stat += " " + std::to_string(f == 36 ? 3 : f == 19 ? 5555 : f == 11 ? 7 : f == 12 ? 1 : 0);
+  t.file("proc/77/task/77/stat", stat + "\n");
+  FakeTaskCounters counters;
+  counters.allowed[77] = CpuSet::of({1});  // re-pinned since: status is not what is read
+  counters.values[77] = {123'000'000, 9};
+  auto root = sys::open_fsroot(t.root());
+  ProbeOptions options;
+  options.counters = &counters;
+  auto p = probe_process(**root, 77, options);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_EQ(p->threads.size(), 1u);
+  const ThreadState& th = p->threads[0];
+  EXPECT_EQ(th.comm, "my (odd) name");
+  EXPECT_EQ(th.cpus_allowed.to_list(), "1");
+  EXPECT_EQ(th.mems_allowed.to_list(), "0");  // the process's
+  EXPECT_EQ(th.last_cpu, 3u);
+  EXPECT_EQ(th.run_ns, 123'000'000u);
+  EXPECT_EQ(th.migrations, 9u);
+  EXPECT_EQ(th.voluntary_switches, std::nullopt);
+  EXPECT_EQ(counters.asked, (std::vector<std::pair<int, uint64_t>>{{77, 5555}}));
+}
+
+TEST(Probe, LightProbeReadsSchedstatAndSchedWhereNoCounterIsAttached) {
+  gpubind::testing::FakeTree t;
+  process(t, 78, "worker", "0-1", 1);
+  t.file("proc/78/task/78/schedstat", "4500000 100 7\n");
+  FakeTaskCounters counters;
+  counters.allowed[78] = CpuSet::of({0, 1});
+  auto root = sys::open_fsroot(t.root());
+  ProbeOptions options;
+  options.counters = &counters;
+  auto p = probe_process(**root, 78, options);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->threads[0].run_ns, 4'500'000u);
+  EXPECT_EQ(p->threads[0].migrations, 42u);  // sched's se.nr_migrations
+}
+
+TEST(Probe, LightProbeDropsAThreadThatEndedBetweenItsReads) {
+  gpubind::testing::FakeTree t;
+  process(t, 79, "main", "0", 0);
+  std::string stat = "80 (helper) S 1";
+  for (int f = 2; f < 45; ++f) stat += " 0";
+  t.file("proc/79/task/80/stat", stat + "\n");
+  FakeTaskCounters counters;
+  counters.allowed[79] = CpuSet::of({0});  // 80 is gone by the time its CPUs are asked
+  auto root = sys::open_fsroot(t.root());
+  ProbeOptions options;
+  options.counters = &counters;
+  auto p = probe_process(**root, 79, options);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_EQ(p->threads.size(), 1u);
+  EXPECT_EQ(p->threads[0].tid, 79);
 }
 
 TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {

@@ -1,0 +1,125 @@
+#include "sys/task_counters.hpp"
+
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <unordered_map>
+
+#include "sys/affinity.hpp"
+#include "sys/fault.hpp"
+
+namespace gpubind::sys {
+
+namespace {
+
+// A group of two per-thread software counters, on any CPU: task-clock (the leader: CPU time in
+// ns) and cpu-migrations. The kernel counts a migration when the thread next runs, on its new
+// CPU, so a thread moved twice while it waited on a run queue counts once: the migrations that
+// cost it its caches. Both happen in the scheduler, in kernel mode: excluding the kernel would
+// count nothing. Returns the leader's fd and sets `member`, or -1 with errno.
+int open_counter_group(int tid, int& member) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.read_format = PERF_FORMAT_GROUP;
+  auto open = [&](int group) {
+    return int(faultable("gpubind/perf_event_open", [&] {
+      return ::syscall(SYS_perf_event_open, &attr, tid, -1, group, PERF_FLAG_FD_CLOEXEC);
+    }));
+  };
+  int leader = open(-1);
+  if (leader < 0) return -1;
+  attr.config = PERF_COUNT_SW_CPU_MIGRATIONS;
+  member = open(leader);
+  if (member < 0) {
+    int e = errno;
+    ::close(leader);
+    errno = e;
+    return -1;
+  }
+  return leader;
+}
+
+class LiveTaskCounters final : public TaskCounters {
+ public:
+  explicit LiveTaskCounters(size_t max_open) : m_max(max_open) {}
+  ~LiveTaskCounters() override {
+    for (auto& [tid, c] : m_counters) close(c);
+  }
+
+  std::optional<CpuSet> allowed_cpus(int tid) override {
+    auto set = thread_affinity(tid);
+    if (!set) return std::nullopt;
+    return *set;
+  }
+
+  std::optional<Counts> counts(int tid, uint64_t start_time) override {
+    auto it = m_counters.find(tid);
+    if (it != m_counters.end() && it->second.start_time != start_time) {
+      close(it->second);
+      m_counters.erase(it);
+      it = m_counters.end();
+    }
+    if (it == m_counters.end()) {
+      Group g;
+      g.start_time = start_time;
+      if (!m_refused && m_open + 2 <= m_max) {
+        g.leader = open_counter_group(tid, g.member);
+        if (g.leader < 0) {
+          if (errno == ESRCH) return std::nullopt;  // the thread is gone
+          // Refused for every thread (not allowed, not built in); only this one at the file limit.
+          if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
+        } else {
+          m_open += 2;
+        }
+      }
+      it = m_counters.emplace(tid, g).first;
+    }
+    Group& g = it->second;
+    g.used = true;
+    if (g.leader < 0) return std::nullopt;
+    uint64_t values[3] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
+    if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != 2) return std::nullopt;
+    return Counts{values[1], values[2]};
+  }
+
+  void sweep() override {
+    for (auto it = m_counters.begin(); it != m_counters.end();) {
+      if (it->second.used) {
+        it->second.used = false;
+        ++it;
+        continue;
+      }
+      close(it->second);
+      it = m_counters.erase(it);
+    }
+  }
+
+ private:
+  struct Group {
+    int leader = -1;  // -1: none could be attached; the caller reads /proc for this thread
+    int member = -1;
+    uint64_t start_time = 0;
+    bool used = true;
+  };
+  void close(Group& g) {
+    if (g.leader < 0) return;
+    ::close(g.member);
+    ::close(g.leader);
+    m_open -= 2;
+    g.leader = g.member = -1;
+  }
+  size_t m_max;
+  size_t m_open = 0;
+  bool m_refused = false;
+  std::unordered_map<int, Group> m_counters;
+};
+
+}  // namespace
+
+std::unique_ptr<TaskCounters> live_task_counters(size_t max_open) { return std::make_unique<LiveTaskCounters>(max_open); }
+
+}  // namespace gpubind::sys

@@ -1,0 +1,41 @@
+#pragma once
+// What watch reads of every thread of the live system at each sample without regenerating a
+// /proc file: the CPUs it may run on (sched_getaffinity: one syscall instead of `status`, about
+// 8 us per thread here), and its CPU time and migrations (a group of two perf software counters,
+// task-clock and cpu-migrations, read together in one read(): about 1 us, instead of generating
+// `schedstat` and `sched`, 10 us). An interface, so the probe's use of it is tested with a fake;
+// live_task_counters() is the real one.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "util/cpuset.hpp"
+
+namespace gpubind::sys {
+
+class TaskCounters {
+ public:
+  virtual ~TaskCounters() = default;
+  // The thread's allowed CPUs; nullopt when it is gone.
+  virtual std::optional<CpuSet> allowed_cpus(int tid) = 0;
+  struct Counts {
+    uint64_t run_ns = 0;      // CPU time
+    uint64_t migrations = 0;  // moves to another CPU, counted when the thread next runs there
+  };
+  // The thread's counts since its counters were attached: at the first call for this thread, or
+  // afresh when `start_time` (stat field 22) differs from the last call's, which means the id now
+  // belongs to a new thread. nullopt where no counter can be attached (perf_event_paranoid above
+  // 1 without CAP_PERFMON, a seccomp filter, no CONFIG_PERF_EVENTS, the open-file limit): the
+  // caller reads /proc's `schedstat` and `sched` for that thread instead, for as long as it lives.
+  virtual std::optional<Counts> counts(int tid, uint64_t start_time) = 0;
+  // Closes the counters of threads not asked about since the last sweep.
+  virtual void sweep() = 0;
+};
+
+// Counters of this system's threads; at most `max_open` perf counters open at once (two per thread).
+std::unique_ptr<TaskCounters> live_task_counters(size_t max_open);
+
+// The CPUs thread `tid` may run on (0: the calling thread).
+Result<CpuSet> thread_affinity(int tid);
+
+}  // namespace gpubind::sys
