@@ -112,6 +112,7 @@ int cmd_watch(const std::vector<std::string>& args) {
       fail(e, kExitFailure);
       errors = true;
     }
+    print_warnings(t.notes, false);
     seen_any = seen_any || !t.snapshot.processes.empty();
     if (taken == 0 && t.snapshot.processes.empty())
       std::fprintf(stderr, "gpubind: watch: no process matches yet; watching for one\n");

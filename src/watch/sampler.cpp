@@ -27,7 +27,11 @@ Taken Sampler::take() {
   auto after = m_clock.now();
   Taken t;
   t.snapshot.t = std::chrono::duration<double>(before - m_start).count();
-  for (const probe::ProcessState& p : probed.states) m_seen.insert(p.pid);
+  for (const probe::ProcessState& p : probed.states) {
+    m_seen.insert(p.pid);
+    for (const std::string& n : p.notes)
+      if (m_noted.emplace(p.pid, n).second) t.notes.push_back("PID " + std::to_string(p.pid) + " (" + p.comm + "): " + n);
+  }
   t.snapshot.processes = std::move(probed.states);
   for (size_t i = 0; i < probed.errors.size(); ++i) {
     int pid = probed.error_pids[i];

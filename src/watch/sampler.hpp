@@ -3,6 +3,8 @@
 // restart or exit are followed), each probed through an FsRoot, the time from a sys::Clock.
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "probe/select.hpp"
@@ -21,6 +23,9 @@ struct SamplerOptions {
 struct Taken {
   Snapshot snapshot;
   std::vector<Error> errors;  // named processes that cannot be read
+  // What could not be read of a process that was (its environment or open files, another
+  // user's): "PID 42 (python): environment not readable (Permission denied)", once per process.
+  std::vector<std::string> notes;
   double cost_seconds = 0;    // the sample's own time on the clock
 };
 
@@ -44,6 +49,7 @@ class Sampler {
   unsigned m_taken = 0;
   std::set<int> m_seen;      // every PID a sample found
   std::set<int> m_reported;  // PIDs whose error was reported
+  std::set<std::pair<int, std::string>> m_noted;  // (PID, note) reported
   std::unique_ptr<sys::KeptOpenFiles> m_kept;
   std::unique_ptr<sys::TaskCounters> m_counters;  // the live system only
 };

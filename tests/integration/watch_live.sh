@@ -78,6 +78,45 @@ assert "MIGRATING" in r["seen"], r
 assert "DRIFTED" in r["seen"], r               # its allowed CPUs changed, too
 PY
 
+# Another user's process: what that user may not read (its environment, open files, numa_maps) is
+# reported once per process, and the process is still watched. The unprivileged user is created
+# for the test and removed after it.
+if [ "$(id -u)" != 0 ]; then
+  echo "skipped: another user's process (needs root to create a user)"
+elif ! command -v useradd >/dev/null || ! command -v runuser >/dev/null; then
+  echo "skipped: another user's process (needs useradd and runuser: passwd, util-linux)"
+else
+  other=gbwatch$$
+  if useradd -M -r -s /usr/sbin/nologin "$other"; then
+    sleep 60 &
+    theirs=$!
+    cache=$(mktemp -d) && chown "$other" "$cache"
+    runuser -u "$other" -- env GPUBIND_CACHE_DIR="$cache" "$GPUBIND" watch --pid $theirs --count 2 --interval 0.2 --json \
+      >"$WORK/perm" 2>"$WORK/perm.err"
+    rc=$?
+    kill $theirs 2>/dev/null
+    wait $theirs 2>/dev/null
+    userdel "$other" 2>/dev/null
+    rm -rf "$cache"
+    env_note="gpubind: warning: PID $theirs (sleep): environment not readable (Permission denied)"
+    fd_note="gpubind: warning: PID $theirs (sleep): open files not readable (Permission denied): GPUs unknown"
+    maps_note="gpubind: warning: PID $theirs (sleep): numa_maps not readable (Permission denied)"
+    /usr/bin/python3 - "$WORK/perm" "$theirs" <<'PY' && [ $rc = 0 ] && [ "$(grep -cxF "$env_note" "$WORK/perm.err")" = 1 ] \
+      && [ "$(grep -cxF "$fd_note" "$WORK/perm.err")" = 1 ] && [ "$(grep -cxF "$maps_note" "$WORK/perm.err")" = 1 ] \
+      && [ "$(wc -l <"$WORK/perm.err")" = 3 ] \
+      && pass "another user's process: environment, open files and numa_maps reported once each, still watched for 2 intervals" \
+      || fail "another user's process: rc $rc: $(cat "$WORK/perm.err" "$WORK/perm")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+intervals = [l for l in lines if l["type"] == "interval"]
+assert len(intervals) == 2, lines
+assert all([r["pid"] for r in l["ranks"]] == [int(sys.argv[2])] for l in intervals), lines
+PY
+  else
+    echo "skipped: another user's process (useradd $other failed)"
+  fi
+fi
+
 # On a terminal (script(1) gives it one) each interval redraws the screen; --no-tty appends.
 if command -v script >/dev/null; then
   script -qfec "$GPUBIND watch --self --count 2 --interval 0.2" /dev/null >"$WORK/tty" 2>&1
