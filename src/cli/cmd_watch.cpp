@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "render/json_text.hpp"
@@ -99,7 +100,20 @@ int cmd_watch(const std::vector<std::string>& args) {
     endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
   }
 
-  watch::Sampler sampler(tree, clock, {*sel, mem_every});
+  // GPU utilization from NVML, on the live system when it has NVIDIA GPUs; without the library (or
+  // when it fails) one note, and the rest works.
+  watch::SamplerOptions sampling{*sel, mem_every, {}};
+  std::unique_ptr<discover::GpuRuntime> runtime;
+  bool nvidia = std::any_of(topo->gpus.begin(), topo->gpus.end(), [](const topo::Gpu& g) { return g.vendor == topo::Vendor::nvidia; });
+  if (roots.empty() && nvidia) {
+    if (auto r = discover::open_nvml()) {
+      runtime = std::move(*r);
+      sampling.gpu_usage = [&runtime] { return runtime->usage(); };
+    } else {
+      print_warnings({"GPU utilization unknown: " + r.error().message()}, false);
+    }
+  }
+  watch::Sampler sampler(tree, clock, std::move(sampling));
   watch::Watcher watcher(*topo, th);
   // On a terminal the latest interval replaces the one before (clear and home, as top does);
   // into a pipe or a file every interval is appended.

@@ -26,6 +26,13 @@ struct ThreadState {
   std::optional<uint64_t> run_ns;          // CPU time so far: schedstat, else stat utime+stime
 };
 
+// One GPU's use, from its runtime library (NVML): filled by discover's GpuRuntime, judged by watch.
+struct GpuUsage {
+  std::string pci;                    // "0000:18:00.0"
+  std::optional<double> utilization;  // 0-1: the busy share of the library's last sample period
+  std::optional<uint64_t> memory_used, memory_total;  // bytes
+};
+
 struct ProcessState {
   int pid = 0;
   int ppid = 0;

@@ -49,6 +49,10 @@ const Family kFamilies[] = {
      "Spread of the ranks' CPU time in the last interval, (max - min) / max, 0-1; absent while ranks are idle"},
     {"gpubind_watch_intervals_total", "counter", "Intervals watch has judged"},
     {"gpubind_watch_sample_seconds", "gauge", "Time the last sample took (reading /proc for every target)"},
+    {"gpubind_gpu_utilization_ratio", "gauge", "Busy share of the GPU in its runtime library's last sample period, 0-1 (NVML)"},
+    {"gpubind_gpu_memory_used_bytes", "gauge", "Memory used on the GPU (NVML)"},
+    {"gpubind_node_gpu_imbalance_ratio", "gauge",
+     "Spread of the utilization of the GPUs the ranks hold, max - min, 0-1; absent while they are idle or unknown"},
 };
 
 void header(std::string& out, const Family& f) {
@@ -106,6 +110,19 @@ std::string metrics_text(const MetricsInput& in) {
   per_node(kFamilies[7], in.last ? in.last->imbalance : std::nullopt);
   per_node(kFamilies[8], double(in.summary ? in.summary->intervals : 0));
   per_node(kFamilies[9], in.sample_seconds);
+  // Per GPU, when the runtime library gives it.
+  auto per_gpu = [&](const Family& f, auto value) {
+    header(out, f);
+    if (!in.last) return;
+    for (const probe::GpuUsage& g : in.last->gpus)
+      if (std::optional<double> v = value(g))
+        out += std::string(f.name) + "{node=\"" + label_value(in.node) + "\",gpu=\"" + label_value(g.pci) + "\"} " + number(*v) + "\n";
+  };
+  per_gpu(kFamilies[10], [](const probe::GpuUsage& g) { return g.utilization; });
+  per_gpu(kFamilies[11], [](const probe::GpuUsage& g) {
+    return g.memory_used ? std::optional<double>(double(*g.memory_used)) : std::nullopt;
+  });
+  per_node(kFamilies[12], in.last ? in.last->gpu_imbalance : std::nullopt);
   return out;
 }
 

@@ -53,12 +53,13 @@ std::string interval_text(const watch::Interval& iv) {
   std::string head = "interval " + std::to_string(iv.index) + " (" + fixed(iv.start, 1) + "-" + fixed(iv.end, 1) + " s): " +
                      std::to_string(iv.ranks.size()) + " process(es)";
   if (iv.imbalance) head += ", CPU time imbalance " + share(iv.imbalance);
+  if (iv.gpu_imbalance) head += ", GPU utilization spread " + share(iv.gpu_imbalance);
   std::string out = head + "\n";
   if (!iv.ranks.empty()) {
-    TextTable t({"PID", "RANK", "COMMAND", "GPU", "THREADS", "CPU-S", "MIGR/S", "CROSS-NUMA", "REMOTE-MEM", "FINDINGS"});
+    TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CROSS-NUMA", "REMOTE-MEM", "FINDINGS"});
     for (const watch::RankInterval& r : iv.ranks)
       t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm), r.gpus.empty() ? "-" : join(r.gpus, ","),
-             std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
+             share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
              share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
@@ -91,12 +92,22 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
   j["end"] = iv.end;
   j["imbalance"] = optional_number(iv.imbalance);
   j["cpu_cv"] = optional_number(iv.cpu_cv);
+  j["gpu_imbalance"] = optional_number(iv.gpu_imbalance);
+  j["gpus"] = nlohmann::ordered_json::array();
+  for (const probe::GpuUsage& g : iv.gpus) {
+    auto bytes = [](const std::optional<uint64_t>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
+    j["gpus"].push_back({{"pci", g.pci},
+                         {"utilization", optional_number(g.utilization)},
+                         {"memory_used_bytes", bytes(g.memory_used)},
+                         {"memory_total_bytes", bytes(g.memory_total)}});
+  }
   j["ranks"] = nlohmann::ordered_json::array();
   for (const watch::RankInterval& r : iv.ranks) {
     nlohmann::ordered_json e = rank_object(r);
     e["threads"] = r.threads;
     e["new"] = r.started;
     e["cpu_seconds"] = r.cpu_seconds;
+    e["gpu_utilization"] = optional_number(r.gpu_utilization);
     e["migrations"] = r.migrations;
     e["migrations_per_second"] = r.migrations_per_second;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);

@@ -24,8 +24,11 @@ Taken Sampler::take() {
   // Threads that ended: their files and counters close.
   if (m_kept) m_kept->sweep();
   if (m_counters) m_counters->sweep();
+  std::vector<probe::GpuUsage> gpus;
+  if (m_options.gpu_usage) gpus = m_options.gpu_usage();
   auto after = m_clock.now();
   Taken t;
+  t.snapshot.gpus = std::move(gpus);
   t.snapshot.t = std::chrono::duration<double>(before - m_start).count();
   for (const probe::ProcessState& p : probed.states) {
     m_seen.insert(p.pid);

@@ -1,6 +1,7 @@
 #pragma once
 // Taking the snapshots `watch` judges: the targets re-resolved at every sample (ranks that start,
 // restart or exit are followed), each probed through an FsRoot, the time from a sys::Clock.
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,6 +19,8 @@ namespace gpubind::watch {
 struct SamplerOptions {
   probe::Selection selection;
   unsigned mem_every = 10;  // read numa_maps every Nth sample (costly); 0: never
+  // Every GPU's use now, from the GPU runtime library (discover::GpuRuntime); empty: none.
+  std::function<std::vector<probe::GpuUsage>()> gpu_usage;
 };
 
 struct Taken {

@@ -230,6 +230,47 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     }
   }
 
+  // GPU utilization, where the runtime library gives it: each rank's GPUs' mean, and the spread
+  // across the GPUs the ranks hold.
+  iv.gpus = s.gpus;
+  std::map<std::string, double> util;
+  for (const probe::GpuUsage& g : s.gpus)
+    if (g.utilization) util[g.pci] = *g.utilization;
+  std::map<std::string, double> held;
+  for (RankInterval& r : iv.ranks) {
+    double sum = 0;
+    unsigned known = 0;
+    for (const std::string& pci : r.gpus)
+      if (auto it = util.find(pci); it != util.end()) {
+        sum += it->second;
+        ++known;
+        if (is_rank(r)) held[pci] = it->second;
+      }
+    if (known) r.gpu_utilization = sum / known;
+  }
+  if (held.size() >= 2) {
+    auto [lo, hi] = std::minmax_element(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (hi->second >= kMinBusyShare) {
+      iv.gpu_imbalance = hi->second - lo->second;
+      if (*iv.gpu_imbalance > m_th.imbalance)
+        for (RankInterval& r : iv.ranks)
+          if (is_rank(r)) {
+            char line[200];
+            std::snprintf(line, sizeof line, "GPUs' utilization differs by %d points (%s at %d %%, %s at %d %%)",
+                          int(*iv.gpu_imbalance * 100 + 0.5), lo->first.c_str(), int(lo->second * 100 + 0.5), hi->first.c_str(),
+                          int(hi->second * 100 + 0.5));
+            // One reason per finding: with the CPU time's, both in one line.
+            auto at = std::find(r.findings.begin(), r.findings.end(), Finding::imbalance);
+            if (at == r.findings.end()) {
+              r.findings.push_back(Finding::imbalance);
+              r.reasons.push_back(line);
+            } else {
+              r.reasons[size_t(at - r.findings.begin())] += std::string("; ") + line;
+            }
+          }
+    }
+  }
+
   // Totals for the summary.
   for (const RankInterval& r : iv.ranks) {
     Totals& tot = m_totals[r.pid];

@@ -19,7 +19,10 @@
 //   imbalance      the ranks' CPU time in the interval differs by more than imbalance of the
 //                  busiest: (max - min) / max; a node-wide finding, on every rank. Ranks are the
 //                  processes with a GPU or a launcher's rank variable (not a launcher itself).
-//                  Judged when the busiest rank ran at least kMinBusyShare of the interval
+//                  Judged when the busiest rank ran at least kMinBusyShare of the interval.
+//                  Also when the ranks' GPUs' utilization (from the runtime library) differs by
+//                  more than imbalance: max - min, judged when the busiest GPU is at least
+//                  kMinBusyShare busy (the seed's "some GPUs at 100 %, others idle")
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +36,7 @@ namespace gpubind::watch {
 struct Snapshot {
   double t = 0;  // seconds since watch started
   std::vector<probe::ProcessState> processes;
+  std::vector<probe::GpuUsage> gpus;  // from the GPU runtime library; empty without one
 };
 
 inline constexpr double kMinBusyShare = 0.1;
@@ -58,6 +62,7 @@ struct RankInterval {
   uint64_t migrations = 0;
   double migrations_per_second = 0;
   double cpu_seconds = 0;               // CPU time of all its threads in the interval
+  std::optional<double> gpu_utilization;  // mean of its GPUs' utilization, when the runtime says
   std::optional<double> cross_numa;     // nullopt: GPU locality unknown, or the rank was idle
   std::optional<double> cross_socket;
   std::optional<double> remote_memory;  // nullopt: numa_maps not read, or locality unknown
@@ -73,6 +78,8 @@ struct Interval {
   std::vector<int> exited;          // PIDs seen in the previous snapshot and gone now
   std::optional<double> imbalance;  // (max - min) / max of the ranks' CPU time; nullopt under 2 busy ranks
   std::optional<double> cpu_cv;     // coefficient of variation of the same
+  std::vector<probe::GpuUsage> gpus;    // every GPU's use at the interval's end (runtime library)
+  std::optional<double> gpu_imbalance;  // max - min utilization of the ranks' GPUs; nullopt under 2 known
 };
 
 struct RankSummary {

@@ -110,7 +110,8 @@ def h100_watch(step):
     """`gpubind watch --root` replays these three samples, one second apart, of an 8-rank job
     (gpubind launch, PID 1000): every thread runs 0.5 s per second on its GPU's node, except
     rank 3, whose threads run on socket 1 from the second sample on, migrating 30 times a second;
-    rank 5, re-pinned to its whole socket before the third sample; rank 7, gone at the third."""
+    rank 5, re-pinned to its whole socket before the third sample; rank 7, gone at the third.
+    Every rank's memory is 98 % on its GPU's node."""
     t = Tree(f"watch-h100/{step}")
     t.nvidia(H100_GPUS)
     t.process(1000, "gpubind", "0-223", [(1000, "gpubind", "0-223", 5, 3)], [], cmd=["gpubind", "launch", "--", "python", "train.py"])
@@ -132,7 +133,8 @@ def h100_watch(step):
         threads = [(2000 + 10 * r, "python", thread_cpus, last[0], mig[0], ticks),
                    (2001 + 10 * r, "pt_main_thread", thread_cpus, last[1], mig[1], ticks)]
         t.process(2000 + 10 * r, "python", thread_cpus, threads, [f"/dev/nvidia{r}", "/dev/nvidiactl", "/dev/nvidia-uvm"],
-                  env=env, ppid=1000, cmd=["python", "train.py", "--local-rank", str(r)])
+                  env=env, ppid=1000, numa=[(r // 4, 50000), (1 - r // 4, 1200)],
+                  cmd=["python", "train.py", "--local-rank", str(r)])
 
 
 def main():

@@ -46,7 +46,7 @@ probe::ProcessState process(int pid, const std::string& gpu, std::vector<T> thre
   return p;
 }
 
-Snapshot at(double t, std::vector<probe::ProcessState> ps) { return {t, std::move(ps)}; }
+Snapshot at(double t, std::vector<probe::ProcessState> ps, std::vector<probe::GpuUsage> gpus = {}) { return {t, std::move(ps), std::move(gpus)}; }
 
 bool has(const RankInterval& r, Finding f) { return std::find(r.findings.begin(), r.findings.end(), f) != r.findings.end(); }
 
@@ -217,6 +217,61 @@ TEST(Watch, ImbalanceIsNotJudgedAmongIdleRanks) {
   auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 0.05}}, "0"), process(20, kGpu0, {{20, 4, 0, 0}}, "1")}));
   EXPECT_FALSE(iv->imbalance.has_value());
   EXPECT_TRUE(iv->ranks[0].findings.empty());
+}
+
+}  // namespace gpubind::watch
+
+namespace gpubind::watch {
+
+namespace {
+probe::GpuUsage usage(const std::string& pci, double utilization) {
+  probe::GpuUsage g;
+  g.pci = pci;
+  g.utilization = utilization;
+  return g;
+}
+}  // namespace
+
+TEST(Watch, ImbalanceWhenTheRanksGpusUtilizationSpreadsBeyondTheThreshold) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  const std::string gpu1 = "0000:2a:00.0";
+  // Equal CPU time (no CPU imbalance); GPU 0 at 97 %, GPU 1 at 20 %: 77 points apart.
+  auto ranks = [&](double s) {
+    return std::vector<probe::ProcessState>{process(10, kGpu0, {{10, 3, 0, s}}, "0"), process(20, gpu1, {{20, 4, 0, s}}, "1")};
+  };
+  w.observe(at(0, ranks(0)));
+  auto iv = w.observe(at(1, ranks(1), {usage(kGpu0, 0.97), usage(gpu1, 0.20), usage("0000:3a:00.0", 0.0)}));
+  ASSERT_TRUE(iv->gpu_imbalance.has_value());
+  EXPECT_NEAR(*iv->gpu_imbalance, 0.77, 1e-9);  // the idle GPU no rank holds is not counted
+  EXPECT_EQ(iv->gpus.size(), 3u);
+  for (const RankInterval& r : iv->ranks) {
+    EXPECT_TRUE(has(r, Finding::imbalance));
+    EXPECT_EQ(r.findings.size(), r.reasons.size());
+  }
+  const RankInterval& r0 = iv->ranks[0].pid == 10 ? iv->ranks[0] : iv->ranks[1];
+  EXPECT_NEAR(*r0.gpu_utilization, 0.97, 1e-9);
+  // 90 % and 80 %: within the threshold.
+  iv = w.observe(at(2, ranks(2), {usage(kGpu0, 0.9), usage(gpu1, 0.8)}));
+  EXPECT_FALSE(has(iv->ranks[0], Finding::imbalance));
+}
+
+TEST(Watch, GpuImbalanceIsNotJudgedWhenTheGpusAreIdleOrUnknown) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  const std::string gpu1 = "0000:2a:00.0";
+  auto ranks = [&](double s) {
+    return std::vector<probe::ProcessState>{process(10, kGpu0, {{10, 3, 0, s}}, "0"), process(20, gpu1, {{20, 4, 0, s}}, "1")};
+  };
+  w.observe(at(0, ranks(0)));
+  auto iv = w.observe(at(1, ranks(1), {usage(kGpu0, 0.05), usage(gpu1, 0.0)}));  // both idle
+  EXPECT_FALSE(iv->gpu_imbalance.has_value());
+  iv = w.observe(at(2, ranks(2), {usage(kGpu0, 0.97)}));  // one GPU known
+  EXPECT_FALSE(iv->gpu_imbalance.has_value());
+  EXPECT_FALSE(iv->ranks[0].gpu_utilization.has_value() && iv->ranks[1].gpu_utilization.has_value());
+  iv = w.observe(at(3, ranks(3)));  // no runtime library
+  EXPECT_FALSE(iv->gpu_imbalance.has_value());
+  EXPECT_TRUE(iv->gpus.empty());
 }
 
 }  // namespace gpubind::watch

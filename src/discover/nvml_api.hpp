@@ -1,0 +1,52 @@
+#pragma once
+// The few NVML entry points gpubind calls, declared here from NVIDIA's public NVML API reference
+// (no NVIDIA header is packaged in Debian). libnvidia-ml.so.1 is loaded with dlopen, never linked.
+// Types keep NVML's layouts; names are gpubind's.
+#include <cstdint>
+
+namespace gpubind::discover::nvml {
+
+using Return = int;  // nvmlReturn_t
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorInsufficientSize = 7;
+
+struct DeviceOpaque;
+using Device = DeviceOpaque*;  // nvmlDevice_t
+
+struct PciInfo {           // nvmlPciInfo_t (the _v3 call's layout)
+  char bus_id_legacy[16];  // "0000:18:00.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;     // device id << 16 | vendor id
+  unsigned int pci_subsystem_id;
+  char bus_id[32];                // "00000000:18:00.0"
+};
+
+struct Utilization {  // nvmlUtilization_t: percent of the last sample period
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+struct Memory {  // nvmlMemory_t, bytes
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+// The calls, with the names the library exports.
+using InitFn = Return (*)();                                           // nvmlInit_v2
+using ShutdownFn = Return (*)();                                       // nvmlShutdown
+using ErrorStringFn = const char* (*)(Return);                         // nvmlErrorString
+using VersionFn = Return (*)(char*, unsigned int);                     // nvmlSystemGetNVMLVersion
+using CountFn = Return (*)(unsigned int*);                             // nvmlDeviceGetCount_v2
+using HandleFn = Return (*)(unsigned int, Device*);                    // nvmlDeviceGetHandleByIndex_v2
+using PciFn = Return (*)(Device, PciInfo*);                            // nvmlDeviceGetPciInfo_v3
+using TextFn = Return (*)(Device, char*, unsigned int);                // nvmlDeviceGetUUID, nvmlDeviceGetName
+using UtilizationFn = Return (*)(Device, Utilization*);                // nvmlDeviceGetUtilizationRates
+using MemoryFn = Return (*)(Device, Memory*);                          // nvmlDeviceGetMemoryInfo
+
+inline constexpr const char* kLibrary = "libnvidia-ml.so.1";
+
+}  // namespace gpubind::discover::nvml

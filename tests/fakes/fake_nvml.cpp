@@ -1,0 +1,108 @@
+// A fake libnvidia-ml.so.1 for tests: the NVML entry points gpubind calls, answering from the JSON
+// file named by GPUBIND_FAKE_NVML. Built by the test suite as build/tests/fake-nvml/libnvidia-ml.so.1;
+// a test puts that directory on LD_LIBRARY_PATH, so gpubind loads it through its real dlopen path.
+//   {"version": "12.535.54", "init_error": 0,
+//    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "utilization": 97,
+//              "memory_used": 1024, "memory_total": 2048, "utilization_error": 0}]}
+// An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+nlohmann::json& config() {
+  static nlohmann::json j = [] {
+    const char* path = std::getenv("GPUBIND_FAKE_NVML");
+    if (!path) return nlohmann::json::object();
+    std::ifstream in(path);
+    return nlohmann::json::parse(in, nullptr, false);
+  }();
+  return j;
+}
+
+int error_of(const nlohmann::json& j, const char* key) { return j.is_object() ? j.value(key, 0) : 0; }
+
+const nlohmann::json* device(void* d) {
+  auto i = reinterpret_cast<uintptr_t>(d);
+  const auto& gpus = config()["gpus"];
+  if (i == 0 || i > gpus.size()) return nullptr;
+  return &gpus[i - 1];
+}
+
+int copy(const std::string& s, char* out, unsigned len) {
+  if (s.size() + 1 > len) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return 0;
+}
+
+struct PciInfo {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+
+}  // namespace
+
+extern "C" {
+
+int nvmlInit_v2() {
+  if (config().is_discarded()) return 999;  // NVML_ERROR_UNKNOWN
+  return error_of(config(), "init_error");
+}
+int nvmlShutdown() { return 0; }
+const char* nvmlErrorString(int r) {
+  switch (r) {
+    case 0: return "Success";
+    case 3: return "Not Supported";
+    case 9: return "Driver Not Loaded";
+    case 999: return "Unknown Error";
+    default: return "Fake NVML error";
+  }
+}
+int nvmlSystemGetNVMLVersion(char* out, unsigned len) { return copy(config().value("version", "12.0"), out, len); }
+int nvmlDeviceGetCount_v2(unsigned* n) {
+  *n = unsigned(config().contains("gpus") ? config()["gpus"].size() : 0);
+  return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
+  if (!config().contains("gpus") || i >= config()["gpus"].size()) return 2;  // INVALID_ARGUMENT
+  *d = reinterpret_cast<void*>(uintptr_t(i) + 1);
+  return 0;
+}
+int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  std::memset(p, 0, sizeof *p);
+  std::string id = g->value("bus_id", "");
+  std::strncpy(p->bus_id, id.c_str(), sizeof p->bus_id - 1);
+  return 0;
+}
+int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
+  const auto* g = device(d);
+  return g ? copy(g->value("uuid", ""), out, len) : 2;
+}
+int nvmlDeviceGetName(void* d, char* out, unsigned len) {
+  const auto* g = device(d);
+  return g ? copy(g->value("name", ""), out, len) : 2;
+}
+int nvmlDeviceGetUtilizationRates(void* d, unsigned* util) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = error_of(*g, "utilization_error")) return e;
+  util[0] = g->value("utilization", 0u);
+  util[1] = 0;
+  return 0;
+}
+int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  mem[0] = g->value("memory_total", 0ull);
+  mem[2] = g->value("memory_used", 0ull);
+  mem[1] = mem[0] - mem[2];
+  return 0;
+}
+
+}  // extern "C"
