@@ -100,18 +100,15 @@ int cmd_watch(const std::vector<std::string>& args) {
     endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
   }
 
-  // GPU utilization from NVML, on the live system when it has NVIDIA GPUs; without the library (or
-  // when it fails) one note, and the rest works.
+  // GPU utilization from NVML and ROCm SMI, on the live system, for the vendors it has; a library
+  // missing (or failing) is one note, and the rest works.
   watch::SamplerOptions sampling{*sel, mem_every, {}};
-  std::unique_ptr<discover::GpuRuntime> runtime;
-  bool nvidia = std::any_of(topo->gpus.begin(), topo->gpus.end(), [](const topo::Gpu& g) { return g.vendor == topo::Vendor::nvidia; });
-  if (roots.empty() && nvidia) {
-    if (auto r = discover::open_nvml()) {
-      runtime = std::move(*r);
-      sampling.gpu_usage = [&runtime] { return runtime->usage(); };
-    } else {
-      print_warnings({"GPU utilization unknown: " + r.error().message()}, false);
-    }
+  discover::GpuRuntimes runtimes;
+  if (roots.empty()) {
+    auto has = [&](topo::Vendor v) { return std::any_of(topo->gpus.begin(), topo->gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
+    runtimes = discover::open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd));
+    print_warnings(runtimes.notes, false);
+    if (!runtimes.empty()) sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
   }
   watch::Sampler sampler(tree, clock, std::move(sampling));
   watch::Watcher watcher(*topo, th);

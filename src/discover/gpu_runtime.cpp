@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <rocm_smi/rocm_smi.h>
+
 #include "discover/nvml_api.hpp"
 #include "sys/module.hpp"
 #include "util/strings.hpp"
@@ -16,7 +18,50 @@ std::string normalize_bus_id(const std::string& bus_id) {
   return out;
 }
 
+std::string bus_id_of_bdfid(uint64_t bdfid) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%04x:%02x:%02x.%x", unsigned((bdfid >> 32) & 0xffff), unsigned((bdfid >> 8) & 0xff),
+                unsigned((bdfid >> 3) & 0x1f), unsigned(bdfid & 0x7));
+  return out;
+}
+
 namespace {
+
+// Binds a library's entry points by name: the first candidate file that loads is used for all.
+class Library {
+ public:
+  Library(const char* label, std::vector<std::string> candidates) : m_label(label), m_candidates(std::move(candidates)) {}
+  template <class Fn>
+  Status bind(Fn& fn, const char* name) {
+    if (m_path.empty()) {
+      std::string first_error;
+      for (const std::string& c : m_candidates) {
+        auto sym = sys::module_symbol(c, name);
+        if (sym) {
+          m_path = c;
+          fn = reinterpret_cast<Fn>(*sym);
+          return Ok{};
+        }
+        if (first_error.empty()) first_error = sym.error().why;  // the loader's message names the library
+      }
+      return Error{m_label, first_error};
+    }
+    auto sym = sys::module_symbol(m_path, name);
+    if (!sym) return Error{m_label, sym.error().why};
+    fn = reinterpret_cast<Fn>(*sym);
+    return Ok{};
+  }
+  // An entry point older libraries lack: nullptr then.
+  template <class Fn>
+  void bind_optional(Fn& fn, const char* name) {
+    if (!bind(fn, name)) fn = nullptr;
+  }
+
+ private:
+  const char* m_label;
+  std::vector<std::string> m_candidates;
+  std::string m_path;
+};
 
 class Nvml final : public GpuRuntime {
  public:
@@ -68,29 +113,27 @@ class Nvml final : public GpuRuntime {
         u.memory_used = mem.used;
         u.memory_total = mem.total;
       }
+      unsigned kb = 0;
+      if (m_pcie && m_pcie(d, nvml::kPcieTx, &kb) == nvml::kSuccess) u.pcie_tx = kb * 1024.0;
+      if (m_pcie && m_pcie(d, nvml::kPcieRx, &kb) == nvml::kSuccess) u.pcie_rx = kb * 1024.0;
       out.push_back(std::move(u));
     }
     return out;
   }
 
  private:
-  template <class Fn>
-  Status bind(Fn& fn, const char* name) {
-    auto sym = sys::module_symbol(nvml::kLibrary, name);
-    if (!sym) return Error{"NVML", sym.error().why};  // the loader's message names the library
-    fn = reinterpret_cast<Fn>(*sym);
-    return Ok{};
-  }
   Status resolve() {
-    for (Status s : {bind(m_init, "nvmlInit_v2"), bind(m_shutdown, "nvmlShutdown"), bind(m_error, "nvmlErrorString"),
-                     bind(m_version, "nvmlSystemGetNVMLVersion"), bind(m_count, "nvmlDeviceGetCount_v2"),
-                     bind(m_handle, "nvmlDeviceGetHandleByIndex_v2"), bind(m_pci, "nvmlDeviceGetPciInfo_v3"),
-                     bind(m_uuid, "nvmlDeviceGetUUID"), bind(m_name, "nvmlDeviceGetName"),
-                     bind(m_utilization, "nvmlDeviceGetUtilizationRates"), bind(m_memory, "nvmlDeviceGetMemoryInfo")})
+    Library lib("NVML", {nvml::kLibrary});
+    for (Status s : {lib.bind(m_init, "nvmlInit_v2"), lib.bind(m_shutdown, "nvmlShutdown"), lib.bind(m_error, "nvmlErrorString"),
+                     lib.bind(m_version, "nvmlSystemGetNVMLVersion"), lib.bind(m_count, "nvmlDeviceGetCount_v2"),
+                     lib.bind(m_handle, "nvmlDeviceGetHandleByIndex_v2"), lib.bind(m_pci, "nvmlDeviceGetPciInfo_v3"),
+                     lib.bind(m_uuid, "nvmlDeviceGetUUID"), lib.bind(m_name, "nvmlDeviceGetName"),
+                     lib.bind(m_utilization, "nvmlDeviceGetUtilizationRates"), lib.bind(m_memory, "nvmlDeviceGetMemoryInfo")})
       if (!s) {
         m_shutdown = nullptr;  // never initialised
         return s;
       }
+    lib.bind_optional(m_pcie, "nvmlDeviceGetPcieThroughput");
     return Ok{};
   }
   std::string text(nvml::Return r) const {
@@ -109,12 +152,124 @@ class Nvml final : public GpuRuntime {
   nvml::TextFn m_name = nullptr;
   nvml::UtilizationFn m_utilization = nullptr;
   nvml::MemoryFn m_memory = nullptr;
+  nvml::PcieThroughputFn m_pcie = nullptr;
   std::string m_describe = "NVML";
   std::vector<std::pair<nvml::Device, RuntimeGpu>> m_devices;
+};
+
+// ROCm SMI, its ABI from Debian's librocm-smi-dev header (the functions are declared there, never
+// linked: their types are taken with decltype).
+class RocmSmi final : public GpuRuntime {
+ public:
+  static Result<std::unique_ptr<GpuRuntime>> open() {
+    auto r = std::make_unique<RocmSmi>();
+    Library lib("ROCm SMI", {"librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
+                             "librocm_smi64.so", "/opt/rocm/lib/librocm_smi64.so"});
+    for (Status s : {lib.bind(r->m_init, "rsmi_init"), lib.bind(r->m_shutdown, "rsmi_shut_down"),
+                     lib.bind(r->m_error, "rsmi_status_string"), lib.bind(r->m_count, "rsmi_num_monitor_devices"),
+                     lib.bind(r->m_pci, "rsmi_dev_pci_id_get"), lib.bind(r->m_busy, "rsmi_dev_busy_percent_get"),
+                     lib.bind(r->m_used, "rsmi_dev_memory_usage_get"), lib.bind(r->m_total, "rsmi_dev_memory_total_get")})
+      if (!s) {
+        r->m_shutdown = nullptr;
+        return s.error();
+      }
+    lib.bind_optional(r->m_unique_id, "rsmi_dev_unique_id_get");
+    lib.bind_optional(r->m_name, "rsmi_dev_name_get");
+    lib.bind_optional(r->m_version, "rsmi_version_get");
+    if (rsmi_status_t st = r->m_init(0); st != RSMI_STATUS_SUCCESS) {
+      r->m_shutdown = nullptr;
+      return Error{"ROCm SMI", "rsmi_init: " + r->text(st)};
+    }
+    rsmi_version_t v{};
+    if (r->m_version && r->m_version(&v) == RSMI_STATUS_SUCCESS)
+      r->m_describe = "ROCm SMI " + std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
+    uint32_t count = 0;
+    if (rsmi_status_t st = r->m_count(&count); st != RSMI_STATUS_SUCCESS)
+      return Error{"ROCm SMI", "rsmi_num_monitor_devices: " + r->text(st)};
+    for (uint32_t i = 0; i < count && i < 4096; ++i) {
+      uint64_t bdfid = 0;
+      if (r->m_pci(i, &bdfid) != RSMI_STATUS_SUCCESS) continue;
+      RuntimeGpu g;
+      g.pci = bus_id_of_bdfid(bdfid);
+      uint64_t id = 0;
+      if (r->m_unique_id && r->m_unique_id(i, &id) == RSMI_STATUS_SUCCESS) {
+        char text[40];
+        std::snprintf(text, sizeof text, "GPU-%016llx", (unsigned long long)id);  // ROCR_VISIBLE_DEVICES' form
+        g.uuid = text;
+      }
+      char name[128] = {};
+      if (r->m_name && r->m_name(i, name, sizeof name) == RSMI_STATUS_SUCCESS) g.name = name;
+      r->m_devices.push_back({i, std::move(g)});
+    }
+    return std::unique_ptr<GpuRuntime>(std::move(r));
+  }
+  ~RocmSmi() override {
+    if (m_shutdown) m_shutdown();
+  }
+  std::string describe() const override { return m_describe; }
+  std::vector<RuntimeGpu> gpus() const override {
+    std::vector<RuntimeGpu> out;
+    for (const auto& [i, g] : m_devices) out.push_back(g);
+    return out;
+  }
+  // No PCIe throughput: rsmi_dev_pci_throughput_get blocks for a second.
+  std::vector<probe::GpuUsage> usage() const override {
+    std::vector<probe::GpuUsage> out;
+    for (const auto& [i, g] : m_devices) {
+      probe::GpuUsage u;
+      u.pci = g.pci;
+      uint32_t busy = 0;
+      if (m_busy(i, &busy) == RSMI_STATUS_SUCCESS && busy <= 100) u.utilization = busy / 100.0;
+      uint64_t used = 0, total = 0;
+      if (m_used(i, RSMI_MEM_TYPE_VRAM, &used) == RSMI_STATUS_SUCCESS) u.memory_used = used;
+      if (m_total(i, RSMI_MEM_TYPE_VRAM, &total) == RSMI_STATUS_SUCCESS) u.memory_total = total;
+      out.push_back(std::move(u));
+    }
+    return out;
+  }
+
+ private:
+  std::string text(rsmi_status_t st) const {
+    const char* s = nullptr;
+    if (m_error && m_error(st, &s) == RSMI_STATUS_SUCCESS && s) return std::string(s) + " (" + std::to_string(int(st)) + ")";
+    return "error " + std::to_string(int(st));
+  }
+  decltype(&rsmi_init) m_init = nullptr;
+  decltype(&rsmi_shut_down) m_shutdown = nullptr;
+  decltype(&rsmi_status_string) m_error = nullptr;
+  decltype(&rsmi_num_monitor_devices) m_count = nullptr;
+  decltype(&rsmi_dev_pci_id_get) m_pci = nullptr;
+  decltype(&rsmi_dev_busy_percent_get) m_busy = nullptr;
+  decltype(&rsmi_dev_memory_usage_get) m_used = nullptr;
+  decltype(&rsmi_dev_memory_total_get) m_total = nullptr;
+  decltype(&rsmi_dev_unique_id_get) m_unique_id = nullptr;
+  decltype(&rsmi_dev_name_get) m_name = nullptr;
+  decltype(&rsmi_version_get) m_version = nullptr;
+  std::string m_describe = "ROCm SMI";
+  std::vector<std::pair<uint32_t, RuntimeGpu>> m_devices;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<GpuRuntime>> open_nvml() { return Nvml::open(); }
+Result<std::unique_ptr<GpuRuntime>> open_rocm_smi() { return RocmSmi::open(); }
+
+std::vector<probe::GpuUsage> GpuRuntimes::usage() const {
+  std::vector<probe::GpuUsage> out;
+  for (const auto& r : loaded)
+    for (probe::GpuUsage& u : r->usage()) out.push_back(std::move(u));
+  return out;
+}
+
+GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd) {
+  GpuRuntimes out;
+  auto add = [&](Result<std::unique_ptr<GpuRuntime>> r) {
+    if (r) out.loaded.push_back(std::move(*r));
+    else out.notes.push_back("GPU utilization unknown: " + r.error().message());
+  };
+  if (nvidia) add(open_nvml());
+  if (amd) add(open_rocm_smi());
+  return out;
+}
 
 }  // namespace gpubind::discover

@@ -1,8 +1,8 @@
 #pragma once
-// The GPU runtime libraries' view of the GPUs (NVML today; ROCm SMI to come): identity (UUID,
-// name) matched to the PCI model by bus id, and what changes at run time (utilization, memory
-// used). Loaded with dlopen only when asked, by the commands that need it; a missing library or
-// a failing call is a one-line note and the PCI-only view, never a failure.
+// The GPU runtime libraries' view of the GPUs (NVML for NVIDIA, ROCm SMI for AMD): identity
+// (UUID, name) matched to the PCI model by bus id, and what changes at run time (utilization,
+// memory used, PCIe throughput). Loaded with dlopen only when asked, by the commands that need it;
+// a missing library or a failing call is a one-line note and the PCI-only view, never a failure.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,7 +33,23 @@ class GpuRuntime {
 // a needed entry point is missing, or nvmlInit fails (NVML's own message).
 Result<std::unique_ptr<GpuRuntime>> open_nvml();
 
+// ROCm SMI from librocm_smi64 (Debian's .so.1, ROCm's .so.7/.6/.5, then /opt/rocm/lib).
+// Errors as open_nvml's.
+Result<std::unique_ptr<GpuRuntime>> open_rocm_smi();
+
+// The runtimes for the GPU vendors a topology has, loaded once: what could not be loaded is a
+// note ("GPU utilization unknown: NVML: ...") for the caller to print once.
+struct GpuRuntimes {
+  std::vector<std::unique_ptr<GpuRuntime>> loaded;
+  std::vector<std::string> notes;
+  bool empty() const { return loaded.empty(); }
+  std::vector<probe::GpuUsage> usage() const;  // every loaded runtime's GPUs
+};
+GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd);
+
 // NVML's bus id ("00000000:18:00.0", any case) as the topology writes PCI addresses.
 std::string normalize_bus_id(const std::string& bus_id);
+// ROCm SMI's BDFID (domain << 32 | bus << 8 | device << 3 | function) likewise.
+std::string bus_id_of_bdfid(uint64_t bdfid);
 
 }  // namespace gpubind::discover

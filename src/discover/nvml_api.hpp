@@ -46,6 +46,11 @@ using PciFn = Return (*)(Device, PciInfo*);                            // nvmlDe
 using TextFn = Return (*)(Device, char*, unsigned int);                // nvmlDeviceGetUUID, nvmlDeviceGetName
 using UtilizationFn = Return (*)(Device, Utilization*);                // nvmlDeviceGetUtilizationRates
 using MemoryFn = Return (*)(Device, Memory*);                          // nvmlDeviceGetMemoryInfo
+// nvmlDeviceGetPcieThroughput(device, counter, KB/s over NVML's last 20 ms): counter 0 is TX
+// (from the GPU), 1 RX.
+using PcieThroughputFn = Return (*)(Device, int, unsigned int*);
+inline constexpr int kPcieTx = 0;
+inline constexpr int kPcieRx = 1;
 
 inline constexpr const char* kLibrary = "libnvidia-ml.so.1";
 

@@ -31,6 +31,7 @@ struct GpuUsage {
   std::string pci;                    // "0000:18:00.0"
   std::optional<double> utilization;  // 0-1: the busy share of the library's last sample period
   std::optional<uint64_t> memory_used, memory_total;  // bytes
+  std::optional<double> pcie_tx, pcie_rx;              // bytes per second from / to the GPU (NVML)
 };
 
 struct ProcessState {

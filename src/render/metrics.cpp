@@ -53,6 +53,8 @@ const Family kFamilies[] = {
     {"gpubind_gpu_memory_used_bytes", "gauge", "Memory used on the GPU (NVML)"},
     {"gpubind_node_gpu_imbalance_ratio", "gauge",
      "Spread of the utilization of the GPUs the ranks hold, max - min, 0-1; absent while they are idle or unknown"},
+    {"gpubind_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe traffic from the GPU to the host (NVML's last 20 ms)"},
+    {"gpubind_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe traffic from the host to the GPU (NVML's last 20 ms)"},
 };
 
 void header(std::string& out, const Family& f) {
@@ -123,6 +125,8 @@ std::string metrics_text(const MetricsInput& in) {
     return g.memory_used ? std::optional<double>(double(*g.memory_used)) : std::nullopt;
   });
   per_node(kFamilies[12], in.last ? in.last->gpu_imbalance : std::nullopt);
+  per_gpu(kFamilies[13], [](const probe::GpuUsage& g) { return g.pcie_tx; });
+  per_gpu(kFamilies[14], [](const probe::GpuUsage& g) { return g.pcie_rx; });
   return out;
 }
 

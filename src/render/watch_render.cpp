@@ -99,7 +99,9 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
     j["gpus"].push_back({{"pci", g.pci},
                          {"utilization", optional_number(g.utilization)},
                          {"memory_used_bytes", bytes(g.memory_used)},
-                         {"memory_total_bytes", bytes(g.memory_total)}});
+                         {"memory_total_bytes", bytes(g.memory_total)},
+                         {"pcie_tx_bytes_per_second", optional_number(g.pcie_tx)},
+                         {"pcie_rx_bytes_per_second", optional_number(g.pcie_rx)}});
   }
   j["ranks"] = nlohmann::ordered_json::array();
   for (const watch::RankInterval& r : iv.ranks) {

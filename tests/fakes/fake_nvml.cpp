@@ -3,7 +3,9 @@
 // a test puts that directory on LD_LIBRARY_PATH, so gpubind loads it through its real dlopen path.
 //   {"version": "12.535.54", "init_error": 0,
 //    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "utilization": 97,
-//              "memory_used": 1024, "memory_total": 2048, "utilization_error": 0}]}
+//              "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10, "pcie_rx_kb": 20,
+//              "utilization_error": 0}]}
+// A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput.
 // An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +104,15 @@ int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
   mem[0] = g->value("memory_total", 0ull);
   mem[2] = g->value("memory_used", 0ull);
   mem[1] = mem[0] - mem[2];
+  return 0;
+}
+
+int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  const char* key = counter == 0 ? "pcie_tx_kb" : "pcie_rx_kb";
+  if (!g->contains(key)) return 3;  // NOT_SUPPORTED
+  *kb = (*g)[key].get<unsigned>();
   return 0;
 }
 

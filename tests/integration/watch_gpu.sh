@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# watch with GPU utilization from NVML: the repository's fake libnvidia-ml.so.1 (tests/fakes/
-# fake_nvml.cpp, answering from tests/data/nvml/*.json) loaded through gpubind's real dlopen path.
-# Two ranks (GPUBIND_GPU names their GPU) on the DGX H100-like example: GPUs 97 % and 20 % busy
-# are IMBALANCE, exported as gpubind_gpu_utilization_ratio; without the library, with nvmlInit
-# failing, or with one GPU's utilization unsupported: one warning at most, and watch goes on.
-# Usage: watch_gpu.sh GPUBIND FAKE_NVML_DIR
+# watch with GPU utilization from NVML and ROCm SMI: the repository's fake libnvidia-ml.so.1 and
+# librocm_smi64.so.1 (tests/fakes/, answering from tests/data/nvml/*.json) loaded through
+# gpubind's real dlopen path. Two ranks (GPUBIND_GPU names their GPU) on the DGX H100-like
+# example: GPUs 97 % and 20 % busy are IMBALANCE, exported as gpubind_gpu_utilization_ratio with
+# memory and PCIe throughput; the same on the Frontier-like AMD example through ROCm SMI; without
+# the library, with nvmlInit failing, or with one GPU's utilization unsupported: one warning at
+# most, and watch goes on.
+# Usage: watch_gpu.sh GPUBIND FAKE_NVML_DIR FAKE_ROCM_SMI_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
-fake=${2:?usage: $0 GPUBIND FAKE_NVML_DIR}
+fake=${2:?usage: $0 GPUBIND FAKE_NVML_DIR FAKE_ROCM_SMI_DIR}
+fake_rsmi=${3:?usage: $0 GPUBIND FAKE_NVML_DIR FAKE_ROCM_SMI_DIR}
 data=$(cd "$(dirname "$0")/../data/nvml" && pwd)
 [ -e "$fake/libnvidia-ml.so.1" ] || skip "the fake NVML was not built ($fake/libnvidia-ml.so.1)"
 export GPUBIND_CACHE_DIR="$WORK/cache"
@@ -35,8 +38,10 @@ watch_with two-gpus-uneven.json
   && near "$(value gpubind_gpu_utilization_ratio 0000:18:00.0)" 0.97 \
   && near "$(value gpubind_gpu_utilization_ratio 0000:2a:00.0)" 0.20 \
   && [ "$(value gpubind_gpu_memory_used_bytes 0000:2a:00.0)" = 12884901888 ] \
+  && [ "$(value gpubind_gpu_pcie_rx_bytes_per_second 0000:18:00.0)" = 16777216 ] \
+  && [ -z "$(value gpubind_gpu_pcie_rx_bytes_per_second 0000:2a:00.0)" ] \
   && near "$(value gpubind_node_gpu_imbalance_ratio)" 0.77 \
-  && pass "GPUs at 97 % and 20 %: IMBALANCE on both ranks, utilization and memory exported" \
+  && pass "GPUs at 97 % and 20 %: IMBALANCE on both ranks, utilization, memory and PCIe throughput exported" \
   || fail "uneven GPUs: rc $rc: $(cat "$WORK/err" "$WORK/out" "$WORK/m.prom")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
@@ -71,4 +76,23 @@ watch_with utilization-unsupported.json
   && [ -z "$(value gpubind_node_gpu_imbalance_ratio)" ] \
   && pass "one GPU's utilization not supported: that GPU has none, no imbalance judged on one" \
   || fail "unsupported: rc $rc: $(cat "$WORK/err" "$WORK/m.prom")"
+# AMD: the same two ranks on the Frontier-like example's first two GCDs, through ROCm SMI.
+kill $r0 $r1 2>/dev/null
+wait $r0 $r1 2>/dev/null
+GPUBIND_GPU=0000:c1:00.0 RANK=0 taskset -c 0 sleep 60 & r0=$!
+GPUBIND_GPU=0000:c6:00.0 RANK=1 taskset -c 1 sleep 60 & r1=$!
+LD_LIBRARY_PATH="$fake_rsmi" GPUBIND_FAKE_ROCM_SMI="$data/rocm-two-gcds.json" "$GPUBIND" watch --topology example:frontier-like \
+  --pid $r0 --pid $r1 --count 2 --interval 0.2 --json --textfile "$WORK/m.prom" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+/usr/bin/python3 - "$WORK/out" <<'PY' && [ $rc = 3 ] && [ ! -s "$WORK/err" ] \
+  && near "$(value gpubind_gpu_utilization_ratio 0000:c1:00.0)" 0.95 && [ "$(value gpubind_gpu_memory_used_bytes 0000:c6:00.0)" = 8589934592 ] \
+  && near "$(value gpubind_node_gpu_imbalance_ratio)" 0.80 \
+  && pass "AMD GCDs at 95 % and 15 % through ROCm SMI: IMBALANCE, utilization and memory exported" \
+  || fail "ROCm SMI: rc $rc: $(cat "$WORK/err" "$WORK/out" "$WORK/m.prom")"
+import json, sys
+iv = [json.loads(l) for l in open(sys.argv[1])][-2]
+assert abs(iv["gpu_imbalance"] - 0.80) < 1e-9, iv
+for r in iv["ranks"]:
+    assert any(f["finding"] == "IMBALANCE" for f in r["findings"]), r
+PY
 finish
