@@ -1,6 +1,8 @@
 // The raw cost of what `watch` asks the kernel for every thread at every sample, nothing parsed,
-// nothing kept but the descriptors: list /proc/PID/task, pread the kept-open task/TID/stat,
-// sched_getaffinity, and read the thread's group of perf counters (task-clock, cpu-migrations).
+// nothing kept but the descriptors: list /proc/PID/task, sched_getaffinity, read the thread's
+// group of perf counters (task-clock, cpu-migrations), and pread one kept-open file: `stat` for a
+// thread that migrated since the last sample, `schedstat` for one that did not run (a thread that
+// ran without migrating needs neither).
 // Also, for comparison, what a sampler reading only /proc files costs: open, read and close
 // status, stat, sched and schedstat. bench/watch_cost.sh compares watch's own per-thread sampling
 // cost with the first, in the same run.
@@ -78,28 +80,32 @@ int main(int argc, char** argv) {
   if (dirs.empty()) return 1;
   char buf[8192];
 
-  std::vector<int> stat_fds, leaders;
+  std::vector<int> stat_fds, schedstat_fds, leaders;
   for (size_t i = 0; i < dirs.size(); ++i) {
     stat_fds.push_back(::open((dirs[i] + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+    schedstat_fds.push_back(::open((dirs[i] + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC));
     int leader = open_counter(tids[i], PERF_COUNT_SW_TASK_CLOCK, -1);
     if (leader >= 0) open_counter(tids[i], PERF_COUNT_SW_CPU_MIGRATIONS, leader);
     leaders.push_back(leader);
   }
   bool perf = leaders[0] >= 0;
-  double calls = median_us_per_thread(rounds, dirs.size(), [&] {
-    for (const std::string& t : tasks)
-      if (DIR* d = ::opendir(t.c_str())) {
-        while (::readdir(d)) {
+  auto calls = [&](const std::vector<int>& kept) {
+    return median_us_per_thread(rounds, dirs.size(), [&] {
+      for (const std::string& t : tasks)
+        if (DIR* d = ::opendir(t.c_str())) {
+          while (::readdir(d)) {
+          }
+          ::closedir(d);
         }
-        ::closedir(d);
+      for (size_t i = 0; i < dirs.size(); ++i) {
+        (void)!::pread(kept[i], buf, sizeof buf, 0);
+        cpu_set_t set;
+        ::sched_getaffinity(tids[i], sizeof set, &set);
+        if (perf) (void)!::read(leaders[i], buf, 24);
       }
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      (void)!::pread(stat_fds[i], buf, sizeof buf, 0);
-      cpu_set_t set;
-      ::sched_getaffinity(tids[i], sizeof set, &set);
-      if (perf) (void)!::read(leaders[i], buf, 24);
-    }
-  });
+    });
+  };
+  double migrated = calls(stat_fds), idle = calls(schedstat_fds);
   double files = median_us_per_thread(rounds, dirs.size(), [&] {
     for (const std::string& d : dirs)
       for (const char* f : {"/status", "/stat", "/sched", "/schedstat"}) {
@@ -110,8 +116,9 @@ int main(int argc, char** argv) {
         ::close(fd);
       }
   });
-  std::printf("%.1f us per thread: watch's calls%s (%zu threads, median of %d rounds)\n", calls,
-              perf ? "" : " without perf counters (refused here)", dirs.size(), rounds);
+  std::printf("%.1f us per thread: watch's calls for a thread that migrated%s (%zu threads, median of %d rounds)\n", migrated,
+              perf ? "" : ", without perf counters (refused here)", dirs.size(), rounds);
+  std::printf("%.1f us per thread: watch's calls for a thread that did not run\n", idle);
   std::printf("%.1f us per thread: open, read and close status, stat, sched and schedstat\n", files);
   return 0;
 }

@@ -4,20 +4,29 @@
 # wall time (% of one core; and over 20 s without scrapes), its own sampling time per thread (gpubind_watch_sample_seconds / 800),
 # the raw cost of the same calls to the kernel (bench/proc_read.cpp) in the same run, and /metrics
 # latency over 2 x 1000 scrapes with watch's resident memory before, between and after.
-#   bench/watch_cost.sh [BUILD_DIR]
+# WORKLOAD: `wake` (default), each thread wakes every 50 ms, so that every thread has run and
+# migrated at every sample (the worst case for watch); `wait`, each blocks on an event, as an
+# idle pool's threads do (a training process's many threads mostly wait).
+#   bench/watch_cost.sh [BUILD_DIR] [wake|wait]
 set -euo pipefail
 build=${1:-build}
+workload=${2:-wake}
+case $workload in
+  wake) body='while True: time.sleep(0.05)' ;;
+  wait) body='threading.Event().wait()' ;;
+  *) echo "usage: $0 [BUILD_DIR] [wake|wait]" >&2; exit 2 ;;
+esac
 gpubind=$build/src/gpubind
 tmp=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 for r in $(seq 8); do
-  /usr/bin/python3 -c '
+  /usr/bin/python3 -c "
 import threading, time
 def idle():
-    while True: time.sleep(0.05)
+    $body
 for _ in range(99): threading.Thread(target=idle, daemon=True).start()
-time.sleep(600)' &
+time.sleep(600)" &
   pids+=($!)
 done
 sleep 2
@@ -28,7 +37,7 @@ args=(); for p in "${pids[@]}"; do args+=(--pid "$p"); done
 watcher=$!
 sleep 3
 threads=$(for p in "${pids[@]}"; do ls /proc/$p/task; done | wc -l)
-echo "workload: ${#pids[@]} processes, $threads threads"
+echo "workload ($workload): ${#pids[@]} processes, $threads threads"
 wpid=$(pgrep -P $watcher -x gpubind || echo $watcher)
 scrapes() {
   /usr/bin/python3 - "$port" <<'PY'

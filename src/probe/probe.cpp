@@ -74,7 +74,12 @@ std::optional<uint64_t> sched_migrations(const std::string& sched) {
 struct ThreadReader {
   const sys::FsRoot& root;
   const ProbeOptions& options;
-  Result<std::string> read(const std::string& rel) const { return options.kept ? options.kept->read(rel) : root.read(rel); }
+  // `opened`: whether the content came from a file opened now rather than one kept open.
+  Result<std::string> read(const std::string& rel, bool* opened = nullptr) const {
+    if (options.kept) return options.kept->read(rel, opened);
+    if (opened) *opened = true;
+    return root.read(rel);
+  }
 };
 
 // schedstat's first field is the thread's CPU time in nanoseconds, when the kernel keeps it.
@@ -108,27 +113,58 @@ Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& 
   return t;
 }
 
-// What watch needs, cheaply (sys/task_counters.hpp): stat; the allowed CPUs, CPU time and
-// migrations from the TaskCounters (schedstat and sched only where no counter could be attached).
-// The memory nodes are the process's; context switches are not read.
+// What watch needs, cheaply (sys/task_counters.hpp): the allowed CPUs, CPU time and migrations
+// from the TaskCounters; `stat` for the last CPU and the name, unless the ThreadMemo knows them
+// and the thread has not migrated since; `schedstat` and `sched` only where no counter could be
+// attached. The memory nodes are the process's; context switches are not read.
 Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& dir, int tid, const CpuSet& process_mems) {
   ThreadState t;
   t.tid = tid;
-  auto stat = r.read(dir + "/stat");
-  if (!stat) return stat.error();
-  StatFields f = parse_stat(*stat);
-  t.comm = std::move(f.comm);
-  t.last_cpu = f.last_cpu;
-  t.run_ns = f.run_ns;
   auto cpus = r.options.counters->allowed_cpus(tid);
   if (!cpus) return Error{r.root.path_of(dir), "no such thread", ErrorKind::not_found};
   t.cpus_allowed = std::move(*cpus);
   t.mems_allowed = process_mems;
-  if (auto counts = f.start_time ? r.options.counters->counts(tid, *f.start_time) : std::nullopt) {
+  ThreadMemo* memo = r.options.memo;
+  auto counts = r.options.counters->counts(tid);
+  // The thread's stat and schedstat stay open while unread: stat for when it next migrates,
+  // schedstat for the identity check below.
+  std::string schedstat = dir + "/schedstat", stat_file = dir + "/stat";
+  if (ThreadMemo::Entry* m = counts && memo && !counts->fresh ? memo->find(tid) : nullptr) {
+    bool same = counts->run_ns != m->run_ns;  // it ran: the counter's thread lives, the id is its own
+    if (same && r.options.kept) r.options.kept->keep(schedstat);
+    if (!same) {
+      bool opened = true;
+      same = r.read(schedstat, &opened).ok() && !opened;  // a kept file of an ended thread fails
+      if (!same) {
+        r.options.counters->forget(tid);
+        counts = r.options.counters->counts(tid);
+      }
+    }
+    if (same && counts->migrations == m->migrations) {
+      if (r.options.kept) r.options.kept->keep(stat_file);
+      m->run_ns = counts->run_ns;
+      t.run_ns = counts->run_ns;
+      t.migrations = counts->migrations;
+      t.comm = m->comm;
+      t.last_cpu = m->last_cpu;
+      return t;
+    }
+  }
+  if (counts) {
     t.run_ns = counts->run_ns;
     t.migrations = counts->migrations;
+  }
+  auto stat = r.read(stat_file);
+  if (!stat) return stat.error();
+  StatFields f = parse_stat(*stat);
+  t.comm = std::move(f.comm);
+  t.last_cpu = f.last_cpu;
+  if (counts) {
+    if (memo) memo->put(tid, {t.comm, t.last_cpu, counts->migrations, counts->run_ns});
+    if (memo && r.options.kept) r.options.kept->keep(schedstat);
     return t;
   }
+  t.run_ns = f.run_ns;
   read_run_ns(r, dir, t);
   if (auto sched = r.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
   return t;
@@ -162,6 +198,29 @@ Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
 }
 
 }  // namespace
+
+ThreadMemo::Entry* ThreadMemo::find(int tid) {
+  auto it = m_entries.find(tid);
+  if (it == m_entries.end()) return nullptr;
+  it->second.used = true;
+  return &it->second;
+}
+
+void ThreadMemo::put(int tid, Entry e) {
+  e.used = true;
+  m_entries.insert_or_assign(tid, std::move(e));
+}
+
+void ThreadMemo::sweep() {
+  for (auto it = m_entries.begin(); it != m_entries.end();) {
+    if (it->second.used) {
+      it->second.used = false;
+      ++it;
+    } else {
+      it = m_entries.erase(it);
+    }
+  }
+}
 
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names = [] {

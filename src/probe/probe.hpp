@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "probe/state.hpp"
@@ -15,6 +16,33 @@
 #include "util/result.hpp"
 
 namespace gpubind::probe {
+
+// What the light probe read of each thread's `stat`, kept from one probe to the next. A thread
+// that has not migrated since still last ran on the same CPU, so its `stat` is not read again:
+// - one that ran (its CPU time grew: the counter's thread is alive, so the id is still its own)
+//   costs no file read;
+// - one that did not run costs a read of its kept-open `schedstat`, which fails when the thread
+//   has ended, its id perhaps reused: then it is counted afresh.
+// A thread renamed since keeps its old name until it next migrates.
+class ThreadMemo {
+ public:
+  struct Entry {
+    std::string comm;
+    std::optional<unsigned> last_cpu;
+    uint64_t migrations = 0;
+    uint64_t run_ns = 0;
+    bool used = true;
+  };
+  // The entry of a thread probed before, marked as used; nullptr when none.
+  Entry* find(int tid);
+  void put(int tid, Entry e);
+  // Forgets the threads not probed since the last sweep.
+  void sweep();
+  size_t size() const { return m_entries.size(); }
+
+ private:
+  std::unordered_map<int, Entry> m_entries;
+};
 
 struct ProbeOptions {
   bool numa_maps = false;
@@ -25,6 +53,7 @@ struct ProbeOptions {
   // from these, its memory nodes the process's, its context switches not read; nullptr: all
   // from /proc files (sys/task_counters.hpp says why).
   sys::TaskCounters* counters = nullptr;
+  ThreadMemo* memo = nullptr;  // with counters: skip `stat` for threads that did not migrate
 };
 
 // The environment variables a probe keeps.

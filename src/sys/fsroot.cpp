@@ -193,13 +193,15 @@ KeptOpenFiles::~KeptOpenFiles() {
   for (auto& [rel, k] : m_files) ::close(k.fd);
 }
 
-Result<std::string> KeptOpenFiles::read(const std::string& rel) {
+Result<std::string> KeptOpenFiles::read(const std::string& rel, bool* opened) {
+  if (opened) *opened = false;
   if (auto it = m_files.find(rel); it != m_files.end()) {
     it->second.used = true;
     if (auto text = pread_all(it->second.fd, m_root.path_of(rel))) return text;
     ::close(it->second.fd);  // the task behind it ended, or the file went away: open afresh
     m_files.erase(it);
   }
+  if (opened) *opened = true;
   if (m_files.size() >= m_max) return m_root.read(rel);
   auto fd = m_root.open_read(rel);
   if (!fd) return fd.error();
@@ -210,6 +212,15 @@ Result<std::string> KeptOpenFiles::read(const std::string& rel) {
   }
   m_files.emplace(rel, Kept{*fd, true});
   return text;
+}
+
+void KeptOpenFiles::keep(const std::string& rel) {
+  if (auto it = m_files.find(rel); it != m_files.end()) {
+    it->second.used = true;
+    return;
+  }
+  if (m_files.size() >= m_max) return;
+  if (auto fd = m_root.open_read(rel)) m_files.emplace(rel, Kept{*fd, true});
 }
 
 void KeptOpenFiles::sweep() {

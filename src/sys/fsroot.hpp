@@ -51,7 +51,12 @@ class KeptOpenFiles {
   ~KeptOpenFiles();
   KeptOpenFiles(const KeptOpenFiles&) = delete;
   KeptOpenFiles& operator=(const KeptOpenFiles&) = delete;
-  Result<std::string> read(const std::string& rel);
+  // `opened` (when given) says whether the content came from a file opened by this call (first
+  // read, reopened because its task ended, or read without keeping it) rather than a kept one.
+  Result<std::string> read(const std::string& rel, bool* opened = nullptr);
+  // Keeps the file open through the next sweep without reading it, opening it when it is not
+  // (a later read of it then tells whether its task ended meanwhile).
+  void keep(const std::string& rel);
   void sweep();
   size_t open_count() const { return m_files.size(); }
 

@@ -56,16 +56,11 @@ class LiveTaskCounters final : public TaskCounters {
     return *set;
   }
 
-  std::optional<Counts> counts(int tid, uint64_t start_time) override {
+  std::optional<Counts> counts(int tid) override {
     auto it = m_counters.find(tid);
-    if (it != m_counters.end() && it->second.start_time != start_time) {
-      close(it->second);
-      m_counters.erase(it);
-      it = m_counters.end();
-    }
-    if (it == m_counters.end()) {
+    bool fresh = it == m_counters.end();
+    if (fresh) {
       Group g;
-      g.start_time = start_time;
       if (!m_refused && m_open + 2 <= m_max) {
         g.leader = open_counter_group(tid, g.member);
         if (g.leader < 0) {
@@ -83,7 +78,14 @@ class LiveTaskCounters final : public TaskCounters {
     if (g.leader < 0) return std::nullopt;
     uint64_t values[3] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
     if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != 2) return std::nullopt;
-    return Counts{values[1], values[2]};
+    return Counts{values[1], values[2], fresh};
+  }
+
+  void forget(int tid) override {
+    if (auto it = m_counters.find(tid); it != m_counters.end()) {
+      close(it->second);
+      m_counters.erase(it);
+    }
   }
 
   void sweep() override {
@@ -102,7 +104,6 @@ class LiveTaskCounters final : public TaskCounters {
   struct Group {
     int leader = -1;  // -1: none could be attached; the caller reads /proc for this thread
     int member = -1;
-    uint64_t start_time = 0;
     bool used = true;
   };
   void close(Group& g) {

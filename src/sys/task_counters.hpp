@@ -21,13 +21,17 @@ class TaskCounters {
   struct Counts {
     uint64_t run_ns = 0;      // CPU time
     uint64_t migrations = 0;  // moves to another CPU, counted when the thread next runs there
+    bool fresh = false;       // attached by this call: nothing is known of the thread from before
   };
-  // The thread's counts since its counters were attached: at the first call for this thread, or
-  // afresh when `start_time` (stat field 22) differs from the last call's, which means the id now
-  // belongs to a new thread. nullopt where no counter can be attached (perf_event_paranoid above
-  // 1 without CAP_PERFMON, a seccomp filter, no CONFIG_PERF_EVENTS, the open-file limit): the
-  // caller reads /proc's `schedstat` and `sched` for that thread instead, for as long as it lives.
-  virtual std::optional<Counts> counts(int tid, uint64_t start_time) = 0;
+  // The thread's counts since its counters were attached, at the first call for this thread.
+  // nullopt where no counter can be attached (perf_event_paranoid above 1 without CAP_PERFMON, a
+  // seccomp filter, no CONFIG_PERF_EVENTS, the open-file limit): the caller reads /proc's
+  // `schedstat` and `sched` for that thread instead, for as long as it lives.
+  virtual std::optional<Counts> counts(int tid) = 0;
+  // Closes the thread's counters: its id now names another thread, which the next counts()
+  // attaches to afresh. (A counter outlives its thread and then reads the same values forever;
+  // the caller tells a reused id, since the kernel does not hang such counters up.)
+  virtual void forget(int tid) = 0;
   // Closes the counters of threads not asked about since the last sweep.
   virtual void sweep() = 0;
 };

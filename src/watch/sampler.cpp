@@ -20,10 +20,12 @@ Taken Sampler::take() {
   bool numa_maps = m_options.mem_every && m_taken % m_options.mem_every == 0;
   ++m_taken;
   auto before = m_clock.now();
-  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection), {numa_maps, m_kept.get(), m_counters.get()});
-  // Threads that ended: their files and counters close.
+  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection),
+                                               {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr});
+  // Threads that ended: their files, counters and memo close.
   if (m_kept) m_kept->sweep();
   if (m_counters) m_counters->sweep();
+  m_memo.sweep();
   std::vector<probe::GpuUsage> gpus;
   if (m_options.gpu_usage) gpus = m_options.gpu_usage();
   auto after = m_clock.now();

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "sys/clock.hpp"
 #include "sys/fsroot.hpp"
@@ -37,8 +38,9 @@ class Sampler {
   // `roots`: the tree of each sample in turn (one: every sample reads it; several: a recorded
   // sequence replayed, the last one repeated).
   // With one root, each thread's files stay open from one sample to the next (sys::KeptOpenFiles),
-  // as many as the open-file limit allows. On the live system, the light probe (allowed CPUs
-  // and migrations from sys::TaskCounters; probe/probe.hpp).
+  // as many as the open-file limit allows. On the live system, the light probe (allowed CPUs,
+  // CPU time and migrations from sys::TaskCounters; `stat` only for threads that migrated since
+  // the last sample; probe/probe.hpp).
   Sampler(std::vector<const sys::FsRoot*> roots, const sys::Clock& clock, SamplerOptions options);
   // A named process that ends after it was seen is not an error: the Watcher reports it exited.
   // A process that cannot be read is reported once, not at every sample.
@@ -55,6 +57,7 @@ class Sampler {
   std::set<std::pair<int, std::string>> m_noted;  // (PID, note) reported
   std::unique_ptr<sys::KeptOpenFiles> m_kept;
   std::unique_ptr<sys::TaskCounters> m_counters;  // the live system only
+  probe::ThreadMemo m_memo;                        // with m_counters
 };
 
 // A clock that moves only when slept on: a recorded sequence replays at its own pace, with the

@@ -49,16 +49,17 @@ class FakeTaskCounters final : public sys::TaskCounters {
  public:
   std::map<int, CpuSet> allowed;
   std::map<int, Counts> values;
-  std::vector<std::pair<int, uint64_t>> asked;  // (tid, start time)
+  std::vector<int> asked;
   std::optional<CpuSet> allowed_cpus(int tid) override {
     auto it = allowed.find(tid);
     return it == allowed.end() ? std::nullopt : std::optional<CpuSet>(it->second);
   }
-  std::optional<Counts> counts(int tid, uint64_t start_time) override {
-    asked.emplace_back(tid, start_time);
+  std::optional<Counts> counts(int tid) override {
+    asked.push_back(tid);
     auto it = values.find(tid);
     return it == values.end() ? std::nullopt : std::optional<Counts>(it->second);
   }
+  void forget(int) override {}
   void sweep() override {}
 };
 }  // namespace
@@ -66,13 +67,9 @@ class FakeTaskCounters final : public sys::TaskCounters {
 TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
   gpubind::testing::FakeTree t;
   process(t, 77, "my (odd) name", "2-3", 3);
-  // The thread's start time (stat field 22) is what tells a reused thread id.
-  std::string stat = "77 (my (odd) name) S 1";
-  for (int f = 2; f < 45; ++f) stat += " " + std::to_string(f == 36 ? 3 : f == 19 ? 5555 : f == 11 ? 7 : f == 12 ? 1 : 0);
-  t.file("proc/77/task/77/stat", stat + "\n");
   FakeTaskCounters counters;
   counters.allowed[77] = CpuSet::of({1});  // re-pinned since: status is not what is read
-  counters.values[77] = {123'000'000, 9};
+  counters.values[77] = {123'000'000, 9, true};
   auto root = sys::open_fsroot(t.root());
   ProbeOptions options;
   options.counters = &counters;
@@ -87,39 +84,53 @@ TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
   EXPECT_EQ(th.run_ns, 123'000'000u);
   EXPECT_EQ(th.migrations, 9u);
   EXPECT_EQ(th.voluntary_switches, std::nullopt);
-  EXPECT_EQ(counters.asked, (std::vector<std::pair<int, uint64_t>>{{77, 5555}}));
+  EXPECT_EQ(counters.asked, std::vector<int>{77});
 }
 
-TEST(Probe, LightProbeReadsSchedstatAndSchedWhereNoCounterIsAttached) {
+TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
   gpubind::testing::FakeTree t;
-  process(t, 78, "worker", "0-1", 1);
-  t.file("proc/78/task/78/schedstat", "4500000 100 7\n");
-  FakeTaskCounters counters;
-  counters.allowed[78] = CpuSet::of({0, 1});
+  process(t, 81, "worker", "0-3", 2);
+  t.file("proc/81/task/81/schedstat", "1000 0 1\n");
   auto root = sys::open_fsroot(t.root());
+  FakeTaskCounters counters;
+  counters.allowed[81] = CpuSet::of({0, 1, 2, 3});
+  counters.values[81] = {1000, 4, true};
+  ThreadMemo memo;
+  sys::KeptOpenFiles kept(**root, 16);
   ProbeOptions options;
   options.counters = &counters;
-  auto p = probe_process(**root, 78, options);
-  ASSERT_TRUE(p.ok()) << p.error().message();
-  EXPECT_EQ(p->threads[0].run_ns, 4'500'000u);
-  EXPECT_EQ(p->threads[0].migrations, 42u);  // sched's se.nr_migrations
-}
-
-TEST(Probe, LightProbeDropsAThreadThatEndedBetweenItsReads) {
-  gpubind::testing::FakeTree t;
-  process(t, 79, "main", "0", 0);
-  std::string stat = "80 (helper) S 1";
-  for (int f = 2; f < 45; ++f) stat += " 0";
-  t.file("proc/79/task/80/stat", stat + "\n");
-  FakeTaskCounters counters;
-  counters.allowed[79] = CpuSet::of({0});  // 80 is gone by the time its CPUs are asked
-  auto root = sys::open_fsroot(t.root());
-  ProbeOptions options;
-  options.counters = &counters;
-  auto p = probe_process(**root, 79, options);
-  ASSERT_TRUE(p.ok()) << p.error().message();
-  ASSERT_EQ(p->threads.size(), 1u);
-  EXPECT_EQ(p->threads[0].tid, 79);
+  options.memo = &memo;
+  options.kept = &kept;
+  auto probe = [&] {
+    auto p = probe_process(**root, 81, options);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    kept.sweep();
+    memo.sweep();
+    return p.ok() && p->threads.size() == 1 ? p->threads[0] : ThreadState{};
+  };
+  EXPECT_EQ(probe().last_cpu, 2u);
+  EXPECT_EQ(memo.size(), 1u);
+  // It ran on without migrating: its stat is not read (changed here, and not seen).
+  std::string moved = "81 (worker) S 1";
+  for (int f = 2; f < 45; ++f) moved += " " + std::to_string(f == 36 ? 3 : 0);
+  t.file("proc/81/task/81/stat", moved + "\n");
+  counters.values[81] = {5000, 4, false};
+  ThreadState th = probe();
+  EXPECT_EQ(th.last_cpu, 2u);
+  EXPECT_EQ(th.comm, "worker");
+  EXPECT_EQ(th.run_ns, 5000u);
+  // It idled: its kept schedstat still reads, so it is the same thread; stat is not read.
+  EXPECT_EQ(probe().last_cpu, 2u);
+  EXPECT_EQ(counters.asked.size(), 3u);
+  // It migrated: stat is read again, and says where it runs now.
+  counters.values[81] = {9000, 5, false};
+  EXPECT_EQ(probe().last_cpu, 3u);
+  // A new thread with the same id (fresh counters): stat is read whatever the count.
+  t.file("proc/81/task/81/stat", "81 (renamed) S 1" + std::string(43 * 2, ' ') + "\n");
+  counters.values[81] = {0, 5, true};
+  EXPECT_EQ(probe().comm, "renamed");
+  memo.sweep();  // not probed since the last sweep: forgotten
+  EXPECT_EQ(memo.size(), 0u);
 }
 
 TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {

@@ -96,6 +96,27 @@ TEST(KeptOpenFiles, ReadsAgainThroughTheOpenFileAndSweepsWhatWasNotRead) {
   EXPECT_EQ(kept.open_count(), 1u);
 }
 
+TEST(KeptOpenFiles, KeepHoldsAFileThroughSweepsUnreadAndAReadSaysWhetherItWasOpenedNow) {
+  testing::FakeTree t;
+  t.file("proc/7/task/7/schedstat", "10 0 1");
+  auto root = open_root(t);
+  KeptOpenFiles kept(*root, 16);
+  kept.keep("proc/7/task/7/schedstat");  // opened, not read
+  EXPECT_EQ(kept.open_count(), 1u);
+  kept.sweep();
+  kept.keep("proc/7/task/7/schedstat");
+  kept.sweep();
+  EXPECT_EQ(kept.open_count(), 1u);  // kept through both sweeps
+  bool opened = true;
+  EXPECT_EQ(*kept.read("proc/7/task/7/schedstat", &opened), "10 0 1");
+  EXPECT_FALSE(opened);  // through the kept descriptor
+  t.file("proc/7/task/8/schedstat", "20 0 1");
+  EXPECT_EQ(*kept.read("proc/7/task/8/schedstat", &opened), "20 0 1");
+  EXPECT_TRUE(opened);
+  kept.keep("proc/7/task/9/schedstat");  // missing: nothing kept
+  EXPECT_EQ(kept.open_count(), 2u);
+}
+
 TEST(KeptOpenFiles, BeyondItsLimitFilesAreReadWithoutBeingKept) {
   testing::FakeTree t;
   t.file("a", "1");

@@ -49,7 +49,7 @@ void spin(std::chrono::milliseconds d) {
 
 // The live counters, or a skip that says why this machine refuses them.
 #define COUNTERS_OR_SKIP(counters, tid)                                                                        \
-  if (!(counters)->counts((tid), 1)) {                                                                         \
+  if (!(counters)->counts(tid)) {                                                                         \
     auto paranoid = read_file("/proc/sys/kernel/perf_event_paranoid");                                        \
     GTEST_SKIP() << "perf counters refused here (perf_event_paranoid " << (paranoid ? *paranoid : "unknown") \
                  << "): watch reads /proc's schedstat and sched instead";                                     \
@@ -65,12 +65,12 @@ TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
   auto counters = live_task_counters(64);
   int tid = ::gettid();
   COUNTERS_OR_SKIP(counters, tid);
-  auto before = counters->counts(tid, 1);
+  auto before = counters->counts(tid);
   for (int i = 0; i < 20; ++i) {
     pin_self(i % 2 ? a : b);  // off the CPU it runs on: the kernel moves it at once
     spin(std::chrono::milliseconds(1));
   }
-  auto after = counters->counts(tid, 1);
+  auto after = counters->counts(tid);
   CpuSet restore = *all;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -81,17 +81,35 @@ TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
   EXPECT_GE(after->run_ns - before->run_ns, 20'000'000u);
 }
 
-TEST(TaskCounters, ANewStartTimeIsANewThreadWhoseCountsStartAfresh) {
+TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
   auto counters = live_task_counters(64);
-  int tid = ::gettid();
-  COUNTERS_OR_SKIP(counters, tid);
-  spin(std::chrono::milliseconds(30));
-  auto old_thread = counters->counts(tid, 1);
-  ASSERT_TRUE(old_thread.has_value());
-  EXPECT_GE(old_thread->run_ns, 30'000'000u);
-  auto new_thread = counters->counts(tid, 2);
-  ASSERT_TRUE(new_thread.has_value());
-  EXPECT_LT(new_thread->run_ns, old_thread->run_ns);
+  COUNTERS_OR_SKIP(counters, ::gettid());
+  size_t before = open_fds();
+  std::atomic<int> tid{0};
+  std::atomic<bool> attached{false};
+  std::thread t([&] {
+    tid = ::gettid();
+    while (!attached) std::this_thread::yield();
+    spin(std::chrono::milliseconds(20));
+  });
+  while (!tid) std::this_thread::yield();
+  auto first = counters->counts(tid);
+  attached = true;
+  t.join();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->fresh);
+  auto ended = counters->counts(tid);
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_FALSE(ended->fresh);
+  EXPECT_GE(ended->run_ns, 20'000'000u);
+  // The kernel does not hang the counter up: it reads the same forever (the probe tells a
+  // reused id by the thread's kept-open schedstat instead).
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(counters->counts(tid)->run_ns, ended->run_ns);
+  EXPECT_EQ(open_fds(), before + 2);
+  counters->forget(tid);
+  EXPECT_EQ(open_fds(), before);
+  EXPECT_FALSE(counters->counts(tid).has_value());  // no such thread to attach to now
 }
 
 TEST(TaskCounters, SweepClosesTheCountersOfThreadsNotAskedAboutSinceTheLastSweep) {
@@ -108,7 +126,7 @@ TEST(TaskCounters, SweepClosesTheCountersOfThreadsNotAskedAboutSinceTheLastSweep
 
 TEST(TaskCounters, NoMoreCountersThanTheLimitAllows) {
   auto counters = live_task_counters(1);  // not even one group of two
-  EXPECT_EQ(counters->counts(::gettid(), 1), std::nullopt);
+  EXPECT_FALSE(counters->counts(::gettid()).has_value());
 }
 
 TEST(TaskCounters, AllowedCpusOfAnotherThread) {
