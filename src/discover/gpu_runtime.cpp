@@ -79,12 +79,21 @@ class Nvml final : public GpuRuntime {
       nvml::PciInfo pci{};
       if (n->m_handle(i, &d) != nvml::kSuccess || n->m_pci(d, &pci) != nvml::kSuccess) continue;
       pci.bus_id[sizeof pci.bus_id - 1] = '\0';
-      RuntimeGpu g;
+      topo::RuntimeGpu g;
       g.pci = normalize_bus_id(pci.bus_id);
       char text[96] = {};
       if (n->m_uuid(d, text, sizeof text) == nvml::kSuccess) g.uuid = text;
       text[0] = '\0';
       if (n->m_name(d, text, sizeof text) == nvml::kSuccess) g.name = text;
+      unsigned node = 0;
+      if (n->m_numa && n->m_numa(d, &node) == nvml::kSuccess) g.numa = node;
+      unsigned long mask[64] = {};  // 4096 CPUs
+      static_assert(sizeof(unsigned long) == sizeof(uint64_t), "NVML's CPU masks are read as 64-bit words");
+      if (n->m_affinity && n->m_affinity(d, 64, mask) == nvml::kSuccess) {
+        uint64_t words[64];
+        for (int w = 0; w < 64; ++w) words[w] = mask[w];
+        if (CpuSet cpus = CpuSet::from_words(words, 64); !cpus.empty()) g.cpus = cpus;
+      }
       n->m_devices.push_back({d, std::move(g)});
     }
     return std::unique_ptr<GpuRuntime>(std::move(n));
@@ -94,9 +103,10 @@ class Nvml final : public GpuRuntime {
   }
 
   std::string describe() const override { return m_describe; }
+  topo::Vendor vendor() const override { return topo::Vendor::nvidia; }
 
-  std::vector<RuntimeGpu> gpus() const override {
-    std::vector<RuntimeGpu> out;
+  std::vector<topo::RuntimeGpu> gpus() const override {
+    std::vector<topo::RuntimeGpu> out;
     for (const auto& [d, g] : m_devices) out.push_back(g);
     return out;
   }
@@ -134,6 +144,8 @@ class Nvml final : public GpuRuntime {
         return s;
       }
     lib.bind_optional(m_pcie, "nvmlDeviceGetPcieThroughput");
+    lib.bind_optional(m_affinity, "nvmlDeviceGetCpuAffinity");
+    lib.bind_optional(m_numa, "nvmlDeviceGetNumaNodeId");
     return Ok{};
   }
   std::string text(nvml::Return r) const {
@@ -153,8 +165,10 @@ class Nvml final : public GpuRuntime {
   nvml::UtilizationFn m_utilization = nullptr;
   nvml::MemoryFn m_memory = nullptr;
   nvml::PcieThroughputFn m_pcie = nullptr;
+  nvml::CpuAffinityFn m_affinity = nullptr;
+  nvml::NumaNodeFn m_numa = nullptr;
   std::string m_describe = "NVML";
-  std::vector<std::pair<nvml::Device, RuntimeGpu>> m_devices;
+  std::vector<std::pair<nvml::Device, topo::RuntimeGpu>> m_devices;
 };
 
 // ROCm SMI, its ABI from Debian's librocm-smi-dev header (the functions are declared there, never
@@ -176,6 +190,7 @@ class RocmSmi final : public GpuRuntime {
     lib.bind_optional(r->m_unique_id, "rsmi_dev_unique_id_get");
     lib.bind_optional(r->m_name, "rsmi_dev_name_get");
     lib.bind_optional(r->m_version, "rsmi_version_get");
+    lib.bind_optional(r->m_numa, "rsmi_topo_get_numa_node_number");
     if (rsmi_status_t st = r->m_init(0); st != RSMI_STATUS_SUCCESS) {
       r->m_shutdown = nullptr;
       return Error{"ROCm SMI", "rsmi_init: " + r->text(st)};
@@ -189,7 +204,7 @@ class RocmSmi final : public GpuRuntime {
     for (uint32_t i = 0; i < count && i < 4096; ++i) {
       uint64_t bdfid = 0;
       if (r->m_pci(i, &bdfid) != RSMI_STATUS_SUCCESS) continue;
-      RuntimeGpu g;
+      topo::RuntimeGpu g;
       g.pci = bus_id_of_bdfid(bdfid);
       uint64_t id = 0;
       if (r->m_unique_id && r->m_unique_id(i, &id) == RSMI_STATUS_SUCCESS) {
@@ -199,6 +214,8 @@ class RocmSmi final : public GpuRuntime {
       }
       char name[128] = {};
       if (r->m_name && r->m_name(i, name, sizeof name) == RSMI_STATUS_SUCCESS) g.name = name;
+      uint32_t node = 0;
+      if (r->m_numa && r->m_numa(i, &node) == RSMI_STATUS_SUCCESS) g.numa = node;
       r->m_devices.push_back({i, std::move(g)});
     }
     return std::unique_ptr<GpuRuntime>(std::move(r));
@@ -207,8 +224,9 @@ class RocmSmi final : public GpuRuntime {
     if (m_shutdown) m_shutdown();
   }
   std::string describe() const override { return m_describe; }
-  std::vector<RuntimeGpu> gpus() const override {
-    std::vector<RuntimeGpu> out;
+  topo::Vendor vendor() const override { return topo::Vendor::amd; }
+  std::vector<topo::RuntimeGpu> gpus() const override {
+    std::vector<topo::RuntimeGpu> out;
     for (const auto& [i, g] : m_devices) out.push_back(g);
     return out;
   }
@@ -245,8 +263,9 @@ class RocmSmi final : public GpuRuntime {
   decltype(&rsmi_dev_unique_id_get) m_unique_id = nullptr;
   decltype(&rsmi_dev_name_get) m_name = nullptr;
   decltype(&rsmi_version_get) m_version = nullptr;
+  decltype(&rsmi_topo_get_numa_node_number) m_numa = nullptr;
   std::string m_describe = "ROCm SMI";
-  std::vector<std::pair<uint32_t, RuntimeGpu>> m_devices;
+  std::vector<std::pair<uint32_t, topo::RuntimeGpu>> m_devices;
 };
 
 }  // namespace
@@ -261,11 +280,17 @@ std::vector<probe::GpuUsage> GpuRuntimes::usage() const {
   return out;
 }
 
-GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd) {
+std::vector<topo::RuntimeView> GpuRuntimes::views() const {
+  std::vector<topo::RuntimeView> out;
+  for (const auto& r : loaded) out.push_back({r->describe(), r->vendor(), r->gpus()});
+  return out;
+}
+
+GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without) {
   GpuRuntimes out;
   auto add = [&](Result<std::unique_ptr<GpuRuntime>> r) {
     if (r) out.loaded.push_back(std::move(*r));
-    else out.notes.push_back("GPU utilization unknown: " + r.error().message());
+    else out.notes.push_back(without + ": " + r.error().message());
   };
   if (nvidia) add(open_nvml());
   if (amd) add(open_rocm_smi());

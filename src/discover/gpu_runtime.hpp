@@ -10,21 +10,18 @@
 #include <vector>
 
 #include "probe/state.hpp"
+#include "topo/cross_check.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::discover {
-
-struct RuntimeGpu {
-  std::string pci;   // "0000:18:00.0", lower case, as the topology names it
-  std::string uuid;  // "GPU-..."
-  std::string name;
-};
 
 class GpuRuntime {
  public:
   virtual ~GpuRuntime() = default;
   virtual std::string describe() const = 0;  // "NVML 12.535.54"
-  virtual std::vector<RuntimeGpu> gpus() const = 0;
+  virtual topo::Vendor vendor() const = 0;
+  // Identity and locality, read once when the library was opened.
+  virtual std::vector<topo::RuntimeGpu> gpus() const = 0;
   // Each GPU's usage now; a GPU whose calls fail has no values.
   virtual std::vector<probe::GpuUsage> usage() const = 0;
 };
@@ -38,14 +35,15 @@ Result<std::unique_ptr<GpuRuntime>> open_nvml();
 Result<std::unique_ptr<GpuRuntime>> open_rocm_smi();
 
 // The runtimes for the GPU vendors a topology has, loaded once: what could not be loaded is a
-// note ("GPU utilization unknown: NVML: ...") for the caller to print once.
+// note, "WITHOUT: NVML: <why>" (WITHOUT says what the caller goes without), to print once.
 struct GpuRuntimes {
   std::vector<std::unique_ptr<GpuRuntime>> loaded;
   std::vector<std::string> notes;
   bool empty() const { return loaded.empty(); }
   std::vector<probe::GpuUsage> usage() const;  // every loaded runtime's GPUs
+  std::vector<topo::RuntimeView> views() const;  // for topo::cross_check
 };
-GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd);
+GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without);
 
 // NVML's bus id ("00000000:18:00.0", any case) as the topology writes PCI addresses.
 std::string normalize_bus_id(const std::string& bus_id);

@@ -49,6 +49,11 @@ using MemoryFn = Return (*)(Device, Memory*);                          // nvmlDe
 // nvmlDeviceGetPcieThroughput(device, counter, KB/s over NVML's last 20 ms): counter 0 is TX
 // (from the GPU), 1 RX.
 using PcieThroughputFn = Return (*)(Device, int, unsigned int*);
+// nvmlDeviceGetCpuAffinity(device, words, mask): the CPUs nearest the device (NUMA-node scope),
+// 64 per unsigned long.
+using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);
+// nvmlDeviceGetNumaNodeId(device, node) (newer drivers).
+using NumaNodeFn = Return (*)(Device, unsigned int*);
 inline constexpr int kPcieTx = 0;
 inline constexpr int kPcieRx = 1;
 

@@ -2,6 +2,8 @@
 
 #include "render/table.hpp"
 #include "render/topo_text.hpp"
+
+#include <algorithm>
 #include "util/strings.hpp"
 
 namespace gpubind::render {
@@ -60,10 +62,18 @@ std::string topo_table(const Topology& t) {
 
   if (!t.gpus.empty()) {
     out += "\n";
-    TextTable gpus({"GPU", "PCI", "VENDOR", "NAME", "NUMA", "CPUS", "PCIE PATH"});
-    for (const Gpu& g : t.gpus)
-      gpus.add({std::to_string(g.index), g.pci.empty() ? "-" : g.pci, to_string(g.vendor), g.name.empty() ? "-" : g.name,
-                numa_or_unknown(g.numa), cpus_or_unknown(g.cpus), g.pcie_path.empty() ? "-" : join(g.pcie_path, " > ")});
+    // The UUID column only where a source gave UUIDs (NVML, ROCm SMI, hwloc's NVML backend).
+    bool uuids = std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu& g) { return !g.uuid.empty(); });
+    std::vector<std::string> head = {"GPU", "PCI", "VENDOR", "NAME", "NUMA", "CPUS", "PCIE PATH"};
+    if (uuids) head.insert(head.begin() + 4, "UUID");
+    TextTable gpus(head);
+    for (const Gpu& g : t.gpus) {
+      std::vector<std::string> row = {std::to_string(g.index), g.pci.empty() ? "-" : g.pci, to_string(g.vendor),
+                                      g.name.empty() ? "-" : g.name, numa_or_unknown(g.numa), cpus_or_unknown(g.cpus),
+                                      g.pcie_path.empty() ? "-" : join(g.pcie_path, " > ")};
+      if (uuids) row.insert(row.begin() + 4, g.uuid.empty() ? "-" : g.uuid);
+      gpus.add(row);
+    }
     out += gpus.str();
   }
   if (!t.nics.empty()) {

@@ -15,6 +15,14 @@ for v in $(compgen -e | grep -E '^(GPUBIND_|SLURM_|OMPI_|PMI_|PMIX_|MV2_|MPI_LOC
   unset "$v"
 done
 export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"
+# The fake NVML and ROCm SMI the test suite builds (tests/fakes), for cases that load them.
+build_dir=$(cd "$(dirname "$GPUBIND")/.." && pwd)
+export FAKE_NVML="$build_dir/tests/fake-nvml" FAKE_ROCM_SMI="$build_dir/tests/fake-rocm-smi"
+case $cmd in
+  *FAKE_NVML*|*FAKE_ROCM_SMI*)
+    [ -e "$FAKE_NVML/libnvidia-ml.so.1" ] && [ -e "$FAKE_ROCM_SMI/librocm_smi64.so.1" ] \
+      || { echo "SKIP $name: the fake GPU libraries were not built beside $GPUBIND"; exit 77; } ;;
+esac
 eval "$cmd" >"$TMPDIR/stdout" 2>"$TMPDIR/stderr"
 rc=$?
 {

@@ -5,7 +5,8 @@
 //    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "utilization": 97,
 //              "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10, "pcie_rx_kb": 20,
 //              "utilization_error": 0}]}
-// A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput.
+// A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput; one without "numa"
+// or "cpus" (a cpulist) likewise for nvmlDeviceGetNumaNodeId and nvmlDeviceGetCpuAffinity.
 // An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
 #include <cstdlib>
 #include <cstring>
@@ -107,6 +108,29 @@ int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
   return 0;
 }
 
+int nvmlDeviceGetNumaNodeId(void* d, unsigned* node) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (!g->contains("numa")) return 3;
+  *node = (*g)["numa"].get<unsigned>();
+  return 0;
+}
+int nvmlDeviceGetCpuAffinity(void* d, unsigned words, unsigned long* mask) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (!g->contains("cpus")) return 3;
+  std::memset(mask, 0, words * sizeof *mask);
+  std::string list = (*g)["cpus"].get<std::string>();
+  for (size_t at = 0; at < list.size();) {  // "0-55,112-167"
+    size_t comma = list.find(',', at);
+    std::string range = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    unsigned lo = unsigned(std::stoul(range)), hi = lo;
+    if (auto dash = range.find('-'); dash != std::string::npos) hi = unsigned(std::stoul(range.substr(dash + 1)));
+    for (unsigned c = lo; c <= hi && c / 64 < words; ++c) mask[c / 64] |= 1ul << (c % 64);
+    at = comma == std::string::npos ? list.size() : comma + 1;
+  }
+  return 0;
+}
 int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
   const auto* g = device(d);
   if (!g) return 2;

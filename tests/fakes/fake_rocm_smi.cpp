@@ -5,7 +5,8 @@
 //   {"init_error": 0,
 //    "gpus": [{"bdfid": "0000:c1:00.0", "unique_id": "0x...", "name": "...", "busy": 95,
 //              "vram_used": 1024, "vram_total": 2048, "busy_error": 0}]}
-// An "*_error" field is the rsmi_status_t that call returns (2 RSMI_STATUS_NOT_SUPPORTED...).
+// An "*_error" field is the rsmi_status_t that call returns (2 RSMI_STATUS_NOT_SUPPORTED...); a
+// GPU without "numa" answers NOT_SUPPORTED for rsmi_topo_get_numa_node_number.
 #include <rocm_smi/rocm_smi.h>
 
 #include <cstdio>
@@ -101,6 +102,14 @@ rsmi_status_t rsmi_dev_memory_total_get(uint32_t i, rsmi_memory_type_t type, uin
   const auto* g = gpu(i);
   if (!g || type != RSMI_MEM_TYPE_VRAM) return RSMI_STATUS_INVALID_ARGS;
   *total = g->value("vram_total", uint64_t(0));
+  return RSMI_STATUS_SUCCESS;
+}
+
+rsmi_status_t rsmi_topo_get_numa_node_number(uint32_t i, uint32_t* node) {
+  const auto* g = gpu(i);
+  if (!g) return RSMI_STATUS_INVALID_ARGS;
+  if (!g->contains("numa")) return RSMI_STATUS_NOT_SUPPORTED;
+  *node = (*g)["numa"].get<uint32_t>();
   return RSMI_STATUS_SUCCESS;
 }
 

@@ -1,0 +1,44 @@
+#pragma once
+// A topology against what the GPU runtime libraries (NVML, ROCm SMI) of the machine say about the
+// same GPUs: UUIDs and names the topology lacks are filled in, and every disagreement is a finding
+// (a GPU one side sees and the other does not, another UUID, another NUMA node or CPU affinity).
+// Pure: the views are read by discover/gpu_runtime.hpp.
+//
+// The rule where locality disagrees: the topology's (the kernel's view of the PCI bus through
+// sysfs, or the file's) is kept, since binding to the kernel's NUMA node is what the kernel will
+// enforce; the finding names both. Where the topology has no locality for a GPU (numa_node -1, a
+// VM) and the library gives one, the library's NUMA node and CPUs are taken, and the finding says
+// so. Where UUIDs differ, the library's is taken: CUDA and ROCm name devices by the library's.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topo/topology.hpp"
+
+namespace gpubind::topo {
+
+// One GPU as a runtime library reports it.
+struct RuntimeGpu {
+  std::string pci;   // "0000:18:00.0", lower case
+  std::string uuid;  // "GPU-..."
+  std::string name;
+  std::optional<unsigned> numa;  // the library's NUMA node for the device
+  std::optional<CpuSet> cpus;    // the library's CPU affinity for the device (NUMA-node scope)
+};
+
+struct RuntimeView {
+  std::string source;  // "NVML 12.535.54", "ROCm SMI 5.2.3"
+  Vendor vendor = Vendor::nvidia;
+  std::vector<RuntimeGpu> gpus;
+};
+
+struct CrossCheckFinding {
+  std::string gpu;     // PCI address
+  std::string source;  // the library, as RuntimeView::source
+  std::string what;    // one line
+};
+
+// Compares `t` with each view (its vendor's GPUs only), filling and adopting as the rule says.
+std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<RuntimeView>& views);
+
+}  // namespace gpubind::topo
