@@ -105,6 +105,7 @@ int cmd_exec(const std::vector<std::string>& args) {
                                          : discover::load_for_binding(source, label, cache, cfg->cache_max_files, &cache_notes);
   print_warnings(cache_notes, o.quiet);
   if (!topo) return fail(topo.error(), kExitExecFailed);
+  if (!(dry_run && !source.empty())) add_runtime_identity(*topo, o.quiet);  // this machine's GPUs by UUID
 
   // 3. The same plan `gpubind plan` makes, for this node's ranks.
   if (!o.ranks && lr.size) o.ranks = lr.size;

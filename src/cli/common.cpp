@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "discover/gpu_runtime.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
@@ -33,6 +34,10 @@ void add_quiet_option(Args& app, bool& target) {
 void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   if (quiet) return;
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
+}
+
+void add_runtime_identity(topo::Topology& t, bool quiet) {
+  print_warnings(discover::add_runtime_identity(t, [](const char* n) { return sys::env_value(n).value_or(""); }), quiet);
 }
 
 void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb) {

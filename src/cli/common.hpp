@@ -3,6 +3,8 @@
 #include <map>
 #include <optional>
 #include <string>
+
+#include "topo/topology.hpp"
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,10 @@ void add_quiet_option(Args& app, bool& target);
 // command, unless --quiet. Control characters (a newline in a device name) are escaped so one
 // warning stays one line.
 void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+// On this machine: when CUDA_VISIBLE_DEVICES (or ROCR_/HIP_VISIBLE_DEVICES) names GPUs by UUID
+// and the topology has none, fills them in from NVML / ROCm SMI (discover::add_runtime_identity),
+// printing its notes.
+void add_runtime_identity(topo::Topology& t, bool quiet);
 
 // check's and watch's process selection: --pid (repeatable), --self, --all-gpu-procs,
 // --children-of, --match.

@@ -1,6 +1,7 @@
 #include "discover/gpu_runtime.hpp"
 
 #include <cstdio>
+#include <functional>
 
 #include <rocm_smi/rocm_smi.h>
 
@@ -87,6 +88,7 @@ class Nvml final : public GpuRuntime {
       if (n->m_name(d, text, sizeof text) == nvml::kSuccess) g.name = text;
       unsigned node = 0;
       if (n->m_numa && n->m_numa(d, &node) == nvml::kSuccess) g.numa = node;
+      g.mig_uuids = n->mig_uuids(d);
       unsigned long mask[64] = {};  // 4096 CPUs
       static_assert(sizeof(unsigned long) == sizeof(uint64_t), "NVML's CPU masks are read as 64-bit words");
       if (n->m_affinity && n->m_affinity(d, 64, mask) == nvml::kSuccess) {
@@ -145,8 +147,26 @@ class Nvml final : public GpuRuntime {
       }
     lib.bind_optional(m_pcie, "nvmlDeviceGetPcieThroughput");
     lib.bind_optional(m_affinity, "nvmlDeviceGetCpuAffinity");
+    lib.bind_optional(m_mig_mode, "nvmlDeviceGetMigMode");
+    lib.bind_optional(m_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+    lib.bind_optional(m_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
     lib.bind_optional(m_numa, "nvmlDeviceGetNumaNodeId");
     return Ok{};
+  }
+  // The UUIDs of the GPU's MIG instances, when MIG is on (older libraries: none).
+  std::vector<std::string> mig_uuids(nvml::Device d) const {
+    std::vector<std::string> out;
+    unsigned current = 0, pending = 0, count = 0;
+    if (!m_mig_mode || !m_mig_count || !m_mig_handle || m_mig_mode(d, &current, &pending) != nvml::kSuccess ||
+        current != nvml::kMigEnabled || m_mig_count(d, &count) != nvml::kSuccess)
+      return out;
+    for (unsigned i = 0; i < count && i < 64; ++i) {
+      nvml::Device mig = nullptr;
+      char text[96] = {};
+      if (m_mig_handle(d, i, &mig) != nvml::kSuccess) continue;  // NOT_FOUND: no instance in that slot
+      if (m_uuid(mig, text, sizeof text) == nvml::kSuccess) out.push_back(text);
+    }
+    return out;
   }
   std::string text(nvml::Return r) const {
     const char* s = m_error ? m_error(r) : nullptr;
@@ -167,6 +187,9 @@ class Nvml final : public GpuRuntime {
   nvml::PcieThroughputFn m_pcie = nullptr;
   nvml::CpuAffinityFn m_affinity = nullptr;
   nvml::NumaNodeFn m_numa = nullptr;
+  nvml::MigModeFn m_mig_mode = nullptr;
+  nvml::MigCountFn m_mig_count = nullptr;
+  nvml::MigHandleFn m_mig_handle = nullptr;
   std::string m_describe = "NVML";
   std::vector<std::pair<nvml::Device, topo::RuntimeGpu>> m_devices;
 };
@@ -278,6 +301,35 @@ std::vector<probe::GpuUsage> GpuRuntimes::usage() const {
   for (const auto& r : loaded)
     for (probe::GpuUsage& u : r->usage()) out.push_back(std::move(u));
   return out;
+}
+
+std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env) {
+  // Which vendors' variables name GPUs by UUID, and whose GPUs in the topology carry none.
+  auto by_uuid = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      std::string v = to_lower(env(n));
+      if (v.find("gpu-") != std::string::npos || v.find("mig-") != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto lacking = [&](topo::Vendor v, bool mig) {
+    bool any = false;
+    for (const topo::Gpu& g : t.gpus)
+      if (g.vendor == v) {
+        any = true;
+        if (!g.uuid.empty() && (!mig || !g.mig_uuids.empty())) return false;
+      }
+    return any;
+  };
+  std::string cuda = to_lower(env("CUDA_VISIBLE_DEVICES"));
+  bool nvidia = by_uuid({"CUDA_VISIBLE_DEVICES"}) && lacking(topo::Vendor::nvidia, cuda.find("mig-") != std::string::npos);
+  bool amd = by_uuid({"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) && lacking(topo::Vendor::amd, false);
+  if (!nvidia && !amd) return {};
+  GpuRuntimes runtimes = open_gpu_runtimes(nvidia, amd, "GPU UUIDs unknown");
+  std::vector<std::string> notes = std::move(runtimes.notes);
+  for (const topo::CrossCheckFinding& f : topo::cross_check(t, runtimes.views()))
+    notes.push_back("cross-check: GPU " + f.gpu + " (" + f.source + "): " + f.what);
+  return notes;
 }
 
 std::vector<topo::RuntimeView> GpuRuntimes::views() const {

@@ -4,6 +4,7 @@
 // memory used, PCIe throughput). Loaded with dlopen only when asked, by the commands that need it;
 // a missing library or a failing call is a one-line note and the PCI-only view, never a failure.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,13 @@ struct GpuRuntimes {
   std::vector<topo::RuntimeView> views() const;  // for topo::cross_check
 };
 GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without);
+
+// Where a GPU-selection variable names GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-8f3a..., MIG-...;
+// ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES=GPU-...) and the topology's GPUs of that vendor
+// carry none (a live discovery: Debian's hwloc has no NVML backend), asks the vendor's library
+// and fills them in (topo::cross_check). Nothing is loaded otherwise, so exec's fast path stays
+// free of the libraries. `env` reads a variable ("" when unset). Returns the notes to print.
+std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env);
 
 // NVML's bus id ("00000000:18:00.0", any case) as the topology writes PCI addresses.
 std::string normalize_bus_id(const std::string& bus_id);

@@ -54,6 +54,14 @@ using PcieThroughputFn = Return (*)(Device, int, unsigned int*);
 using CpuAffinityFn = Return (*)(Device, unsigned int, unsigned long*);
 // nvmlDeviceGetNumaNodeId(device, node) (newer drivers).
 using NumaNodeFn = Return (*)(Device, unsigned int*);
+// MIG: nvmlDeviceGetMigMode(device, current, pending) (1 enabled), nvmlDeviceGetMaxMigDeviceCount
+// (device, count), nvmlDeviceGetMigDeviceHandleByIndex(device, index, mig); a MIG handle's UUID
+// ("MIG-...") comes from nvmlDeviceGetUUID.
+using MigModeFn = Return (*)(Device, unsigned int*, unsigned int*);
+using MigCountFn = Return (*)(Device, unsigned int*);
+using MigHandleFn = Return (*)(Device, unsigned int, Device*);
+inline constexpr unsigned kMigEnabled = 1;
+inline constexpr Return kErrorNotFound = 6;
 inline constexpr int kPcieTx = 0;
 inline constexpr int kPcieRx = 1;
 

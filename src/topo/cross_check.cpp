@@ -38,6 +38,7 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
       const RuntimeGpu& r = *it->second;
       seen.erase(it);
       if (g.name.empty()) g.name = r.name;
+      if (g.mig_uuids.empty()) g.mig_uuids = r.mig_uuids;
       if (!r.uuid.empty()) {
         if (!g.uuid.empty() && g.uuid != r.uuid) finding(g.pci, "UUID " + g.uuid + " in the topology, " + r.uuid + " from the library: the library's is used");
         g.uuid = r.uuid;

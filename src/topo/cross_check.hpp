@@ -24,6 +24,7 @@ struct RuntimeGpu {
   std::string name;
   std::optional<unsigned> numa;  // the library's NUMA node for the device
   std::optional<CpuSet> cpus;    // the library's CPU affinity for the device (NUMA-node scope)
+  std::vector<std::string> mig_uuids;  // "MIG-..." of its MIG instances, when MIG is on
 };
 
 struct RuntimeView {

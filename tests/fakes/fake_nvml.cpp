@@ -5,7 +5,7 @@
 //    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "utilization": 97,
 //              "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10, "pcie_rx_kb": 20,
 //              "utilization_error": 0}]}
-// A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput; one without "numa"
+// "mig": [...] lists a GPU's MIG instance UUIDs (MIG mode on). A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput; one without "numa"
 // or "cpus" (a cpulist) likewise for nvmlDeviceGetNumaNodeId and nvmlDeviceGetCpuAffinity.
 // An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
 #include <cstdlib>
@@ -28,12 +28,14 @@ nlohmann::json& config() {
 
 int error_of(const nlohmann::json& j, const char* key) { return j.is_object() ? j.value(key, 0) : 0; }
 
+// A handle is the GPU's index + 1, and for a MIG instance its slot + 1 in the bits above 16.
 const nlohmann::json* device(void* d) {
-  auto i = reinterpret_cast<uintptr_t>(d);
+  auto i = reinterpret_cast<uintptr_t>(d) & 0xffff;
   const auto& gpus = config()["gpus"];
   if (i == 0 || i > gpus.size()) return nullptr;
   return &gpus[i - 1];
 }
+unsigned mig_slot(void* d) { return unsigned(reinterpret_cast<uintptr_t>(d) >> 16); }
 
 int copy(const std::string& s, char* out, unsigned len) {
   if (s.size() + 1 > len) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
@@ -85,7 +87,29 @@ int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
 }
 int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
   const auto* g = device(d);
-  return g ? copy(g->value("uuid", ""), out, len) : 2;
+  if (!g) return 2;
+  if (unsigned slot = mig_slot(d)) return copy((*g)["mig"][slot - 1].get<std::string>(), out, len);
+  return copy(g->value("uuid", ""), out, len);
+}
+// "mig": ["MIG-...", ...] turns MIG on; the count has one more slot than instances, left empty.
+int nvmlDeviceGetMigMode(void* d, unsigned* current, unsigned* pending) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  *current = *pending = g->contains("mig") ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetMaxMigDeviceCount(void* d, unsigned* count) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  *count = g->contains("mig") ? unsigned((*g)["mig"].size()) + 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned index, void** mig) {
+  const auto* g = device(d);
+  if (!g || !g->contains("mig")) return 2;
+  if (index >= (*g)["mig"].size()) return 6;  // NOT_FOUND: an empty slot
+  *mig = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d) | (uintptr_t(index) + 1) << 16);
+  return 0;
 }
 int nvmlDeviceGetName(void* d, char* out, unsigned len) {
   const auto* g = device(d);

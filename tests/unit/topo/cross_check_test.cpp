@@ -21,7 +21,7 @@ Topology example(const std::string& name) {
 // NVML's view of the example's eight GPUs, as the example itself places them.
 RuntimeView agreeing(const Topology& t) {
   RuntimeView v{"NVML 12.535.54", Vendor::nvidia, {}};
-  for (const Gpu& g : t.gpus) v.gpus.push_back({g.pci, "GPU-" + g.pci, "H100", g.numa->front(), g.cpus});
+  for (const Gpu& g : t.gpus) v.gpus.push_back({g.pci, "GPU-" + g.pci, "H100", g.numa->front(), g.cpus, {}});
   return v;
 }
 
@@ -50,7 +50,7 @@ TEST(CrossCheck, WhereNumaNodesDisagreeTheTopologysIsKept) {
 
 TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
   Topology t = example("cloud-vm-unknown-locality");
-  RuntimeView v{"NVML", Vendor::nvidia, {{"0003:00:00.0", "GPU-c", "A100", 1, std::nullopt}}};
+  RuntimeView v{"NVML", Vendor::nvidia, {{"0003:00:00.0", "GPU-c", "A100", 1, std::nullopt, {}}}};
   auto findings = cross_check(t, {v});
   const Gpu& g = gpu(t, "0003:00:00.0");
   ASSERT_TRUE(g.numa.has_value());
@@ -63,7 +63,7 @@ TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
 
 TEST(CrossCheck, ANodeTheTopologyDoesNotHaveIsAFindingNotTaken) {
   Topology t = example("cloud-vm-unknown-locality");
-  RuntimeView v{"NVML", Vendor::nvidia, {{"0001:00:00.0", "GPU-a", "A100", 7, std::nullopt}}};
+  RuntimeView v{"NVML", Vendor::nvidia, {{"0001:00:00.0", "GPU-a", "A100", 7, std::nullopt, {}}}};
   auto findings = cross_check(t, {v});
   EXPECT_FALSE(gpu(t, "0001:00:00.0").numa.has_value());
   ASSERT_EQ(findings[0].gpu, "0001:00:00.0");
@@ -74,7 +74,7 @@ TEST(CrossCheck, AGpuOnOneSideOnlyIsAFindingEitherWay) {
   Topology t = example("dgx-h100");
   RuntimeView v = agreeing(t);
   v.gpus.pop_back();                                                    // 0000:db:00.0 unseen by the library
-  v.gpus.push_back({"0000:ff:00.0", "GPU-ff", "H100", 1, std::nullopt});  // not in the topology
+  v.gpus.push_back({"0000:ff:00.0", "GPU-ff", "H100", 1, std::nullopt, {}});  // not in the topology
   auto findings = cross_check(t, {v});
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].gpu, "0000:db:00.0");
