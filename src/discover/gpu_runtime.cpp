@@ -64,8 +64,26 @@ class Library {
   std::string m_path;
 };
 
-class Nvml final : public GpuRuntime {
+// What both libraries' runtimes keep: their description and each GPU with its library handle.
+template <class Handle>
+class RuntimeOf : public GpuRuntime {
  public:
+  std::string describe() const override { return m_describe; }
+  std::vector<topo::RuntimeGpu> gpus() const override {
+    std::vector<topo::RuntimeGpu> out;
+    for (const auto& [h, g] : m_devices) out.push_back(g);
+    return out;
+  }
+
+ protected:
+  explicit RuntimeOf(std::string describe) : m_describe(std::move(describe)) {}
+  std::string m_describe;
+  std::vector<std::pair<Handle, topo::RuntimeGpu>> m_devices;
+};
+
+class Nvml final : public RuntimeOf<nvml::Device> {
+ public:
+  Nvml() : RuntimeOf("NVML") {}
   static Result<std::unique_ptr<GpuRuntime>> open() {
     auto n = std::make_unique<Nvml>();
     Status loaded = n->resolve();
@@ -104,14 +122,7 @@ class Nvml final : public GpuRuntime {
     if (m_shutdown) m_shutdown();
   }
 
-  std::string describe() const override { return m_describe; }
   topo::Vendor vendor() const override { return topo::Vendor::nvidia; }
-
-  std::vector<topo::RuntimeGpu> gpus() const override {
-    std::vector<topo::RuntimeGpu> out;
-    for (const auto& [d, g] : m_devices) out.push_back(g);
-    return out;
-  }
 
   std::vector<probe::GpuUsage> usage() const override {
     std::vector<probe::GpuUsage> out;
@@ -190,14 +201,13 @@ class Nvml final : public GpuRuntime {
   nvml::MigModeFn m_mig_mode = nullptr;
   nvml::MigCountFn m_mig_count = nullptr;
   nvml::MigHandleFn m_mig_handle = nullptr;
-  std::string m_describe = "NVML";
-  std::vector<std::pair<nvml::Device, topo::RuntimeGpu>> m_devices;
 };
 
 // ROCm SMI, its ABI from Debian's librocm-smi-dev header (the functions are declared there, never
 // linked: their types are taken with decltype).
-class RocmSmi final : public GpuRuntime {
+class RocmSmi final : public RuntimeOf<uint32_t> {
  public:
+  RocmSmi() : RuntimeOf("ROCm SMI") {}
   static Result<std::unique_ptr<GpuRuntime>> open() {
     auto r = std::make_unique<RocmSmi>();
     Library lib("ROCm SMI", {"librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
@@ -246,13 +256,7 @@ class RocmSmi final : public GpuRuntime {
   ~RocmSmi() override {
     if (m_shutdown) m_shutdown();
   }
-  std::string describe() const override { return m_describe; }
   topo::Vendor vendor() const override { return topo::Vendor::amd; }
-  std::vector<topo::RuntimeGpu> gpus() const override {
-    std::vector<topo::RuntimeGpu> out;
-    for (const auto& [i, g] : m_devices) out.push_back(g);
-    return out;
-  }
   // No PCIe throughput: rsmi_dev_pci_throughput_get blocks for a second.
   std::vector<probe::GpuUsage> usage() const override {
     std::vector<probe::GpuUsage> out;
@@ -287,8 +291,6 @@ class RocmSmi final : public GpuRuntime {
   decltype(&rsmi_dev_name_get) m_name = nullptr;
   decltype(&rsmi_version_get) m_version = nullptr;
   decltype(&rsmi_topo_get_numa_node_number) m_numa = nullptr;
-  std::string m_describe = "ROCm SMI";
-  std::vector<std::pair<uint32_t, topo::RuntimeGpu>> m_devices;
 };
 
 }  // namespace

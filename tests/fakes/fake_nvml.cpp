@@ -10,19 +10,15 @@
 // An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "fake_config.hpp"
 
 namespace {
 
 nlohmann::json& config() {
-  static nlohmann::json j = [] {
-    const char* path = std::getenv("GPUBIND_FAKE_NVML");
-    if (!path) return nlohmann::json::object();
-    std::ifstream in(path);
-    return nlohmann::json::parse(in, nullptr, false);
-  }();
+  static nlohmann::json j = gpubind::fakes::read_config("GPUBIND_FAKE_NVML");
   return j;
 }
 

@@ -12,20 +12,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "fake_config.hpp"
+
 namespace {
 
 nlohmann::json& config() {
-  static nlohmann::json j = [] {
-    const char* path = std::getenv("GPUBIND_FAKE_ROCM_SMI");
-    if (!path) return nlohmann::json::object();
-    std::ifstream in(path);
-    return nlohmann::json::parse(in, nullptr, false);
-  }();
+  static nlohmann::json j = gpubind::fakes::read_config("GPUBIND_FAKE_ROCM_SMI");
   return j;
 }
 

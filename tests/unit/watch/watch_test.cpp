@@ -230,18 +230,19 @@ probe::GpuUsage usage(const std::string& pci, double utilization) {
   g.utilization = utilization;
   return g;
 }
+const char* kGpu1 = "0000:2a:00.0";
+// Ranks 0 and 1 on GPUs 0 and 1, each with `s` seconds of CPU time so far (equal: no CPU imbalance).
+std::vector<probe::ProcessState> two_ranks(double s) {
+  return {process(10, kGpu0, {{10, 3, 0, s}}, "0"), process(20, kGpu1, {{20, 4, 0, s}}, "1")};
+}
 }  // namespace
 
 TEST(Watch, ImbalanceWhenTheRanksGpusUtilizationSpreadsBeyondTheThreshold) {
   auto t = example("dgx-h100");
   Watcher w(t, {});
-  const std::string gpu1 = "0000:2a:00.0";
-  // Equal CPU time (no CPU imbalance); GPU 0 at 97 %, GPU 1 at 20 %: 77 points apart.
-  auto ranks = [&](double s) {
-    return std::vector<probe::ProcessState>{process(10, kGpu0, {{10, 3, 0, s}}, "0"), process(20, gpu1, {{20, 4, 0, s}}, "1")};
-  };
-  w.observe(at(0, ranks(0)));
-  auto iv = w.observe(at(1, ranks(1), {usage(kGpu0, 0.97), usage(gpu1, 0.20), usage("0000:3a:00.0", 0.0)}));
+  // GPU 0 at 97 %, GPU 1 at 20 %: 77 points apart.
+  w.observe(at(0, two_ranks(0)));
+  auto iv = w.observe(at(1, two_ranks(1), {usage(kGpu0, 0.97), usage(kGpu1, 0.20), usage("0000:3a:00.0", 0.0)}));
   ASSERT_TRUE(iv->gpu_imbalance.has_value());
   EXPECT_NEAR(*iv->gpu_imbalance, 0.77, 1e-9);  // the idle GPU no rank holds is not counted
   EXPECT_EQ(iv->gpus.size(), 3u);
@@ -252,24 +253,20 @@ TEST(Watch, ImbalanceWhenTheRanksGpusUtilizationSpreadsBeyondTheThreshold) {
   const RankInterval& r0 = iv->ranks[0].pid == 10 ? iv->ranks[0] : iv->ranks[1];
   EXPECT_NEAR(*r0.gpu_utilization, 0.97, 1e-9);
   // 90 % and 80 %: within the threshold.
-  iv = w.observe(at(2, ranks(2), {usage(kGpu0, 0.9), usage(gpu1, 0.8)}));
+  iv = w.observe(at(2, two_ranks(2), {usage(kGpu0, 0.9), usage(kGpu1, 0.8)}));
   EXPECT_FALSE(has(iv->ranks[0], Finding::imbalance));
 }
 
 TEST(Watch, GpuImbalanceIsNotJudgedWhenTheGpusAreIdleOrUnknown) {
   auto t = example("dgx-h100");
   Watcher w(t, {});
-  const std::string gpu1 = "0000:2a:00.0";
-  auto ranks = [&](double s) {
-    return std::vector<probe::ProcessState>{process(10, kGpu0, {{10, 3, 0, s}}, "0"), process(20, gpu1, {{20, 4, 0, s}}, "1")};
-  };
-  w.observe(at(0, ranks(0)));
-  auto iv = w.observe(at(1, ranks(1), {usage(kGpu0, 0.05), usage(gpu1, 0.0)}));  // both idle
+  w.observe(at(0, two_ranks(0)));
+  auto iv = w.observe(at(1, two_ranks(1), {usage(kGpu0, 0.05), usage(kGpu1, 0.0)}));  // both idle
   EXPECT_FALSE(iv->gpu_imbalance.has_value());
-  iv = w.observe(at(2, ranks(2), {usage(kGpu0, 0.97)}));  // one GPU known
+  iv = w.observe(at(2, two_ranks(2), {usage(kGpu0, 0.97)}));  // one GPU known
   EXPECT_FALSE(iv->gpu_imbalance.has_value());
   EXPECT_FALSE(iv->ranks[0].gpu_utilization.has_value() && iv->ranks[1].gpu_utilization.has_value());
-  iv = w.observe(at(3, ranks(3)));  // no runtime library
+  iv = w.observe(at(3, two_ranks(3)));  // no runtime library
   EXPECT_FALSE(iv->gpu_imbalance.has_value());
   EXPECT_TRUE(iv->gpus.empty());
 }
