@@ -24,7 +24,6 @@ struct StatFields {
   std::string comm;
   std::optional<unsigned> last_cpu;     // field 39 (processor)
   std::optional<uint64_t> run_ns;       // fields 14 and 15 (utime, stime)
-  std::optional<uint64_t> start_time;   // field 22, in ticks since boot: tells a reused thread id
 };
 
 StatFields parse_stat(std::string_view stat) {
@@ -45,7 +44,6 @@ StatFields parse_stat(std::string_view stat) {
     switch (field) {
       case 14: utime = parse_uint(f); break;
       case 15: stime = parse_uint(f); break;
-      case 22: out.start_time = parse_uint(f); break;
       case 39:
         if (auto cpu = parse_uint(f)) out.last_cpu = unsigned(*cpu);
         break;
