@@ -57,12 +57,13 @@ StatFields parse_stat(std::string_view stat) {
   return out;
 }
 
-std::optional<uint64_t> sched_migrations(const std::string& sched) {
+// A counter of /proc/PID/task/TID/sched ("se.nr_migrations   :   42").
+std::optional<uint64_t> sched_field(const std::string& sched, std::string_view name) {
   for (std::string_view line : split(sched, '\n')) {
     line = trim(line);
-    if (!line.starts_with("se.nr_migrations")) continue;
+    if (!line.starts_with(name)) continue;
     auto colon = line.find(':');
-    if (colon == std::string_view::npos) return std::nullopt;
+    if (colon == std::string_view::npos || trim(line.substr(0, colon)) != name) continue;
     return parse_uint(trim(line.substr(colon + 1)));
   }
   return std::nullopt;
@@ -79,6 +80,14 @@ struct ThreadReader {
     return root.read(rel);
   }
 };
+
+// Migrations and context switches from `sched`.
+void read_sched(const ThreadReader& r, const std::string& dir, ThreadState& t) {
+  if (auto sched = r.read(dir + "/sched")) {
+    t.migrations = sched_field(*sched, "se.nr_migrations");
+    t.switches = sched_field(*sched, "nr_switches");
+  }
+}
 
 // schedstat's first field is the thread's CPU time in nanoseconds, when the kernel keeps it.
 void read_run_ns(const ThreadReader& r, const std::string& dir, ThreadState& t) {
@@ -107,7 +116,8 @@ Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& 
     t.run_ns = f.run_ns;
   }
   read_run_ns(r, dir, t);
-  if (auto sched = r.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  read_sched(r, dir, t);
+  if (t.voluntary_switches && t.involuntary_switches) t.switches = *t.voluntary_switches + *t.involuntary_switches;
   return t;
 }
 
@@ -143,6 +153,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
       m->run_ns = counts->run_ns;
       t.run_ns = counts->run_ns;
       t.migrations = counts->migrations;
+      t.switches = counts->switches;
       t.comm = m->comm;
       t.last_cpu = m->last_cpu;
       return t;
@@ -151,6 +162,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   if (counts) {
     t.run_ns = counts->run_ns;
     t.migrations = counts->migrations;
+    t.switches = counts->switches;
   }
   auto stat = r.read(stat_file);
   if (!stat) return stat.error();
@@ -164,7 +176,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   }
   t.run_ns = f.run_ns;
   read_run_ns(r, dir, t);
-  if (auto sched = r.read(dir + "/sched")) t.migrations = sched_migrations(*sched);
+  read_sched(r, dir, t);
   return t;
 }
 

@@ -23,6 +23,7 @@ struct ThreadState {
   std::optional<uint64_t> migrations;
   std::optional<uint64_t> voluntary_switches;    // from status; not read by watch's light probe
   std::optional<uint64_t> involuntary_switches;
+  std::optional<uint64_t> switches;              // both together (watch: from TaskCounters or `sched`)
   std::optional<uint64_t> run_ns;          // CPU time so far: schedstat, else stat utime+stime
 };
 

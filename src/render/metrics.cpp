@@ -36,7 +36,7 @@ struct Family {
 };
 
 const Family kFamilies[] = {
-    {"gpubind_rank_migrations_total", "counter", "CPU migrations of the rank's threads (se.nr_migrations) since watch started"},
+    {"gpubind_rank_migrations_total", "counter", "CPU migrations of the rank's threads since watch started"},
     {"gpubind_rank_cpu_seconds_total", "counter", "CPU time of the rank's threads since watch started"},
     {"gpubind_rank_cross_numa_ratio", "gauge",
      "Share of the rank's CPU time in the last interval that ran off its GPU's NUMA node(s), 0-1"},
@@ -55,6 +55,7 @@ const Family kFamilies[] = {
      "Spread of the utilization of the GPUs the ranks hold, max - min, 0-1; absent while they are idle or unknown"},
     {"gpubind_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe traffic from the GPU to the host (NVML's last 20 ms)"},
     {"gpubind_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe traffic from the host to the GPU (NVML's last 20 ms)"},
+    {"gpubind_rank_context_switches_total", "counter", "Context switches of the rank's threads, voluntary and involuntary, since watch started"},
 };
 
 void header(std::string& out, const Family& f) {
@@ -127,6 +128,7 @@ std::string metrics_text(const MetricsInput& in) {
   per_node(kFamilies[12], in.last ? in.last->gpu_imbalance : std::nullopt);
   per_gpu(kFamilies[13], [](const probe::GpuUsage& g) { return g.pcie_tx; });
   per_gpu(kFamilies[14], [](const probe::GpuUsage& g) { return g.pcie_rx; });
+  per_rank(kFamilies[15], totals, [](const watch::RankSummary& r) { return std::optional<double>(double(r.context_switches)); });
   return out;
 }
 

@@ -56,10 +56,12 @@ std::string interval_text(const watch::Interval& iv) {
   if (iv.gpu_imbalance) head += ", GPU utilization spread " + share(iv.gpu_imbalance);
   std::string out = head + "\n";
   if (!iv.ranks.empty()) {
-    TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CROSS-NUMA", "REMOTE-MEM", "FINDINGS"});
+    TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CSW/S", "CROSS-NUMA", "REMOTE-MEM",
+                 "FINDINGS"});
     for (const watch::RankInterval& r : iv.ranks)
       t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm), r.gpus.empty() ? "-" : join(r.gpus, ","),
              share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
+             r.started ? "-" : fixed(r.context_switches_per_second, 0),
              share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
@@ -112,6 +114,8 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
     e["gpu_utilization"] = optional_number(r.gpu_utilization);
     e["migrations"] = r.migrations;
     e["migrations_per_second"] = r.migrations_per_second;
+    e["context_switches"] = r.context_switches;
+    e["context_switches_per_second"] = r.context_switches_per_second;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["cross_socket_ratio"] = optional_number(r.cross_socket);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
@@ -136,6 +140,7 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     nlohmann::ordered_json e = rank_object(r);
     e["intervals"] = r.intervals;
     e["migrations"] = r.migrations;
+    e["context_switches"] = r.context_switches;
     e["cpu_seconds"] = r.cpu_seconds;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);

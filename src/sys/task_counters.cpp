@@ -14,12 +14,13 @@ namespace gpubind::sys {
 
 namespace {
 
-// A group of two per-thread software counters, on any CPU: task-clock (the leader: CPU time in
-// ns) and cpu-migrations. The kernel counts a migration when the thread next runs, on its new
-// CPU, so a thread moved twice while it waited on a run queue counts once: the migrations that
-// cost it its caches. Both happen in the scheduler, in kernel mode: excluding the kernel would
-// count nothing. Returns the leader's fd and sets `member`, or -1 with errno.
-int open_counter_group(int tid, int& member) {
+// A group of three per-thread software counters, on any CPU: task-clock (the leader: CPU time in
+// ns), cpu-migrations and context-switches. The kernel counts a migration when the thread next
+// runs, on its new CPU, so a thread moved twice while it waited on a run queue counts once: the
+// migrations that cost it its caches. All happen in the scheduler, in kernel mode: excluding the
+// kernel would count nothing. Returns the leader's fd and sets `members`, or -1 with errno.
+constexpr int kMembers = 2;
+int open_counter_group(int tid, int (&members)[kMembers]) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
@@ -32,13 +33,17 @@ int open_counter_group(int tid, int& member) {
   };
   int leader = open(-1);
   if (leader < 0) return -1;
-  attr.config = PERF_COUNT_SW_CPU_MIGRATIONS;
-  member = open(leader);
-  if (member < 0) {
-    int e = errno;
-    ::close(leader);
-    errno = e;
-    return -1;
+  const uint64_t configs[kMembers] = {PERF_COUNT_SW_CPU_MIGRATIONS, PERF_COUNT_SW_CONTEXT_SWITCHES};
+  for (int i = 0; i < kMembers; ++i) {
+    attr.config = configs[i];
+    members[i] = open(leader);
+    if (members[i] < 0) {
+      int e = errno;
+      while (i-- > 0) ::close(members[i]);
+      ::close(leader);
+      errno = e;
+      return -1;
+    }
   }
   return leader;
 }
@@ -61,14 +66,14 @@ class LiveTaskCounters final : public TaskCounters {
     bool fresh = it == m_counters.end();
     if (fresh) {
       Group g;
-      if (!m_refused && m_open + 2 <= m_max) {
-        g.leader = open_counter_group(tid, g.member);
+      if (!m_refused && m_open + kMembers + 1 <= m_max) {
+        g.leader = open_counter_group(tid, g.members);
         if (g.leader < 0) {
           if (errno == ESRCH) return std::nullopt;  // the thread is gone
           // Refused for every thread (not allowed, not built in); only this one at the file limit.
           if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
         } else {
-          m_open += 2;
+          m_open += kMembers + 1;
         }
       }
       it = m_counters.emplace(tid, g).first;
@@ -76,9 +81,9 @@ class LiveTaskCounters final : public TaskCounters {
     Group& g = it->second;
     g.used = true;
     if (g.leader < 0) return std::nullopt;
-    uint64_t values[3] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
-    if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != 2) return std::nullopt;
-    return Counts{values[1], values[2], fresh};
+    uint64_t values[kMembers + 2] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
+    if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
+    return Counts{values[1], values[2], values[3], fresh};
   }
 
   void forget(int tid) override {
@@ -103,15 +108,18 @@ class LiveTaskCounters final : public TaskCounters {
  private:
   struct Group {
     int leader = -1;  // -1: none could be attached; the caller reads /proc for this thread
-    int member = -1;
+    int members[kMembers] = {-1, -1};
     bool used = true;
   };
   void close(Group& g) {
     if (g.leader < 0) return;
-    ::close(g.member);
+    for (int& m : g.members) {
+      ::close(m);
+      m = -1;
+    }
     ::close(g.leader);
-    m_open -= 2;
-    g.leader = g.member = -1;
+    m_open -= kMembers + 1;
+    g.leader = -1;
   }
   size_t m_max;
   size_t m_open = 0;

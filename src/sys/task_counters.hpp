@@ -1,9 +1,9 @@
 #pragma once
 // What watch reads of every thread of the live system at each sample without regenerating a
 // /proc file: the CPUs it may run on (sched_getaffinity: one syscall instead of `status`, about
-// 8 us per thread here), and its CPU time and migrations (a group of two perf software counters,
-// task-clock and cpu-migrations, read together in one read(): about 1 us, instead of generating
-// `schedstat` and `sched`, 10 us). An interface, so the probe's use of it is tested with a fake;
+// 8 us per thread here), and its CPU time, migrations and context switches (a group of three perf
+// software counters, task-clock, cpu-migrations and context-switches, read together in one read():
+// about 1 us, instead of generating `schedstat`, `sched` and `status`, 18 us). An interface, so the probe's use of it is tested with a fake;
 // live_task_counters() is the real one.
 #include <cstdint>
 #include <memory>
@@ -21,6 +21,7 @@ class TaskCounters {
   struct Counts {
     uint64_t run_ns = 0;      // CPU time
     uint64_t migrations = 0;  // moves to another CPU, counted when the thread next runs there
+    uint64_t switches = 0;    // context switches, voluntary and involuntary
     bool fresh = false;       // attached by this call: nothing is known of the thread from before
   };
   // The thread's counts since its counters were attached, at the first call for this thread.
@@ -36,7 +37,7 @@ class TaskCounters {
   virtual void sweep() = 0;
 };
 
-// Counters of this system's threads; at most `max_open` perf counters open at once (two per thread).
+// Counters of this system's threads; at most `max_open` perf counters open at once (three per thread).
 std::unique_ptr<TaskCounters> live_task_counters(size_t max_open);
 
 // The CPUs thread `tid` may run on (0: the calling thread).

@@ -123,7 +123,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     r.threads = unsigned(cur.threads.size());
     r.started = prev_process == nullptr;
 
-    // Migrations and CPU time: deltas of the threads seen in both snapshots.
+    // Migrations, context switches and CPU time: deltas of the threads seen in both snapshots.
     for (const ThreadState& t : cur.threads) {
       present.emplace(cur.pid, t.tid);
       const ThreadState* before = find_thread(prev, t.tid);
@@ -132,9 +132,11 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
         continue;
       }
       if (t.migrations && before->migrations && *t.migrations >= *before->migrations) r.migrations += *t.migrations - *before->migrations;
+      if (t.switches && before->switches && *t.switches >= *before->switches) r.context_switches += *t.switches - *before->switches;
       if (t.run_ns && before->run_ns && *t.run_ns >= *before->run_ns) r.cpu_seconds += double(*t.run_ns - *before->run_ns) / 1e9;
     }
     r.migrations_per_second = double(r.migrations) / seconds;
+    r.context_switches_per_second = double(r.context_switches) / seconds;
     if (!r.started && r.migrations_per_second > m_th.migrations_per_second) {
       r.findings.push_back(Finding::migrating);
       char line[160];
@@ -283,6 +285,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     sum.gpus = r.gpus;
     ++sum.intervals;
     sum.migrations += r.migrations;
+    sum.context_switches += r.context_switches;
     sum.cpu_seconds += r.cpu_seconds;
     if (r.remote_memory) sum.remote_memory = r.remote_memory;
     if (tot.weight > 0) sum.cross_numa = tot.off_weight / tot.weight;

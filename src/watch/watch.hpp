@@ -61,6 +61,8 @@ struct RankInterval {
   unsigned threads = 0;
   uint64_t migrations = 0;
   double migrations_per_second = 0;
+  uint64_t context_switches = 0;  // of its threads in the interval, voluntary and involuntary
+  double context_switches_per_second = 0;
   double cpu_seconds = 0;               // CPU time of all its threads in the interval
   std::optional<double> gpu_utilization;  // mean of its GPUs' utilization, when the runtime says
   std::optional<double> cross_numa;     // nullopt: GPU locality unknown, or the rank was idle
@@ -88,6 +90,7 @@ struct RankSummary {
   std::vector<std::string> gpus;
   unsigned intervals = 0;
   uint64_t migrations = 0;
+  uint64_t context_switches = 0;
   double cpu_seconds = 0;
   std::optional<double> cross_numa;     // over the whole watch, weighted like each interval's
   std::optional<double> remote_memory;  // the last one read

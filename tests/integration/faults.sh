@@ -186,9 +186,9 @@ if [ "$(nproc)" -ge 2 ] && grep -q nr_migrations /proc/self/sched 2>/dev/null; t
   ok=$(/usr/bin/python3 -c "
 import json
 r = [json.loads(l) for l in open('$WORK/out')][-1]['ranks'][0]
-print(int(r['migrations'] >= 5 and 'MIGRATING' in r['seen']))" 2>/dev/null)
+print(int(r['migrations'] >= 5 and r['context_switches'] >= 5 and 'MIGRATING' in r['seen']))" 2>/dev/null)
   if [ $rc = 3 ] && [ "$ok" = 1 ] && [ ! -s "$WORK/err" ]; then
-    pass "watch: perf_event_open refused (EACCES) -> migrations from /proc's sched, MIGRATING, exit 3"
+    pass "watch: perf_event_open refused (EACCES) -> migrations and context switches from /proc's sched, MIGRATING, exit 3"
   else fail "watch without perf counters: exit $rc, out: $(tail -c 600 "$WORK/out"), err: $(cat "$WORK/err")"; fi
 else
   echo "skipped: watch without perf counters (needs 2 CPUs and se.nr_migrations in /proc's sched)"

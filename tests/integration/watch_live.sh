@@ -20,7 +20,8 @@ rc=$?
   && pass "ranks started by launch are OK for 3 intervals" || fail "launch ranks: rc $rc: $(cat "$WORK/out")"
 
 # Re-pin rank 1 while watch runs: DRIFTED from the interval after the change on.
-"$GPUBIND" watch --children-of $launcher --count 4 --interval 0.3 --json >"$WORK/drift" 2>"$WORK/err" &
+# Enough intervals that a re-pin delayed by a loaded machine still lands inside the watch.
+"$GPUBIND" watch --children-of $launcher --count 12 --interval 0.3 --json >"$WORK/drift" 2>"$WORK/err" &
 watcher=$!
 wait_until 10 test -s "$WORK/drift" || fail "no first interval from watch"
 taskset -pc "0-$(($(nproc) - 1))" "$(cat "$WORK/pid.1")" >/dev/null
@@ -48,14 +49,14 @@ sleep 60 &
 a=$!
 sleep 60 &
 b=$!
-"$GPUBIND" watch --pid $a --pid $b --count 3 --interval 0.3 >"$WORK/exit" 2>&1 &
+"$GPUBIND" watch --pid $a --pid $b --count 8 --interval 0.3 >"$WORK/exit" 2>&1 &
 watcher=$!
 wait_until 10 grep -q "^interval 1 " "$WORK/exit" || fail "no first interval from watch"
 kill $a
 wait $watcher
 rc=$?
 kill $b 2>/dev/null
-[ $rc = 0 ] && [ "$(grep -c "^  $a exited$" "$WORK/exit")" = 1 ] && grep -q "summary: 3 interval(s)" "$WORK/exit" \
+[ $rc = 0 ] && [ "$(grep -c "^  $a exited$" "$WORK/exit")" = 1 ] && grep -q "summary: 8 interval(s)" "$WORK/exit" \
   && ! grep -q "error" "$WORK/exit" && pass "a process that exits is reported once and watch goes on" \
   || fail "exit: rc $rc: $(cat "$WORK/exit")"
 
@@ -74,6 +75,7 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 summary = lines[-1]
 r = summary["ranks"][0]
 assert r["migrations"] >= 5, r                 # ~20 moves in 2 s
+assert r["context_switches"] >= 5, r           # each move takes it off its CPU
 assert "MIGRATING" in r["seen"], r
 assert "DRIFTED" in r["seen"], r               # its allowed CPUs changed, too
 PY

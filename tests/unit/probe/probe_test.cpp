@@ -19,7 +19,7 @@ void process(gpubind::testing::FakeTree& t, int pid, const std::string& comm, co
   t.file(d + "/status", status);
   t.file(d + "/task/" + std::to_string(pid) + "/status", status);
   t.file(d + "/task/" + std::to_string(pid) + "/stat", stat + "\n");
-  t.file(d + "/task/" + std::to_string(pid) + "/sched", "x\n-----\nse.nr_migrations                             :                   42\n");
+  t.file(d + "/task/" + std::to_string(pid) + "/sched", "x\n-----\nse.nr_migrations                             :                   42\nnr_switches                                  :                   17\n");
   t.dir(d + "/fd");
 }
 // The process holds these files open, as descriptors 3, 4, ...
@@ -69,7 +69,7 @@ TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
   process(t, 77, "my (odd) name", "2-3", 3);
   FakeTaskCounters counters;
   counters.allowed[77] = CpuSet::of({1});  // re-pinned since: status is not what is read
-  counters.values[77] = {123'000'000, 9, true};
+  counters.values[77] = {123'000'000, 9, 31, true};
   auto root = sys::open_fsroot(t.root());
   ProbeOptions options;
   options.counters = &counters;
@@ -83,6 +83,7 @@ TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
   EXPECT_EQ(th.last_cpu, 3u);
   EXPECT_EQ(th.run_ns, 123'000'000u);
   EXPECT_EQ(th.migrations, 9u);
+  EXPECT_EQ(th.switches, 31u);
   EXPECT_EQ(th.voluntary_switches, std::nullopt);
   EXPECT_EQ(counters.asked, std::vector<int>{77});
 }
@@ -94,7 +95,7 @@ TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
   auto root = sys::open_fsroot(t.root());
   FakeTaskCounters counters;
   counters.allowed[81] = CpuSet::of({0, 1, 2, 3});
-  counters.values[81] = {1000, 4, true};
+  counters.values[81] = {1000, 4, 0, true};
   ThreadMemo memo;
   sys::KeptOpenFiles kept(**root, 16);
   ProbeOptions options;
@@ -114,7 +115,7 @@ TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
   std::string moved = "81 (worker) S 1";
   for (int f = 2; f < 45; ++f) moved += " " + std::to_string(f == 36 ? 3 : 0);
   t.file("proc/81/task/81/stat", moved + "\n");
-  counters.values[81] = {5000, 4, false};
+  counters.values[81] = {5000, 4, 0, false};
   ThreadState th = probe();
   EXPECT_EQ(th.last_cpu, 2u);
   EXPECT_EQ(th.comm, "worker");
@@ -123,11 +124,11 @@ TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
   EXPECT_EQ(probe().last_cpu, 2u);
   EXPECT_EQ(counters.asked.size(), 3u);
   // It migrated: stat is read again, and says where it runs now.
-  counters.values[81] = {9000, 5, false};
+  counters.values[81] = {9000, 5, 0, false};
   EXPECT_EQ(probe().last_cpu, 3u);
   // A new thread with the same id (fresh counters): stat is read whatever the count.
   t.file("proc/81/task/81/stat", "81 (renamed) S 1" + std::string(43 * 2, ' ') + "\n");
-  counters.values[81] = {0, 5, true};
+  counters.values[81] = {0, 5, 0, true};
   EXPECT_EQ(probe().comm, "renamed");
   memo.sweep();  // not probed since the last sweep: forgotten
   EXPECT_EQ(memo.size(), 0u);

@@ -79,6 +79,7 @@ TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
   ASSERT_TRUE(after.has_value());
   EXPECT_GE(after->migrations - before->migrations, 19u);
   EXPECT_GE(after->run_ns - before->run_ns, 20'000'000u);
+  EXPECT_GE(after->switches - before->switches, 10u);  // a move takes it off its CPU (the first may not move it)
 }
 
 TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
@@ -106,7 +107,7 @@ TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
   // reused id by the thread's kept-open schedstat instead).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(counters->counts(tid)->run_ns, ended->run_ns);
-  EXPECT_EQ(open_fds(), before + 2);
+  EXPECT_EQ(open_fds(), before + 3);
   counters->forget(tid);
   EXPECT_EQ(open_fds(), before);
   EXPECT_FALSE(counters->counts(tid).has_value());  // no such thread to attach to now
@@ -117,15 +118,15 @@ TEST(TaskCounters, SweepClosesTheCountersOfThreadsNotAskedAboutSinceTheLastSweep
   int tid = ::gettid();
   size_t before = open_fds();
   COUNTERS_OR_SKIP(counters, tid);
-  EXPECT_EQ(open_fds(), before + 2);  // task-clock and cpu-migrations
+  EXPECT_EQ(open_fds(), before + 3);  // task-clock, cpu-migrations, context-switches
   counters->sweep();                   // asked since the last sweep: kept
-  EXPECT_EQ(open_fds(), before + 2);
+  EXPECT_EQ(open_fds(), before + 3);
   counters->sweep();
   EXPECT_EQ(open_fds(), before);
 }
 
 TEST(TaskCounters, NoMoreCountersThanTheLimitAllows) {
-  auto counters = live_task_counters(1);  // not even one group of two
+  auto counters = live_task_counters(2);  // not even one group of three
   EXPECT_FALSE(counters->counts(::gettid()).has_value());
 }
 
@@ -147,7 +148,14 @@ TEST(TaskCounters, AllowedCpusOfAnotherThread) {
   t.join();
   ASSERT_TRUE(cpus.has_value());
   EXPECT_EQ(*cpus, CpuSet::of({last}));
-  EXPECT_EQ(counters->allowed_cpus(tid), std::nullopt);  // the thread has ended
+  // The thread has ended. join() returns when the kernel clears its id word, a little before the
+  // thread is released, so this waits (at most a second) for it to go.
+  std::optional<CpuSet> after_end = counters->allowed_cpus(tid);
+  for (int i = 0; i < 1000 && after_end; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    after_end = counters->allowed_cpus(tid);
+  }
+  EXPECT_EQ(after_end, std::nullopt);
 }
 
 }  // namespace gpubind::sys
