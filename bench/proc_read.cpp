@@ -1,8 +1,8 @@
 // The raw cost of what `watch` asks the kernel for every thread at every sample, nothing parsed,
 // nothing kept but the descriptors: list /proc/PID/task, sched_getaffinity, read the thread's
-// group of perf counters (task-clock, cpu-migrations), and pread one kept-open file: `stat` for a
-// thread that migrated since the last sample, `schedstat` for one that did not run (a thread that
-// ran without migrating needs neither).
+// group of perf counters (task-clock, cpu-migrations, context-switches), and pread one kept-open
+// file: `stat` for a thread that migrated since the last sample, `schedstat` for one that did not
+// run (a thread that ran without migrating needs neither).
 // Also, for comparison, what a sampler reading only /proc files costs: open, read and close
 // status, stat, sched and schedstat. bench/watch_cost.sh compares watch's own per-thread sampling
 // cost with the first, in the same run.
@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
     stat_fds.push_back(::open((dirs[i] + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
     schedstat_fds.push_back(::open((dirs[i] + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC));
     int leader = open_counter(tids[i], PERF_COUNT_SW_TASK_CLOCK, -1);
-    if (leader >= 0) open_counter(tids[i], PERF_COUNT_SW_CPU_MIGRATIONS, leader);
+    if (leader >= 0) {
+      open_counter(tids[i], PERF_COUNT_SW_CPU_MIGRATIONS, leader);
+      open_counter(tids[i], PERF_COUNT_SW_CONTEXT_SWITCHES, leader);
+    }
     leaders.push_back(leader);
   }
   bool perf = leaders[0] >= 0;
@@ -101,7 +104,7 @@ int main(int argc, char** argv) {
         (void)!::pread(kept[i], buf, sizeof buf, 0);
         cpu_set_t set;
         ::sched_getaffinity(tids[i], sizeof set, &set);
-        if (perf) (void)!::read(leaders[i], buf, 24);
+        if (perf) (void)!::read(leaders[i], buf, 32);
       }
     });
   };
