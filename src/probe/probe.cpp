@@ -6,6 +6,7 @@
 
 #include "topo/binding_env.hpp"
 #include "util/strings.hpp"
+#include "util/sweep.hpp"
 
 namespace gpubind::probe {
 
@@ -222,14 +223,7 @@ void ThreadMemo::put(int tid, Entry e) {
 }
 
 void ThreadMemo::sweep() {
-  for (auto it = m_entries.begin(); it != m_entries.end();) {
-    if (it->second.used) {
-      it->second.used = false;
-      ++it;
-    } else {
-      it = m_entries.erase(it);
-    }
-  }
+  sweep_unused(m_entries, [](const Entry&) {});
 }
 
 const std::vector<std::string>& env_names() {

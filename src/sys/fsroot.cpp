@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "sys/fault.hpp"
+#include "util/sweep.hpp"
 
 namespace gpubind::sys {
 
@@ -224,15 +225,7 @@ void KeptOpenFiles::keep(const std::string& rel) {
 }
 
 void KeptOpenFiles::sweep() {
-  for (auto it = m_files.begin(); it != m_files.end();) {
-    if (it->second.used) {
-      it->second.used = false;
-      ++it;
-    } else {
-      ::close(it->second.fd);
-      it = m_files.erase(it);
-    }
-  }
+  sweep_unused(m_files, [](const Kept& k) { ::close(k.fd); });
 }
 
 size_t raise_open_file_limit() {

@@ -9,6 +9,7 @@
 
 #include "sys/affinity.hpp"
 #include "sys/fault.hpp"
+#include "util/sweep.hpp"
 
 namespace gpubind::sys {
 
@@ -94,15 +95,7 @@ class LiveTaskCounters final : public TaskCounters {
   }
 
   void sweep() override {
-    for (auto it = m_counters.begin(); it != m_counters.end();) {
-      if (it->second.used) {
-        it->second.used = false;
-        ++it;
-        continue;
-      }
-      close(it->second);
-      it = m_counters.erase(it);
-    }
+    sweep_unused(m_counters, [this](Group& g) { close(g); });
   }
 
  private:
