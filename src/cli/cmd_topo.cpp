@@ -1,5 +1,4 @@
 // gpubind topo: discover a topology and print it.
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -52,16 +51,14 @@ int cmd_topo(const std::vector<std::string>& args) {
   std::optional<std::vector<topo::CrossCheckFinding>> findings;
   std::vector<std::string> sources;
   if (!no_gpu_runtime && (gpu_runtime || source.empty())) {
-    auto has = [&](topo::Vendor v) { return std::any_of(topo->gpus.begin(), topo->gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
-    discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd),
-                                                                     "no cross-check against the GPU runtime");
+    discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*topo, "no cross-check against the GPU runtime");
     print_warnings(runtimes.notes, quiet);
     if (!runtimes.empty()) {
       std::vector<topo::RuntimeView> views = runtimes.views();
       for (const topo::RuntimeView& v : views) sources.push_back(v.source);
       findings = topo::cross_check(*topo, views);
       std::vector<std::string> lines;
-      for (const auto& f : *findings) lines.push_back("cross-check: GPU " + f.gpu + " (" + f.source + "): " + f.what);
+      for (const auto& f : *findings) lines.push_back(topo::to_line(f));
       print_warnings(lines, quiet);
     }
   }

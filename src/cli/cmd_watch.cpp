@@ -105,8 +105,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   watch::SamplerOptions sampling{*sel, mem_every, {}};
   discover::GpuRuntimes runtimes;
   if (roots.empty()) {
-    auto has = [&](topo::Vendor v) { return std::any_of(topo->gpus.begin(), topo->gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
-    runtimes = discover::open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd), "GPU utilization unknown");
+    runtimes = discover::open_gpu_runtimes(*topo, "GPU utilization unknown");
     print_warnings(runtimes.notes, false);
     if (!runtimes.empty()) sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
   }

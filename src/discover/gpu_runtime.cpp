@@ -1,5 +1,6 @@
 #include "discover/gpu_runtime.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -329,9 +330,13 @@ std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::func
   if (!nvidia && !amd) return {};
   GpuRuntimes runtimes = open_gpu_runtimes(nvidia, amd, "GPU UUIDs unknown");
   std::vector<std::string> notes = std::move(runtimes.notes);
-  for (const topo::CrossCheckFinding& f : topo::cross_check(t, runtimes.views()))
-    notes.push_back("cross-check: GPU " + f.gpu + " (" + f.source + "): " + f.what);
+  for (const topo::CrossCheckFinding& f : topo::cross_check(t, runtimes.views())) notes.push_back(topo::to_line(f));
   return notes;
+}
+
+GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& without) {
+  auto has = [&](topo::Vendor v) { return std::any_of(t.gpus.begin(), t.gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
+  return open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd), without);
 }
 
 std::vector<topo::RuntimeView> GpuRuntimes::views() const {

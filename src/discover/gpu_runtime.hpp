@@ -45,6 +45,8 @@ struct GpuRuntimes {
   std::vector<topo::RuntimeView> views() const;  // for topo::cross_check
 };
 GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without);
+// The same for every GPU vendor the topology has.
+GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& without);
 
 // Where a GPU-selection variable names GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-8f3a..., MIG-...;
 // ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES=GPU-...) and the topology's GPUs of that vendor

@@ -22,6 +22,8 @@ std::optional<CpuSet> cpus_of_node(const Topology& t, unsigned node) {
 
 }  // namespace
 
+std::string to_line(const CrossCheckFinding& f) { return "cross-check: GPU " + f.gpu + " (" + f.source + "): " + f.what; }
+
 std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<RuntimeView>& views) {
   std::vector<CrossCheckFinding> out;
   for (const RuntimeView& v : views) {

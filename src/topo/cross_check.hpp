@@ -42,4 +42,7 @@ struct CrossCheckFinding {
 // Compares `t` with each view (its vendor's GPUs only), filling and adopting as the rule says.
 std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<RuntimeView>& views);
 
+// The finding as one warning line: "cross-check: GPU 0000:2a:00.0 (NVML 12.535.54): ...".
+std::string to_line(const CrossCheckFinding& f);
+
 }  // namespace gpubind::topo
