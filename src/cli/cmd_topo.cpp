@@ -49,13 +49,12 @@ int cmd_topo(const std::vector<std::string>& args) {
   // The GPU runtime libraries' view, for the vendors the topology has: UUIDs and names filled in,
   // disagreements reported (topo/cross_check.hpp says which side is kept).
   std::optional<std::vector<topo::CrossCheckFinding>> findings;
-  std::vector<std::string> sources;
+  std::vector<topo::RuntimeView> views;
   if (!no_gpu_runtime && (gpu_runtime || source.empty())) {
     discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*topo, "no cross-check against the GPU runtime");
     print_warnings(runtimes.notes, quiet);
     if (!runtimes.empty()) {
-      std::vector<topo::RuntimeView> views = runtimes.views();
-      for (const topo::RuntimeView& v : views) sources.push_back(v.source);
+      views = runtimes.views();
       findings = topo::cross_check(*topo, views);
       std::vector<std::string> lines;
       for (const auto& f : *findings) lines.push_back(topo::to_line(f));
@@ -69,9 +68,10 @@ int cmd_topo(const std::vector<std::string>& args) {
   else if (format == "json") {
     auto j = topo::to_json(*topo);
     if (findings) {
-      j["gpu_runtime"] = sources;
+      j["gpu_runtime"] = nlohmann::ordered_json::array();
+      for (const topo::RuntimeView& v : views) j["gpu_runtime"].push_back(topo::to_json(v));
       j["cross_check"] = nlohmann::ordered_json::array();
-      for (const auto& f : *findings) j["cross_check"].push_back({{"gpu", f.gpu}, {"source", f.source}, {"finding", f.what}});
+      for (const auto& f : *findings) j["cross_check"].push_back({{"gpu", f.gpu.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.gpu)}, {"source", f.source}, {"finding", f.what}});
     }
     out = render::json_text(j);
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <tuple>
 
 namespace gpubind::discover {
 
@@ -71,11 +70,6 @@ void add_fabric_links(topo::Topology& t, const std::map<std::string, unsigned>& 
     for (auto b = std::next(a); b != fabric.end(); ++b)
       if (!topo::find_link(t, a->first, b->first))
         t.links.push_back({a->first, b->first, topo::GpuLink::Kind::nvlink, std::min(a->second, b->second)});
-}
-
-void sort_links(topo::Topology& t) {
-  std::sort(t.links.begin(), t.links.end(),
-            [](const topo::GpuLink& x, const topo::GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
 }
 
 void add_locality_warnings(topo::Topology& t) {

@@ -36,8 +36,6 @@ void assign_gpu_indexes(std::vector<topo::Gpu>& gpus, const std::vector<bool>& h
 // is what nvidia-smi prints as NV#. `fabric` maps a GPU's PCI address to its lanes into the
 // switches; adds a link for every pair not linked directly.
 void add_fabric_links(topo::Topology& t, const std::map<std::string, unsigned>& fabric);
-// Links in PCI address order, as every loader leaves them.
-void sort_links(topo::Topology& t);
 
 // Fills topology-level warnings that every loader should report the same way.
 void add_locality_warnings(topo::Topology& t);

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <set>
 
 #include <rocm_smi/rocm_smi.h>
 
+#include "discover/classify.hpp"
 #include "discover/nvml_api.hpp"
 #include "sys/module.hpp"
 #include "util/strings.hpp"
@@ -65,33 +68,43 @@ class Library {
   std::string m_path;
 };
 
-// What both libraries' runtimes keep: their description and each GPU with its library handle.
+// What both libraries' runtimes keep: their view and each GPU's library handle (in view order).
 template <class Handle>
 class RuntimeOf : public GpuRuntime {
  public:
-  std::string describe() const override { return m_describe; }
-  std::vector<topo::RuntimeGpu> gpus() const override {
-    std::vector<topo::RuntimeGpu> out;
-    for (const auto& [h, g] : m_devices) out.push_back(g);
-    return out;
-  }
+  topo::RuntimeView view() const override { return m_view; }
 
  protected:
-  explicit RuntimeOf(std::string describe) : m_describe(std::move(describe)) {}
-  std::string m_describe;
-  std::vector<std::pair<Handle, topo::RuntimeGpu>> m_devices;
+  RuntimeOf(std::string describe, topo::Vendor vendor) { m_view = {std::move(describe), vendor, {}, std::nullopt}; }
+  void add(Handle h, topo::RuntimeGpu g) {
+    m_handles.push_back(h);
+    m_view.gpus.push_back(std::move(g));
+  }
+  topo::RuntimeView m_view;
+  std::vector<Handle> m_handles;
 };
+
+// PCIe generation of a transfer rate in transfers per second (2.5 GT/s is Gen1 ... 64 GT/s Gen6).
+unsigned pcie_gen_of_rate(uint64_t rate) {
+  const uint64_t gt = 1000000000ull;
+  if (rate >= 64 * gt) return 6;
+  if (rate >= 32 * gt) return 5;
+  if (rate >= 16 * gt) return 4;
+  if (rate >= 8 * gt) return 3;
+  if (rate >= 5 * gt) return 2;
+  return rate ? 1 : 0;
+}
 
 class Nvml final : public RuntimeOf<nvml::Device> {
  public:
-  Nvml() : RuntimeOf("NVML") {}
+  Nvml() : RuntimeOf("NVML", topo::Vendor::nvidia) {}
   static Result<std::unique_ptr<GpuRuntime>> open() {
     auto n = std::make_unique<Nvml>();
     Status loaded = n->resolve();
     if (!loaded) return loaded.error();
     if (nvml::Return r = n->m_init(); r != nvml::kSuccess) return Error{"NVML", "nvmlInit_v2: " + n->text(r)};
     char version[80] = {};
-    if (n->m_version(version, sizeof version) == nvml::kSuccess) n->m_describe = std::string("NVML ") + version;
+    if (n->m_version(version, sizeof version) == nvml::kSuccess) n->m_view.source = std::string("NVML ") + version;
     unsigned count = 0;
     if (nvml::Return r = n->m_count(&count); r != nvml::kSuccess) return Error{"NVML", "nvmlDeviceGetCount_v2: " + n->text(r)};
     for (unsigned i = 0; i < count && i < 4096; ++i) {
@@ -99,39 +112,23 @@ class Nvml final : public RuntimeOf<nvml::Device> {
       nvml::PciInfo pci{};
       if (n->m_handle(i, &d) != nvml::kSuccess || n->m_pci(d, &pci) != nvml::kSuccess) continue;
       pci.bus_id[sizeof pci.bus_id - 1] = '\0';
-      topo::RuntimeGpu g;
-      g.pci = normalize_bus_id(pci.bus_id);
-      char text[96] = {};
-      if (n->m_uuid(d, text, sizeof text) == nvml::kSuccess) g.uuid = text;
-      text[0] = '\0';
-      if (n->m_name(d, text, sizeof text) == nvml::kSuccess) g.name = text;
-      unsigned node = 0;
-      if (n->m_numa && n->m_numa(d, &node) == nvml::kSuccess) g.numa = node;
-      g.mig_uuids = n->mig_uuids(d);
-      unsigned long mask[64] = {};  // 4096 CPUs
-      static_assert(sizeof(unsigned long) == sizeof(uint64_t), "NVML's CPU masks are read as 64-bit words");
-      if (n->m_affinity && n->m_affinity(d, 64, mask) == nvml::kSuccess) {
-        uint64_t words[64];
-        for (int w = 0; w < 64; ++w) words[w] = mask[w];
-        if (CpuSet cpus = CpuSet::from_words(words, 64); !cpus.empty()) g.cpus = cpus;
-      }
-      n->m_devices.push_back({d, std::move(g)});
+      n->add(d, n->read_gpu(d, normalize_bus_id(pci.bus_id)));
     }
+    n->m_view.links = n->links();
+    n->m_view.direct_links_only = !n->m_link_type;
     return std::unique_ptr<GpuRuntime>(std::move(n));
   }
   ~Nvml() override {
     if (m_shutdown) m_shutdown();
   }
 
-  topo::Vendor vendor() const override { return topo::Vendor::nvidia; }
-
   std::vector<probe::GpuUsage> usage() const override {
     std::vector<probe::GpuUsage> out;
-    for (const auto& [d, g] : m_devices) {
+    for (size_t i = 0; i < m_handles.size(); ++i) {
+      nvml::Device d = m_handles[i];
       probe::GpuUsage u;
-      u.pci = g.pci;
-      nvml::Utilization util{};
-      if (m_utilization(d, &util) == nvml::kSuccess && util.gpu <= 100) u.utilization = util.gpu / 100.0;
+      u.pci = m_view.gpus[i].pci;
+      if (auto util = utilization(d)) u.utilization = *util / 100.0;
       nvml::Memory mem{};
       if (m_memory(d, &mem) == nvml::kSuccess) {
         u.memory_used = mem.used;
@@ -157,29 +154,108 @@ class Nvml final : public RuntimeOf<nvml::Device> {
         m_shutdown = nullptr;  // never initialised
         return s;
       }
+    // Newer or optional calls: what a library lacks is left unknown.
     lib.bind_optional(m_pcie, "nvmlDeviceGetPcieThroughput");
     lib.bind_optional(m_affinity, "nvmlDeviceGetCpuAffinity");
     lib.bind_optional(m_mig_mode, "nvmlDeviceGetMigMode");
     lib.bind_optional(m_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
     lib.bind_optional(m_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
     lib.bind_optional(m_numa, "nvmlDeviceGetNumaNodeId");
+    lib.bind_optional(m_serial, "nvmlDeviceGetSerial");
+    lib.bind_optional(m_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
+    lib.bind_optional(m_max_gen, "nvmlDeviceGetMaxPcieLinkGeneration");
+    lib.bind_optional(m_width, "nvmlDeviceGetCurrPcieLinkWidth");
+    lib.bind_optional(m_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
+    lib.bind_optional(m_link_state, "nvmlDeviceGetNvLinkState");
+    lib.bind_optional(m_link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    lib.bind_optional(m_link_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
     return Ok{};
   }
-  // The UUIDs of the GPU's MIG instances, when MIG is on (older libraries: none).
-  std::vector<std::string> mig_uuids(nvml::Device d) const {
-    std::vector<std::string> out;
+
+  topo::RuntimeGpu read_gpu(nvml::Device d, std::string pci) const {
+    topo::RuntimeGpu g;
+    g.pci = std::move(pci);
+    char text[96] = {};
+    if (m_uuid(d, text, sizeof text) == nvml::kSuccess) g.uuid = text;
+    if (m_name(d, text, sizeof text) == nvml::kSuccess) g.name = text;
+    if (m_serial && m_serial(d, text, sizeof text) == nvml::kSuccess) g.serial = text;
+    unsigned node = 0;
+    if (m_numa && m_numa(d, &node) == nvml::kSuccess) g.numa = node;
+    read_mig(d, g);
+    unsigned long mask[64] = {};  // 4096 CPUs
+    static_assert(sizeof(unsigned long) == sizeof(uint64_t), "NVML's CPU masks are read as 64-bit words");
+    if (m_affinity && m_affinity(d, 64, mask) == nvml::kSuccess) {
+      uint64_t words[64];
+      for (int w = 0; w < 64; ++w) words[w] = mask[w];
+      if (CpuSet cpus = CpuSet::from_words(words, 64); !cpus.empty()) g.cpus = cpus;
+    }
+    topo::PcieLinkState link;
+    if (m_gen && m_max_gen && m_width && m_max_width && m_gen(d, &link.gen) == nvml::kSuccess &&
+        m_max_gen(d, &link.max_gen) == nvml::kSuccess && m_width(d, &link.width) == nvml::kSuccess &&
+        m_max_width(d, &link.max_width) == nvml::kSuccess)
+      g.pcie = link;
+    g.utilization = utilization(d);
+    return g;
+  }
+
+  std::optional<unsigned> utilization(nvml::Device d) const {
+    nvml::Utilization util{};
+    if (m_utilization(d, &util) == nvml::kSuccess && util.gpu <= 100) return util.gpu;
+    return std::nullopt;
+  }
+
+  // MIG mode and the UUIDs of the GPU's MIG instances (older libraries: unknown).
+  void read_mig(nvml::Device d, topo::RuntimeGpu& g) const {
     unsigned current = 0, pending = 0, count = 0;
-    if (!m_mig_mode || !m_mig_count || !m_mig_handle || m_mig_mode(d, &current, &pending) != nvml::kSuccess ||
-        current != nvml::kMigEnabled || m_mig_count(d, &count) != nvml::kSuccess)
-      return out;
+    if (!m_mig_mode || m_mig_mode(d, &current, &pending) != nvml::kSuccess) return;  // NOT_SUPPORTED: no MIG here
+    g.mig_mode = current == nvml::kMigEnabled;
+    if (!*g.mig_mode || !m_mig_count || !m_mig_handle || m_mig_count(d, &count) != nvml::kSuccess) return;
     for (unsigned i = 0; i < count && i < 64; ++i) {
       nvml::Device mig = nullptr;
       char text[96] = {};
       if (m_mig_handle(d, i, &mig) != nvml::kSuccess) continue;  // NOT_FOUND: no instance in that slot
-      if (m_uuid(mig, text, sizeof text) == nvml::kSuccess) out.push_back(text);
+      if (m_uuid(mig, text, sizeof text) == nvml::kSuccess) g.mig_uuids.push_back(text);
     }
-    return out;
   }
+
+  // The active NVLinks between the GPUs: direct ones counted per GPU pair, and through the NVSwitch
+  // fabric each pair gets the fewer of the two GPUs' links into it (as nvidia-smi topo -m shows).
+  // Unknown (nullopt) where the library cannot say where a link goes, or a GPU's link calls fail
+  // otherwise than for a slot it does not have (a lost GPU): then no link is known for sure.
+  std::optional<std::vector<topo::GpuLink>> links() const {
+    if (!m_link_state || !m_link_remote) return std::nullopt;
+    std::set<std::string> gpus;
+    for (const topo::RuntimeGpu& g : m_view.gpus) gpus.insert(g.pci);
+    std::map<std::pair<std::string, std::string>, unsigned> direct;
+    std::map<std::string, unsigned> fabric;
+    for (size_t i = 0; i < m_handles.size(); ++i) {
+      const std::string& a = m_view.gpus[i].pci;
+      for (unsigned l = 0; l < nvml::kNvLinkMaxLinks; ++l) {
+        unsigned active = 0, type = 0;
+        nvml::PciInfo remote{};
+        nvml::Return r = m_link_state(m_handles[i], l, &active);
+        if (r == nvml::kErrorInvalidArgument || r == nvml::kErrorNotSupported) break;  // no such slot: no more links
+        if (r != nvml::kSuccess) return std::nullopt;
+        if (active != nvml::kNvLinkActive) continue;
+        if ((r = m_link_remote(m_handles[i], l, &remote)) != nvml::kSuccess) return std::nullopt;
+        remote.bus_id[sizeof remote.bus_id - 1] = '\0';
+        std::string b = normalize_bus_id(remote.bus_id);
+        // Without the type call (before 2020), a link to one of the GPUs goes to that GPU; any other
+        // goes to an NVSwitch or to the CPU (POWER9's NPU), which the library cannot tell apart: not
+        // counted, and the view says its links are direct ones only.
+        if (!m_link_type) type = gpus.count(b) ? nvml::kNvLinkRemoteGpu : nvml::kNvLinkRemoteUnknown;
+        else if (m_link_type(m_handles[i], l, &type) != nvml::kSuccess) return std::nullopt;
+        if (type == nvml::kNvLinkRemoteGpu && gpus.count(b) && a < b) ++direct[{a, b}];  // each link once, from its lower end
+        else if (type == nvml::kNvLinkRemoteSwitch) ++fabric[a];
+      }
+    }
+    topo::Topology t;
+    for (const auto& [pair, count] : direct) t.links.push_back({pair.first, pair.second, topo::GpuLink::Kind::nvlink, count});
+    add_fabric_links(t, fabric);
+    topo::sort_links(t.links);
+    return t.links;
+  }
+
   std::string text(nvml::Return r) const {
     const char* s = m_error ? m_error(r) : nullptr;
     return (s ? std::string(s) : std::string("error")) + " (" + std::to_string(r) + ")";
@@ -194,6 +270,7 @@ class Nvml final : public RuntimeOf<nvml::Device> {
   nvml::PciFn m_pci = nullptr;
   nvml::TextFn m_uuid = nullptr;
   nvml::TextFn m_name = nullptr;
+  nvml::TextFn m_serial = nullptr;
   nvml::UtilizationFn m_utilization = nullptr;
   nvml::MemoryFn m_memory = nullptr;
   nvml::PcieThroughputFn m_pcie = nullptr;
@@ -202,13 +279,20 @@ class Nvml final : public RuntimeOf<nvml::Device> {
   nvml::MigModeFn m_mig_mode = nullptr;
   nvml::MigCountFn m_mig_count = nullptr;
   nvml::MigHandleFn m_mig_handle = nullptr;
+  nvml::PcieLinkFn m_gen = nullptr;
+  nvml::PcieLinkFn m_max_gen = nullptr;
+  nvml::PcieLinkFn m_width = nullptr;
+  nvml::PcieLinkFn m_max_width = nullptr;
+  nvml::NvLinkStateFn m_link_state = nullptr;
+  nvml::NvLinkRemotePciFn m_link_remote = nullptr;
+  nvml::NvLinkRemoteTypeFn m_link_type = nullptr;
 };
 
 // ROCm SMI, its ABI from Debian's librocm-smi-dev header (the functions are declared there, never
 // linked: their types are taken with decltype).
 class RocmSmi final : public RuntimeOf<uint32_t> {
  public:
-  RocmSmi() : RuntimeOf("ROCm SMI") {}
+  RocmSmi() : RuntimeOf("ROCm SMI", topo::Vendor::amd) {}
   static Result<std::unique_ptr<GpuRuntime>> open() {
     auto r = std::make_unique<RocmSmi>();
     Library lib("ROCm SMI", {"librocm_smi64.so.1", "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
@@ -223,49 +307,40 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
       }
     lib.bind_optional(r->m_unique_id, "rsmi_dev_unique_id_get");
     lib.bind_optional(r->m_name, "rsmi_dev_name_get");
+    lib.bind_optional(r->m_serial, "rsmi_dev_serial_number_get");
     lib.bind_optional(r->m_version, "rsmi_version_get");
     lib.bind_optional(r->m_numa, "rsmi_topo_get_numa_node_number");
+    lib.bind_optional(r->m_bandwidth, "rsmi_dev_pci_bandwidth_get");
+    lib.bind_optional(r->m_link_type, "rsmi_topo_get_link_type");
     if (rsmi_status_t st = r->m_init(0); st != RSMI_STATUS_SUCCESS) {
       r->m_shutdown = nullptr;
       return Error{"ROCm SMI", "rsmi_init: " + r->text(st)};
     }
     rsmi_version_t v{};
     if (r->m_version && r->m_version(&v) == RSMI_STATUS_SUCCESS)
-      r->m_describe = "ROCm SMI " + std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
+      r->m_view.source = "ROCm SMI " + std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
     uint32_t count = 0;
     if (rsmi_status_t st = r->m_count(&count); st != RSMI_STATUS_SUCCESS)
       return Error{"ROCm SMI", "rsmi_num_monitor_devices: " + r->text(st)};
     for (uint32_t i = 0; i < count && i < 4096; ++i) {
       uint64_t bdfid = 0;
       if (r->m_pci(i, &bdfid) != RSMI_STATUS_SUCCESS) continue;
-      topo::RuntimeGpu g;
-      g.pci = bus_id_of_bdfid(bdfid);
-      uint64_t id = 0;
-      if (r->m_unique_id && r->m_unique_id(i, &id) == RSMI_STATUS_SUCCESS) {
-        char text[40];
-        std::snprintf(text, sizeof text, "GPU-%016llx", (unsigned long long)id);  // ROCR_VISIBLE_DEVICES' form
-        g.uuid = text;
-      }
-      char name[128] = {};
-      if (r->m_name && r->m_name(i, name, sizeof name) == RSMI_STATUS_SUCCESS) g.name = name;
-      uint32_t node = 0;
-      if (r->m_numa && r->m_numa(i, &node) == RSMI_STATUS_SUCCESS) g.numa = node;
-      r->m_devices.push_back({i, std::move(g)});
+      r->add(i, r->read_gpu(i, bus_id_of_bdfid(bdfid)));
     }
+    r->m_view.links = r->links();
     return std::unique_ptr<GpuRuntime>(std::move(r));
   }
   ~RocmSmi() override {
     if (m_shutdown) m_shutdown();
   }
-  topo::Vendor vendor() const override { return topo::Vendor::amd; }
   // No PCIe throughput: rsmi_dev_pci_throughput_get blocks for a second.
   std::vector<probe::GpuUsage> usage() const override {
     std::vector<probe::GpuUsage> out;
-    for (const auto& [i, g] : m_devices) {
+    for (size_t k = 0; k < m_handles.size(); ++k) {
+      uint32_t i = m_handles[k];
       probe::GpuUsage u;
-      u.pci = g.pci;
-      uint32_t busy = 0;
-      if (m_busy(i, &busy) == RSMI_STATUS_SUCCESS && busy <= 100) u.utilization = busy / 100.0;
+      u.pci = m_view.gpus[k].pci;
+      if (auto busy = utilization(i)) u.utilization = *busy / 100.0;
       uint64_t used = 0, total = 0;
       if (m_used(i, RSMI_MEM_TYPE_VRAM, &used) == RSMI_STATUS_SUCCESS) u.memory_used = used;
       if (m_total(i, RSMI_MEM_TYPE_VRAM, &total) == RSMI_STATUS_SUCCESS) u.memory_total = total;
@@ -275,6 +350,62 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
   }
 
  private:
+  topo::RuntimeGpu read_gpu(uint32_t i, std::string pci) const {
+    topo::RuntimeGpu g;
+    g.pci = std::move(pci);
+    uint64_t id = 0;
+    if (m_unique_id && m_unique_id(i, &id) == RSMI_STATUS_SUCCESS) {
+      char text[40];
+      std::snprintf(text, sizeof text, "GPU-%016llx", (unsigned long long)id);  // ROCR_VISIBLE_DEVICES' form
+      g.uuid = text;
+    }
+    char text[128] = {};
+    if (m_name && m_name(i, text, sizeof text) == RSMI_STATUS_SUCCESS) g.name = text;
+    text[0] = '\0';
+    if (m_serial && m_serial(i, text, sizeof text) == RSMI_STATUS_SUCCESS) g.serial = text;
+    uint32_t node = 0;
+    if (m_numa && m_numa(i, &node) == RSMI_STATUS_SUCCESS) g.numa = node;
+    // The link's possible rates and lanes; `current` indexes the one in use now.
+    rsmi_pcie_bandwidth_t bw{};
+    if (m_bandwidth && m_bandwidth(i, &bw) == RSMI_STATUS_SUCCESS && bw.transfer_rate.num_supported > 0 &&
+        bw.transfer_rate.num_supported <= RSMI_MAX_NUM_FREQUENCIES && bw.transfer_rate.current < bw.transfer_rate.num_supported) {
+      topo::PcieLinkState link;
+      for (uint32_t k = 0; k < bw.transfer_rate.num_supported; ++k) {
+        link.max_gen = std::max(link.max_gen, pcie_gen_of_rate(bw.transfer_rate.frequency[k]));
+        link.max_width = std::max(link.max_width, bw.lanes[k]);
+      }
+      link.gen = pcie_gen_of_rate(bw.transfer_rate.frequency[bw.transfer_rate.current]);
+      link.width = bw.lanes[bw.transfer_rate.current];
+      g.pcie = link;
+    }
+    g.utilization = utilization(i);
+    return g;
+  }
+
+  std::optional<unsigned> utilization(uint32_t i) const {
+    uint32_t busy = 0;
+    if (m_busy(i, &busy) == RSMI_STATUS_SUCCESS && busy <= 100) return busy;
+    return std::nullopt;
+  }
+
+  // xGMI links: GPUs one xGMI hop apart, one link per pair (as hwloc's XGMIHops).
+  std::optional<std::vector<topo::GpuLink>> links() const {
+    if (!m_link_type) return std::nullopt;
+    std::vector<topo::GpuLink> out;
+    for (size_t a = 0; a < m_handles.size(); ++a)
+      for (size_t b = a + 1; b < m_handles.size(); ++b) {
+        uint64_t hops = 0;
+        RSMI_IO_LINK_TYPE type = RSMI_IOLINK_TYPE_UNDEFINED;
+        if (m_link_type(m_handles[a], m_handles[b], &hops, &type) != RSMI_STATUS_SUCCESS) continue;
+        if (type == RSMI_IOLINK_TYPE_XGMI && hops == 1) {
+          const std::string &x = m_view.gpus[a].pci, &y = m_view.gpus[b].pci;
+          out.push_back({std::min(x, y), std::max(x, y), topo::GpuLink::Kind::xgmi, 1});
+        }
+      }
+    topo::sort_links(out);
+    return out;
+  }
+
   std::string text(rsmi_status_t st) const {
     const char* s = nullptr;
     if (m_error && m_error(st, &s) == RSMI_STATUS_SUCCESS && s) return std::string(s) + " (" + std::to_string(int(st)) + ")";
@@ -290,8 +421,11 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
   decltype(&rsmi_dev_memory_total_get) m_total = nullptr;
   decltype(&rsmi_dev_unique_id_get) m_unique_id = nullptr;
   decltype(&rsmi_dev_name_get) m_name = nullptr;
+  decltype(&rsmi_dev_serial_number_get) m_serial = nullptr;
   decltype(&rsmi_version_get) m_version = nullptr;
   decltype(&rsmi_topo_get_numa_node_number) m_numa = nullptr;
+  decltype(&rsmi_dev_pci_bandwidth_get) m_bandwidth = nullptr;
+  decltype(&rsmi_topo_get_link_type) m_link_type = nullptr;
 };
 
 }  // namespace
@@ -341,7 +475,7 @@ GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& withou
 
 std::vector<topo::RuntimeView> GpuRuntimes::views() const {
   std::vector<topo::RuntimeView> out;
-  for (const auto& r : loaded) out.push_back({r->describe(), r->vendor(), r->gpus()});
+  for (const auto& r : loaded) out.push_back(r->view());
   return out;
 }
 

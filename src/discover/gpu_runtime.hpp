@@ -19,10 +19,8 @@ namespace gpubind::discover {
 class GpuRuntime {
  public:
   virtual ~GpuRuntime() = default;
-  virtual std::string describe() const = 0;  // "NVML 12.535.54"
-  virtual topo::Vendor vendor() const = 0;
-  // Identity and locality, read once when the library was opened.
-  virtual std::vector<topo::RuntimeGpu> gpus() const = 0;
+  // Identity, locality, links and PCIe link state, read once when the library was opened.
+  virtual topo::RuntimeView view() const = 0;
   // Each GPU's usage now; a GPU whose calls fail has no values.
   virtual std::vector<probe::GpuUsage> usage() const = 0;
 };

@@ -195,7 +195,7 @@ void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, s
     }
   }
   for (hwloc_distances_s* d : dists) hwloc_distances_release(t, d);
-  sort_links(topo);
+  topo::sort_links(topo.links);
 }
 
 // Collects GPUs and NICs from either device source, classified the same way.

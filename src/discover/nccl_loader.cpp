@@ -162,7 +162,7 @@ struct Walker {
         topo.links.push_back({std::min(l.from, l.to), std::max(l.from, l.to), l.kind, l.count});
     }
     add_fabric_links(topo, fabric);
-    sort_links(topo);
+    topo::sort_links(topo.links);
   }
 };
 

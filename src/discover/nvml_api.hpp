@@ -8,6 +8,7 @@ namespace gpubind::discover::nvml {
 
 using Return = int;  // nvmlReturn_t
 inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorInvalidArgument = 2;
 inline constexpr Return kErrorNotSupported = 3;
 inline constexpr Return kErrorInsufficientSize = 7;
 
@@ -61,6 +62,22 @@ using MigModeFn = Return (*)(Device, unsigned int*, unsigned int*);
 using MigCountFn = Return (*)(Device, unsigned int*);
 using MigHandleFn = Return (*)(Device, unsigned int, Device*);
 inline constexpr unsigned kMigEnabled = 1;
+// PCIe link: nvmlDeviceGetCurrPcieLinkGeneration / ...MaxPcieLinkGeneration / ...CurrPcieLinkWidth /
+// ...MaxPcieLinkWidth (device, value). The maximum is the lower of what the GPU and its slot can do.
+using PcieLinkFn = Return (*)(Device, unsigned int*);
+// nvmlDeviceGetSerial(device, text, length): the board's serial number.
+// NVLink, per link slot 0..kNvLinkMaxLinks-1 (a slot past the GPU's own count answers an error):
+// nvmlDeviceGetNvLinkState(device, link, active) (1 active), nvmlDeviceGetNvLinkRemotePciInfo_v2
+// (device, link, pci) the other end's PCI address, nvmlDeviceGetNvLinkRemoteDeviceType(device,
+// link, type): a GPU, an IBM NPU (the CPU of a POWER9) or an NVSwitch.
+using NvLinkStateFn = Return (*)(Device, unsigned int, unsigned int*);
+using NvLinkRemotePciFn = Return (*)(Device, unsigned int, PciInfo*);
+using NvLinkRemoteTypeFn = Return (*)(Device, unsigned int, unsigned int*);
+inline constexpr unsigned kNvLinkMaxLinks = 18;
+inline constexpr unsigned kNvLinkActive = 1;
+inline constexpr unsigned kNvLinkRemoteGpu = 0;
+inline constexpr unsigned kNvLinkRemoteSwitch = 2;
+inline constexpr unsigned kNvLinkRemoteUnknown = 0xff;
 inline constexpr Return kErrorNotFound = 6;
 inline constexpr int kPcieTx = 0;
 inline constexpr int kPcieRx = 1;

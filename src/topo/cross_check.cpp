@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+
+#include "util/strings.hpp"
 
 namespace gpubind::topo {
 
@@ -20,14 +23,95 @@ std::optional<CpuSet> cpus_of_node(const Topology& t, unsigned node) {
   return std::nullopt;
 }
 
+std::string link_text(const GpuLink* l) {
+  if (!l) return "none";
+  if (l->kind == GpuLink::Kind::xgmi) return "XGMI";
+  return "NV" + std::to_string(l->count);
+}
+
+// A PCIe link slower than it can be: narrower always, a lower generation only while busy.
+std::optional<std::string> downtrained(const RuntimeGpu& r) {
+  if (!r.pcie) return std::nullopt;
+  const PcieLinkState& p = *r.pcie;
+  std::string what;
+  if (p.width && p.max_width && p.width < p.max_width)
+    what = "x" + std::to_string(p.width) + " of x" + std::to_string(p.max_width);
+  if (p.gen && p.max_gen && p.gen < p.max_gen && r.utilization.value_or(0) > 0)
+    what += (what.empty() ? "" : ", ") + std::string("Gen") + std::to_string(p.gen) + " of Gen" + std::to_string(p.max_gen) +
+            " while " + std::to_string(*r.utilization) + " % busy";
+  if (what.empty()) return std::nullopt;
+  return "PCIe link downtrained: " + what + " (reseat the GPU; check the slot, riser or retimer)";
+}
+
+using Pair = std::pair<std::string, std::string>;
+Pair pair_of(const GpuLink& l) { return {std::min(l.a, l.b), std::max(l.a, l.b)}; }
+
+// The library's links replace the topology's among the GPUs both see; differences are findings,
+// unless the topology had no such link at all (a live sysfs view, a file without NVLink data).
+template <class Finding>
+void take_links(Topology& t, const RuntimeView& v, const std::set<std::string>& both, Finding finding) {
+  auto inside = [&](const GpuLink& l) { return both.count(l.a) && both.count(l.b); };
+  std::map<Pair, const GpuLink*> theirs, ours;
+  for (const GpuLink& l : *v.links)
+    if (inside(l)) theirs[pair_of(l)] = &l;
+  std::vector<GpuLink> links;
+  for (const GpuLink& l : t.links) {
+    if (inside(l) && !(v.direct_links_only && !theirs.count(pair_of(l)))) ours[pair_of(l)] = &l;
+    else links.push_back(l);  // the library has no say on it
+  }
+  if (!ours.empty()) {
+    // The pairs that differ, by how they differ ("NV18" in the topology, "NV16" from the library).
+    std::map<std::pair<std::string, std::string>, std::set<Pair>> differ;
+    std::set<Pair> pairs;
+    for (const auto& [p, l] : theirs) pairs.insert(p);
+    for (const auto& [p, l] : ours) pairs.insert(p);
+    for (const Pair& p : pairs) {
+      std::string a = link_text(ours.count(p) ? ours[p] : nullptr), b = link_text(theirs.count(p) ? theirs[p] : nullptr);
+      if (a != b) differ[{a, b}].insert(p);
+    }
+    // Every pair alike (no link up at all: a fabric manager not running) is one finding; else one
+    // per GPU common to several such pairs (one GPU's links down shows on all its pairs through a
+    // switch), the GPU with the most first.
+    for (auto& [how, left] : differ) {
+      auto said = [&, how = how](const std::string& which) {
+        return which + ": " + how.first + " in the topology, " + how.second + " from the library: the library's is used";
+      };
+      if (left.size() == pairs.size() && left.size() > 1) {
+        finding("", said(std::to_string(left.size()) + " pairs"));
+        continue;
+      }
+      while (!left.empty()) {
+        std::map<std::string, unsigned> ends;
+        for (const Pair& p : left) ++ends[p.first], ++ends[p.second];
+        std::string gpu = std::max_element(ends.begin(), ends.end(), [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+        std::vector<std::string> others;
+        for (auto it = left.begin(); it != left.end();)
+          if (it->first == gpu || it->second == gpu) {
+            others.push_back(it->first == gpu ? it->second : it->first);
+            it = left.erase(it);
+          } else {
+            ++it;
+          }
+        finding(gpu, said(std::string(others.size() > 1 ? "links to " : "link to ") + join(others, ", ")));
+      }
+    }
+  }
+  for (const auto& [p, l] : theirs) links.push_back({p.first, p.second, l->kind, l->count});
+  sort_links(links);
+  t.links = std::move(links);
+}
+
 }  // namespace
 
-std::string to_line(const CrossCheckFinding& f) { return "cross-check: GPU " + f.gpu + " (" + f.source + "): " + f.what; }
+std::string to_line(const CrossCheckFinding& f) {
+  return "cross-check: " + (f.gpu.empty() ? "all GPUs" : "GPU " + f.gpu) + " (" + f.source + "): " + f.what;
+}
 
 std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<RuntimeView>& views) {
   std::vector<CrossCheckFinding> out;
   for (const RuntimeView& v : views) {
     std::map<std::string, const RuntimeGpu*> seen;
+    std::set<std::string> both;  // the GPUs the topology and the library have
     for (const RuntimeGpu& g : v.gpus) seen[g.pci] = &g;
     auto finding = [&](const std::string& gpu, std::string what) { out.push_back({gpu, v.source, std::move(what)}); };
     for (Gpu& g : t.gpus) {
@@ -39,6 +123,7 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
       }
       const RuntimeGpu& r = *it->second;
       seen.erase(it);
+      both.insert(g.pci);
       if (g.name.empty()) g.name = r.name;
       if (g.mig_uuids.empty()) g.mig_uuids = r.mig_uuids;
       if (!r.uuid.empty()) {
@@ -62,7 +147,9 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
       if (r.cpus && g.cpus && !r.cpus->empty() && !(*r.cpus == *g.cpus) && !r.cpus->is_subset_of(*g.cpus))
         finding(g.pci, "CPUs " + g.cpus->to_list() + " near it in the topology, " + r.cpus->to_list() +
                            " from the library: the topology's are kept");
+      if (auto slow = downtrained(r)) finding(g.pci, *slow);
     }
+    if (v.links) take_links(t, v, both, finding);
     for (const auto& [pci, r] : seen) finding(pci, "the library sees this GPU; the topology does not have it");
   }
   return out;

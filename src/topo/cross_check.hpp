@@ -9,6 +9,11 @@
 // enforce; the finding names both. Where the topology has no locality for a GPU (numa_node -1, a
 // VM) and the library gives one, the library's NUMA node and CPUs are taken, and the finding says
 // so. Where UUIDs differ, the library's is taken: CUDA and ROCm name devices by the library's.
+// NVLink/xGMI links: the library's are taken for the GPUs it sees (they are the links up now; a
+// file may be old and sysfs knows none); a link the topology lists otherwise is a finding.
+// A PCIe link narrower than the GPU and slot allow is a finding (downtrained: a slot, riser or
+// retimer fault); a slower generation only while the GPU is busy, since GPUs drop the link to a
+// lower generation when idle to save power.
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +21,12 @@
 #include "topo/topology.hpp"
 
 namespace gpubind::topo {
+
+// A PCIe link's generation (1-6) and width (lanes) now and at most.
+struct PcieLinkState {
+  unsigned gen = 0, max_gen = 0;
+  unsigned width = 0, max_width = 0;
+};
 
 // One GPU as a runtime library reports it.
 struct RuntimeGpu {
@@ -25,16 +36,26 @@ struct RuntimeGpu {
   std::optional<unsigned> numa;  // the library's NUMA node for the device
   std::optional<CpuSet> cpus;    // the library's CPU affinity for the device (NUMA-node scope)
   std::vector<std::string> mig_uuids;  // "MIG-..." of its MIG instances, when MIG is on
+  std::string serial;                  // the board's serial number
+  std::optional<bool> mig_mode;        // MIG on or off, where the library can say
+  std::optional<PcieLinkState> pcie;
+  std::optional<unsigned> utilization;  // percent busy when read
 };
 
 struct RuntimeView {
   std::string source;  // "NVML 12.535.54", "ROCm SMI 5.2.3"
   Vendor vendor = Vendor::nvidia;
   std::vector<RuntimeGpu> gpus;
+  // GPU-to-GPU links among its GPUs (through an NVSwitch fabric too); nullopt when the library
+  // cannot list links (an old NVML, a ROCm SMI without topology calls).
+  std::optional<std::vector<GpuLink>> links;
+  // The links are GPU-to-GPU ones only: links into a switch fabric could not be told from others
+  // (an NVML without the remote-type call). A pair the topology links and these do not is kept.
+  bool direct_links_only = false;
 };
 
 struct CrossCheckFinding {
-  std::string gpu;     // PCI address
+  std::string gpu;     // PCI address; "" for a finding about all the GPUs
   std::string source;  // the library, as RuntimeView::source
   std::string what;    // one line
 };

@@ -11,6 +11,13 @@ using nlohmann::json;
 
 namespace {
 
+ojson links_to_json(const std::vector<GpuLink>& links) {
+  ojson out = ojson::array();
+  for (const GpuLink& l : links)
+    out.push_back({{"a", l.a}, {"b", l.b}, {"kind", l.kind == GpuLink::Kind::nvlink ? "nvlink" : "xgmi"}, {"count", l.count}});
+  return out;
+}
+
 std::string hex(unsigned v, int digits) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%0*x", digits, v);
@@ -195,10 +202,32 @@ ojson to_json(const Topology& t) {
     write_device(n, o);
     j["nics"].push_back(o);
   }
-  j["links"] = ojson::array();
-  for (const GpuLink& l : t.links)
-    j["links"].push_back({{"a", l.a}, {"b", l.b}, {"kind", l.kind == GpuLink::Kind::nvlink ? "nvlink" : "xgmi"}, {"count", l.count}});
+  j["links"] = links_to_json(t.links);
   j["warnings"] = t.warnings;
+  return j;
+}
+
+ojson to_json(const RuntimeView& v) {
+  ojson j;
+  j["source"] = v.source;
+  j["vendor"] = to_string(v.vendor);
+  j["gpus"] = ojson::array();
+  for (const RuntimeGpu& g : v.gpus) {
+    ojson o;
+    o["pci"] = g.pci;
+    o["uuid"] = g.uuid;
+    o["name"] = g.name;
+    o["serial"] = g.serial;
+    o["numa"] = g.numa ? ojson(*g.numa) : ojson();
+    o["cpus"] = cpus_to_json(g.cpus);
+    o["mig_mode"] = g.mig_mode ? ojson(*g.mig_mode) : ojson();
+    o["mig_uuids"] = g.mig_uuids;
+    o["pcie_link"] = g.pcie ? ojson{{"gen", g.pcie->gen}, {"max_gen", g.pcie->max_gen}, {"width", g.pcie->width}, {"max_width", g.pcie->max_width}}
+                            : ojson();
+    o["utilization_percent"] = g.utilization ? ojson(*g.utilization) : ojson();
+    j["gpus"].push_back(o);
+  }
+  j["links"] = v.links ? links_to_json(*v.links) : ojson();
   return j;
 }
 

@@ -4,6 +4,7 @@
 // for any x that to_json produced.
 #include <nlohmann/json.hpp>
 
+#include "topo/cross_check.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
 
@@ -13,6 +14,9 @@ inline constexpr int kTopologySchemaVersion = 1;
 
 nlohmann::ordered_json to_json(const Topology& t);
 Result<Topology> from_json(const nlohmann::json& j);
+
+// A GPU runtime library's view (`gpubind topo --gpu-runtime --json`, field gpu_runtime).
+nlohmann::ordered_json to_json(const RuntimeView& v);
 
 // Helpers shared with the other JSON renderings (plan, check): a NUMA list or null, a cpulist or null.
 nlohmann::ordered_json numa_to_json(const std::optional<std::vector<unsigned>>& numa);

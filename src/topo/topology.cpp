@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include "util/strings.hpp"
 
@@ -85,6 +86,10 @@ const GpuLink* find_link(const Topology& t, const std::string& a, const std::str
   for (const GpuLink& l : t.links)
     if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
   return nullptr;
+}
+
+void sort_links(std::vector<GpuLink>& links) {
+  std::sort(links.begin(), links.end(), [](const GpuLink& x, const GpuLink& y) { return std::tie(x.a, x.b) < std::tie(y.a, y.b); });
 }
 
 std::vector<unsigned> cpu_numa_nodes(const Topology& t) {

@@ -110,6 +110,8 @@ const NumaNode* find_numa(const Topology& t, unsigned os_index);
 std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b);
 // The NVLink/xGMI link between two GPUs, or nullptr.
 const GpuLink* find_link(const Topology& t, const std::string& a, const std::string& b);
+// Links in PCI address order, as every loader leaves them.
+void sort_links(std::vector<GpuLink>& links);
 // NUMA nodes that have CPUs.
 std::vector<unsigned> cpu_numa_nodes(const Topology& t);
 // The CPUs of these NUMA nodes (OS indexes; unknown ones contribute nothing).

@@ -17,11 +17,18 @@ done
 export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"
 # The fake NVML and ROCm SMI the test suite builds (tests/fakes), for cases that load them.
 build_dir=$(cd "$(dirname "$GPUBIND")/.." && pwd)
-export FAKE_NVML="$build_dir/tests/fake-nvml" FAKE_ROCM_SMI="$build_dir/tests/fake-rocm-smi"
+export FAKE_NVML="$build_dir/tests/fake-nvml" FAKE_NVML_OLD="$build_dir/tests/fake-nvml-old" \
+  FAKE_ROCM_SMI="$build_dir/tests/fake-rocm-smi"
 case $cmd in
   *FAKE_NVML*|*FAKE_ROCM_SMI*)
-    [ -e "$FAKE_NVML/libnvidia-ml.so.1" ] && [ -e "$FAKE_ROCM_SMI/librocm_smi64.so.1" ] \
+    [ -e "$FAKE_NVML/libnvidia-ml.so.1" ] && [ -e "$FAKE_NVML_OLD/libnvidia-ml.so.1" ] && [ -e "$FAKE_ROCM_SMI/librocm_smi64.so.1" ] \
       || { echo "SKIP $name: the fake GPU libraries were not built beside $GPUBIND"; exit 77; } ;;
+esac
+# The real-machine corpus, read in place beside the checkout (../shared/topologies).
+export CORPUS
+CORPUS=$(cd "$here/../../.." && pwd)/shared/topologies
+case $cmd in
+  *CORPUS*) [ -d "$CORPUS" ] || { echo "SKIP $name: no corpus at $CORPUS (a checkout beside shared/ has it)"; exit 77; } ;;
 esac
 eval "$cmd" >"$TMPDIR/stdout" 2>"$TMPDIR/stderr"
 rc=$?
@@ -31,7 +38,7 @@ rc=$?
     echo "--- stderr ---"
     cat "$TMPDIR/stderr"
   fi
-} | sed -e "s#$TMPDIR#\$TMPDIR#g" >"$TMPDIR/actual"
+} | sed -e "s#$TMPDIR#\$TMPDIR#g" -e "s#$CORPUS#\$CORPUS#g" >"$TMPDIR/actual"
 golden="$here/../golden/$name.out"
 if [ "${UPDATE_GOLDEN:-0}" = 1 ] && ! cmp -s "$TMPDIR/actual" "$golden"; then  # only what changed
   cp "$TMPDIR/actual" "$golden"

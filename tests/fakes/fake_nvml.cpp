@@ -2,12 +2,18 @@
 // file named by GPUBIND_FAKE_NVML. Built by the test suite as build/tests/fake-nvml/libnvidia-ml.so.1;
 // a test puts that directory on LD_LIBRARY_PATH, so gpubind loads it through its real dlopen path.
 //   {"version": "12.535.54", "init_error": 0,
-//    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "utilization": 97,
-//              "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10, "pcie_rx_kb": 20,
-//              "utilization_error": 0}]}
-// "mig": [...] lists a GPU's MIG instance UUIDs (MIG mode on). A GPU without "pcie_tx_kb" answers NOT_SUPPORTED for its PCIe throughput; one without "numa"
-// or "cpus" (a cpulist) likewise for nvmlDeviceGetNumaNodeId and nvmlDeviceGetCpuAffinity.
-// An "*_error" field is the NVML return code that call gives (3 NOT_SUPPORTED, 9 DRIVER_NOT_LOADED...).
+//    "gpus": [{"bus_id": "00000000:18:00.0", "uuid": "GPU-...", "name": "...", "serial": "...",
+//              "utilization": 97, "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10,
+//              "pcie_rx_kb": 20, "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16},
+//              "nvlinks": [{"remote": "00000000:2A:00.0", "type": 0, "count": 2, "active": true}],
+//              "errors": {"nvmlDeviceGetUtilizationRates": 3}}]}
+// "mig": [...] lists a GPU's MIG instance UUIDs (MIG mode on). "nvlinks" fill the GPU's link
+// slots in order (type 0 a GPU, 1 an IBM NPU, 2 an NVSwitch); slots past them are invalid. A GPU
+// without "pcie_tx_kb", "pcie", "serial", "numa" or "cpus" (a cpulist) answers NOT_SUPPORTED for
+// that call. "errors" names calls and the NVML return code each gives for that GPU (3
+// NOT_SUPPORTED, 9 DRIVER_NOT_LOADED, 15 GPU_IS_LOST...).
+// Built a second time with GPUBIND_FAKE_NVML_OLD as build/tests/fake-nvml-old: an NVML from before
+// MIG, nvmlDeviceGetNumaNodeId and nvmlDeviceGetNvLinkRemoteDeviceType (a driver of 2019).
 #include <cstdlib>
 #include <cstring>
 
@@ -23,6 +29,10 @@ nlohmann::json& config() {
 }
 
 int error_of(const nlohmann::json& j, const char* key) { return j.is_object() ? j.value(key, 0) : 0; }
+// The return code the fixture makes `call` give for this GPU, 0 for none.
+int failure(const nlohmann::json& g, const char* call) {
+  return g.contains("errors") ? g["errors"].value(call, 0) : 0;
+}
 
 // A handle is the GPU's index + 1, and for a MIG instance its slot + 1 in the bits above 16.
 const nlohmann::json* device(void* d) {
@@ -76,6 +86,7 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
 int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetPciInfo_v3")) return e;
   std::memset(p, 0, sizeof *p);
   std::string id = g->value("bus_id", "");
   std::strncpy(p->bus_id, id.c_str(), sizeof p->bus_id - 1);
@@ -84,19 +95,23 @@ int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
 int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetUUID")) return e;
   if (unsigned slot = mig_slot(d)) return copy((*g)["mig"][slot - 1].get<std::string>(), out, len);
   return copy(g->value("uuid", ""), out, len);
 }
+#ifndef GPUBIND_FAKE_NVML_OLD
 // "mig": ["MIG-...", ...] turns MIG on; the count has one more slot than instances, left empty.
 int nvmlDeviceGetMigMode(void* d, unsigned* current, unsigned* pending) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetMigMode")) return e;
   *current = *pending = g->contains("mig") ? 1 : 0;
   return 0;
 }
 int nvmlDeviceGetMaxMigDeviceCount(void* d, unsigned* count) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetMaxMigDeviceCount")) return e;
   *count = g->contains("mig") ? unsigned((*g)["mig"].size()) + 1 : 0;
   return 0;
 }
@@ -107,14 +122,17 @@ int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned index, void** mig) {
   *mig = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d) | (uintptr_t(index) + 1) << 16);
   return 0;
 }
+#endif
 int nvmlDeviceGetName(void* d, char* out, unsigned len) {
   const auto* g = device(d);
-  return g ? copy(g->value("name", ""), out, len) : 2;
+  if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetName")) return e;
+  return copy(g->value("name", ""), out, len);
 }
 int nvmlDeviceGetUtilizationRates(void* d, unsigned* util) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = error_of(*g, "utilization_error")) return e;
+  if (int e = failure(*g, "nvmlDeviceGetUtilizationRates")) return e;
   util[0] = g->value("utilization", 0u);
   util[1] = 0;
   return 0;
@@ -122,22 +140,27 @@ int nvmlDeviceGetUtilizationRates(void* d, unsigned* util) {
 int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetMemoryInfo")) return e;
   mem[0] = g->value("memory_total", 0ull);
   mem[2] = g->value("memory_used", 0ull);
   mem[1] = mem[0] - mem[2];
   return 0;
 }
 
+#ifndef GPUBIND_FAKE_NVML_OLD
 int nvmlDeviceGetNumaNodeId(void* d, unsigned* node) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetNumaNodeId")) return e;
   if (!g->contains("numa")) return 3;
   *node = (*g)["numa"].get<unsigned>();
   return 0;
 }
+#endif
 int nvmlDeviceGetCpuAffinity(void* d, unsigned words, unsigned long* mask) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetCpuAffinity")) return e;
   if (!g->contains("cpus")) return 3;
   std::memset(mask, 0, words * sizeof *mask);
   std::string list = (*g)["cpus"].get<std::string>();
@@ -154,10 +177,74 @@ int nvmlDeviceGetCpuAffinity(void* d, unsigned words, unsigned long* mask) {
 int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
   const auto* g = device(d);
   if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetPcieThroughput")) return e;
   const char* key = counter == 0 ? "pcie_tx_kb" : "pcie_rx_kb";
   if (!g->contains(key)) return 3;  // NOT_SUPPORTED
   *kb = (*g)[key].get<unsigned>();
   return 0;
 }
+
+int nvmlDeviceGetSerial(void* d, char* out, unsigned len) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetSerial")) return e;
+  if (!g->contains("serial")) return 3;
+  return copy((*g)["serial"].get<std::string>(), out, len);
+}
+
+// The PCIe link's "gen", "max_gen", "width" or "max_width".
+int pcie_link(void* d, const char* call, const char* key, unsigned* value) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, call)) return e;
+  if (!g->contains("pcie")) return 3;
+  *value = (*g)["pcie"].value(key, 0u);
+  return 0;
+}
+int nvmlDeviceGetCurrPcieLinkGeneration(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetCurrPcieLinkGeneration", "gen", v); }
+int nvmlDeviceGetMaxPcieLinkGeneration(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetMaxPcieLinkGeneration", "max_gen", v); }
+int nvmlDeviceGetCurrPcieLinkWidth(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetCurrPcieLinkWidth", "width", v); }
+int nvmlDeviceGetMaxPcieLinkWidth(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetMaxPcieLinkWidth", "max_width", v); }
+
+// The "nvlinks" entry that fills link slot `link`, or nullptr past them.
+const nlohmann::json* nvlink(const nlohmann::json& g, unsigned link) {
+  if (!g.contains("nvlinks")) return nullptr;
+  unsigned slot = 0;
+  for (const auto& l : g["nvlinks"]) {
+    slot += l.value("count", 1u);
+    if (link < slot) return &l;
+  }
+  return nullptr;
+}
+int nvmlDeviceGetNvLinkState(void* d, unsigned link, unsigned* active) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetNvLinkState")) return e;
+  const auto* l = nvlink(*g, link);
+  if (!l) return 2;
+  *active = l->value("active", true) ? 1 : 0;
+  return 0;
+}
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link, PciInfo* p) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetNvLinkRemotePciInfo_v2")) return e;
+  const auto* l = nvlink(*g, link);
+  if (!l) return 2;
+  std::memset(p, 0, sizeof *p);
+  std::strncpy(p->bus_id, l->value("remote", "").c_str(), sizeof p->bus_id - 1);
+  return 0;
+}
+#ifndef GPUBIND_FAKE_NVML_OLD
+int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, unsigned* type) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, "nvmlDeviceGetNvLinkRemoteDeviceType")) return e;
+  const auto* l = nvlink(*g, link);
+  if (!l) return 2;
+  *type = l->value("type", 0u);
+  return 0;
+}
+#endif
 
 }  // extern "C"

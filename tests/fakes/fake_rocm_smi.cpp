@@ -3,8 +3,11 @@
 // Built by the test suite as build/tests/fake-rocm-smi/librocm_smi64.so.1; a test puts that
 // directory on LD_LIBRARY_PATH, so gpubind loads it through its real dlopen path.
 //   {"init_error": 0,
-//    "gpus": [{"bdfid": "0000:c1:00.0", "unique_id": "0x...", "name": "...", "busy": 95,
-//              "vram_used": 1024, "vram_total": 2048, "busy_error": 0}]}
+//    "gpus": [{"bdfid": "0000:c1:00.0", "unique_id": "0x...", "name": "...", "serial": "...",
+//              "busy": 95, "vram_used": 1024, "vram_total": 2048, "busy_error": 0,
+//              "pcie": {"rates_gts": [2.5, 8, 16], "lanes": [16, 16, 16], "current": 2},
+//              "xgmi": ["0000:c6:00.0"]}]}
+// "xgmi" lists the GPUs one xGMI hop away (either side may list a pair); any other pair is PCIe.
 // An "*_error" field is the rsmi_status_t that call returns (2 RSMI_STATUS_NOT_SUPPORTED...); a
 // GPU without "numa" answers NOT_SUPPORTED for rsmi_topo_get_numa_node_number.
 #include <rocm_smi/rocm_smi.h>
@@ -106,6 +109,42 @@ rsmi_status_t rsmi_topo_get_numa_node_number(uint32_t i, uint32_t* node) {
   if (!g) return RSMI_STATUS_INVALID_ARGS;
   if (!g->contains("numa")) return RSMI_STATUS_NOT_SUPPORTED;
   *node = (*g)["numa"].get<uint32_t>();
+  return RSMI_STATUS_SUCCESS;
+}
+
+rsmi_status_t rsmi_dev_serial_number_get(uint32_t i, char* serial, uint32_t len) {
+  const auto* g = gpu(i);
+  if (!g) return RSMI_STATUS_INVALID_ARGS;
+  if (!g->contains("serial")) return RSMI_STATUS_NOT_SUPPORTED;
+  std::snprintf(serial, len, "%s", (*g)["serial"].get<std::string>().c_str());
+  return RSMI_STATUS_SUCCESS;
+}
+rsmi_status_t rsmi_dev_pci_bandwidth_get(uint32_t i, rsmi_pcie_bandwidth_t* bw) {
+  const auto* g = gpu(i);
+  if (!g) return RSMI_STATUS_INVALID_ARGS;
+  if (!g->contains("pcie")) return RSMI_STATUS_NOT_SUPPORTED;
+  const auto& p = (*g)["pcie"];
+  std::memset(bw, 0, sizeof *bw);
+  bw->transfer_rate.num_supported = uint32_t(p["rates_gts"].size());
+  bw->transfer_rate.current = p.value("current", 0u);
+  for (size_t k = 0; k < p["rates_gts"].size() && k < RSMI_MAX_NUM_FREQUENCIES; ++k) {
+    bw->transfer_rate.frequency[k] = uint64_t(p["rates_gts"][k].get<double>() * 1e9);
+    bw->lanes[k] = p["lanes"][k].get<uint32_t>();
+  }
+  return RSMI_STATUS_SUCCESS;
+}
+rsmi_status_t rsmi_topo_get_link_type(uint32_t a, uint32_t b, uint64_t* hops, RSMI_IO_LINK_TYPE* type) {
+  const auto *x = gpu(a), *y = gpu(b);
+  if (!x || !y) return RSMI_STATUS_INVALID_ARGS;
+  auto lists = [](const nlohmann::json& g, const nlohmann::json& other) {
+    if (!g.contains("xgmi")) return false;
+    for (const auto& p : g["xgmi"])
+      if (p == other.value("bdfid", "")) return true;
+    return false;
+  };
+  bool xgmi = lists(*x, *y) || lists(*y, *x);
+  *type = xgmi ? RSMI_IOLINK_TYPE_XGMI : RSMI_IOLINK_TYPE_PCIEXPRESS;
+  *hops = xgmi ? 1 : 2;
   return RSMI_STATUS_SUCCESS;
 }
 

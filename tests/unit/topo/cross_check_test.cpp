@@ -18,10 +18,28 @@ Topology example(const std::string& name) {
   return *t;
 }
 
-// NVML's view of the example's eight GPUs, as the example itself places them.
+RuntimeGpu runtime_gpu(std::string pci, std::string uuid, std::optional<unsigned> numa, std::optional<CpuSet> cpus = std::nullopt) {
+  RuntimeGpu g;
+  g.pci = std::move(pci);
+  g.uuid = std::move(uuid);
+  g.name = "H100";
+  g.numa = numa;
+  g.cpus = std::move(cpus);
+  return g;
+}
+
+RuntimeView view(std::vector<RuntimeGpu> gpus) {
+  RuntimeView v;
+  v.source = "NVML 12.535.54";
+  v.vendor = Vendor::nvidia;
+  v.gpus = std::move(gpus);
+  return v;
+}
+
+// NVML's view of the example's eight GPUs, as the example itself places them (links unknown).
 RuntimeView agreeing(const Topology& t) {
-  RuntimeView v{"NVML 12.535.54", Vendor::nvidia, {}};
-  for (const Gpu& g : t.gpus) v.gpus.push_back({g.pci, "GPU-" + g.pci, "H100", g.numa->front(), g.cpus, {}});
+  RuntimeView v = view({});
+  for (const Gpu& g : t.gpus) v.gpus.push_back(runtime_gpu(g.pci, "GPU-" + g.pci, g.numa->front(), g.cpus));
   return v;
 }
 
@@ -50,7 +68,7 @@ TEST(CrossCheck, WhereNumaNodesDisagreeTheTopologysIsKept) {
 
 TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
   Topology t = example("cloud-vm-unknown-locality");
-  RuntimeView v{"NVML", Vendor::nvidia, {{"0003:00:00.0", "GPU-c", "A100", 1, std::nullopt, {}}}};
+  RuntimeView v = view({runtime_gpu("0003:00:00.0", "GPU-c", 1)});
   auto findings = cross_check(t, {v});
   const Gpu& g = gpu(t, "0003:00:00.0");
   ASSERT_TRUE(g.numa.has_value());
@@ -63,7 +81,7 @@ TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
 
 TEST(CrossCheck, ANodeTheTopologyDoesNotHaveIsAFindingNotTaken) {
   Topology t = example("cloud-vm-unknown-locality");
-  RuntimeView v{"NVML", Vendor::nvidia, {{"0001:00:00.0", "GPU-a", "A100", 7, std::nullopt, {}}}};
+  RuntimeView v = view({runtime_gpu("0001:00:00.0", "GPU-a", 7)});
   auto findings = cross_check(t, {v});
   EXPECT_FALSE(gpu(t, "0001:00:00.0").numa.has_value());
   ASSERT_EQ(findings[0].gpu, "0001:00:00.0");
@@ -74,7 +92,7 @@ TEST(CrossCheck, AGpuOnOneSideOnlyIsAFindingEitherWay) {
   Topology t = example("dgx-h100");
   RuntimeView v = agreeing(t);
   v.gpus.pop_back();                                                    // 0000:db:00.0 unseen by the library
-  v.gpus.push_back({"0000:ff:00.0", "GPU-ff", "H100", 1, std::nullopt, {}});  // not in the topology
+  v.gpus.push_back(runtime_gpu("0000:ff:00.0", "GPU-ff", 1));  // not in the topology
   auto findings = cross_check(t, {v});
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].gpu, "0000:db:00.0");
@@ -103,8 +121,100 @@ TEST(CrossCheck, CpusWiderThanTheTopologysAreAFindingNarrowerOnesAreNot) {
 
 TEST(CrossCheck, OnlyTheLibrarysVendorIsJudged) {
   Topology t = example("dgx-h100");
-  RuntimeView rsmi{"ROCm SMI", Vendor::amd, {}};  // no AMD GPU here, and it sees none
+  RuntimeView rsmi = view({});  // no AMD GPU here, and it sees none
+  rsmi.vendor = Vendor::amd;
   EXPECT_TRUE(cross_check(t, {rsmi}).empty());
+}
+
+TEST(CrossCheck, WhereTheTopologyHasNoLinksTheLibrarysAreTakenSilently) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.links = t.links;  // every pair NV18 through the NVSwitches
+  t.links.clear();  // a live sysfs view: Debian's hwloc knows no NVLink
+  EXPECT_TRUE(cross_check(t, {v}).empty());
+  ASSERT_NE(find_link(t, "0000:18:00.0", "0000:db:00.0"), nullptr);
+  EXPECT_EQ(find_link(t, "0000:18:00.0", "0000:db:00.0")->count, 18u);
+}
+
+TEST(CrossCheck, WhereLinksDifferTheLibrarysAreUsedAndOneGpuIsOneFinding) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.links = t.links;  // every pair NV18 through the NVSwitches
+  for (GpuLink& l : *v.links)
+    if (l.a == "0000:5d:00.0" || l.b == "0000:5d:00.0") l.count = 16;  // two of its links down
+  auto findings = cross_check(t, {v});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].gpu, "0000:5d:00.0");
+  EXPECT_NE(findings[0].what.find("links to 0000:18:00.0, 0000:2a:00.0, 0000:3a:00.0, 0000:9a:00.0"), std::string::npos);
+  EXPECT_NE(findings[0].what.find("NV18 in the topology, NV16 from the library"), std::string::npos);
+  EXPECT_EQ(find_link(t, "0000:18:00.0", "0000:5d:00.0")->count, 16u);
+  EXPECT_EQ(find_link(t, "0000:18:00.0", "0000:2a:00.0")->count, 18u);
+}
+
+TEST(CrossCheck, NoLinkUpAtAllIsOneFindingForAllGpus) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.links = std::vector<GpuLink>{};  // the fabric manager is not running
+  auto findings = cross_check(t, {v});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].gpu, "");
+  EXPECT_EQ(to_line(findings[0]), "cross-check: all GPUs (NVML 12.535.54): 28 pairs: NV18 in the topology, none from the library: "
+                                  "the library's is used");
+  EXPECT_TRUE(t.links.empty());
+}
+
+TEST(CrossCheck, UnknownLinksKeepTheTopologys) {
+  Topology t = example("dgx-h100");
+  size_t before = t.links.size();
+  EXPECT_TRUE(cross_check(t, {agreeing(t)}).empty());  // an NVML without the NVLink calls
+  EXPECT_EQ(t.links.size(), before);
+}
+
+TEST(CrossCheck, LinksOfGpusTheLibraryDoesNotSeeAreKept) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.gpus.pop_back();  // 0000:db:00.0
+  v.links = std::vector<GpuLink>{};
+  cross_check(t, {v});
+  ASSERT_NE(find_link(t, "0000:18:00.0", "0000:db:00.0"), nullptr);
+  EXPECT_EQ(find_link(t, "0000:18:00.0", "0000:2a:00.0"), nullptr);
+}
+
+TEST(CrossCheck, DirectLinksOnlyAddButNeverRemove) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.links = std::vector<GpuLink>{{"0000:18:00.0", "0000:2a:00.0", GpuLink::Kind::nvlink, 4}};
+  v.direct_links_only = true;  // an old NVML: links into the NVSwitches are not known
+  auto findings = cross_check(t, {v});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].what.find("NV18 in the topology, NV4 from the library"), std::string::npos);
+  EXPECT_EQ(find_link(t, "0000:18:00.0", "0000:2a:00.0")->count, 4u);
+  ASSERT_NE(find_link(t, "0000:18:00.0", "0000:3a:00.0"), nullptr);  // kept
+  EXPECT_EQ(t.links.size(), 28u);
+}
+
+TEST(CrossCheck, ANarrowerPcieLinkIsDowntrained) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.gpus[2].pcie = PcieLinkState{5, 5, 8, 16};
+  v.gpus[2].utilization = 0;  // idle or not
+  auto findings = cross_check(t, {v});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].gpu, "0000:3a:00.0");
+  EXPECT_NE(findings[0].what.find("PCIe link downtrained: x8 of x16"), std::string::npos);
+}
+
+TEST(CrossCheck, ALowerPcieGenerationIsDowntrainedOnlyWhileBusy) {
+  Topology t = example("dgx-h100");
+  RuntimeView v = agreeing(t);
+  v.gpus[0].pcie = PcieLinkState{1, 5, 16, 16};
+  v.gpus[0].utilization = 0;  // idle: the GPU saves power on the link
+  v.gpus[1].pcie = PcieLinkState{3, 5, 16, 16};
+  v.gpus[1].utilization = 80;
+  auto findings = cross_check(t, {v});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].gpu, "0000:2a:00.0");
+  EXPECT_NE(findings[0].what.find("Gen3 of Gen5 while 80 % busy"), std::string::npos);
 }
 
 }  // namespace gpubind::topo
