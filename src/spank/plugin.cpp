@@ -30,6 +30,7 @@ extern "C" {
 #include "bind/local_rank.hpp"
 #include "bind/request.hpp"
 #include "bind/spank_args.hpp"
+#include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
@@ -154,6 +155,14 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
                                                           cfg.cache_max_files, &cache_notes);
   for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   if (!topo) return topo.error();
+  // GPUs named by UUID in the task's CUDA_VISIBLE_DEVICES (Slurm's gres UniqueId, MIG instances):
+  // this node's NVML / ROCm SMI says which GPU each is, also in dryrun. Loads nothing otherwise.
+  auto task_value = [&env](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  for (const std::string& n : discover::add_runtime_identity(*topo, task_value))
+    std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
   // The same options, request and plan as `gpubind exec` under srun (bind/request.hpp): planned
   // over the step's cgroup CPUs; dryrun plans over the whole file machine.
   bind::PlanOptions o = g_args.plan;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The SPANK plugin on a live throw-away Slurm cluster (tests/slurm/cluster.sh): two slurmd
 # "nodes" on this host, each claiming 2 sockets x 8 cores and 8 GPUs.
-# Usage: spank_test.sh GPUBIND PLUGIN.so
+# Usage: spank_test.sh GPUBIND PLUGIN.so [FAKE-ROCM-SMI-DIR]
 set -u
 . "$(dirname "$0")/../integration/lib.sh"
 PLUGIN=${2:-}
@@ -13,6 +13,11 @@ done
 [ "$(id -u)" = 0 ] || skip "the throw-away cluster runs its daemons as root"
 
 chmod 755 "$WORK"  # munged wants every directory above its socket searchable
+# The fake ROCm SMI (tests/fakes), for the daemons and so the tasks: two MI250X GCDs.
+FAKE_ROCM_SMI=${3:-}
+if [ -e "$FAKE_ROCM_SMI/librocm_smi64.so.1" ]; then
+  export LD_LIBRARY_PATH="$FAKE_ROCM_SMI" GPUBIND_FAKE_ROCM_SMI="$HERE/../data/nvml/rocm-two-gcds.json"
+fi
 D="$WORK/cluster"
 NODES=2 "$HERE/cluster.sh" start "$D" "$PLUGIN" || { fail "cluster did not start"; finish; }
 trap '"$HERE/cluster.sh" stop "$D"; rm -rf "$WORK"' EXIT
@@ -122,6 +127,23 @@ for r in $(seq 0 7); do
   [ "$(echo "$out" | awk -v r=$r '$2==r {print $4}')" = "$want" ] || { bad=1; fail "dry-run rank $r: want $want: $out"; }
 done
 [ $bad = 0 ] && pass "dry run with a DGX H100 topology: GPUBIND_CPUS follow its layout"
+
+# 8a. GPUs by UUID in the task's environment: the plugin asks this node's GPU library which GPU
+#     each is, as `gpubind plan --gpu-runtime` does. Slurm clears CUDA_VISIBLE_DEVICES and
+#     ROCR_VISIBLE_DEVICES for a step without GPUs (it sets them itself, to its gres UniqueId for
+#     MIG), so the user's HIP_VISIBLE_DEVICES with ROCm SMI's UUIDs carries the test.
+if [ -n "${GPUBIND_FAKE_ROCM_SMI:-}" ]; then
+  plugstack "topology=example:frontier-like dryrun"
+  for id in GPU-5b7a1c2d3e4f6071 GPU-5b7a1c2d3e4f6072; do
+    out=$(HIP_VISIBLE_DEVICES=$id srun -Q -N1 -n1 --gpubind sh -c "$probe" 2>"$WORK/err")
+    want=$(HIP_VISIBLE_DEVICES=$id "$GPUBIND" plan --topology example:frontier-like --gpu-runtime -n 1 --format env --rank 0 2>/dev/null |
+      sed -n 's/^export GPUBIND_CPUS=//p')
+    [ -n "$want" ] && [ "$(echo "$out" | awk '{print $4}')" = "$want" ] && pass "HIP_VISIBLE_DEVICES=$id: the task follows ROCm SMI's GPU ($want)" \
+      || fail "UUID $id: want $want: $out $(cat "$WORK/err")"
+  done
+else
+  echo "SKIP 8a: no fake ROCm SMI given"
+fi
 
 # 8b. The plan's warnings reach the task's stderr (a VM's GPUs without locality).
 plugstack "topology=example:cloud-vm-unknown-locality dryrun"
