@@ -51,7 +51,10 @@ std::string gpu_name(const topo::Topology& t, const std::string& pci) {
 // The GPU(s) to judge against and the CPUs local to them.
 void locate(const topo::Topology& t, ProcessReport& r) {
   const probe::ProcessState& s = r.state;
-  if (!s.gpus.empty()) {
+  if (!s.context_gpus.empty()) {  // CUDA opens every visible GPU's device file, but uses its context's
+    r.gpus = s.context_gpus;
+    r.gpu_source = "GPU contexts";
+  } else if (!s.gpus.empty()) {
     r.gpus = s.gpus;
     r.gpu_source = "open device files";
   } else if (auto it = s.env.find(topo::binding_env::kGpu); it != s.env.end() && !it->second.empty()) {

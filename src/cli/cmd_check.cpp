@@ -1,10 +1,12 @@
 // gpubind check: what running processes are actually bound to, judged against the topology.
+#include <algorithm>
 #include <cstdio>
 
 #include "check/check.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "render/json_text.hpp"
+#include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "probe/probe.hpp"
@@ -22,13 +24,15 @@ int cmd_check(const std::vector<std::string>& args) {
            "gpubind check");
   std::string topology, root_dir;
   SelectionFlags which;
-  bool numa_maps = false, verbose = false, json = false;
+  bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false;
   add_topology_option(app, topology);
   add_selection_options(app, which, "check");
   app.option("--root", root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
   app.flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
   app.flag("--verbose", verbose, "Per-thread detail");
   app.flag("--json", json, "JSON output");
+  app.flag("--no-gpu-runtime", no_gpu_runtime,
+           "Do not ask NVML / ROCm SMI which processes have a context on which GPU (judge by open device files)");
   app.footer(R"(Examples:
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
@@ -49,8 +53,21 @@ int cmd_check(const std::vector<std::string>& args) {
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error(), kExitFailure);
 
+  // The GPU libraries know which GPU each process has a context on (CUDA opens every visible
+  // GPU's device file): asked for this machine's processes only.
+  std::vector<probe::GpuProcess> contexts;
+  if (root_dir.empty() && !no_gpu_runtime) {
+    discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*topo, "GPU contexts unknown (judged by open device files)");
+    print_warnings(runtimes.notes, false);
+    contexts = runtimes.processes();
+    for (const probe::GpuProcess& c : contexts) sel->gpu_context_pids.push_back(c.pid);
+  }
   probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, *sel), {numa_maps});
   std::vector<probe::ProcessState> states = std::move(probed.states);
+  for (probe::ProcessState& s : states)
+    for (const probe::GpuProcess& c : contexts)
+      if (c.pid == s.pid && std::find(s.context_gpus.begin(), s.context_gpus.end(), c.pci) == s.context_gpus.end())
+        s.context_gpus.push_back(c.pci);
   std::vector<Error> errors = std::move(probed.errors);
   check::Report report = check::judge(*topo, std::move(states), errors);
   for (const Error& e : report.errors) fail(e, kExitFailure);

@@ -142,7 +142,43 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     return out;
   }
 
+  std::vector<probe::GpuProcess> processes() const override {
+    std::vector<probe::GpuProcess> out;
+    for (size_t i = 0; i < m_handles.size(); ++i) {
+      auto add = [&](unsigned pid, unsigned long long memory) {
+        probe::GpuProcess p;
+        p.pid = int(pid);
+        p.pci = m_view.gpus[i].pci;
+        if (memory != nvml::kValueNotAvailable) p.memory_used = memory;
+        out.push_back(std::move(p));
+      };
+      if (m_processes) {
+        for (const nvml::ProcessInfo& p : listed(m_processes, m_handles[i])) add(p.pid, p.used_gpu_memory);
+      } else if (m_processes_v1) {
+        for (const nvml::ProcessInfoV1& p : listed(m_processes_v1, m_handles[i])) add(p.pid, p.used_gpu_memory);
+      }
+    }
+    return out;
+  }
+
  private:
+  // A process-list call, asked again with room for the count it needs (processes come and go).
+  template <class Info>
+  static std::vector<Info> listed(nvml::Return (*call)(nvml::Device, unsigned int*, Info*), nvml::Device d) {
+    std::vector<Info> infos(64);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      unsigned count = unsigned(infos.size());
+      nvml::Return r = call(d, &count, infos.data());
+      if (r == nvml::kSuccess) {
+        infos.resize(std::min<size_t>(count, infos.size()));
+        return infos;
+      }
+      if (r != nvml::kErrorInsufficientSize || count > 65536) break;
+      infos.resize(count + 16);
+    }
+    return {};
+  }
+
   Status resolve() {
     Library lib("NVML", {nvml::kLibrary});
     for (Status s : {lib.bind(m_init, "nvmlInit_v2"), lib.bind(m_shutdown, "nvmlShutdown"), lib.bind(m_error, "nvmlErrorString"),
@@ -169,6 +205,8 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     lib.bind_optional(m_link_state, "nvmlDeviceGetNvLinkState");
     lib.bind_optional(m_link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     lib.bind_optional(m_link_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+    lib.bind_optional(m_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!m_processes) lib.bind_optional(m_processes_v1, "nvmlDeviceGetComputeRunningProcesses");
     return Ok{};
   }
 
@@ -286,6 +324,8 @@ class Nvml final : public RuntimeOf<nvml::Device> {
   nvml::NvLinkStateFn m_link_state = nullptr;
   nvml::NvLinkRemotePciFn m_link_remote = nullptr;
   nvml::NvLinkRemoteTypeFn m_link_type = nullptr;
+  nvml::ProcessesFn m_processes = nullptr;
+  nvml::ProcessesV1Fn m_processes_v1 = nullptr;
 };
 
 // ROCm SMI, its ABI from Debian's librocm-smi-dev header (the functions are declared there, never
@@ -312,6 +352,8 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
     lib.bind_optional(r->m_numa, "rsmi_topo_get_numa_node_number");
     lib.bind_optional(r->m_bandwidth, "rsmi_dev_pci_bandwidth_get");
     lib.bind_optional(r->m_link_type, "rsmi_topo_get_link_type");
+    lib.bind_optional(r->m_process_list, "rsmi_compute_process_info_get");
+    lib.bind_optional(r->m_process_gpus, "rsmi_compute_process_gpus_get");
     if (rsmi_status_t st = r->m_init(0); st != RSMI_STATUS_SUCCESS) {
       r->m_shutdown = nullptr;
       return Error{"ROCm SMI", "rsmi_init: " + r->text(st)};
@@ -345,6 +387,28 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
       if (m_used(i, RSMI_MEM_TYPE_VRAM, &used) == RSMI_STATUS_SUCCESS) u.memory_used = used;
       if (m_total(i, RSMI_MEM_TYPE_VRAM, &total) == RSMI_STATUS_SUCCESS) u.memory_total = total;
       out.push_back(std::move(u));
+    }
+    return out;
+  }
+
+  // The KFD's compute processes, then the GPUs each uses (no per-GPU memory: the VRAM figure is
+  // the process's total).
+  std::vector<probe::GpuProcess> processes() const override {
+    std::vector<probe::GpuProcess> out;
+    if (!m_process_list || !m_process_gpus) return out;
+    uint32_t count = 0;
+    if (m_process_list(nullptr, &count) != RSMI_STATUS_SUCCESS || count == 0 || count > 65536) return out;
+    std::vector<rsmi_process_info_t> procs(count);
+    if (rsmi_status_t st = m_process_list(procs.data(), &count); st != RSMI_STATUS_SUCCESS && st != RSMI_STATUS_INSUFFICIENT_SIZE)
+      return out;
+    procs.resize(std::min<size_t>(count, procs.size()));
+    for (const rsmi_process_info_t& proc : procs) {
+      std::vector<uint32_t> devices(m_handles.size() + 1);
+      uint32_t n = uint32_t(devices.size());
+      if (m_process_gpus(proc.process_id, devices.data(), &n) != RSMI_STATUS_SUCCESS) continue;
+      for (uint32_t k = 0; k < n && k < devices.size(); ++k)
+        for (size_t h = 0; h < m_handles.size(); ++h)
+          if (m_handles[h] == devices[k]) out.push_back({int(proc.process_id), m_view.gpus[h].pci, std::nullopt});
     }
     return out;
   }
@@ -426,6 +490,8 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
   decltype(&rsmi_topo_get_numa_node_number) m_numa = nullptr;
   decltype(&rsmi_dev_pci_bandwidth_get) m_bandwidth = nullptr;
   decltype(&rsmi_topo_get_link_type) m_link_type = nullptr;
+  decltype(&rsmi_compute_process_info_get) m_process_list = nullptr;
+  decltype(&rsmi_compute_process_gpus_get) m_process_gpus = nullptr;
 };
 
 }  // namespace
@@ -471,6 +537,13 @@ std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::func
 GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& without) {
   auto has = [&](topo::Vendor v) { return std::any_of(t.gpus.begin(), t.gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
   return open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd), without);
+}
+
+std::vector<probe::GpuProcess> GpuRuntimes::processes() const {
+  std::vector<probe::GpuProcess> out;
+  for (const auto& r : loaded)
+    for (probe::GpuProcess& p : r->processes()) out.push_back(std::move(p));
+  return out;
 }
 
 std::vector<topo::RuntimeView> GpuRuntimes::views() const {

@@ -82,6 +82,23 @@ inline constexpr Return kErrorNotFound = 6;
 inline constexpr int kPcieTx = 0;
 inline constexpr int kPcieRx = 1;
 
+// The processes with a compute context on a device: nvmlDeviceGetComputeRunningProcesses_v3
+// (device, count in/out, infos) with ProcessInfo; the unversioned call of older drivers fills
+// ProcessInfoV1. A count too small answers kErrorInsufficientSize with the count needed.
+struct ProcessInfo {  // nvmlProcessInfo_t (v2 and v3)
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // bytes; ~0ull when unavailable (Windows, MIG without permission)
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+};
+using ProcessesFn = Return (*)(Device, unsigned int*, ProcessInfo*);
+using ProcessesV1Fn = Return (*)(Device, unsigned int*, ProcessInfoV1*);
+inline constexpr unsigned long long kValueNotAvailable = ~0ull;
+
 inline constexpr const char* kLibrary = "libnvidia-ml.so.1";
 
 }  // namespace gpubind::discover::nvml

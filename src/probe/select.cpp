@@ -74,7 +74,10 @@ Selected select_processes(const sys::FsRoot& root, const Selection& s) {
   if (s.children_of) add_all(descendants_of(root, *s.children_of));
   if (s.match) add_all(matching(root, s.match));
   bool selected = !s.pids.empty() || s.children_of || s.match;
-  if (s.all_gpu || !selected) add_all(gpu_processes(root));
+  if (s.all_gpu || !selected) {
+    add_all(gpu_processes(root));
+    add_all(s.gpu_context_pids);
+  }
   std::sort(out.pids.begin(), out.pids.end());
   out.pids.erase(std::unique(out.pids.begin(), out.pids.end()), out.pids.end());
   return out;

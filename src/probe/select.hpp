@@ -24,6 +24,7 @@ struct Selection {
   std::optional<int> children_of;
   std::function<bool(const std::string&)> match;  // on the command line; empty: none
   bool all_gpu = false;
+  std::vector<int> gpu_context_pids;  // processes the GPU libraries list: GPU processes too
   int exclude = -1;  // never found by a selector (gpubind itself, on the live root)
 };
 

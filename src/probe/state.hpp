@@ -35,6 +35,14 @@ struct GpuUsage {
   std::optional<double> pcie_tx, pcie_rx;              // bytes per second from / to the GPU (NVML)
 };
 
+// A process with a context on a GPU, as the GPU library lists it (NVML's compute processes, ROCm
+// SMI's KFD processes): host PIDs.
+struct GpuProcess {
+  int pid = 0;
+  std::string pci;
+  std::optional<uint64_t> memory_used;  // bytes of GPU memory it holds
+};
+
 struct ProcessState {
   int pid = 0;
   int ppid = 0;
@@ -44,6 +52,7 @@ struct ProcessState {
   CpuSet mems_allowed;
   std::vector<ThreadState> threads;
   std::vector<std::string> gpus;           // PCI addresses of the GPU device files it holds open
+  std::vector<std::string> context_gpus;   // PCI addresses of the GPUs it has a context on (GPU library)
   std::optional<std::map<unsigned, uint64_t>> pages_per_node;  // with numa_maps
   std::map<std::string, std::string> env;  // the variables of env_names() it has, when readable
   std::vector<std::string> notes;          // what could not be read, and why

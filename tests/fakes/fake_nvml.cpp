@@ -6,6 +6,7 @@
 //              "utilization": 97, "memory_used": 1024, "memory_total": 2048, "pcie_tx_kb": 10,
 //              "pcie_rx_kb": 20, "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16},
 //              "nvlinks": [{"remote": "00000000:2A:00.0", "type": 0, "count": 2, "active": true}],
+//              "processes": [{"pid": 4242, "memory": 1073741824}],
 //              "errors": {"nvmlDeviceGetUtilizationRates": 3}}]}
 // "mig": [...] lists a GPU's MIG instance UUIDs (MIG mode on). "nvlinks" fill the GPU's link
 // slots in order (type 0 a GPU, 1 an IBM NPU, 2 an NVSwitch); slots past them are invalid. A GPU
@@ -55,6 +56,53 @@ struct PciInfo {
   char bus_id[32];
 };
 
+// The GPU's "processes" into `infos` (ProcessInfo or the two-field ProcessInfoV1 of old drivers).
+template <class Info>
+int running(void* d, const char* call, unsigned* count, Info* infos) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, call)) return e;
+  const nlohmann::json procs = g->value("processes", nlohmann::json::array());
+  if (procs.size() > *count) {
+    *count = unsigned(procs.size());
+    return 7;  // INSUFFICIENT_SIZE
+  }
+  *count = unsigned(procs.size());
+  for (size_t i = 0; i < procs.size(); ++i) {
+    std::memset(&infos[i], 0, sizeof infos[i]);
+    infos[i].pid = procs[i].value("pid", 0u);
+    infos[i].used_gpu_memory = procs[i].value("memory", ~0ull);
+  }
+  return 0;
+}
+struct ProcessInfoV1 {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+};
+struct ProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+// The PCIe link's "gen", "max_gen", "width" or "max_width".
+int pcie_link(void* d, const char* call, const char* key, unsigned* value) {
+  const auto* g = device(d);
+  if (!g) return 2;
+  if (int e = failure(*g, call)) return e;
+  if (!g->contains("pcie")) return 3;
+  *value = (*g)["pcie"].value(key, 0u);
+  return 0;
+}
+// The "nvlinks" entry that fills link slot `link`, or nullptr past them.
+const nlohmann::json* nvlink(const nlohmann::json& g, unsigned link) {
+  if (!g.contains("nvlinks")) return nullptr;
+  unsigned slot = 0;
+  for (const auto& l : g["nvlinks"]) {
+    slot += l.value("count", 1u);
+    if (link < slot) return &l;
+  }
+  return nullptr;
+}
 }  // namespace
 
 extern "C" {
@@ -192,30 +240,11 @@ int nvmlDeviceGetSerial(void* d, char* out, unsigned len) {
   return copy((*g)["serial"].get<std::string>(), out, len);
 }
 
-// The PCIe link's "gen", "max_gen", "width" or "max_width".
-int pcie_link(void* d, const char* call, const char* key, unsigned* value) {
-  const auto* g = device(d);
-  if (!g) return 2;
-  if (int e = failure(*g, call)) return e;
-  if (!g->contains("pcie")) return 3;
-  *value = (*g)["pcie"].value(key, 0u);
-  return 0;
-}
 int nvmlDeviceGetCurrPcieLinkGeneration(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetCurrPcieLinkGeneration", "gen", v); }
 int nvmlDeviceGetMaxPcieLinkGeneration(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetMaxPcieLinkGeneration", "max_gen", v); }
 int nvmlDeviceGetCurrPcieLinkWidth(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetCurrPcieLinkWidth", "width", v); }
 int nvmlDeviceGetMaxPcieLinkWidth(void* d, unsigned* v) { return pcie_link(d, "nvmlDeviceGetMaxPcieLinkWidth", "max_width", v); }
 
-// The "nvlinks" entry that fills link slot `link`, or nullptr past them.
-const nlohmann::json* nvlink(const nlohmann::json& g, unsigned link) {
-  if (!g.contains("nvlinks")) return nullptr;
-  unsigned slot = 0;
-  for (const auto& l : g["nvlinks"]) {
-    slot += l.value("count", 1u);
-    if (link < slot) return &l;
-  }
-  return nullptr;
-}
 int nvmlDeviceGetNvLinkState(void* d, unsigned link, unsigned* active) {
   const auto* g = device(d);
   if (!g) return 2;
@@ -235,7 +264,14 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link, PciInfo* p) {
   std::strncpy(p->bus_id, l->value("remote", "").c_str(), sizeof p->bus_id - 1);
   return 0;
 }
+int nvmlDeviceGetComputeRunningProcesses(void* d, unsigned* count, ProcessInfoV1* infos) {
+  return running(d, "nvmlDeviceGetComputeRunningProcesses", count, infos);
+}
+
 #ifndef GPUBIND_FAKE_NVML_OLD
+int nvmlDeviceGetComputeRunningProcesses_v3(void* d, unsigned* count, ProcessInfo* infos) {
+  return running(d, "nvmlDeviceGetComputeRunningProcesses_v3", count, infos);
+}
 int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, unsigned* type) {
   const auto* g = device(d);
   if (!g) return 2;

@@ -100,4 +100,17 @@ TEST(Check, IntentWithoutOpenGpuUsesGpubindGpu) {
   EXPECT_EQ(verdicts(r.processes[0]), std::vector<Verdict>{Verdict::misplaced});
 }
 
+TEST(Check, TheGpuItHasAContextOnWinsOverTheDeviceFilesItHoldsOpen) {
+  // CUDA opens every visible GPU's device file; NVML knows which one the process computes on.
+  auto p = proc(1, "", "56-69", 60);
+  p.gpus = {"0000:18:00.0", "0000:9a:00.0"};
+  p.context_gpus = {"0000:9a:00.0"};  // node 1, where it runs
+  Report r = judge(dgx(), {p}, {});
+  EXPECT_EQ(r.processes[0].gpu_source, "GPU contexts");
+  EXPECT_EQ(r.processes[0].gpus, std::vector<std::string>{"0000:9a:00.0"});
+  EXPECT_TRUE(r.processes[0].findings.empty());
+  p.context_gpus.clear();  // by its open files it spans both nodes
+  EXPECT_EQ(judge(dgx(), {p}, {}).processes[0].gpu_source, "open device files");
+}
+
 }  // namespace gpubind::check
