@@ -10,7 +10,7 @@
 
 #include "discover/classify.hpp"
 #include "discover/nvml_api.hpp"
-#include "sys/module.hpp"
+#include "discover/runtime_library.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::discover {
@@ -31,42 +31,6 @@ std::string bus_id_of_bdfid(uint64_t bdfid) {
 }
 
 namespace {
-
-// Binds a library's entry points by name: the first candidate file that loads is used for all.
-class Library {
- public:
-  Library(const char* label, std::vector<std::string> candidates) : m_label(label), m_candidates(std::move(candidates)) {}
-  template <class Fn>
-  Status bind(Fn& fn, const char* name) {
-    if (m_path.empty()) {
-      std::string first_error;
-      for (const std::string& c : m_candidates) {
-        auto sym = sys::module_symbol(c, name);
-        if (sym) {
-          m_path = c;
-          fn = reinterpret_cast<Fn>(*sym);
-          return Ok{};
-        }
-        if (first_error.empty()) first_error = sym.error().why;  // the loader's message names the library
-      }
-      return Error{m_label, first_error};
-    }
-    auto sym = sys::module_symbol(m_path, name);
-    if (!sym) return Error{m_label, sym.error().why};
-    fn = reinterpret_cast<Fn>(*sym);
-    return Ok{};
-  }
-  // An entry point older libraries lack: nullptr then.
-  template <class Fn>
-  void bind_optional(Fn& fn, const char* name) {
-    if (!bind(fn, name)) fn = nullptr;
-  }
-
- private:
-  const char* m_label;
-  std::vector<std::string> m_candidates;
-  std::string m_path;
-};
 
 // What both libraries' runtimes keep: their view and each GPU's library handle (in view order).
 template <class Handle>
@@ -354,9 +318,11 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
     lib.bind_optional(r->m_link_type, "rsmi_topo_get_link_type");
     lib.bind_optional(r->m_process_list, "rsmi_compute_process_info_get");
     lib.bind_optional(r->m_process_gpus, "rsmi_compute_process_gpus_get");
-    if (rsmi_status_t st = r->m_init(0); st != RSMI_STATUS_SUCCESS) {
+    rsmi_status_t started = RSMI_STATUS_SUCCESS;
+    std::string said = sys::capture_stderr([&] { started = r->m_init(0); });  // it prints its exceptions
+    if (started != RSMI_STATUS_SUCCESS) {
       r->m_shutdown = nullptr;
-      return Error{"ROCm SMI", "rsmi_init: " + r->text(st)};
+      return Error{"ROCm SMI", "rsmi_init: " + r->text(started) + (said.empty() ? "" : " (it said: " + said + ")")};
     }
     rsmi_version_t v{};
     if (r->m_version && r->m_version(&v) == RSMI_STATUS_SUCCESS)

@@ -4,6 +4,7 @@
 #include "render/topo_text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include "util/strings.hpp"
 
 namespace gpubind::render {
@@ -85,6 +86,34 @@ std::string topo_table(const Topology& t) {
     out += nics.str();
   }
   return out;
+}
+
+std::string measured_table(const Topology& t, const std::vector<MeasuredGpu>& measured) {
+  std::vector<unsigned> nodes;
+  for (const MeasuredGpu& m : measured)
+    for (const auto& [n, bw] : m.bytes_per_second)
+      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<std::string> head{"GPU", "PCI"};
+  for (unsigned n : nodes) head.push_back("NODE " + std::to_string(n));
+  head.insert(head.end(), {"NEAREST", "NUMA"});
+  TextTable table(head);
+  for (const MeasuredGpu& m : measured) {
+    const Gpu* g = find_gpu(t, m.pci);
+    std::vector<std::string> row{g ? std::to_string(g->index) : "-", m.pci};
+    for (unsigned n : nodes) {
+      auto it = m.bytes_per_second.find(n);
+      char cell[32] = "-";
+      if (it != m.bytes_per_second.end()) std::snprintf(cell, sizeof cell, "%.1f", it->second / 1e9);
+      row.push_back(cell);
+    }
+    std::optional<unsigned> nearest = nearest_measured(m);
+    row.push_back(nearest ? std::to_string(*nearest) : "-");
+    row.push_back(g ? numa_or_unknown(g->numa) : "-");
+    table.add(row);
+  }
+  std::string source = measured.empty() ? "" : " (" + measured.front().source + ")";
+  return "\nHost-to-device copies from pinned memory on each NUMA node, GB/s" + source + ":\n" + table.str();
 }
 
 }  // namespace gpubind::render

@@ -3,6 +3,7 @@
 // hwloc XML is discover::to_hwloc_xml.
 #include <string>
 
+#include "topo/cross_check.hpp"
 #include "topo/topology.hpp"
 
 namespace gpubind::render {
@@ -13,6 +14,10 @@ std::string topo_table(const topo::Topology& t);
 // The `nvidia-smi topo -m` layout: GPU x GPU/NIC path classes or NV#/XGMI links, CPU and NUMA
 // affinity columns, the legend.
 std::string topo_matrix(const topo::Topology& t);
+
+// topo --measure: each GPU's host-to-device copy bandwidth from each NUMA node (GB/s), the
+// nearest node measured ("-" when none is clearly nearest) and the GPU's NUMA node in use.
+std::string measured_table(const topo::Topology& t, const std::vector<topo::MeasuredGpu>& measured);
 
 // "0-3", or "unknown" for a device whose locality the source does not give.
 std::string cpus_or_unknown(const std::optional<CpuSet>& cpus);

@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "sys/fault.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::sys {
 
@@ -62,6 +64,32 @@ Result<void*> module_symbol(const std::string& path, const std::string& symbol) 
   void* sym = ::dlsym(h, symbol.c_str());
   if (!sym) return Error{path, "no symbol " + symbol};
   return sym;
+}
+
+std::string capture_stderr(const std::function<void()>& fn) {
+  std::fflush(stderr);
+  std::FILE* tmp = std::tmpfile();
+  int saved = tmp ? ::dup(2) : -1;
+  if (saved < 0 || ::dup2(::fileno(tmp), 2) < 0) {  // cannot capture: let it through
+    if (saved >= 0) ::close(saved);
+    if (tmp) std::fclose(tmp);
+    fn();
+    return "";
+  }
+  fn();
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string text;
+  std::rewind(tmp);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0 && text.size() < 65536) text.append(buf, n);
+  std::fclose(tmp);
+  std::string joined;  // its lines joined, "a; b"
+  for (std::string_view line : split(trim(text), '\n'))
+    if (!trim(line).empty()) joined += (joined.empty() ? "" : "; ") + std::string(trim(line));
+  return one_line(joined);
 }
 
 }  // namespace gpubind::sys

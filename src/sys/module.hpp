@@ -1,6 +1,7 @@
 #pragma once
 // Loading a shared module at run time (dlopen), and where this executable lives: how the CLI
 // finds its hwloc discovery module only when it needs it.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,10 @@ Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::stri
 // Loads the module at `path` (all symbols bound now, none exported to others) and returns the
 // address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.
 Result<void*> module_symbol(const std::string& path, const std::string& symbol);
+
+// Runs `fn` with this process's stderr (fd 2) sent to a temporary file, and returns what was
+// written there, one line, trimmed. For a library's own chatter on start (ROCm SMI prints its
+// exceptions), so gpubind says it once, in its own line. Single-threaded callers only.
+std::string capture_stderr(const std::function<void()>& fn);
 
 }  // namespace gpubind::sys

@@ -1,6 +1,7 @@
 #include "topo/cross_check.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -41,6 +42,12 @@ std::optional<std::string> downtrained(const RuntimeGpu& r) {
             " while " + std::to_string(*r.utilization) + " % busy";
   if (what.empty()) return std::nullopt;
   return "PCIe link downtrained: " + what + " (reseat the GPU; check the slot, riser or retimer)";
+}
+
+std::string gbps(double bytes_per_second) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1f GB/s", bytes_per_second / 1e9);
+  return out;
 }
 
 using Pair = std::pair<std::string, std::string>;
@@ -151,6 +158,53 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
     }
     if (v.links) take_links(t, v, both, finding);
     for (const auto& [pci, r] : seen) finding(pci, "the library sees this GPU; the topology does not have it");
+  }
+  return out;
+}
+
+std::optional<unsigned> nearest_measured(const MeasuredGpu& m) {
+  if (m.bytes_per_second.size() < 2) return std::nullopt;  // nothing to compare with
+  std::optional<unsigned> best;
+  for (const auto& [node, bw] : m.bytes_per_second)
+    if (!best || bw > m.bytes_per_second.at(*best)) best = node;
+  if (!best) return std::nullopt;
+  for (const auto& [node, bw] : m.bytes_per_second)
+    if (node != *best && m.bytes_per_second.at(*best) < bw * kMeasuredClearly) return std::nullopt;
+  return best;
+}
+
+std::vector<CrossCheckFinding> cross_check_measured(Topology& t, const std::vector<MeasuredGpu>& measured) {
+  std::vector<CrossCheckFinding> out;
+  for (const MeasuredGpu& m : measured) {
+    auto finding = [&](std::string what) { out.push_back({m.pci, m.source + " copies", std::move(what)}); };
+    Gpu* g = nullptr;
+    for (Gpu& x : t.gpus)
+      if (x.pci == m.pci) g = &x;
+    if (!g) {
+      finding("measured, but the topology does not have this GPU");
+      continue;
+    }
+    std::optional<unsigned> best = nearest_measured(m);
+    if (!best) continue;  // no node clearly nearer: nothing to say
+    double fastest = m.bytes_per_second.at(*best);
+    if (!g->numa || g->numa->empty()) {
+      if (auto cpus = cpus_of_node(t, *best)) {
+        g->numa = std::vector<unsigned>{*best};
+        g->cpus = *cpus;
+        finding("no NUMA node in the topology; copies from node " + std::to_string(*best) + " are fastest (" + gbps(fastest) +
+                "), so node " + std::to_string(*best) + " is used");
+      }
+      continue;
+    }
+    if (std::find(g->numa->begin(), g->numa->end(), *best) != g->numa->end()) continue;
+    std::string own;
+    for (unsigned n : *g->numa)
+      if (auto it = m.bytes_per_second.find(n); it != m.bytes_per_second.end())
+        own += (own.empty() ? "" : ", ") + std::string("node ") + std::to_string(n) + " at " + gbps(it->second);
+    if (own.empty()) continue;  // its own node was not measured: no comparison
+    finding("copies from NUMA node " + std::to_string(*best) + " run at " + gbps(fastest) + ", from its own " + own +
+            ": measured nearer to node " + std::to_string(*best) +
+            "; the topology's locality is kept (check the BIOS/firmware's PCIe-to-socket mapping)");
   }
   return out;
 }

@@ -14,6 +14,7 @@
 // A PCIe link narrower than the GPU and slot allow is a finding (downtrained: a slot, riser or
 // retimer fault); a slower generation only while the GPU is busy, since GPUs drop the link to a
 // lower generation when idle to save power.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,26 @@ struct CrossCheckFinding {
 
 // Compares `t` with each view (its vendor's GPUs only), filling and adopting as the rule says.
 std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<RuntimeView>& views);
+
+// A GPU's measured host-to-device copy bandwidth from each NUMA node (topo --measure).
+struct MeasuredGpu {
+  std::string pci;
+  std::string source;  // "CUDA runtime", "HIP runtime"
+  std::map<unsigned, double> bytes_per_second;  // by NUMA node OS index
+};
+
+// A node is measured nearer than another only when its copies are this much faster: PCIe bounds
+// both, and a remote node costs 0-20 % on today's platforms.
+inline constexpr double kMeasuredClearly = 1.10;
+
+// The node measured nearest to the GPU, when it is clearly faster than every other; nullopt
+// when none is, or fewer than two nodes were measured.
+std::optional<unsigned> nearest_measured(const MeasuredGpu& m);
+
+// Measurements against the topology: where the GPU's own node is clearly slower than another, a
+// finding (the topology's locality is kept, as with the libraries); where the topology has no
+// node for it, the nearest measured node and its CPUs are taken.
+std::vector<CrossCheckFinding> cross_check_measured(Topology& t, const std::vector<MeasuredGpu>& measured);
 
 // The finding as one warning line: "cross-check: GPU 0000:2a:00.0 (NVML 12.535.54): ...".
 std::string to_line(const CrossCheckFinding& f);

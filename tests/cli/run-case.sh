@@ -18,11 +18,19 @@ export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"
 # The fake NVML and ROCm SMI the test suite builds (tests/fakes), for cases that load them.
 build_dir=$(cd "$(dirname "$GPUBIND")/.." && pwd)
 export FAKE_NVML="$build_dir/tests/fake-nvml" FAKE_NVML_OLD="$build_dir/tests/fake-nvml-old" \
-  FAKE_ROCM_SMI="$build_dir/tests/fake-rocm-smi"
+  FAKE_ROCM_SMI="$build_dir/tests/fake-rocm-smi" FAKE_CUDART="$build_dir/tests/fake-cudart" FAKE_HIP="$build_dir/tests/fake-hip"
 case $cmd in
-  *FAKE_NVML*|*FAKE_ROCM_SMI*)
-    [ -e "$FAKE_NVML/libnvidia-ml.so.1" ] && [ -e "$FAKE_NVML_OLD/libnvidia-ml.so.1" ] && [ -e "$FAKE_ROCM_SMI/librocm_smi64.so.1" ] \
-      || { echo "SKIP $name: the fake GPU libraries were not built beside $GPUBIND"; exit 77; } ;;
+  *FAKE_*)
+    for lib in "$FAKE_NVML/libnvidia-ml.so.1" "$FAKE_NVML_OLD/libnvidia-ml.so.1" "$FAKE_ROCM_SMI/librocm_smi64.so.1" \
+      "$FAKE_CUDART/libcudart.so.12" "$FAKE_HIP/libamdhip64.so.6"; do
+      [ -e "$lib" ] || { echo "SKIP $name: the fake GPU libraries were not built beside $GPUBIND ($lib)"; exit 77; }
+    done ;;
+esac
+# topo --measure copies from every NUMA node of the topology that this host has: the goldens are
+# those of a one-node host (CI's), where node 0 is measured and the others are refused.
+case $cmd in
+  *--measure*) [ "$(cat /sys/devices/system/node/online 2>/dev/null || echo 0)" = 0 ] \
+    || { echo "SKIP $name: the golden is a one-NUMA-node host's; this one has nodes $(cat /sys/devices/system/node/online)"; exit 77; } ;;
 esac
 # The real-machine corpus, read in place beside the checkout (../shared/topologies).
 export CORPUS

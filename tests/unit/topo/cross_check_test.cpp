@@ -217,4 +217,52 @@ TEST(CrossCheck, ALowerPcieGenerationIsDowntrainedOnlyWhileBusy) {
   EXPECT_NE(findings[0].what.find("Gen3 of Gen5 while 80 % busy"), std::string::npos);
 }
 
+MeasuredGpu measured(const std::string& pci, std::map<unsigned, double> gbps) {
+  MeasuredGpu m{pci, "CUDA runtime", {}};
+  for (const auto& [node, g] : gbps) m.bytes_per_second[node] = g * 1e9;
+  return m;
+}
+
+TEST(CrossCheckMeasured, TheNearestNodeIsTheClearlyFastest) {
+  EXPECT_EQ(nearest_measured(measured("0000:18:00.0", {{0, 24.0}, {1, 19.0}})), 0u);
+  EXPECT_EQ(nearest_measured(measured("0000:18:00.0", {{0, 24.0}, {1, 22.5}})), std::nullopt);  // within 10 %
+  EXPECT_EQ(nearest_measured(measured("0000:18:00.0", {{0, 24.0}})), std::nullopt);             // nothing to compare
+}
+
+TEST(CrossCheckMeasured, AGpuMeasuredNearerToAnotherNodeIsAFindingTheTopologysIsKept) {
+  Topology t = example("dgx-h100");
+  auto findings = cross_check_measured(t, {measured("0000:18:00.0", {{0, 12.0}, {1, 24.5}}),  // node 0 in the topology
+                                           measured("0000:2a:00.0", {{0, 24.5}, {1, 19.0}})});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].gpu, "0000:18:00.0");
+  EXPECT_EQ(findings[0].source, "CUDA runtime copies");
+  EXPECT_NE(findings[0].what.find("copies from NUMA node 1 run at 24.5 GB/s, from its own node 0 at 12.0 GB/s"), std::string::npos);
+  EXPECT_EQ(*gpu(t, "0000:18:00.0").numa, std::vector<unsigned>{0});
+}
+
+TEST(CrossCheckMeasured, WhereTheTopologyHasNoNodeTheNearestMeasuredIsTaken) {
+  Topology t = example("cloud-vm-unknown-locality");
+  auto findings = cross_check_measured(t, {measured("0003:00:00.0", {{0, 11.0}, {1, 23.0}})});
+  ASSERT_EQ(findings.size(), 1u);
+  const Gpu& g = gpu(t, "0003:00:00.0");
+  ASSERT_TRUE(g.numa.has_value());
+  EXPECT_EQ(*g.numa, std::vector<unsigned>{1});
+  EXPECT_EQ(g.cpus->to_list(), "24-47,72-95");
+}
+
+TEST(CrossCheckMeasured, NoClearWinnerOrAnUnmeasuredOwnNodeSaysNothing) {
+  Topology t = example("dgx-h100");
+  EXPECT_TRUE(cross_check_measured(t, {measured("0000:18:00.0", {{0, 23.0}, {1, 24.0}})}).empty());
+  Topology vm = example("cloud-vm-unknown-locality");
+  EXPECT_TRUE(cross_check_measured(vm, {measured("0003:00:00.0", {{0, 23.0}, {1, 24.0}})}).empty());
+  EXPECT_FALSE(gpu(vm, "0003:00:00.0").numa.has_value());
+}
+
+TEST(CrossCheckMeasured, AGpuTheTopologyLacksIsAFinding) {
+  Topology t = example("dgx-h100");
+  auto findings = cross_check_measured(t, {measured("0000:ff:00.0", {{0, 24.0}})});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].what.find("the topology does not have this GPU"), std::string::npos);
+}
+
 }  // namespace gpubind::topo

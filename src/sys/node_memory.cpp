@@ -1,0 +1,45 @@
+#include "sys/node_memory.hpp"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace gpubind::sys {
+
+namespace {
+// Stable kernel ABI (include/uapi/linux/mempolicy.h), as in binder.cpp.
+constexpr int kMpolBind = 2;
+constexpr unsigned kMpolMfStrict = 1u << 0;
+}  // namespace
+
+Result<NodeBuffer> NodeBuffer::allocate(size_t bytes, unsigned node) {
+  std::string what = "memory on NUMA node " + std::to_string(node);
+  if (bytes == 0 || node >= 4096) return Error{what, "no such size or node"};
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return Error{what, std::string("mmap: ") + std::strerror(errno)};
+  std::vector<unsigned long> mask(node / (8 * sizeof(unsigned long)) + 1, 0);
+  mask[node / (8 * sizeof(unsigned long))] = 1ul << (node % (8 * sizeof(unsigned long)));
+  if (::syscall(SYS_mbind, p, bytes, kMpolBind, mask.data(), mask.size() * 8 * sizeof(unsigned long) + 1, kMpolMfStrict) != 0) {
+    int e = errno;
+    ::munmap(p, bytes);
+    return Error{what, std::string("mbind: ") + std::strerror(e)};
+  }
+  std::memset(p, 0x5a, bytes);  // fault every page in, on that node
+  return NodeBuffer(p, bytes);
+}
+
+NodeBuffer::NodeBuffer(NodeBuffer&& other) noexcept : m_data(other.m_data), m_size(other.m_size) {
+  other.m_data = nullptr;
+  other.m_size = 0;
+}
+
+NodeBuffer::~NodeBuffer() {
+  if (m_data) ::munmap(m_data, m_size);
+}
+
+}  // namespace gpubind::sys
