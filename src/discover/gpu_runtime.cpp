@@ -177,10 +177,11 @@ class Nvml final : public RuntimeOf<nvml::Device> {
   topo::RuntimeGpu read_gpu(nvml::Device d, std::string pci) const {
     topo::RuntimeGpu g;
     g.pci = std::move(pci);
-    char text[96] = {};
-    if (m_uuid(d, text, sizeof text) == nvml::kSuccess) g.uuid = text;
-    if (m_name(d, text, sizeof text) == nvml::kSuccess) g.name = text;
-    if (m_serial && m_serial(d, text, sizeof text) == nvml::kSuccess) g.serial = text;
+    char buf[96] = {};
+    if (nvml::Return r = m_uuid(d, buf, sizeof buf); r == nvml::kSuccess) g.uuid = buf;
+    else g.failure = "nvmlDeviceGetUUID: " + text(r);
+    if (m_name(d, buf, sizeof buf) == nvml::kSuccess) g.name = buf;
+    if (m_serial && m_serial(d, buf, sizeof buf) == nvml::kSuccess) g.serial = buf;
     unsigned node = 0;
     if (m_numa && m_numa(d, &node) == nvml::kSuccess) g.numa = node;
     read_mig(d, g);

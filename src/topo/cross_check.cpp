@@ -131,6 +131,7 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
       const RuntimeGpu& r = *it->second;
       seen.erase(it);
       both.insert(g.pci);
+      if (!r.failure.empty()) finding(g.pci, "the library's calls fail for it: " + r.failure);
       if (g.name.empty()) g.name = r.name;
       if (g.mig_uuids.empty()) g.mig_uuids = r.mig_uuids;
       if (!r.uuid.empty()) {

@@ -41,6 +41,7 @@ struct RuntimeGpu {
   std::optional<bool> mig_mode;        // MIG on or off, where the library can say
   std::optional<PcieLinkState> pcie;
   std::optional<unsigned> utilization;  // percent busy when read
+  std::string failure;  // a call every GPU answers that failed for this one ("nvmlDeviceGetUUID: GPU is lost (15)")
 };
 
 struct RuntimeView {

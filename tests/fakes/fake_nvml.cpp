@@ -117,6 +117,7 @@ const char* nvmlErrorString(int r) {
     case 0: return "Success";
     case 3: return "Not Supported";
     case 9: return "Driver Not Loaded";
+    case 15: return "GPU is lost";
     case 999: return "Unknown Error";
     default: return "Fake NVML error";
   }
