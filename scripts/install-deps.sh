@@ -37,6 +37,9 @@ test_packages=(
   passwd util-linux
   # watch --listen scraped by a real Prometheus; promtool checks the exposition and the alert rules
   prometheus
+  # the qemu tier: Debian's kernel in a multi-socket, multi-NUMA VM (TCG), a busybox initramfs;
+  # xz to unpack the kernel's ELF once, libc6-dev for the static guest helper
+  qemu-system-x86 linux-image-amd64 busybox-static xz-utils libc6-dev
 )
 
 case "${1:-all}" in

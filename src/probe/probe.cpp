@@ -181,10 +181,15 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   return t;
 }
 
-// numa_maps lines carry "N<node>=<pages>" per mapping.
+// numa_maps lines carry "N<node>=<pages>" per mapping. Only anonymous mappings count (heap,
+// stacks, anonymous mmap: "anon=", no "file="): where the process's own memory is. A file's page
+// cache (its binary, shared libraries, /dev/shm) sits where it was first read, often by another
+// process, and is no placement of this one's (the qemu tier found a bound `sleep` judged remote
+// by its busybox text alone).
 std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   std::map<unsigned, uint64_t> pages;
-  for (std::string_view line : split(text, '\n'))
+  for (std::string_view line : split(text, '\n')) {
+    if (line.find(" anon=") == std::string_view::npos || line.find(" file=") != std::string_view::npos) continue;
     for (std::string_view tok : split(line, ' ')) {
       if (tok.size() < 4 || tok[0] != 'N') continue;
       auto eq = tok.find('=');
@@ -193,6 +198,7 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
       auto n = parse_uint(tok.substr(eq + 1));
       if (node && n) pages[unsigned(*node)] += *n;
     }
+  }
   return pages;
 }
 

@@ -175,7 +175,10 @@ TEST(Probe, OpenableGpusUnknownWhenTheDriverDoesNotSayOrNoDeviceFileExists) {
 TEST(Probe, NumaMapsAreSummedPerNode) {
   gpubind::testing::FakeTree t;
   process(t, 11, "python", "0", 0);
-  t.file("proc/11/numa_maps", "1000 default anon=5 N0=3 N1=2 kernelpagesize_kB=4\n2000 bind:1 anon=7 N1=7\n");
+  t.file("proc/11/numa_maps",
+         "1000 default anon=5 N0=3 N1=2 kernelpagesize_kB=4\n2000 bind:1 anon=7 N1=7\n"
+         // The page cache of its binary and a library (even with copied-on-write pages): not counted.
+         "3000 default file=/usr/bin/python3 mapped=40 N3=40\n4000 default file=/lib/libc.so.6 anon=2 mapped=9 N3=9\n");
   auto root = sys::open_fsroot(t.root());
   auto p = probe_process(**root, 11, {true});
   ASSERT_TRUE(p.ok());

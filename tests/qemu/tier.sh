@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The qemu tier: boots the layout's VM once (tests/qemu/vm.sh), runs every check of that layout in
+# it (tests/qemu/guest_LAYOUT.sh), and judges the output on the host against the plan gpubind
+# makes from the layout's fixture (tests/qemu/judge.py, tests/data/qemu/LAYOUT.json): one ok/FAIL
+# line per check. Prints the boot's wall time.
+# Usage: tier.sh LAYOUT GPUBIND GPUBIND_HWLOC_MODULE FIRST_TOUCH FAKE_CUDART CACHE_DIR
+set -u
+layout=$1 gpubind=$2 module=$3 touch=$4 cudart=$5 cache=$6
+here=$(cd "$(dirname "$0")" && pwd)
+data=$(cd "$here/../data/qemu" && pwd)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+start=$(date +%s.%N)
+"$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id 10de:2330:030200 \
+  --copy "$gpubind" --copy "$module" --copy "$touch" --copy "$cudart" --copy "$data/cudart-$layout.json" \
+  --copy "$here/guest_$layout.sh" -- \
+  sh "$here/guest_$layout.sh" "$gpubind" "$touch" "$cudart" "$data/cudart-$layout.json" >"$out"
+rc=$?
+echo "VM $layout: booted, checked and stopped in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s (exit $rc)"
+[ $rc = 77 ] && { cat "$out"; exit 77; }
+if [ $rc != 0 ]; then
+  echo "FAIL: the guest script did not finish (exit $rc):"
+  tail -40 "$out"
+  exit 1
+fi
+/usr/bin/python3 "$here/judge.py" "$gpubind" "$data/$layout.json" "$out"

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Boots a throw-away QEMU VM (TCG; no disk image) with a chosen socket / NUMA / PCI layout on
+# Debian's own kernel, runs one command in it as root, and exits with that command's status.
+# The kernel gives real ACPI SRAT/SLIT NUMA nodes, PCI host bridges with _PXM (so devices get
+# numa_node and local_cpulist), real page placement and real migrations. Facts behind the recipe:
+# ../shared/notes/qemu-numa.md.
+#
+#   vm.sh --layout 2s4n --cache DIR [--copy FILE]... [--gpu-id 10de:2330:030200] -- COMMAND...
+#
+# Layouts (sockets x NUMA nodes x CPUs; fake GPUs and NICs behind one PCIe host bridge per node):
+#   2s4n  2 sockets x 2 nodes, 8 CPUs, a GPU on each node (buses 21, 41, 61, 81), NICs on nodes
+#         0 and 2 (buses 22, 62).
+# The GPUs are QEMU display devices; --gpu-id makes sysfs readers see another vendor:device:class
+# (bind-mounted over their sysfs files in the guest, which is what gpubind reads). NICs are bare
+# e1000e functions (no driver: faster boots; gpubind knows them by PCI class).
+# Each copied ELF brings the libraries ldd names. The command's output is printed when it ends.
+# Exit status: the command's; 124 the VM timed out; 125 it never ran the command (no kernel,
+# panic): the console's tail is printed. 77: qemu or a kernel is missing (a skip).
+set -u
+layout=2s4n cache="" gpu_id="" timeout=${VM_TIMEOUT:-120}
+copies=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --layout) layout=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    --copy) copies+=("$2"); shift 2 ;;
+    --gpu-id) gpu_id=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] && [ -n "$cache" ] || { echo "usage: vm.sh --layout L --cache DIR [--copy F]... -- COMMAND" >&2; exit 2; }
+qemu=$(command -v qemu-system-x86_64) || { echo "SKIP: qemu-system-x86_64 not found (Debian package qemu-system-x86)"; exit 77; }
+busybox=$(command -v busybox) || { echo "SKIP: busybox not found (Debian package busybox-static)"; exit 77; }
+kernel=$(ls -v /boot/vmlinuz-* 2>/dev/null | tail -1)
+[ -n "$kernel" ] && [ -r "$kernel" ] || { echo "SKIP: no readable /boot/vmlinuz-* (Debian package linux-image-amd64)"; exit 77; }
+
+mkdir -p "$cache"
+# The kernel as an uncompressed ELF, booted through its PVH entry: decompressing the bzImage
+# under TCG costs 5-6 s per boot. The compressed payload starts at its format's magic bytes.
+vmlinux="$cache/$(basename "$kernel").elf"
+if [ ! -s "$vmlinux" ]; then
+  for fmt in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+    tool=${fmt%%:*} magic=${fmt#*:}
+    command -v "$tool" >/dev/null || continue
+    for off in $(LC_ALL=C grep -obUaP "$magic" "$kernel" | cut -d: -f1); do
+      tail -c +$((off + 1)) "$kernel" | "$tool" -dc >"$vmlinux.tmp" 2>/dev/null
+      if [ "$(head -c 4 "$vmlinux.tmp" | od -An -c | tr -d ' ')" = '177ELF' ]; then mv "$vmlinux.tmp" "$vmlinux"; break 2; fi
+    done
+  done
+  rm -f "$vmlinux.tmp"
+  [ -s "$vmlinux" ] || { echo "SKIP: could not extract an ELF kernel from $kernel"; exit 77; }
+fi
+
+case $layout in
+  2s4n)
+    sockets=2 nodes=4 cpus=8 mem_per_node=384
+    gpu_nodes="0 1 2 3" nic_nodes="0 2"
+    dist() { [ $(($1 / 2)) = $(($2 / 2)) ] && echo 12 || echo 32; }  # nodes 0,1 on socket 0; 2,3 on 1
+    ;;
+  *) echo "vm.sh: unknown layout $layout" >&2; exit 2 ;;
+esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpubind-vm.XXXXXX")
+qemu_pid=""
+cleanup() {
+  # Only the qemu this script started, by its PID.
+  [ -n "$qemu_pid" ] && kill -KILL "$qemu_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- the initramfs: busybox, the copied files and their libraries, /init ---
+root="$work/root"
+mkdir -p "$root"/{bin,proc,sys,dev,tmp,run,lib64} "$root/sys/fs/cgroup"
+cp "$busybox" "$root/bin/busybox"
+stage() {  # stage FILE: the file at its own path in the guest, with its libraries
+  local f=$1 lib
+  mkdir -p "$root$(dirname "$f")"
+  cp -L --remove-destination "$f" "$root$f"
+  if [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+    for lib in $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*'); do
+      [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
+    done
+  fi
+}
+for f in "${copies[@]}"; do
+  f=$(readlink -f "$f")
+  if [ -d "$f" ]; then
+    while IFS= read -r g; do stage "$g"; done < <(find "$f" -type f)
+  else
+    stage "$f"
+  fi
+done
+printf '%s\n' "$@" >"$root/command.args"
+printf '%s' "$PWD" >"$root/command.cwd"
+gpu_buses=""
+for n in $gpu_nodes; do gpu_buses="$gpu_buses $(printf '%02x' $(((n + 1) * 0x20 + 1)))"; done
+cat >"$root/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/usr/bin:/usr/local/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+# Fake GPU ids: what sysfs readers see, over each display device's own files.
+if [ -n "$gpu_id" ]; then
+  mkdir -p /run/ids
+  for bus in $gpu_buses; do
+    d=/sys/bus/pci/devices/0000:\$bus:00.0
+    [ -d \$d ] || continue
+    echo 0x$(echo "$gpu_id" | cut -d: -f1) >/run/ids/\$bus.vendor
+    echo 0x$(echo "$gpu_id" | cut -d: -f2) >/run/ids/\$bus.device
+    echo 0x$(echo "$gpu_id:030200" | cut -d: -f3) >/run/ids/\$bus.class
+    for a in vendor device class; do mount --bind /run/ids/\$bus.\$a \$d/\$a; done
+  done
+fi
+cd "\$(cat /command.cwd)" 2>/dev/null || cd /
+( exec 0</dev/null; IFS='
+'; set -- \$(cat /command.args); "\$@" ) >/dev/ttyS1 2>&1
+echo "===VM-RC=\$?===" >/dev/ttyS1
+sync
+# isa-debug-exit: qemu leaves at once, without a guest shutdown.
+printf '\\001' | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+poweroff -f
+EOF
+chmod +x "$root/init"
+(cd "$root" && find . | "$busybox" cpio -o -H newc 2>/dev/null) >"$work/initrd.cpio"
+
+# --- the machine ---
+args=(-machine q35,sata=off,smbus=off,vmport=off,smm=off -cpu max,vendor=GenuineIntel,family=6,model=85,stepping=4
+      -m $((nodes * mem_per_node))M -smp $cpus,sockets=$sockets,cores=$((cpus / sockets)),threads=1
+      -nodefaults -no-user-config -display none -no-reboot -accel tcg,thread=single
+      -device isa-debug-exit,iobase=0xf4,iosize=0x04)
+per_node=$((cpus / nodes))
+for n in $(seq 0 $((nodes - 1))); do
+  args+=(-object memory-backend-ram,id=mem$n,size=${mem_per_node}M -numa node,nodeid=$n,memdev=mem$n)
+done
+for c in $(seq 0 $((cpus - 1))); do
+  n=$((c / per_node)) s=$((c / (cpus / sockets)))
+  args+=(-numa cpu,node-id=$n,socket-id=$s,core-id=$((c % (cpus / sockets))))
+done
+for a in $(seq 0 $((nodes - 1))); do
+  for b in $(seq $((a + 1)) $((nodes - 1))); do args+=(-numa dist,src=$a,dst=$b,val=$(dist $a $b)); done
+done
+for n in $(seq 0 $((nodes - 1))); do
+  slot=0
+  devices=()
+  for g in $gpu_nodes; do [ "$g" = "$n" ] && devices+=("VGA,id=gpu$n,romfile="); done
+  for m in $nic_nodes; do [ "$m" = "$n" ] && devices+=("e1000e,id=nic$n,romfile=,mac=52:54:00:00:00:0$n"); done
+  [ ${#devices[@]} = 0 ] && continue
+  args+=(-device pxb-pcie,id=pxb$n,bus_nr=$(((n + 1) * 0x20)),numa_node=$n,bus=pcie.0)
+  for d in "${devices[@]}"; do
+    args+=(-device pcie-root-port,id=rp$n.$slot,bus=pxb$n,chassis=$((n + 1)),slot=$slot -device "$d,bus=rp$n.$slot")
+    slot=$((slot + 1))
+  done
+done
+args+=(-kernel "$vmlinux" -initrd "$work/initrd.cpio"
+       -append "console=ttyS0 panic=-1 quiet lpj=10000000 cryptomgr.notests mitigations=off nokaslr audit=0 security=none rodata=off nowatchdog tsc=reliable init_on_alloc=0 pcie_ports=compat rdinit=/init numa_balancing=disable"
+       -serial "file:$work/console.log" -serial "file:$work/output.log")
+
+timeout -k 5 "$timeout" "$qemu" "${args[@]}" >"$work/qemu.log" 2>&1 &
+qemu_pid=$!
+wait "$qemu_pid"
+qemu_rc=$?
+qemu_pid=""
+grep -v '^===VM-RC=' "$work/output.log"
+rc=$(sed -n 's/^===VM-RC=\([0-9]*\)===.*/\1/p' "$work/output.log" | tail -1)
+if [ -n "$rc" ]; then exit "$rc"; fi
+if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+  echo "vm.sh: the VM timed out after ${timeout}s; console tail:"; tail -20 "$work/console.log"; exit 124
+fi
+echo "vm.sh: the VM ended without running the command (qemu exit $qemu_rc); qemu: $(tail -3 "$work/qemu.log" | tr '\n' ' ')"
+echo "console tail:"; tail -20 "$work/console.log"
+exit 125
