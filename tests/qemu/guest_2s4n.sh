@@ -49,11 +49,13 @@ LOCAL_RANK=2 LOCAL_WORLD_SIZE=4 $G exec --quiet -- sleep 120 & drifted=$!
 # Each is its command by now (exec'd: its environment is the one gpubind gave it), and the
 # remote one has touched its pages.
 ready() {
-  [ "$(cat /proc/$good/comm /proc/$wrong/comm /proc/$drifted/comm /proc/$remote/comm 2>/dev/null | tr '\n' ' ')" = "sleep sleep sleep first_touch " ] &&
+  [ "$(cat /proc/$good/comm /proc/$wrong/comm /proc/$drifted/comm 2>/dev/null | tr '\n' ' ')" = "sleep sleep sleep " ] &&
+    case "$(cat /proc/$remote/comm 2>/dev/null)" in *first_t*) true ;; *) false ;; esac &&
     grep -q ' anon=.*N3=' /proc/$remote/numa_maps 2>/dev/null
 }
 i=0
 while [ $i -lt 300 ] && ! ready; do sleep 0.1; i=$((i + 1)); done
+ready && echo "ready" || echo "not ready after 30 s"
 taskset -p -c 0-7 $drifted >/dev/null
 echo "pids good=$good wrong=$wrong remote=$remote drifted=$drifted"
 $G check --pid $good --pid $wrong --pid $remote --pid $drifted --numa-maps --no-gpu-runtime --json; end

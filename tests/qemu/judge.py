@@ -103,6 +103,7 @@ check("which has no allowed CPUs" in s, "the fallback for ranks whose GPU's node
 
 # check: OK, MISPLACED, REMOTE_MEMORY, DRIFTED.
 s, rc = section("check")
+check(re.search(r"^ready$", s, flags=re.M) is not None, "check: the four processes started and touched their memory", s[:300])
 pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}
 verdicts = {str(p["pid"]): p["verdict"] for p in json_of(s)["processes"]} if "{" in s else {}
 for who, want_verdict in (("good", "OK"), ("wrong", "MISPLACED"), ("remote", "REMOTE_MEMORY"), ("drifted", "DRIFTED")):
