@@ -1,15 +1,15 @@
-"""Judges what tests/qemu/guest_2s4n.sh printed inside the 2s4n VM against the plan gpubind makes
-on the host from the layout's fixture (tests/data/qemu/2s4n.json): one "ok:" or "FAIL:" line per
-check; exit status 1 when any failed.
+"""Judges what tests/qemu/guest_LAYOUT.sh printed inside the layout's VM against the plan gpubind
+makes on the host from the layout's fixture (tests/data/qemu/LAYOUT.json): one "ok:" or "FAIL:"
+line per check; exit status 1 when any failed.
 
-Usage: judge.py GPUBIND FIXTURE GUEST_OUTPUT
+Usage: judge.py LAYOUT GPUBIND FIXTURE GUEST_OUTPUT
 """
 import json
 import re
 import subprocess
 import sys
 
-gpubind, fixture, output = sys.argv[1:4]
+layout, gpubind, fixture, output = sys.argv[1:5]
 failures = 0
 
 
@@ -46,80 +46,120 @@ def host_plan(rank, n=4, *flags):
 
 want = json.load(open(fixture))
 
-# Live discovery equals the fixture: the same nodes, and each GPU and NIC on its node.
-s, rc = section("topo_json")
-if rc == 0:
-    live = json_of(s)
+def same_machine(live):
+    """Live discovery equals the fixture: the same nodes and cores, each GPU and NIC on its node."""
     key = {"numa": lambda t: [(n["os_index"], n["cpus"], n["package"]) for n in t["numa_nodes"]],
            "gpus": lambda t: [(g["pci"], g["vendor"], g["numa"], g["cpus"]) for g in t["gpus"]],
            "nics": lambda t: [(n["pci"], n["numa"], n["cpus"]) for n in t["nics"]],
            "cores": lambda t: t["cores"]}
     for k, f in key.items():
         check(f(live) == f(want), f"topo --json live: {k} as in the fixture", f"{f(live)} != {f(want)}")
-else:
-    check(False, "topo --json live", f"rc {rc}: {s[-300:]}")
 
-# launch: each rank's GPU, CPUs and memory node as the host plans them from the fixture.
-s, rc = section("launch")
-ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
-check(rc == 0 and sorted(ranks) == [0, 1, 2, 3], "launch -n 4: four ranks ran", s[-300:])
-for r in sorted(ranks):
-    p = host_plan(r)
-    got = ranks[r]
-    check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
-          f"launch rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
 
-# First touch under exec: every page on the rank's GPU node (bind and preferred).
-for mode in ("bind", "preferred"):
-    s, rc = section("touch_" + mode)
-    for m in re.finditer(r"^rank=(\d+) pages (.*)$", s, flags=re.M):
-        r = int(m.group(1))
-        pages = {int(n): int(c) for n, c in re.findall(r"N(\d+)=(\d+)", m.group(2))}
-        node = int(host_plan(r)["GPUBIND_MEM"])
-        total = sum(pages.values())
-        check(total > 0 and pages.get(node, 0) == total, f"exec --mem {mode} rank {r}: all {total} pages on node {node}",
-              m.group(2))
-s, rc = section("touch_interleave")
-m = re.search(r"^rank=0 pages (.*)$", s, flags=re.M)
-pages = {int(n): int(c) for n, c in re.findall(r"N(\d+)=(\d+)", m.group(1))} if m else {}
-nodes = [int(n) for n in host_plan(0, 2, "--policy", "socket", "--mem", "interleave")["GPUBIND_MEM"].split(",")]
-spread = [pages.get(n, 0) for n in nodes]
-check(len(nodes) > 1 and sum(spread) == sum(pages.values()) and min(spread) > 0.4 * max(spread),
-      f"exec --mem interleave: pages spread over nodes {nodes}", str(pages))
+def judge_2s4n():
+    """2 sockets x 2 nodes, a GPU per node: binding, memory, cache, restriction, check, measure."""
+    s, rc = section("topo_json")
+    if rc == 0:
+        same_machine(json_of(s))
+    else:
+        check(False, "topo --json live", f"rc {rc}: {s[-300:]}")
 
-# The cache: written once, then read (the file is not replaced).
-s, rc = section("cache")
-lines = re.findall(r"^files=(\d+) inode=(\d+)$", s, flags=re.M)
-check(rc == 0 and len(lines) == 2 and lines[0] == lines[1] and lines[0][0] == "1",
-      "a second exec reads the cached topology", s[-200:])
+    # launch: each rank's GPU, CPUs and memory node as the host plans them from the fixture.
+    s, rc = section("launch")
+    ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
+    check(rc == 0 and sorted(ranks) == [0, 1, 2, 3], "launch -n 4: four ranks ran", s[-300:])
+    for r in sorted(ranks):
+        p = host_plan(r)
+        got = ranks[r]
+        check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
+              f"launch rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
 
-# Restricted CPUs: under taskset -c 0-3 (socket 0), ranks stay inside and apart, with the warning.
-s, rc = section("restricted")
-cpus = dict(re.findall(r"^rank=(\d+) cpus=(\S+)$", s, flags=re.M))
-flat = [c for v in cpus.values() for c in v.split(",")]
-check(rc == 0 and len(cpus) == 4 and all(0 <= int(c) <= 3 for c in flat if c.isdigit()) and len(set(flat)) == 4,
-      "under taskset -c 0-3 every rank runs on socket 0, each on its own CPU", str(cpus))
-check("which has no allowed CPUs" in s, "the fallback for ranks whose GPU's node has no allowed CPU is said", s[-400:])
+    # First touch under exec: every page on the rank's GPU node (bind and preferred).
+    for mode in ("bind", "preferred"):
+        s, rc = section("touch_" + mode)
+        for m in re.finditer(r"^rank=(\d+) pages (.*)$", s, flags=re.M):
+            r = int(m.group(1))
+            pages = {int(n): int(c) for n, c in re.findall(r"N(\d+)=(\d+)", m.group(2))}
+            node = int(host_plan(r)["GPUBIND_MEM"])
+            total = sum(pages.values())
+            check(total > 0 and pages.get(node, 0) == total, f"exec --mem {mode} rank {r}: all {total} pages on node {node}",
+                  m.group(2))
+    s, rc = section("touch_interleave")
+    m = re.search(r"^rank=0 pages (.*)$", s, flags=re.M)
+    pages = {int(n): int(c) for n, c in re.findall(r"N(\d+)=(\d+)", m.group(1))} if m else {}
+    nodes = [int(n) for n in host_plan(0, 2, "--policy", "socket", "--mem", "interleave")["GPUBIND_MEM"].split(",")]
+    spread = [pages.get(n, 0) for n in nodes]
+    check(len(nodes) > 1 and sum(spread) == sum(pages.values()) and min(spread) > 0.4 * max(spread),
+          f"exec --mem interleave: pages spread over nodes {nodes}", str(pages))
 
-# check: OK, MISPLACED, REMOTE_MEMORY, DRIFTED.
-s, rc = section("check")
-check(re.search(r"^ready$", s, flags=re.M) is not None, "check: the four processes started and touched their memory", s[:300])
-pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}
-verdicts = {str(p["pid"]): p["verdict"] for p in json_of(s)["processes"]} if "{" in s else {}
-for who, want_verdict in (("good", "OK"), ("wrong", "MISPLACED"), ("remote", "REMOTE_MEMORY"), ("drifted", "DRIFTED")):
-    got = verdicts.get(pids.get(who, "?"), "missing")
-    check(want_verdict in got.split(","), f"check: the {who} rank is {want_verdict}", got)
-check(rc == 3, "check exits 3 on findings", str(rc))
+    # The cache: written once, then read (the file is not replaced).
+    s, rc = section("cache")
+    lines = re.findall(r"^files=(\d+) inode=(\d+)$", s, flags=re.M)
+    check(rc == 0 and len(lines) == 2 and lines[0] == lines[1] and lines[0][0] == "1",
+          "a second exec reads the cached topology", s[-200:])
 
-# Measured locality through the fake CUDA runtime: every node measured with real mbind.
-s, rc = section("measure")
-measured = {m["gpu"]: m for m in json_of(s).get("measured", [])} if rc == 0 else {}
-for pci, nearest in (("0000:21:00.0", 0), ("0000:41:00.0", 1), ("0000:61:00.0", 2), ("0000:81:00.0", 2)):
-    m = measured.get(pci, {})
-    check(sorted(m.get("bytes_per_second", {})) == ["0", "1", "2", "3"] and m.get("nearest_node") == nearest,
-          f"topo --measure: GPU {pci} measured from all 4 nodes, nearest node {nearest}", str(m))
-check("GPU 0000:81:00.0 (CUDA runtime copies): copies from NUMA node 2 run at 24.5 GB/s, from its own node 3 at 20.0 GB/s" in s,
-      "topo --measure: the GPU measured nearer to another node is a finding", s[-400:])
+    # Restricted CPUs: under taskset -c 0-3 (socket 0), ranks stay inside and apart, with the warning.
+    s, rc = section("restricted")
+    cpus = dict(re.findall(r"^rank=(\d+) cpus=(\S+)$", s, flags=re.M))
+    flat = [c for v in cpus.values() for c in v.split(",")]
+    check(rc == 0 and len(cpus) == 4 and all(0 <= int(c) <= 3 for c in flat if c.isdigit()) and len(set(flat)) == 4,
+          "under taskset -c 0-3 every rank runs on socket 0, each on its own CPU", str(cpus))
+    check("which has no allowed CPUs" in s, "the fallback for ranks whose GPU's node has no allowed CPU is said", s[-400:])
 
+    # check: OK, MISPLACED, REMOTE_MEMORY, DRIFTED.
+    s, rc = section("check")
+    check(re.search(r"^ready$", s, flags=re.M) is not None, "check: the four processes started and touched their memory", s[:300])
+    pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}
+    verdicts = {str(p["pid"]): p["verdict"] for p in json_of(s)["processes"]} if "{" in s else {}
+    for who, want_verdict in (("good", "OK"), ("wrong", "MISPLACED"), ("remote", "REMOTE_MEMORY"), ("drifted", "DRIFTED")):
+        got = verdicts.get(pids.get(who, "?"), "missing")
+        check(want_verdict in got.split(","), f"check: the {who} rank is {want_verdict}", got)
+    check(rc == 3, "check exits 3 on findings", str(rc))
+
+    # Measured locality through the fake CUDA runtime: every node measured with real mbind.
+    s, rc = section("measure")
+    measured = {m["gpu"]: m for m in json_of(s).get("measured", [])} if rc == 0 else {}
+    for pci, nearest in (("0000:21:00.0", 0), ("0000:41:00.0", 1), ("0000:61:00.0", 2), ("0000:81:00.0", 2)):
+        m = measured.get(pci, {})
+        check(sorted(m.get("bytes_per_second", {})) == ["0", "1", "2", "3"] and m.get("nearest_node") == nearest,
+              f"topo --measure: GPU {pci} measured from all 4 nodes, nearest node {nearest}", str(m))
+    check("GPU 0000:81:00.0 (CUDA runtime copies): copies from NUMA node 2 run at 24.5 GB/s, from its own node 3 at 20.0 GB/s" in s,
+          "topo --measure: the GPU measured nearer to another node is a finding", s[-400:])
+
+
+def judge_2s_unknown():
+    """GPUs on the root bus: sysfs gives no node; NVML's nodes are taken, and a UUID rank binds there."""
+    s, rc = section("topo_json")
+    live = json_of(s) if rc == 0 else {"gpus": []}
+    same_machine(live)
+    check(len(live["gpus"]) == 2 and all(g["numa"] is None for g in live["gpus"]), "sysfs alone: the GPUs have no NUMA node",
+          str(live["gpus"]))
+    said = [l for l in s.splitlines() if l.startswith("stderr: ")]
+    check(sum("locality unknown" in l for l in said) == 2, "sysfs alone: each GPU's unknown locality is said", str(said))
+    nvml = {g["bus_id"][4:].lower(): g for g in json.load(open(fixture.replace(layout + ".json", "nvml-" + layout + ".json")))["gpus"]}
+    node_cpus = {n["os_index"]: n["cpus"] for n in want["numa_nodes"]}
+    s, rc = section("topo_runtime")
+    live = json_of(s) if rc == 0 else {"gpus": []}
+    for g in live["gpus"]:
+        n = nvml[g["pci"]]["numa"]
+        check(g["numa"] == [n] and g["cpus"] == node_cpus[n] and g["uuid"] == nvml[g["pci"]]["uuid"],
+              f"with NVML: GPU {g['pci']} on its node {n} (CPUs {node_cpus[n]}) and named by its UUID", str(g))
+    said = [l for l in s.splitlines() if l.startswith("stderr: ")]
+    check(sum("no NUMA node in the topology (numa_node -1?); the library's node" in l for l in said) == 2,
+          "with NVML: taking the library's node is said for each GPU", str(said))
+    s, rc = section("exec_uuid")
+    for m in re.finditer(r"^uuid=(\S+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M):
+        uuid, gpu, cpus, mem = m.groups()
+        g = next(p for p, x in nvml.items() if x["uuid"] == uuid)
+        n = nvml[g]["numa"]
+        check((gpu, cpus, mem) == (g, node_cpus[n], str(n)), f"CUDA_VISIBLE_DEVICES={uuid[:13]}...: bound to GPU {g}, node {n}",
+              m.group(0))
+    check(len(re.findall(r"^uuid=", s, flags=re.M)) == 2 and rc == 0, "exec with a UUID: both ranks ran", s[-300:])
+    s, rc = section("launch_unknown")
+    check(rc == 0 and len(re.findall(r"^rank=\d ", s, flags=re.M)) == 2, "launch without locality: both ranks ran", s[-300:])
+    check("locality" in s, "launch without locality: the warning says why", s[-400:])
+
+
+{"2s4n": judge_2s4n, "2s-unknown": judge_2s_unknown}[layout]()
 print("all passed" if failures == 0 else f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

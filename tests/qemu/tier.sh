@@ -3,18 +3,24 @@
 # it (tests/qemu/guest_LAYOUT.sh), and judges the output on the host against the plan gpubind
 # makes from the layout's fixture (tests/qemu/judge.py, tests/data/qemu/LAYOUT.json): one ok/FAIL
 # line per check. Prints the boot's wall time.
-# Usage: tier.sh LAYOUT GPUBIND GPUBIND_HWLOC_MODULE FIRST_TOUCH FAKE_CUDART CACHE_DIR
+# Usage: tier.sh LAYOUT GPUBIND GPUBIND_HWLOC_MODULE FIRST_TOUCH FAKE_CUDART FAKE_NVML_DIR CACHE_DIR
 set -u
-layout=$1 gpubind=$2 module=$3 touch=$4 cudart=$5 cache=$6
+layout=$1 gpubind=$2 module=$3 touch=$4 cudart=$5 nvml=$6 cache=$7
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data/qemu" && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s.%N)
-"$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id 10de:2330:030200 \
-  --copy "$gpubind" --copy "$module" --copy "$touch" --copy "$cudart" --copy "$data/cudart-$layout.json" \
-  --copy "$here/guest_$layout.sh" -- \
-  sh "$here/guest_$layout.sh" "$gpubind" "$touch" "$cudart" "$data/cudart-$layout.json" >"$out"
+# What each layout's guest script is given (and so copied into the VM).
+case $layout in
+  2s4n) helpers=("$touch" "$cudart" "$data/cudart-$layout.json") ;;
+  2s-unknown) helpers=("$nvml" "$data/nvml-$layout.json") ;;
+  *) echo "tier.sh: unknown layout $layout"; exit 2 ;;
+esac
+copies=()
+for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$layout.sh"; do copies+=(--copy "$f"); done
+"$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id 10de:2330:030200 "${copies[@]}" -- \
+  sh "$here/guest_$layout.sh" "$gpubind" "${helpers[@]}" >"$out"
 rc=$?
 echo "VM $layout: booted, checked and stopped in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s (exit $rc)"
 [ $rc = 77 ] && { cat "$out"; exit 77; }
@@ -23,4 +29,4 @@ if [ $rc != 0 ]; then
   tail -40 "$out"
   exit 1
 fi
-/usr/bin/python3 "$here/judge.py" "$gpubind" "$data/$layout.json" "$out"
+/usr/bin/python3 "$here/judge.py" "$layout" "$gpubind" "$data/$layout.json" "$out"

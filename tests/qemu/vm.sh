@@ -8,8 +8,10 @@
 #   vm.sh --layout 2s4n --cache DIR [--copy FILE]... [--gpu-id 10de:2330:030200] -- COMMAND...
 #
 # Layouts (sockets x NUMA nodes x CPUs; fake GPUs and NICs behind one PCIe host bridge per node):
-#   2s4n  2 sockets x 2 nodes, 8 CPUs, a GPU on each node (buses 21, 41, 61, 81), NICs on nodes
-#         0 and 2 (buses 22, 62).
+#   2s4n        2 sockets x 2 nodes, 8 CPUs, a GPU on each node (buses 21, 41, 61, 81), NICs on
+#               nodes 0 and 2 (buses 22, 62).
+#   2s-unknown  2 sockets, a node each, 4 CPUs, 2 GPUs on the root bus (00:10.0, 00:11.0): no
+#               NUMA node in sysfs (numa_node -1), as in cloud VMs.
 # The GPUs are QEMU display devices; --gpu-id makes sysfs readers see another vendor:device:class
 # (bind-mounted over their sysfs files in the guest, which is what gpubind reads). NICs are bare
 # e1000e functions (no driver: faster boots; gpubind knows them by PCI class).
@@ -45,11 +47,12 @@ if [ ! -s "$vmlinux" ]; then
     tool=${fmt%%:*} magic=${fmt#*:}
     command -v "$tool" >/dev/null || continue
     for off in $(LC_ALL=C grep -obUaP "$magic" "$kernel" | cut -d: -f1); do
-      tail -c +$((off + 1)) "$kernel" | "$tool" -dc >"$vmlinux.tmp" 2>/dev/null
-      if [ "$(head -c 4 "$vmlinux.tmp" | od -An -c | tr -d ' ')" = '177ELF' ]; then mv "$vmlinux.tmp" "$vmlinux"; break 2; fi
+      tail -c +$((off + 1)) "$kernel" | "$tool" -dc >"$vmlinux.$$.tmp" 2>/dev/null
+      # Two VMs may start at once: each unpacks its own copy and renames it in place (atomic).
+      if [ "$(head -c 4 "$vmlinux.$$.tmp" | od -An -c | tr -d ' ')" = '177ELF' ]; then mv "$vmlinux.$$.tmp" "$vmlinux"; break 2; fi
     done
   done
-  rm -f "$vmlinux.tmp"
+  rm -f "$vmlinux.$$.tmp"
   [ -s "$vmlinux" ] || { echo "SKIP: could not extract an ELF kernel from $kernel"; exit 77; }
 fi
 
@@ -59,8 +62,43 @@ case $layout in
     gpu_nodes="0 1 2 3" nic_nodes="0 2"
     dist() { [ $(($1 / 2)) = $(($2 / 2)) ] && echo 12 || echo 32; }  # nodes 0,1 on socket 0; 2,3 on 1
     ;;
+  2s-unknown)
+    sockets=2 nodes=2 cpus=4 mem_per_node=512
+    gpu_nodes="- -" nic_nodes=""
+    dist() { echo 21; }
+    ;;
   *) echo "vm.sh: unknown layout $layout" >&2; exit 2 ;;
 esac
+
+# The devices: on node n, behind its own PCIe host bridge (pxb-pcie, whose ACPI _PXM is n), the
+# node's GPUs then its NICs, each behind a root port (bus (n+1)*0x20 + 1 + k). A node "-" puts
+# a GPU on the root bus at slot 0x10 + i: no NUMA node, as in cloud VMs.
+dev_args=()
+gpu_bdfs=""
+for n in $(seq 0 $((nodes - 1))); do
+  kinds=()
+  for g in $gpu_nodes; do [ "$g" = "$n" ] && kinds+=(gpu); done
+  for m in $nic_nodes; do [ "$m" = "$n" ] && kinds+=(nic); done
+  [ ${#kinds[@]} = 0 ] && continue
+  dev_args+=(-device pxb-pcie,id=pxb$n,bus_nr=$(((n + 1) * 0x20)),numa_node=$n,bus=pcie.0)
+  for k in "${!kinds[@]}"; do
+    dev_args+=(-device pcie-root-port,id=rp$n.$k,bus=pxb$n,chassis=$((n + 1)),slot=$k)
+    if [ "${kinds[$k]}" = gpu ]; then
+      dev_args+=(-device "VGA,id=gpu$n.$k,romfile=,bus=rp$n.$k")
+      gpu_bdfs="$gpu_bdfs 0000:$(printf '%02x' $(((n + 1) * 0x20 + 1 + k))):00.0"
+    else
+      dev_args+=(-device "e1000e,id=nic$n.$k,romfile=,mac=52:54:00:00:0$n:0$k,bus=rp$n.$k")
+    fi
+  done
+done
+i=0
+for g in $gpu_nodes; do
+  if [ "$g" = - ]; then
+    dev_args+=(-device "VGA,id=gpuroot$i,romfile=,bus=pcie.0,addr=$(printf '0x%x' $((0x10 + i)))")
+    gpu_bdfs="$gpu_bdfs 0000:00:$(printf '%02x' $((0x10 + i))).0"
+  fi
+  i=$((i + 1))
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpubind-vm.XXXXXX")
 qemu_pid=""
@@ -95,8 +133,6 @@ for f in "${copies[@]}"; do
 done
 printf '%s\n' "$@" >"$root/command.args"
 printf '%s' "$PWD" >"$root/command.cwd"
-gpu_buses=""
-for n in $gpu_nodes; do gpu_buses="$gpu_buses $(printf '%02x' $(((n + 1) * 0x20 + 1)))"; done
 cat >"$root/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -106,13 +142,13 @@ mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 # Fake GPU ids: what sysfs readers see, over each display device's own files.
 if [ -n "$gpu_id" ]; then
   mkdir -p /run/ids
-  for bus in $gpu_buses; do
-    d=/sys/bus/pci/devices/0000:\$bus:00.0
+  for bdf in $gpu_bdfs; do
+    d=/sys/bus/pci/devices/\$bdf
     [ -d \$d ] || continue
-    echo 0x$(echo "$gpu_id" | cut -d: -f1) >/run/ids/\$bus.vendor
-    echo 0x$(echo "$gpu_id" | cut -d: -f2) >/run/ids/\$bus.device
-    echo 0x$(echo "$gpu_id:030200" | cut -d: -f3) >/run/ids/\$bus.class
-    for a in vendor device class; do mount --bind /run/ids/\$bus.\$a \$d/\$a; done
+    echo 0x$(echo "$gpu_id" | cut -d: -f1) >/run/ids/\$bdf.vendor
+    echo 0x$(echo "$gpu_id" | cut -d: -f2) >/run/ids/\$bdf.device
+    echo 0x$(echo "$gpu_id:030200" | cut -d: -f3) >/run/ids/\$bdf.class
+    for a in vendor device class; do mount --bind /run/ids/\$bdf.\$a \$d/\$a; done
   done
 fi
 cd "\$(cat /command.cwd)" 2>/dev/null || cd /
@@ -143,18 +179,7 @@ done
 for a in $(seq 0 $((nodes - 1))); do
   for b in $(seq $((a + 1)) $((nodes - 1))); do args+=(-numa dist,src=$a,dst=$b,val=$(dist $a $b)); done
 done
-for n in $(seq 0 $((nodes - 1))); do
-  slot=0
-  devices=()
-  for g in $gpu_nodes; do [ "$g" = "$n" ] && devices+=("VGA,id=gpu$n,romfile="); done
-  for m in $nic_nodes; do [ "$m" = "$n" ] && devices+=("e1000e,id=nic$n,romfile=,mac=52:54:00:00:00:0$n"); done
-  [ ${#devices[@]} = 0 ] && continue
-  args+=(-device pxb-pcie,id=pxb$n,bus_nr=$(((n + 1) * 0x20)),numa_node=$n,bus=pcie.0)
-  for d in "${devices[@]}"; do
-    args+=(-device pcie-root-port,id=rp$n.$slot,bus=pxb$n,chassis=$((n + 1)),slot=$slot -device "$d,bus=rp$n.$slot")
-    slot=$((slot + 1))
-  done
-done
+args+=("${dev_args[@]}")
 args+=(-kernel "$vmlinux" -initrd "$work/initrd.cpio"
        -append "console=ttyS0 panic=-1 quiet lpj=10000000 cryptomgr.notests mitigations=off nokaslr audit=0 security=none rodata=off nowatchdog tsc=reliable init_on_alloc=0 pcie_ports=compat rdinit=/init numa_balancing=disable"
        -serial "file:$work/console.log" -serial "file:$work/output.log")
