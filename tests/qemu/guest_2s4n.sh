@@ -40,6 +40,18 @@ taskset -c 0-3 $G launch -n 4 -- sh -c 'echo "rank=$LOCAL_RANK cpus=$(grep Cpus_
 end
 sed 's/^/stderr: /' /tmp/restricted.err
 
+# A cgroup v2 cpuset without socket 0 (as Slurm or Kubernetes confine a job): a fresh plan
+# inside it, never the cached one of the whole machine.
+section cgroup
+mkdir -p /sys/fs/cgroup/job
+echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control
+echo 4-7 >/sys/fs/cgroup/job/cpuset.cpus
+echo "cache files before=$(ls "$GPUBIND_CACHE_DIR" | wc -l)"
+sh -c 'echo $$ >/sys/fs/cgroup/job/cgroup.procs && exec "$@"' sh $G launch -n 2 --quiet -- \
+  sh -c 'echo "rank=$LOCAL_RANK cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+end
+echo "cache files after=$(ls "$GPUBIND_CACHE_DIR" | wc -l)"
+
 # check: a well-bound rank, one on the wrong socket, one whose memory is remote, one re-pinned.
 section check
 LOCAL_RANK=0 LOCAL_WORLD_SIZE=4 $G exec --quiet -- sleep 120 & good=$!

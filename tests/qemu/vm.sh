@@ -12,8 +12,9 @@
 #               nodes 0 and 2 (buses 22, 62).
 #   2s-unknown  2 sockets, a node each, 4 CPUs, 2 GPUs on the root bus (00:10.0, 00:11.0): no
 #               NUMA node in sysfs (numa_node -1), as in cloud VMs.
-# The GPUs are QEMU display devices; --gpu-id makes sysfs readers see another vendor:device:class
-# (bind-mounted over their sysfs files in the guest, which is what gpubind reads). NICs are bare
+# The GPUs are QEMU display devices (vendor 1234); --gpu-id makes sysfs readers see another
+# vendor:device:class (bind-mounted over their sysfs files in the guest, which is what gpubind
+# reads). NICs are bare
 # e1000e functions (no driver: faster boots; gpubind knows them by PCI class).
 # Each copied ELF brings the libraries ldd names. The command's output is printed when it ends.
 # Exit status: the command's; 124 the VM timed out; 125 it never ran the command (no kernel,
@@ -74,7 +75,6 @@ esac
 # node's GPUs then its NICs, each behind a root port (bus (n+1)*0x20 + 1 + k). A node "-" puts
 # a GPU on the root bus at slot 0x10 + i: no NUMA node, as in cloud VMs.
 dev_args=()
-gpu_bdfs=""
 for n in $(seq 0 $((nodes - 1))); do
   kinds=()
   for g in $gpu_nodes; do [ "$g" = "$n" ] && kinds+=(gpu); done
@@ -85,7 +85,6 @@ for n in $(seq 0 $((nodes - 1))); do
     dev_args+=(-device pcie-root-port,id=rp$n.$k,bus=pxb$n,chassis=$((n + 1)),slot=$k)
     if [ "${kinds[$k]}" = gpu ]; then
       dev_args+=(-device "VGA,id=gpu$n.$k,romfile=,bus=rp$n.$k")
-      gpu_bdfs="$gpu_bdfs 0000:$(printf '%02x' $(((n + 1) * 0x20 + 1 + k))):00.0"
     else
       dev_args+=(-device "e1000e,id=nic$n.$k,romfile=,mac=52:54:00:00:0$n:0$k,bus=rp$n.$k")
     fi
@@ -95,7 +94,6 @@ i=0
 for g in $gpu_nodes; do
   if [ "$g" = - ]; then
     dev_args+=(-device "VGA,id=gpuroot$i,romfile=,bus=pcie.0,addr=$(printf '0x%x' $((0x10 + i)))")
-    gpu_bdfs="$gpu_bdfs 0000:00:$(printf '%02x' $((0x10 + i))).0"
   fi
   i=$((i + 1))
 done
@@ -139,12 +137,12 @@ cat >"$root/init" <<EOF
 export PATH=/bin:/usr/bin:/usr/local/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
-# Fake GPU ids: what sysfs readers see, over each display device's own files.
+# Fake GPU ids: what sysfs readers see, over each QEMU display device's own files.
 if [ -n "$gpu_id" ]; then
   mkdir -p /run/ids
-  for bdf in $gpu_bdfs; do
-    d=/sys/bus/pci/devices/\$bdf
-    [ -d \$d ] || continue
+  for d in /sys/bus/pci/devices/*; do
+    [ "\$(cat \$d/vendor)" = 0x1234 ] || continue
+    bdf=\${d##*/}
     echo 0x$(echo "$gpu_id" | cut -d: -f1) >/run/ids/\$bdf.vendor
     echo 0x$(echo "$gpu_id" | cut -d: -f2) >/run/ids/\$bdf.device
     echo 0x$(echo "$gpu_id:030200" | cut -d: -f3) >/run/ids/\$bdf.class
