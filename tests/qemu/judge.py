@@ -56,6 +56,18 @@ def same_machine(live):
         check(f(live) == f(want), f"topo --json live: {k} as in the fixture", f"{f(live)} != {f(want)}")
 
 
+def launch_as_planned(n):
+    """launch -n N: each rank's GPU, Cpus_allowed_list and memory node as the host plans them."""
+    s, rc = section("launch")
+    ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
+    check(rc == 0 and sorted(ranks) == list(range(n)), f"launch -n {n}: {n} ranks ran", s[-300:])
+    for r in sorted(ranks):
+        p = host_plan(r, n)
+        got = ranks[r]
+        check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
+              f"launch rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
+
+
 def judge_2s4n():
     """2 sockets x 2 nodes, a GPU per node: binding, memory, cache, restriction, check, measure."""
     s, rc = section("topo_json")
@@ -64,15 +76,7 @@ def judge_2s4n():
     else:
         check(False, "topo --json live", f"rc {rc}: {s[-300:]}")
 
-    # launch: each rank's GPU, CPUs and memory node as the host plans them from the fixture.
-    s, rc = section("launch")
-    ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
-    check(rc == 0 and sorted(ranks) == [0, 1, 2, 3], "launch -n 4: four ranks ran", s[-300:])
-    for r in sorted(ranks):
-        p = host_plan(r)
-        got = ranks[r]
-        check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
-              f"launch rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
+    launch_as_planned(4)
 
     # First touch under exec: every page on the rank's GPU node (bind and preferred).
     for mode in ("bind", "preferred"):
@@ -170,6 +174,27 @@ def judge_2s_unknown():
     check("locality" in s, "launch without locality: the warning says why", s[-400:])
 
 
-{"2s4n": judge_2s4n, "2s-unknown": judge_2s_unknown}[layout]()
+def judge_shape(classes, ranks, memory_node=None):
+    """A layout whose point is its shape: discovered as the fixture, the path classes it must
+    show, one rank per GPU as planned, and memory on a chosen (CPU-less) node."""
+    s, rc = section("topo_json")
+    same_machine(json_of(s) if rc == 0 else {"numa_nodes": [], "gpus": [], "nics": [], "cores": []})
+    s, rc = section("matrix")
+    cells = set(re.findall(r"\b(PIX|PXB|PHB|NODE|SYS|NV\d+|XGMI)\b", s.split("Legend:")[0]))
+    check(rc == 0 and cells == set(classes), f"topo --format matrix: path classes {sorted(classes)}", str(sorted(cells)))
+    launch_as_planned(ranks)
+    if memory_node is not None:
+        s, rc = section("touch_memory_node")
+        for m in re.finditer(r"^rank=(\d+) pages (.*)$", s, flags=re.M):
+            pages = {int(k): int(v) for k, v in re.findall(r"N(\d+)=(\d+)", m.group(2))}
+            total = sum(pages.values())
+            check(total > 0 and pages.get(memory_node, 0) == total,
+                  f"exec --mem bind --mem-node {memory_node} rank {m.group(1)}: all {total} pages on the CPU-less node", m.group(2))
+        check(rc == 0 and len(re.findall(r"^rank=", s, flags=re.M)) == ranks, "every rank touched its memory", s[-300:])
+
+
+{"2s4n": judge_2s4n, "2s-unknown": judge_2s_unknown,
+ "2s2n-smt": lambda: judge_shape({"PIX", "PXB", "NODE", "SYS"}, 8),
+ "1s4n-nps4": lambda: judge_shape({"SYS", "PHB"}, 2, memory_node=4)}[layout]()
 print("all passed" if failures == 0 else f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

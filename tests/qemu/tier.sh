@@ -11,16 +11,20 @@ data=$(cd "$here/../data/qemu" && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s.%N)
-# What each layout's guest script is given (and so copied into the VM).
+# What each layout's guest script is given (and so copied into the VM); the GPUs are NVIDIA
+# H100s to sysfs unless the layout says otherwise.
+guest=$layout gpu_id=10de:2330:030200
 case $layout in
   2s4n) helpers=("$touch" "$cudart" "$data/cudart-$layout.json") ;;
   2s-unknown) helpers=("$nvml" "$data/nvml-$layout.json") ;;
+  2s2n-smt) guest=plan helpers=(8) ;;
+  1s4n-nps4) guest=plan helpers=(2 "$touch" 4) gpu_id=1002:740c:038000 ;;  # AMD MI250X ids
   *) echo "tier.sh: unknown layout $layout"; exit 2 ;;
 esac
 copies=()
-for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$layout.sh"; do copies+=(--copy "$f"); done
-"$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id 10de:2330:030200 "${copies[@]}" -- \
-  sh "$here/guest_$layout.sh" "$gpubind" "${helpers[@]}" >"$out"
+for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$guest.sh"; do [ -e "$f" ] && copies+=(--copy "$f"); done
+"$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id "$gpu_id" "${copies[@]}" -- \
+  sh "$here/guest_$guest.sh" "$gpubind" "${helpers[@]}" >"$out"
 rc=$?
 echo "VM $layout: booted, checked and stopped in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s (exit $rc)"
 [ $rc = 77 ] && { cat "$out"; exit 77; }

@@ -12,6 +12,10 @@
 #               nodes 0 and 2 (buses 22, 62).
 #   2s-unknown  2 sockets, a node each, 4 CPUs, 2 GPUs on the root bus (00:10.0, 00:11.0): no
 #               NUMA node in sysfs (numa_node -1), as in cloud VMs.
+#   2s2n-smt    2 sockets, a node each, 2 cores x 2 threads per socket, 8 GPUs and 2 NICs behind
+#               PCIe switches (every path class: PIX, PXB, NODE, SYS).
+#   1s4n-nps4   1 socket in 4 nodes (NPS4 style), 8 CPUs, GPUs on nodes 0 and 2, a NIC on 2, and a
+#               fifth node with memory only.
 # The GPUs are QEMU display devices (vendor 1234); --gpu-id makes sysfs readers see another
 # vendor:device:class (bind-mounted over their sysfs files in the guest, which is what gpubind
 # reads). NICs are bare
@@ -57,6 +61,7 @@ if [ ! -s "$vmlinux" ]; then
   [ -s "$vmlinux" ] || { echo "SKIP: could not extract an ELF kernel from $kernel"; exit 77; }
 fi
 
+threads=1 switches=0 cpu_nodes=""
 case $layout in
   2s4n)
     sockets=2 nodes=4 cpus=8 mem_per_node=384
@@ -68,8 +73,19 @@ case $layout in
     gpu_nodes="- -" nic_nodes=""
     dist() { echo 21; }
     ;;
+  2s2n-smt)
+    sockets=2 nodes=2 cpus=8 threads=2 mem_per_node=512 switches=1
+    gpu_nodes="" nic_nodes=""
+    dist() { echo 21; }
+    ;;
+  1s4n-nps4)
+    sockets=1 nodes=5 cpu_nodes=4 cpus=8 mem_per_node=256
+    gpu_nodes="0 2" nic_nodes="2"
+    dist() { [ "$2" = 4 ] && echo 32 || echo 12; }  # node 4: memory only, farther from all
+    ;;
   *) echo "vm.sh: unknown layout $layout" >&2; exit 2 ;;
 esac
+cpu_nodes=${cpu_nodes:-$nodes}
 
 # The devices: on node n, behind its own PCIe host bridge (pxb-pcie, whose ACPI _PXM is n), the
 # node's GPUs then its NICs, each behind a root port (bus (n+1)*0x20 + 1 + k). A node "-" puts
@@ -90,6 +106,28 @@ for n in $(seq 0 $((nodes - 1))); do
     fi
   done
 done
+# PCIe switches (switches=1), per node n: a host bridge with a switch holding two GPUs, the
+# node's NIC and a second switch with a third GPU (PIX, PXB), and another host bridge of the same
+# node with a fourth GPU (NODE); the other node's GPUs are SYS.
+if [ "$switches" = 1 ]; then
+  for n in $(seq 0 $((nodes - 1))); do
+    base=$(((n + 1) * 0x40)) c=$((10 * n))
+    dev_args+=(-device pxb-pcie,id=pxbA$n,bus_nr=$base,numa_node=$n,bus=pcie.0
+               -device pcie-root-port,id=rpA$n,bus=pxbA$n,chassis=$((c + 1)),slot=0
+               -device x3130-upstream,id=usA$n,bus=rpA$n)
+    for k in 0 1 2 3; do
+      dev_args+=(-device xio3130-downstream,id=dsA$n.$k,bus=usA$n,chassis=$((c + 2)),slot=$k)
+    done
+    dev_args+=(-device "VGA,id=gA$n.0,romfile=,bus=dsA$n.0" -device "VGA,id=gA$n.1,romfile=,bus=dsA$n.1"
+               -device "e1000e,id=nA$n,romfile=,mac=52:54:00:00:1$n:00,bus=dsA$n.2"
+               -device x3130-upstream,id=usB$n,bus=dsA$n.3
+               -device xio3130-downstream,id=dsB$n.0,bus=usB$n,chassis=$((c + 3)),slot=0
+               -device "VGA,id=gB$n.0,romfile=,bus=dsB$n.0"
+               -device pxb-pcie,id=pxbC$n,bus_nr=$((base + 0x20)),numa_node=$n,bus=pcie.0
+               -device pcie-root-port,id=rpC$n,bus=pxbC$n,chassis=$((c + 4)),slot=0
+               -device "VGA,id=gC$n.0,romfile=,bus=rpC$n")
+  done
+fi
 i=0
 for g in $gpu_nodes; do
   if [ "$g" = - ]; then
@@ -163,16 +201,17 @@ chmod +x "$root/init"
 
 # --- the machine ---
 args=(-machine q35,sata=off,smbus=off,vmport=off,smm=off -cpu max,vendor=GenuineIntel,family=6,model=85,stepping=4
-      -m $((nodes * mem_per_node))M -smp $cpus,sockets=$sockets,cores=$((cpus / sockets)),threads=1
+      -m $((nodes * mem_per_node))M -smp $cpus,sockets=$sockets,cores=$((cpus / sockets / threads)),threads=$threads
       -nodefaults -no-user-config -display none -no-reboot -accel tcg,thread=single
       -device isa-debug-exit,iobase=0xf4,iosize=0x04)
-per_node=$((cpus / nodes))
 for n in $(seq 0 $((nodes - 1))); do
   args+=(-object memory-backend-ram,id=mem$n,size=${mem_per_node}M -numa node,nodeid=$n,memdev=mem$n)
 done
-for c in $(seq 0 $((cpus - 1))); do
-  n=$((c / per_node)) s=$((c / (cpus / sockets)))
-  args+=(-numa cpu,node-id=$n,socket-id=$s,core-id=$((c % (cpus / sockets))))
+# Cores (all threads of a core on one node) spread over the nodes with CPUs; the others hold
+# memory only (HBM, CXL, a GPU's memory).
+cores=$((cpus / threads)) per_socket=$((cpus / threads / sockets))
+for c in $(seq 0 $((cores - 1))); do
+  args+=(-numa cpu,node-id=$((c / (cores / cpu_nodes))),socket-id=$((c / per_socket)),core-id=$((c % per_socket)))
 done
 for a in $(seq 0 $((nodes - 1))); do
   for b in $(seq $((a + 1)) $((nodes - 1))); do args+=(-numa dist,src=$a,dst=$b,val=$(dist $a $b)); done
