@@ -73,6 +73,16 @@ echo "pids good=$good wrong=$wrong remote=$remote drifted=$drifted"
 $G check --pid $good --pid $wrong --pid $remote --pid $drifted --numa-maps --no-gpu-runtime --json; end
 kill $good $wrong $remote $drifted 2>/dev/null
 
+# watch: a bound busy rank, and an unbound one that is moved between the sockets while watched
+# (its GPU is on node 1; it is moved between nodes 0 and 2).
+section watch
+LOCAL_RANK=0 LOCAL_WORLD_SIZE=4 $G exec --quiet -- sh -c 'while :; do :; done' & bound=$!
+GPUBIND_GPU=0000:41:00.0 sh -c 'while :; do :; done' & loose=$!
+( i=0; while [ $i -lt 16 ]; do taskset -p -c $((i % 2 * 4)) $loose >/dev/null; sleep 0.2; i=$((i + 1)); done ) & mover=$!
+echo "pids bound=$bound loose=$loose"
+$G watch --pid $bound --pid $loose --count 3 --interval 1 --json 2>/tmp/watch.err; end
+kill $bound $loose $mover 2>/dev/null
+
 # Measured locality: copies from every node's memory to each GPU (the fake CUDA runtime's clock
 # follows the node the pages are really on).
 section measure

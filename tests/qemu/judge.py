@@ -130,6 +130,19 @@ def judge_2s4n():
         check(want_verdict in got.split(","), f"check: the {who} rank is {want_verdict}", got)
     check(rc == 3, "check exits 3 on findings", str(rc))
 
+    # watch: the moved rank migrates and runs off its GPU's node; the bound one stays on its own.
+    s, rc = section("watch")
+    pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}
+    lines = [json.loads(l) for l in s.splitlines() if l.startswith("{")]
+    summary = next((l for l in lines if l.get("type") == "summary"), {"ranks": []})
+    ranks = {str(r["pid"]): r for r in summary["ranks"]}
+    loose, bound = ranks.get(pids.get("loose"), {}), ranks.get(pids.get("bound"), {})
+    check(loose.get("migrations", 0) > 0 and (loose.get("cross_numa_ratio") or 0) > 0.5,
+          "watch: the rank moved between sockets migrates and runs off its GPU's node", str(loose))
+    socket = [r.get("cross_socket_ratio") for l in lines if l.get("type") == "interval" for r in l["ranks"] if str(r["pid"]) == pids.get("loose")]
+    check(any((x or 0) > 0 for x in socket), "watch: ... and part of its CPU time is on the other socket", str(socket))
+    check(bound.get("cross_numa_ratio") == 0, "watch: the bound rank runs only on its GPU's node", str(bound))
+
     # Measured locality through the fake CUDA runtime: every node measured with real mbind.
     s, rc = section("measure")
     measured = {m["gpu"]: m for m in json_of(s).get("measured", [])} if rc == 0 else {}
@@ -176,7 +189,7 @@ def judge_2s_unknown():
 
 def judge_shape(classes, ranks, memory_node=None):
     """A layout whose point is its shape: discovered as the fixture, the path classes it must
-    show, one rank per GPU as planned, and memory on a chosen (CPU-less) node."""
+    show, one rank per GPU as planned, and memory on a node of the admin's choice (--mem-node)."""
     s, rc = section("topo_json")
     same_machine(json_of(s) if rc == 0 else {"numa_nodes": [], "gpus": [], "nics": [], "cores": []})
     s, rc = section("matrix")
@@ -189,12 +202,13 @@ def judge_shape(classes, ranks, memory_node=None):
             pages = {int(k): int(v) for k, v in re.findall(r"N(\d+)=(\d+)", m.group(2))}
             total = sum(pages.values())
             check(total > 0 and pages.get(memory_node, 0) == total,
-                  f"exec --mem bind --mem-node {memory_node} rank {m.group(1)}: all {total} pages on the CPU-less node", m.group(2))
+                  f"exec --mem bind --mem-node {memory_node} rank {m.group(1)}: all {total} pages on node {memory_node}", m.group(2))
         check(rc == 0 and len(re.findall(r"^rank=", s, flags=re.M)) == ranks, "every rank touched its memory", s[-300:])
 
 
 {"2s4n": judge_2s4n, "2s-unknown": judge_2s_unknown,
  "2s2n-smt": lambda: judge_shape({"PIX", "PXB", "NODE", "SYS"}, 8),
- "1s4n-nps4": lambda: judge_shape({"SYS", "PHB"}, 2, memory_node=4)}[layout]()
+ "1s4n-nps4": lambda: judge_shape({"SYS", "PHB"}, 2, memory_node=4),
+ "4s8n": lambda: judge_shape({"SYS", "PHB"}, 8, memory_node=5)}[layout]()
 print("all passed" if failures == 0 else f"{failures} failure(s)")
 sys.exit(1 if failures else 0)

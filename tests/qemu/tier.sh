@@ -18,6 +18,7 @@ case $layout in
   2s4n) helpers=("$touch" "$cudart" "$data/cudart-$layout.json") ;;
   2s-unknown) helpers=("$nvml" "$data/nvml-$layout.json") ;;
   2s2n-smt) guest=plan helpers=(8) ;;
+  4s8n) guest=plan helpers=(8 "$touch" 5) ;;
   1s4n-nps4) guest=plan helpers=(2 "$touch" 4) gpu_id=1002:740c:038000 ;;  # AMD MI250X ids
   *) echo "tier.sh: unknown layout $layout"; exit 2 ;;
 esac

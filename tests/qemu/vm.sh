@@ -16,6 +16,7 @@
 #               PCIe switches (every path class: PIX, PXB, NODE, SYS).
 #   1s4n-nps4   1 socket in 4 nodes (NPS4 style), 8 CPUs, GPUs on nodes 0 and 2, a NIC on 2, and a
 #               fifth node with memory only.
+#   4s8n        4 sockets x 2 nodes, 16 CPUs, a GPU on each node, NICs on nodes 0, 2, 4 and 6.
 # The GPUs are QEMU display devices (vendor 1234); --gpu-id makes sysfs readers see another
 # vendor:device:class (bind-mounted over their sysfs files in the guest, which is what gpubind
 # reads). NICs are bare
@@ -83,12 +84,19 @@ case $layout in
     gpu_nodes="0 2" nic_nodes="2"
     dist() { [ "$2" = 4 ] && echo 32 || echo 12; }  # node 4: memory only, farther from all
     ;;
+  4s8n)
+    sockets=4 nodes=8 cpus=16 mem_per_node=256
+    gpu_nodes="0 1 2 3 4 5 6 7" nic_nodes="0 2 4 6"
+    dist() { [ $(($1 / 2)) = $(($2 / 2)) ] && echo 12 || echo 32; }
+    ;;
   *) echo "vm.sh: unknown layout $layout" >&2; exit 2 ;;
 esac
 cpu_nodes=${cpu_nodes:-$nodes}
+step=$((nodes > 6 ? 0x10 : 0x20))  # buses per node's host bridge: 8-bit bus numbers
 
 # The devices: on node n, behind its own PCIe host bridge (pxb-pcie, whose ACPI _PXM is n), the
-# node's GPUs then its NICs, each behind a root port (bus (n+1)*0x20 + 1 + k). A node "-" puts
+# node's GPUs then its NICs, each behind a root port (bus (n+1)*step + 1 + k; step 0x20, or
+# 0x10 beyond 6 nodes). A node "-" puts
 # a GPU on the root bus at slot 0x10 + i: no NUMA node, as in cloud VMs.
 dev_args=()
 for n in $(seq 0 $((nodes - 1))); do
@@ -96,7 +104,7 @@ for n in $(seq 0 $((nodes - 1))); do
   for g in $gpu_nodes; do [ "$g" = "$n" ] && kinds+=(gpu); done
   for m in $nic_nodes; do [ "$m" = "$n" ] && kinds+=(nic); done
   [ ${#kinds[@]} = 0 ] && continue
-  dev_args+=(-device pxb-pcie,id=pxb$n,bus_nr=$(((n + 1) * 0x20)),numa_node=$n,bus=pcie.0)
+  dev_args+=(-device pxb-pcie,id=pxb$n,bus_nr=$(((n + 1) * step)),numa_node=$n,bus=pcie.0)
   for k in "${!kinds[@]}"; do
     dev_args+=(-device pcie-root-port,id=rp$n.$k,bus=pxb$n,chassis=$((n + 1)),slot=$k)
     if [ "${kinds[$k]}" = gpu ]; then
