@@ -14,6 +14,22 @@ section topo_json; $G topo --json --no-gpu-runtime; end
 section launch; $G launch -n 4 --quiet -- sh -c \
   'echo "rank=$LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end
 
+# exec under Open MPI's mpirun (on one node: the isolated launcher, no ssh; loopback up).
+section mpirun
+ip link set lo up
+hostname qemu-2s4n
+OMPI_MCA_plm=isolated orterun --allow-run-as-root --oversubscribe --bind-to none -np 4 $G exec --quiet -- sh -c \
+  'echo "rank=$OMPI_COMM_WORLD_LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end
+
+# exec as srun starts each task (a Slurm daemon in the guest would need munge, slurmctld and a
+# slurmd with their state: the live SPANK tests run on the host's throw-away cluster instead).
+section srun_env
+for r in 0 1 2 3; do
+  SLURM_LOCALID=$r SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=4 SLURM_PROCID=$r $G exec --quiet -- sh -c \
+    'echo "rank=$SLURM_LOCALID gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'
+done
+end
+
 # exec as a torchrun worker of each local rank: where its first-touched pages land.
 for mode in bind preferred; do
   section "touch_$mode"

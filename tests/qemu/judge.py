@@ -56,16 +56,17 @@ def same_machine(live):
         check(f(live) == f(want), f"topo --json live: {k} as in the fixture", f"{f(live)} != {f(want)}")
 
 
-def launch_as_planned(n):
-    """launch -n N: each rank's GPU, Cpus_allowed_list and memory node as the host plans them."""
-    s, rc = section("launch")
+def launch_as_planned(n, name="launch"):
+    """launch -n N (or mpirun -np N ... gpubind exec): each rank's GPU, Cpus_allowed_list and
+    memory node as the host plans them."""
+    s, rc = section(name)
     ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
-    check(rc == 0 and sorted(ranks) == list(range(n)), f"launch -n {n}: {n} ranks ran", s[-300:])
+    check(rc == 0 and sorted(ranks) == list(range(n)), f"{name} of {n}: {n} ranks ran", s[-300:])
     for r in sorted(ranks):
         p = host_plan(r, n)
         got = ranks[r]
         check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
-              f"launch rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
+              f"{name} rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
 
 
 def judge_2s4n():
@@ -77,6 +78,8 @@ def judge_2s4n():
         check(False, "topo --json live", f"rc {rc}: {s[-300:]}")
 
     launch_as_planned(4)
+    launch_as_planned(4, "mpirun")
+    launch_as_planned(4, "srun_env")
 
     # First touch under exec: every page on the rank's GPU node (bind and preferred).
     for mode in ("bind", "preferred"):

@@ -24,6 +24,15 @@ case $layout in
 esac
 copies=()
 for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$guest.sh"; do [ -e "$f" ] && copies+=(--copy "$f"); done
+# Open MPI's mpirun for 2s4n: the launcher, its components and help texts, PMIx's, and the user
+# database it looks the user up in.
+if [ "$layout" = 2s4n ]; then
+  for f in /usr/bin/orterun /usr/bin/orted /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 \
+    /usr/share/openmpi /etc/openmpi /etc/passwd /etc/group; do
+    [ -e "$f" ] || { echo "SKIP: Open MPI is not installed ($f; Debian package openmpi-bin)"; exit 77; }
+    copies+=(--copy "$f")
+  done
+fi
 "$here/vm.sh" --layout "$layout" --cache "$cache" --gpu-id "$gpu_id" "${copies[@]}" -- \
   sh "$here/guest_$guest.sh" "$gpubind" "${helpers[@]}" >"$out"
 rc=$?
