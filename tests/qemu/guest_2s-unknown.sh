@@ -11,6 +11,7 @@ end() { echo "rc=$?"; }
 # sysfs alone: the GPUs' locality is unknown, and said.
 section topo_json; $G topo --json --no-gpu-runtime 2>/tmp/topo.err; end
 sed 's/^/stderr: /' /tmp/topo.err
+section hwloc; lstopo-no-graphics --whole-io --of xml -; end
 
 # With NVML: its nodes are taken, and said.
 section topo_runtime

@@ -9,6 +9,7 @@ section() { echo "=== $1 ==="; }
 end() { echo "rc=$?"; }
 
 section topo_json; $G topo --json --no-gpu-runtime; end
+section hwloc; lstopo-no-graphics --whole-io --of xml -; end
 
 # Every rank of a 4-GPU launch: its GPU, CPUs and memory policy node list.
 section launch; $G launch -n 4 --quiet -- sh -c \

@@ -9,6 +9,7 @@ section() { echo "=== $1 ==="; }
 end() { echo "rc=$?"; }
 
 section topo_json; $G topo --json --no-gpu-runtime; end
+section hwloc; lstopo-no-graphics --whole-io --of xml -; end
 section matrix; $G topo --format matrix --no-gpu-runtime; end
 section launch; $G launch -n "$N" --quiet -- sh -c \
   'echo "rank=$LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end

@@ -6,6 +6,7 @@ Usage: judge.py LAYOUT GPUBIND FIXTURE GUEST_OUTPUT
 """
 import json
 import re
+import xml.etree.ElementTree as ET
 import subprocess
 import sys
 
@@ -46,8 +47,35 @@ def host_plan(rank, n=4, *flags):
 
 want = json.load(open(fixture))
 
+def hwloc_agrees(live):
+    """gpubind's live view against hwloc's own in the guest (lstopo --whole-io --of xml): each GPU
+    and NIC on the NUMA nodes of the first ancestor of its PCI device that has a nodeset."""
+    s, rc = section("hwloc")
+    if rc != 0 or "<topology" not in s:
+        check(False, "hwloc's lstopo ran in the guest", s[-300:])
+        return
+    root = ET.fromstring(s[s.index("<?xml"):s.rindex("</topology>") + len("</topology>")])
+    parent = {c: p for p in root.iter() for c in p}
+    hwloc = {}
+    for o in root.iter("object"):
+        if o.get("type") != "PCIDev":
+            continue
+        a = o
+        while a is not None and a.get("nodeset") is None:
+            a = parent.get(a)
+        mask = int(a.get("nodeset").replace(",", "").replace("0x", ""), 16) if a is not None else 0
+        nodes = [i for i in range(64) if mask >> i & 1]
+        hwloc[o.get("pci_busid")] = nodes if len(nodes) < len(live["numa_nodes"]) else None  # the whole machine: none
+    for d in live["gpus"] + live["nics"]:
+        check(hwloc.get(d["pci"], "absent") == d["numa"], f"hwloc in the guest puts {d['pci']} on node(s) {d['numa']} too",
+              f"hwloc: {hwloc.get(d['pci'], 'absent')}")
+
+
 def same_machine(live):
-    """Live discovery equals the fixture: the same nodes and cores, each GPU and NIC on its node."""
+    """Live discovery equals the fixture: the same nodes and cores, each GPU and NIC on its node;
+    and hwloc in the guest agrees where it was asked."""
+    if "hwloc" in sections:
+        hwloc_agrees(live)
     key = {"numa": lambda t: [(n["os_index"], n["cpus"], n["package"]) for n in t["numa_nodes"]],
            "gpus": lambda t: [(g["pci"], g["vendor"], g["numa"], g["cpus"]) for g in t["gpus"]],
            "nics": lambda t: [(n["pci"], n["numa"], n["cpus"]) for n in t["nics"]],

@@ -24,6 +24,11 @@ case $layout in
 esac
 copies=()
 for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$guest.sh"; do [ -e "$f" ] && copies+=(--copy "$f"); done
+# hwloc's own view (lstopo with its PCI plugin), to compare gpubind's discovery with.
+for f in /usr/bin/lstopo-no-graphics /usr/lib/x86_64-linux-gnu/hwloc/hwloc_pci.so; do
+  [ -e "$f" ] || { echo "SKIP: hwloc's lstopo or PCI plugin is not installed ($f; Debian package hwloc-nox)"; exit 77; }
+  copies+=(--copy "$f")
+done
 # Open MPI's mpirun for 2s4n: the launcher, its components and help texts, PMIx's, and the user
 # database it looks the user up in.
 if [ "$layout" = 2s4n ]; then
