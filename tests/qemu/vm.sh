@@ -25,7 +25,7 @@
 # Exit status: the command's; 124 the VM timed out; 125 it never ran the command (no kernel,
 # panic): the console's tail is printed. 77: qemu or a kernel is missing (a skip).
 set -u
-layout=2s4n cache="" gpu_id="" timeout=${VM_TIMEOUT:-120}
+layout=2s4n cache="" gpu_id="" timeout=${VM_TIMEOUT:-240}
 copies=()
 while [ $# -gt 0 ]; do
   case $1 in
