@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Boots a throw-away QEMU VM (TCG; no disk image) with a chosen socket / NUMA / PCI layout on
+# Boots a throw-away QEMU VM (TCG, or KVM with VM_ACCEL=kvm; no disk image) with a chosen socket / NUMA / PCI layout on
 # Debian's own kernel, runs one command in it as root, and exits with that command's status.
 # The kernel gives real ACPI SRAT/SLIT NUMA nodes, PCI host bridges with _PXM (so devices get
 # numa_node and local_cpulist), real page placement and real migrations. Facts behind the recipe:
@@ -208,9 +208,16 @@ chmod +x "$root/init"
 (cd "$root" && find . | "$busybox" cpio -o -H newc 2>/dev/null) >"$work/initrd.cpio"
 
 # --- the machine ---
-args=(-machine q35,sata=off,smbus=off,vmport=off,smm=off -cpu max,vendor=GenuineIntel,family=6,model=85,stepping=4
+# TCG by default: an Intel-flavoured CPU of family 6 (SMT siblings and sub-socket NUMA nodes
+# without the kernel's topology warnings), without AVX-512. VM_ACCEL=kvm uses the host's KVM.
+if [ "${VM_ACCEL:-tcg}" = kvm ]; then
+  accel=(-accel kvm -cpu host)
+else
+  accel=(-accel tcg,thread=single -cpu max,vendor=GenuineIntel,family=6,model=85,stepping=4)
+fi
+args=(-machine q35,sata=off,smbus=off,vmport=off,smm=off "${accel[@]}"
       -m $((nodes * mem_per_node))M -smp $cpus,sockets=$sockets,cores=$((cpus / sockets / threads)),threads=$threads
-      -nodefaults -no-user-config -display none -no-reboot -accel tcg,thread=single
+      -nodefaults -no-user-config -display none -no-reboot
       -device isa-debug-exit,iobase=0xf4,iosize=0x04)
 for n in $(seq 0 $((nodes - 1))); do
   args+=(-object memory-backend-ram,id=mem$n,size=${mem_per_node}M -numa node,nodeid=$n,memdev=mem$n)
