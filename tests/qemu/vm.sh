@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Boots a throw-away QEMU VM (TCG, or KVM with VM_ACCEL=kvm; no disk image) with a chosen socket / NUMA / PCI layout on
-# Debian's own kernel, runs one command in it as root, and exits with that command's status.
+# Boots a throw-away QEMU VM (TCG, or KVM with VM_ACCEL=kvm; no disk image) with a chosen
+# socket / NUMA / PCI layout on Debian's own kernel, runs one command in it as root, and exits
+# with that command's status.
 # The kernel gives real ACPI SRAT/SLIT NUMA nodes, PCI host bridges with _PXM (so devices get
 # numa_node and local_cpulist), real page placement and real migrations. Facts behind the recipe:
 # ../shared/notes/qemu-numa.md.
@@ -19,8 +20,8 @@
 #   4s8n        4 sockets x 2 nodes, 16 CPUs, a GPU on each node, NICs on nodes 0, 2, 4 and 6.
 # The GPUs are QEMU display devices (vendor 1234); --gpu-id makes sysfs readers see another
 # vendor:device:class (bind-mounted over their sysfs files in the guest, which is what gpubind
-# reads). NICs are bare
-# e1000e functions (no driver: faster boots; gpubind knows them by PCI class).
+# reads). NICs are bare e1000e functions (no driver: faster boots; gpubind knows them by PCI
+# class).
 # Each copied ELF brings the libraries ldd names. The command's output is printed when it ends.
 # Exit status: the command's; 124 the VM timed out; 125 it never ran the command (no kernel,
 # panic): the console's tail is printed. 77: qemu or a kernel is missing (a skip).
@@ -147,8 +148,8 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpubind-vm.XXXXXX")
 qemu_pid=""
 cleanup() {
-  # Only the qemu this script started, by its PID.
-  [ -n "$qemu_pid" ] && kill -KILL "$qemu_pid" 2>/dev/null
+  # Only the qemu this script started, through the PID of its `timeout`, which passes TERM on.
+  [ -n "$qemu_pid" ] && kill -TERM "$qemu_pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
