@@ -73,11 +73,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     discover::MeasureOptions mo;
     for (const topo::NumaNode& n : topo->numa_nodes)
       if (!n.cpus.empty()) mo.nodes.push_back({n.os_index, n.cpus & topo->allowed_cpus});
-    bool nvidia = false, amd = false;
-    for (const topo::Gpu& g : topo->gpus) {
-      nvidia |= g.vendor == topo::Vendor::nvidia;
-      amd |= g.vendor == topo::Vendor::amd;
-    }
+    bool nvidia = topo::has_gpu_of(*topo, topo::Vendor::nvidia), amd = topo::has_gpu_of(*topo, topo::Vendor::amd);
     if (!nvidia && !amd) {
       print_warnings({"--measure: the topology has no NVIDIA or AMD GPU to measure"}, quiet);
     } else {

@@ -502,8 +502,7 @@ std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::func
 }
 
 GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& without) {
-  auto has = [&](topo::Vendor v) { return std::any_of(t.gpus.begin(), t.gpus.end(), [&](const topo::Gpu& g) { return g.vendor == v; }); };
-  return open_gpu_runtimes(has(topo::Vendor::nvidia), has(topo::Vendor::amd), without);
+  return open_gpu_runtimes(topo::has_gpu_of(t, topo::Vendor::nvidia), topo::has_gpu_of(t, topo::Vendor::amd), without);
 }
 
 std::vector<probe::GpuProcess> GpuRuntimes::processes() const {

@@ -11,12 +11,6 @@ namespace gpubind::topo {
 
 namespace {
 
-std::string nodes_text(const std::vector<unsigned>& nodes) {
-  std::string out;
-  for (unsigned n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
-  return out;
-}
-
 // The CPUs of these NUMA nodes in `t`.
 std::optional<CpuSet> cpus_of_node(const Topology& t, unsigned node) {
   for (const NumaNode& n : t.numa_nodes)
@@ -148,7 +142,7 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
             finding(g.pci, "the library puts it on NUMA node " + std::to_string(*r.numa) + ", which the topology does not have");
           }
         } else if (std::find(g.numa->begin(), g.numa->end(), *r.numa) == g.numa->end()) {
-          finding(g.pci, "NUMA node " + nodes_text(*g.numa) + " in the topology, " + std::to_string(*r.numa) +
+          finding(g.pci, "NUMA node " + join_numbers(*g.numa) + " in the topology, " + std::to_string(*r.numa) +
                              " from the library: the topology's is kept (the kernel's view of the PCI bus)");
         }
       }

@@ -113,6 +113,10 @@ std::vector<unsigned> nodes_with_cpus(const Topology& t, const std::vector<unsig
   return out;
 }
 
+bool has_gpu_of(const Topology& t, Vendor v) {
+  return std::any_of(t.gpus.begin(), t.gpus.end(), [&](const Gpu& g) { return g.vendor == v; });
+}
+
 const Gpu* find_gpu(const Topology& t, const std::string& pci) {
   for (const Gpu& g : t.gpus)
     if (g.pci == pci) return &g;

@@ -131,6 +131,8 @@ bool is_infiniband_class(uint32_t class_id);
 std::vector<unsigned> logical_core_ids(const Topology& t);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
+// Whether the topology has a GPU of that vendor (which GPU libraries to ask).
+bool has_gpu_of(const Topology& t, Vendor v);
 // The CUDA compute capability (major * 10 + minor: 90 for H100) of an NVIDIA PCI device ID, from
 // its chip family's ID block; nullopt for an ID outside the known blocks.
 std::optional<unsigned> nvidia_compute_capability(uint16_t device_id);

@@ -15,4 +15,10 @@ inline nlohmann::json read_config(const char* variable) {
   return nlohmann::json::parse(in, nullptr, false);
 }
 
+// The return code a fixture GPU's "errors" map makes `call` give ({"errors": {"Memcpy": 700}}),
+// 0 for none.
+inline int call_error(const nlohmann::json& gpu, const char* call) {
+  return gpu.is_object() && gpu.contains("errors") ? gpu["errors"].value(call, 0) : 0;
+}
+
 }  // namespace gpubind::fakes

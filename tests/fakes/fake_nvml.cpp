@@ -30,10 +30,7 @@ nlohmann::json& config() {
 }
 
 int error_of(const nlohmann::json& j, const char* key) { return j.is_object() ? j.value(key, 0) : 0; }
-// The return code the fixture makes `call` give for this GPU, 0 for none.
-int failure(const nlohmann::json& g, const char* call) {
-  return g.contains("errors") ? g["errors"].value(call, 0) : 0;
-}
+using gpubind::fakes::call_error;
 
 // A handle is the GPU's index + 1, and for a MIG instance its slot + 1 in the bits above 16.
 const nlohmann::json* device(void* d) {
@@ -61,7 +58,7 @@ template <class Info>
 int running(void* d, const char* call, unsigned* count, Info* infos) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, call)) return e;
+  if (int e = call_error(*g, call)) return e;
   const nlohmann::json procs = g->value("processes", nlohmann::json::array());
   if (procs.size() > *count) {
     *count = unsigned(procs.size());
@@ -88,7 +85,7 @@ struct ProcessInfo {
 int pcie_link(void* d, const char* call, const char* key, unsigned* value) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, call)) return e;
+  if (int e = call_error(*g, call)) return e;
   if (!g->contains("pcie")) return 3;
   *value = (*g)["pcie"].value(key, 0u);
   return 0;
@@ -135,7 +132,7 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** d) {
 int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetPciInfo_v3")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetPciInfo_v3")) return e;
   std::memset(p, 0, sizeof *p);
   std::string id = g->value("bus_id", "");
   std::strncpy(p->bus_id, id.c_str(), sizeof p->bus_id - 1);
@@ -144,7 +141,7 @@ int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
 int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetUUID")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetUUID")) return e;
   if (unsigned slot = mig_slot(d)) return copy((*g)["mig"][slot - 1].get<std::string>(), out, len);
   return copy(g->value("uuid", ""), out, len);
 }
@@ -153,14 +150,14 @@ int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
 int nvmlDeviceGetMigMode(void* d, unsigned* current, unsigned* pending) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetMigMode")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetMigMode")) return e;
   *current = *pending = g->contains("mig") ? 1 : 0;
   return 0;
 }
 int nvmlDeviceGetMaxMigDeviceCount(void* d, unsigned* count) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetMaxMigDeviceCount")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetMaxMigDeviceCount")) return e;
   *count = g->contains("mig") ? unsigned((*g)["mig"].size()) + 1 : 0;
   return 0;
 }
@@ -175,13 +172,13 @@ int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned index, void** mig) {
 int nvmlDeviceGetName(void* d, char* out, unsigned len) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetName")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetName")) return e;
   return copy(g->value("name", ""), out, len);
 }
 int nvmlDeviceGetUtilizationRates(void* d, unsigned* util) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetUtilizationRates")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetUtilizationRates")) return e;
   util[0] = g->value("utilization", 0u);
   util[1] = 0;
   return 0;
@@ -189,7 +186,7 @@ int nvmlDeviceGetUtilizationRates(void* d, unsigned* util) {
 int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetMemoryInfo")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetMemoryInfo")) return e;
   mem[0] = g->value("memory_total", 0ull);
   mem[2] = g->value("memory_used", 0ull);
   mem[1] = mem[0] - mem[2];
@@ -200,7 +197,7 @@ int nvmlDeviceGetMemoryInfo(void* d, unsigned long long* mem) {
 int nvmlDeviceGetNumaNodeId(void* d, unsigned* node) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetNumaNodeId")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetNumaNodeId")) return e;
   if (!g->contains("numa")) return 3;
   *node = (*g)["numa"].get<unsigned>();
   return 0;
@@ -209,7 +206,7 @@ int nvmlDeviceGetNumaNodeId(void* d, unsigned* node) {
 int nvmlDeviceGetCpuAffinity(void* d, unsigned words, unsigned long* mask) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetCpuAffinity")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetCpuAffinity")) return e;
   if (!g->contains("cpus")) return 3;
   std::memset(mask, 0, words * sizeof *mask);
   std::string list = (*g)["cpus"].get<std::string>();
@@ -226,7 +223,7 @@ int nvmlDeviceGetCpuAffinity(void* d, unsigned words, unsigned long* mask) {
 int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetPcieThroughput")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetPcieThroughput")) return e;
   const char* key = counter == 0 ? "pcie_tx_kb" : "pcie_rx_kb";
   if (!g->contains(key)) return 3;  // NOT_SUPPORTED
   *kb = (*g)[key].get<unsigned>();
@@ -236,7 +233,7 @@ int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
 int nvmlDeviceGetSerial(void* d, char* out, unsigned len) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetSerial")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetSerial")) return e;
   if (!g->contains("serial")) return 3;
   return copy((*g)["serial"].get<std::string>(), out, len);
 }
@@ -249,7 +246,7 @@ int nvmlDeviceGetMaxPcieLinkWidth(void* d, unsigned* v) { return pcie_link(d, "n
 int nvmlDeviceGetNvLinkState(void* d, unsigned link, unsigned* active) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetNvLinkState")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetNvLinkState")) return e;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   *active = l->value("active", true) ? 1 : 0;
@@ -258,7 +255,7 @@ int nvmlDeviceGetNvLinkState(void* d, unsigned link, unsigned* active) {
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link, PciInfo* p) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetNvLinkRemotePciInfo_v2")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetNvLinkRemotePciInfo_v2")) return e;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   std::memset(p, 0, sizeof *p);
@@ -276,7 +273,7 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* d, unsigned* count, ProcessInf
 int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, unsigned* type) {
   const auto* g = device(d);
   if (!g) return 2;
-  if (int e = failure(*g, "nvmlDeviceGetNvLinkRemoteDeviceType")) return e;
+  if (int e = call_error(*g, "nvmlDeviceGetNvLinkRemoteDeviceType")) return e;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   *type = l->value("type", 0u);
