@@ -95,7 +95,10 @@ kill $good $wrong $remote $drifted 2>/dev/null
 section watch
 LOCAL_RANK=0 LOCAL_WORLD_SIZE=4 $G exec --quiet -- sh -c 'while :; do :; done' & bound=$!
 GPUBIND_GPU=0000:41:00.0 sh -c 'while :; do :; done' & loose=$!
-( i=0; while [ $i -lt 16 ]; do taskset -p -c $((i % 2 * 4)) $loose >/dev/null; sleep 0.2; i=$((i + 1)); done ) & mover=$!
+# watch samples each rank's last CPU once per 1 s interval. The mover holds each socket for 1.3 s:
+# three samples span 2 s, more than one hold, so at least one lands on each socket whatever the
+# phase (a fast alternation aliases with the sampling: a 0.5 s period puts every sample on one side).
+( while :; do taskset -p -c 0 $loose >/dev/null; sleep 1.3; taskset -p -c 4 $loose >/dev/null; sleep 1.3; done ) & mover=$!
 echo "pids bound=$bound loose=$loose"
 $G watch --pid $bound --pid $loose --count 3 --interval 1 --json 2>/tmp/watch.err; end
 kill $bound $loose $mover 2>/dev/null
