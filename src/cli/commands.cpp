@@ -34,6 +34,8 @@ const std::vector<Command>& commands() {
       {"check", "judge what running processes are actually bound to: OK or what is wrong, and why", cmd_check},
       {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
       {"watch", "sample running workers over time: migrations, CPU time off the GPU's node, drift, imbalance", cmd_watch},
+      {"bench", "measure a synthetic data-parallel job under each binding strategy: step time, jitter, idle, migrations",
+       cmd_bench},
   };
   return table;
 }

@@ -1,0 +1,246 @@
+#include "bench/record.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace gpubind::bench {
+
+using ojson = nlohmann::ordered_json;
+using nlohmann::json;
+
+Result<StrategySpec> parse_strategy(const std::string& name) {
+  StrategySpec s;
+  s.name = name;
+  std::string policy = name;
+  if (policy.ends_with("-2x")) {
+    policy.resize(policy.size() - 3);
+    s.batch = 2;
+  }
+  auto p = plan::policy_from_string(policy);
+  if (!p)
+    return Error{"strategy " + name, "expected a policy (closest, socket-split, socket, numa, l3, cpu-only, none), "
+                                     "with -2x for a doubled batch"};
+  s.policy = *p;
+  return s;
+}
+
+const std::vector<std::string>& default_strategies() {
+  static const std::vector<std::string> names = {"closest", "cpu-only", "none", "numa", "socket", "none-2x"};
+  return names;
+}
+
+namespace {
+
+std::optional<double> ratio(double value, double base) {
+  if (base > 0) return value / base;
+  if (value > 0) return std::numeric_limits<double>::infinity();
+  return 1.0;
+}
+
+StrategyReport report_one(const StrategyRecord& s, const Config& c) {
+  StrategyReport out;
+  out.name = s.name;
+  out.batch = std::max(1u, s.batch);
+  std::vector<double> per_sample;
+  per_sample.reserve(s.step_ms.size());
+  for (double ms : s.step_ms) per_sample.push_back(ms / double(out.batch));
+  out.step_ms = summarize(std::move(per_sample));
+  out.footprint_bytes = c.buffer_bytes * c.threads * out.batch;
+
+  double idle_sum = 0, rank_s = 0, work = 0, off = 0;
+  uint64_t migrations = 0, pages = 0, remote = 0;
+  bool migrations_known = !s.ranks.empty();
+  for (const RankRecord& r : s.ranks) {
+    double idle = r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0;
+    idle_sum += idle;
+    out.idle_max = std::max(out.idle_max, idle);
+    rank_s += r.measured_s;
+    work += r.work_s;
+    off += r.off_home_s;
+    if (r.migrations) migrations += *r.migrations;
+    else migrations_known = false;
+    pages += r.pages;
+    remote += r.remote_pages;
+  }
+  if (!s.ranks.empty()) out.idle_mean = idle_sum / double(s.ranks.size());
+  if (migrations_known && rank_s > 0) out.migrations_per_rank_s = double(migrations) / rank_s;
+  if (work > 0) out.cross_numa = off / work;
+  if (pages > 0) out.remote_memory = double(remote) / double(pages);
+  return out;
+}
+
+}  // namespace
+
+Report make_report(const Record& r) {
+  Report rep;
+  for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
+  auto closest = std::find_if(rep.strategies.begin(), rep.strategies.end(), [](const StrategyReport& s) { return s.name == "closest"; });
+  if (closest != rep.strategies.end())
+    for (StrategyReport& s : rep.strategies) {
+      if (s.step_ms.count && closest->step_ms.count) s.p99_vs_closest = ratio(s.step_ms.p99, closest->step_ms.p99);
+      if (s.migrations_per_rank_s && closest->migrations_per_rank_s)
+        s.migrations_vs_closest = ratio(*s.migrations_per_rank_s, *closest->migrations_per_rank_s);
+    }
+
+  const MachineInfo& m = r.machine;
+  if (m.numa_nodes <= 1)
+    rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "
+                        "cross-NUMA and remote shares are 0 for all; only migrations and jitter (under --noise) tell them apart");
+  if (m.gpus == 0)
+    rep.notes.push_back("no GPU: a rank's home is the NUMA node gpubind's closest plan gives it, where its GPU would be");
+  if (r.config.noise == 0)
+    rep.notes.push_back("no --noise: the ranks have the machine to themselves and the kernel seldom moves them; real nodes run "
+                        "other tenants and daemons");
+  for (const StrategyReport& s : rep.strategies)
+    if (s.batch > 1) {
+      rep.notes.push_back(s.name + " does " + std::to_string(s.batch) + "x the work per step (a bigger batch): its step times "
+                          "are per sample (step / " + std::to_string(s.batch) + "), its memory per rank " +
+                          std::to_string(s.batch) + "x");
+      break;
+    }
+  return rep;
+}
+
+namespace {
+
+ojson numbers(const std::vector<unsigned>& v) {
+  ojson a = ojson::array();
+  for (unsigned x : v) a.push_back(x);
+  return a;
+}
+
+}  // namespace
+
+ojson to_json(const Record& r) {
+  ojson j;
+  const MachineInfo& m = r.machine;
+  j["machine"] = {{"name", m.name},         {"packages", m.packages}, {"numa_nodes", m.numa_nodes},
+                  {"memory_nodes", m.memory_nodes}, {"cpus", m.cpus}, {"allowed_cpus", m.allowed_cpus},
+                  {"gpus", m.gpus}};
+  const Config& c = r.config;
+  j["config"] = {{"ranks", c.ranks},   {"threads", c.threads}, {"steps", c.steps},
+                 {"rounds", c.rounds}, {"warmup", c.warmup},   {"noise", c.noise},
+                 {"buffer_bytes", c.buffer_bytes}, {"compute", c.compute}};
+  ojson strategies = ojson::array();
+  for (const StrategyRecord& s : r.strategies) {
+    ojson ranks = ojson::array();
+    for (const RankRecord& k : s.ranks)
+      ranks.push_back({{"rank", k.rank},
+                       {"gpu", k.gpu},
+                       {"cpus", k.cpus.to_list()},
+                       {"mem_nodes", numbers(k.mem_nodes)},
+                       {"mem_policy", k.mem_policy},
+                       {"home_nodes", numbers(k.home_nodes)},
+                       {"measured_s", k.measured_s},
+                       {"step_s", k.step_s},
+                       {"busy_s", k.busy_s},
+                       {"work_s", k.work_s},
+                       {"off_home_s", k.off_home_s},
+                       {"migrations", k.migrations ? ojson(*k.migrations) : ojson(nullptr)},
+                       {"pages", k.pages},
+                       {"remote_pages", k.remote_pages}});
+    strategies.push_back({{"name", s.name},
+                          {"policy", plan::to_string(s.policy)},
+                          {"batch", s.batch},
+                          {"step_ms", s.step_ms},
+                          {"ranks", std::move(ranks)}});
+  }
+  j["samples"] = std::move(strategies);
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+namespace {
+
+// Reads `key` of `o` into `out`; an Error names the field.
+template <typename T>
+Status field(const json& o, const char* key, T& out, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end()) return Error{where, std::string("missing field '") + key + "'"};
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    return Error{where, std::string("field '") + key + "' has the wrong type"};
+  }
+  return Ok{};
+}
+
+Result<std::vector<unsigned>> number_list(const json& o, const char* key, const std::string& where) {
+  std::vector<unsigned> v;
+  if (auto s = field(o, key, v, where); !s) return s.error();
+  return v;
+}
+
+}  // namespace
+
+Result<Record> record_from_json(const json& j) {
+  if (!j.is_object()) return Error{"bench record", "expected a JSON object (the output of gpubind bench --json)"};
+  Record r;
+  for (const char* key : {"machine", "config", "samples"})
+    if (!j.contains(key) || !(j[key].is_object() || j[key].is_array()))
+      return Error{"bench record", std::string("missing '") + key + "' (the output of gpubind bench --json)"};
+  const json& m = j["machine"];
+  const std::string mw = "bench record: machine";
+  for (auto s : {field(m, "name", r.machine.name, mw), field(m, "packages", r.machine.packages, mw),
+                 field(m, "numa_nodes", r.machine.numa_nodes, mw), field(m, "memory_nodes", r.machine.memory_nodes, mw),
+                 field(m, "cpus", r.machine.cpus, mw), field(m, "allowed_cpus", r.machine.allowed_cpus, mw),
+                 field(m, "gpus", r.machine.gpus, mw)})
+    if (!s) return s.error();
+  const json& c = j["config"];
+  const std::string cw = "bench record: config";
+  for (auto s : {field(c, "ranks", r.config.ranks, cw), field(c, "threads", r.config.threads, cw),
+                 field(c, "steps", r.config.steps, cw), field(c, "rounds", r.config.rounds, cw),
+                 field(c, "warmup", r.config.warmup, cw), field(c, "noise", r.config.noise, cw),
+                 field(c, "buffer_bytes", r.config.buffer_bytes, cw), field(c, "compute", r.config.compute, cw)})
+    if (!s) return s.error();
+  if (!j["samples"].is_array()) return Error{"bench record", "'samples' must be an array"};
+  for (const json& s : j["samples"]) {
+    StrategyRecord sr;
+    std::string sw = "bench record: samples";
+    std::string policy;
+    if (auto st = field(s, "name", sr.name, sw); !st) return st.error();
+    sw += " of " + sr.name;
+    for (auto st : {field(s, "policy", policy, sw), field(s, "batch", sr.batch, sw), field(s, "step_ms", sr.step_ms, sw)})
+      if (!st) return st.error();
+    auto p = plan::policy_from_string(policy);
+    if (!p) return Error{sw, "unknown policy '" + policy + "'"};
+    sr.policy = *p;
+    if (sr.batch == 0) return Error{sw, "batch must be at least 1"};
+    for (double ms : sr.step_ms)
+      if (!std::isfinite(ms) || ms < 0) return Error{sw, "a step time that is negative or not a number"};
+    if (!s.contains("ranks") || !s["ranks"].is_array()) return Error{sw, "missing 'ranks'"};
+    for (const json& k : s["ranks"]) {
+      RankRecord rr;
+      std::string cpus;
+      for (auto st : {field(k, "rank", rr.rank, sw), field(k, "gpu", rr.gpu, sw), field(k, "cpus", cpus, sw),
+                      field(k, "mem_policy", rr.mem_policy, sw), field(k, "measured_s", rr.measured_s, sw),
+                      field(k, "step_s", rr.step_s, sw), field(k, "busy_s", rr.busy_s, sw), field(k, "work_s", rr.work_s, sw),
+                      field(k, "off_home_s", rr.off_home_s, sw), field(k, "pages", rr.pages, sw),
+                      field(k, "remote_pages", rr.remote_pages, sw)})
+        if (!st) return st.error();
+      auto set = CpuSet::parse_list(cpus);
+      if (!set) return Error{sw, "cpus '" + cpus + "': " + set.error().why};
+      rr.cpus = *set;
+      auto mem = number_list(k, "mem_nodes", sw);
+      auto home = number_list(k, "home_nodes", sw);
+      if (!mem) return mem.error();
+      if (!home) return home.error();
+      rr.mem_nodes = *mem;
+      rr.home_nodes = *home;
+      if (k.contains("migrations") && !k["migrations"].is_null()) {
+        uint64_t n = 0;
+        if (auto st = field(k, "migrations", n, sw); !st) return st.error();
+        rr.migrations = n;
+      }
+      sr.ranks.push_back(std::move(rr));
+    }
+    r.strategies.push_back(std::move(sr));
+  }
+  if (j.contains("warnings") && j["warnings"].is_array())
+    for (const json& w : j["warnings"])
+      if (w.is_string()) r.warnings.push_back(w.get<std::string>());
+  return r;
+}
+
+}  // namespace gpubind::bench

@@ -1,0 +1,108 @@
+#pragma once
+// What `gpubind bench` measured, raw (Record, saved with --json and read back with --input), and
+// what it reports from it (Report: per strategy the step-time distribution, jitter, idle share at
+// the barrier, migrations, time and pages away from the rank's home node, and ratios against
+// `closest`). make_report is pure, so the report is tested on recorded samples.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/stats.hpp"
+#include "plan/plan.hpp"
+#include "util/cpuset.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::bench {
+
+struct MachineInfo {
+  std::string name;         // the topology's machine name
+  unsigned packages = 0;
+  unsigned numa_nodes = 0;  // with CPUs
+  unsigned memory_nodes = 0;  // without CPUs (HBM, CXL)
+  unsigned cpus = 0;
+  unsigned allowed_cpus = 0;
+  unsigned gpus = 0;
+};
+
+struct Config {
+  unsigned ranks = 0;
+  unsigned threads = 0;        // per rank
+  unsigned steps = 0;          // measured steps per strategy, over all rounds
+  unsigned rounds = 0;
+  unsigned warmup = 0;         // unmeasured steps at the start of every run
+  unsigned noise = 0;          // unbound background processes
+  uint64_t buffer_bytes = 0;   // streamed per thread per step (times the batch)
+  unsigned compute = 0;        // dependent multiply-adds per thread per step
+};
+
+// One rank under one strategy, summed over the rounds.
+struct RankRecord {
+  unsigned rank = 0;
+  std::string gpu;                   // PCI address, "" without GPU
+  CpuSet cpus;                       // as planned
+  std::vector<unsigned> mem_nodes;   // as planned (empty: first touch)
+  std::string mem_policy;
+  std::vector<unsigned> home_nodes;  // its GPU's NUMA node(s), or closest's memory node without GPU
+  double measured_s = 0;             // wall time of the measured steps
+  double step_s = 0;                 // sum of the step times (the slowest rank's pace)
+  double busy_s = 0;                 // sum over steps of the rank's own work (its slowest thread)
+  double work_s = 0;                 // all its threads' work time
+  double off_home_s = 0;             // the part of work_s on CPUs outside the home nodes
+  std::optional<uint64_t> migrations;  // its threads' moves to another CPU while measured
+  uint64_t pages = 0;                // anonymous pages resident after the measured steps
+  uint64_t remote_pages = 0;         // those outside the home nodes
+};
+
+struct StrategyRecord {
+  std::string name;     // closest, cpu-only, none, numa, socket, none-2x...
+  plan::Policy policy = plan::Policy::closest;
+  unsigned batch = 1;   // work per step in units of the base step
+  std::vector<double> step_ms;  // every measured step, in run order
+  std::vector<RankRecord> ranks;
+};
+
+struct Record {
+  MachineInfo machine;
+  Config config;
+  std::vector<StrategyRecord> strategies;
+  std::vector<std::string> warnings;
+};
+
+// A strategy as `--strategies` names it: a plan policy, "-2x" for a doubled batch.
+struct StrategySpec {
+  std::string name;
+  plan::Policy policy = plan::Policy::closest;
+  unsigned batch = 1;
+};
+Result<StrategySpec> parse_strategy(const std::string& name);
+// closest, cpu-only, none, numa, socket, none-2x.
+const std::vector<std::string>& default_strategies();
+
+struct StrategyReport {
+  std::string name;
+  unsigned batch = 1;
+  Summary step_ms;                    // per sample: step time / batch
+  double idle_mean = 0, idle_max = 0;  // share of the step a rank waits at the barrier
+  std::optional<double> migrations_per_rank_s;
+  std::optional<double> cross_numa;    // share of work time off the home nodes
+  std::optional<double> remote_memory;  // share of pages off the home nodes
+  uint64_t footprint_bytes = 0;       // streamed per rank per step
+  // Against `closest` (absent when it did not run): p99 and migrations; +infinity when closest
+  // had none and this strategy some.
+  std::optional<double> p99_vs_closest, migrations_vs_closest;
+};
+
+struct Report {
+  std::vector<StrategyReport> strategies;
+  std::vector<std::string> notes;  // what the machine and the settings can and cannot show
+};
+
+Report make_report(const Record& r);
+
+nlohmann::ordered_json to_json(const Record& r);
+Result<Record> record_from_json(const nlohmann::json& j);
+
+}  // namespace gpubind::bench

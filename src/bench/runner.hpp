@@ -1,0 +1,49 @@
+#pragma once
+// Running `gpubind bench` on this machine: for every round and every strategy in the round's
+// order, the strategy's plan (plan::make_plan with its policy: the same planner as exec and
+// launch) is applied to freshly forked rank processes by the same binder (bind::apply_binding),
+// the ranks step together through a shared-memory barrier, and what happened is measured:
+// step times, each rank's work and wait, the CPUs its threads ran on, migrations and page
+// placement (probe::probe_process, as `check` reads them).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/record.hpp"
+#include "plan/plan.hpp"
+#include "topo/topology.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::bench {
+
+struct RunOptions {
+  std::vector<StrategySpec> strategies;
+  unsigned threads = 0;   // per rank; 0: the cores of the smallest rank under closest (1 to 8)
+  unsigned steps = 200;
+  unsigned rounds = 5;
+  unsigned warmup = 5;
+  unsigned noise = 0;
+  uint64_t buffer_bytes = 0;  // per thread; 0: default_buffer_bytes
+  unsigned compute = 20000;
+  // Called after every run (strategy within a round), for progress on stderr.
+  std::function<void(const std::string& strategy, unsigned round)> progress;
+};
+
+// Per thread: enough to stream past its L2 and, with all threads, about half the L3 (between
+// 1 and 8 MiB; 4 MiB when the cache sizes are unknown).
+uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
+
+// The machine as the report states it.
+MachineInfo machine_info(const topo::Topology& t);
+
+// Plans every strategy for `base` (its policy replaced) and checks they can run here: an Error
+// (a usage error) when one cannot be planned. The plans, in the order of `strategies`.
+Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
+                                                const std::vector<StrategySpec>& strategies);
+
+// Runs the benchmark on this machine (`t` must be its live topology). An Error when a rank could
+// not be bound or started, or died.
+Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o);
+
+}  // namespace gpubind::bench

@@ -1,0 +1,114 @@
+// gpubind bench: a synthetic synchronous data-parallel job run under several binding strategies,
+// interleaved, and what each did to step time, jitter, idle ranks, migrations and locality.
+#include <cstdio>
+
+#include "bench/runner.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/plan_options.hpp"
+#include "discover/live_cache.hpp"
+#include "render/bench_render.hpp"
+#include "render/json_text.hpp"
+#include "sys/fsroot.hpp"
+#include "util/exit_status.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+constexpr size_t kMaxInputBytes = 256u << 20;
+
+Result<bench::Record> read_record(const std::string& path) {
+  auto text = sys::read_file(path, kMaxInputBytes);
+  if (!text) return text.error();
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return Error{path, "not JSON (expected the output of gpubind bench --json)"};
+  auto r = bench::record_from_json(j);
+  if (!r) return Error{path, r.error().message()};
+  return r;
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  Args app("Run a synthetic synchronous data-parallel job (N ranks of T threads: a memory-bound pass over a first-touched "
+           "buffer, a compute part, a barrier across ranks) under several binding strategies in interleaved rounds, and "
+           "report step time, jitter, barrier idle, migrations and locality per strategy, against closest.",
+           "gpubind bench");
+  PlanOptions o;
+  bench::RunOptions run;
+  std::string strategies, plot, input;
+  std::optional<unsigned> buffer_mib;
+  bool json = false;
+  add_plan_options(app, o, false);
+  app.option("--strategies", strategies,
+             "Comma-separated policies to run (POLICY-2x doubles the batch); default closest,cpu-only,none,numa,socket,none-2x");
+  app.option("--threads", run.threads, "Threads per rank (default: the cores of the smallest rank under closest, 1 to 8)")
+      .range(1, 256);
+  app.option("--steps", run.steps, "Measured steps per strategy, over all rounds (default 200)").range(1, 1000000);
+  app.option("--rounds", run.rounds, "Interleaved rounds: every strategy runs once per round (default 5)").range(1, 1000);
+  app.option("--warmup", run.warmup, "Unmeasured steps at the start of every run (default 5)").range(0, 100000);
+  app.option("--noise", run.noise, "Unbound background processes during the runs: CPU hogs and memory streamers, "
+                                    "alternately (default 0)")
+      .range(0, 1024);
+  app.option("--buffer-mib", buffer_mib, "MiB streamed per thread per step (default: about half the L3 over all threads, "
+                                         "1 to 8)")
+      .range(1, 4096);
+  app.option("--compute", run.compute, "Dependent multiply-adds per thread per step (default 20000)").range(0, 1000000000);
+  app.flag("--json", json, "JSON output: the report and the raw samples (which --input reads back)");
+  app.option("--plot", plot, "Write an SVG box plot of the step times per strategy to FILE");
+  app.option("--input", input, "Report a saved run (gpubind bench --json output) instead of running one");
+  app.footer(R"(Examples:
+  gpubind bench -n 2 --noise 2                   this machine, the six strategies, two noisy neighbours
+  gpubind bench --strategies closest,none --steps 1000 --plot steps.svg
+  gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run)");
+  if (int rc = app.parse(args); rc >= 0) return rc;
+  if (!plot.empty() && !plot.ends_with(".svg"))
+    return fail(Error{"--plot " + plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)"},
+                kExitUsage);
+
+  bench::Record record;
+  if (!input.empty()) {
+    auto r = read_record(input);
+    if (!r) return fail(r.error(), kExitFailure);
+    record = std::move(*r);
+  } else {
+    std::vector<std::string> names = bench::default_strategies();
+    if (!strategies.empty()) {
+      names.clear();
+      for (std::string_view v : split(strategies, ',')) names.emplace_back(trim(v));
+    }
+    for (const std::string& name : names) {
+      auto s = bench::parse_strategy(name);
+      if (!s) return fail(Error{"--strategies", s.error().message()}, kExitUsage);
+      run.strategies.push_back(*s);
+    }
+    if (buffer_mib) run.buffer_bytes = uint64_t(*buffer_mib) << 20;
+    std::vector<std::string> cache_notes;
+    auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
+    print_warnings(cache_notes, o.quiet);
+    if (!topo) return fail(topo.error(), kExitFailure);
+    auto req = make_request(o, *topo, AllowedFrom::affinity);
+    if (!req) return fail(req.error(), kExitUsage);
+    if (auto plans = bench::plan_strategies(*topo, *req, run.strategies); !plans) return fail(plans.error(), kExitUsage);
+    unsigned last_round = ~0u;
+    if (!o.quiet)
+      run.progress = [&](const std::string&, unsigned round) {
+        if (round != last_round) std::fprintf(stderr, "gpubind: bench: round %u of %u\n", round + 1, run.rounds);
+        last_round = round;
+      };
+    auto r = bench::run_bench(*topo, *req, run);
+    if (!r) return fail(r.error(), kExitFailure);
+    record = std::move(*r);
+  }
+
+  bench::Report report = bench::make_report(record);
+  if (!plot.empty())
+    if (auto st = sys::replace_file(plot, render::bench_svg(record, report)); !st) return fail(st.error(), kExitFailure);
+  std::string out = json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli

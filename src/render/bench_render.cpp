@@ -1,0 +1,232 @@
+#include "render/bench_render.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "render/table.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+using bench::Record;
+using bench::Report;
+using bench::StrategyReport;
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+std::string ms(double v) { return fixed(v, v < 10 ? 3 : v < 100 ? 2 : 1); }
+
+std::string pct(std::optional<double> v) { return v ? fixed(*v * 100, 1) + "%" : "-"; }
+
+std::string times(std::optional<double> v) {
+  if (!v) return "-";
+  if (std::isinf(*v)) return "inf";
+  return fixed(*v, 2) + "x";
+}
+
+std::string plural(unsigned n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
+std::string mib(uint64_t bytes) {
+  double m = double(bytes) / (1024.0 * 1024.0);
+  return (m == double(static_cast<long long>(m)) ? fixed(m, 0) : fixed(m, 1)) + " MiB";
+}
+
+std::string nodes_text(const std::vector<unsigned>& v) {
+  if (v.empty()) return "-";
+  std::string s;
+  for (unsigned n : v) s += (s.empty() ? "" : ",") + std::to_string(n);
+  return s;
+}
+
+std::string machine_line(const bench::MachineInfo& m) {
+  std::string s = "machine " + m.name + ": " + plural(m.packages, "package", "packages") + ", " +
+                  plural(m.numa_nodes, "NUMA node", "NUMA nodes");
+  if (m.memory_nodes) s += " (+" + plural(m.memory_nodes, "memory-only node", "memory-only nodes") + ")";
+  s += ", " + plural(m.cpus, "CPU", "CPUs") + " (" + std::to_string(m.allowed_cpus) + " allowed), " +
+       (m.gpus ? plural(m.gpus, "GPU", "GPUs") : std::string("no GPU"));
+  return s;
+}
+
+std::string config_line(const bench::Config& c) {
+  return "gpubind bench: " + plural(c.ranks, "rank", "ranks") + " x " + plural(c.threads, "thread", "threads") + ", " +
+         std::to_string(c.steps) + " steps per strategy in " + plural(c.rounds, "interleaved round", "interleaved rounds") +
+         " (+" + std::to_string(c.warmup) + " warm-up each), " + mib(c.buffer_bytes) + " streamed per thread per step, " +
+         (c.noise ? "--noise " + std::to_string(c.noise) : std::string("no noise"));
+}
+
+}  // namespace
+
+std::string bench_text(const Record& r, const Report& rep) {
+  std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
+  TextTable t({"STRATEGY", "P50 MS", "P99 MS", "MAX MS", "JITTER CV", "IDLE MEAN", "IDLE MAX", "MIGR/RANK/S", "CROSS-NUMA",
+               "REMOTE MEM", "P99 VS CLOSEST", "MIGR VS CLOSEST"});
+  for (const StrategyReport& s : rep.strategies)
+    t.add({s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv), pct(s.idle_mean),
+           pct(s.idle_max), s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
+           pct(s.remote_memory), times(s.p99_vs_closest), times(s.migrations_vs_closest)});
+  out += t.str();
+
+  TextTable ranks({"STRATEGY", "RANK", "GPU", "CPUS", "MEMORY", "HOME", "MIGRATIONS", "IDLE", "CROSS-NUMA", "REMOTE MEM"});
+  for (const bench::StrategyRecord& s : r.strategies)
+    for (const bench::RankRecord& k : s.ranks) {
+      double idle = k.step_s > 0 ? std::clamp(1.0 - k.busy_s / k.step_s, 0.0, 1.0) : 0;
+      std::string memory = k.mem_policy == "none" ? "first touch" : k.mem_policy + " " + nodes_text(k.mem_nodes);
+      ranks.add({s.name, std::to_string(k.rank), k.gpu.empty() ? "-" : k.gpu, k.cpus.to_list(), memory, nodes_text(k.home_nodes),
+                 k.migrations ? std::to_string(*k.migrations) : "-", pct(idle),
+                 pct(k.work_s > 0 ? std::optional<double>(k.off_home_s / k.work_s) : std::nullopt),
+                 pct(k.pages ? std::optional<double>(double(k.remote_pages) / double(k.pages)) : std::nullopt)});
+    }
+  out += "\nper rank:\n" + ranks.str("  ");
+  out += "\n  step: the slowest rank's pace (barrier to barrier), per sample for a bigger batch; jitter CV: its standard\n"
+         "  deviation over its mean; idle: the share of the step a rank waits at the barrier (its GPU would idle);\n"
+         "  cross-NUMA: the share of work time on CPUs outside the rank's home node (its GPU's); remote mem: the\n"
+         "  share of its pages outside it.\n";
+  out += text_block("notes", rep.notes);
+  out += text_block("warnings", r.warnings);
+  return out;
+}
+
+nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
+  nlohmann::ordered_json j;
+  j["format"] = "gpubind-bench/1";
+  nlohmann::ordered_json raw = bench::to_json(r);
+  j["machine"] = raw["machine"];
+  j["config"] = raw["config"];
+  auto opt = [](std::optional<double> v) {
+    return v && std::isfinite(*v) ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+  };
+  j["results"] = nlohmann::ordered_json::array();
+  for (const StrategyReport& s : rep.strategies) {
+    const bench::Summary& m = s.step_ms;
+    j["results"].push_back({{"strategy", s.name},
+                            {"batch", s.batch},
+                            {"step_ms", {{"count", m.count}, {"min", m.min}, {"p25", m.p25}, {"p50", m.p50}, {"p75", m.p75},
+                                         {"p99", m.p99}, {"max", m.max}, {"mean", m.mean}, {"cv", m.cv}}},
+                            {"idle_mean", s.idle_mean},
+                            {"idle_max", s.idle_max},
+                            {"migrations_per_rank_s", opt(s.migrations_per_rank_s)},
+                            {"cross_numa", opt(s.cross_numa)},
+                            {"remote_memory", opt(s.remote_memory)},
+                            {"footprint_bytes_per_rank", s.footprint_bytes},
+                            {"p99_vs_closest", opt(s.p99_vs_closest)},
+                            {"migrations_vs_closest", opt(s.migrations_vs_closest)},
+                            {"migrations_vs_closest_infinite", s.migrations_vs_closest && std::isinf(*s.migrations_vs_closest)}});
+  }
+  j["notes"] = rep.notes;
+  j["samples"] = raw["samples"];
+  j["warnings"] = raw["warnings"];
+  return j;
+}
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  return o;
+}
+
+// A round step for about `n` axis ticks over [0, hi]: 1, 2 or 5 times a power of ten. (No libm:
+// the binary maps none, so exec starts without it.)
+double tick_step(double hi, int n) {
+  double raw = hi / n, p = 1;
+  while (p > raw) p /= 10;
+  while (p * 10 <= raw) p *= 10;
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+// ceil(v / step) * step for positive values, without libm.
+double round_up(double v, double step) {
+  double n = double(static_cast<long long>(v / step));
+  return (n * step < v ? n + 1 : n) * step;
+}
+
+const char* kColours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"};
+
+}  // namespace
+
+std::string bench_svg(const Record& r, const Report& rep) {
+  const int left = 130, right = 30, top = 64, row = 44, width = 860;
+  const int plot_w = width - left - right;
+  const int height = top + row * int(std::max<size_t>(1, rep.strategies.size())) + 70;
+  // The axis reaches past every p99 (a lone max beyond it is drawn at the edge, with its value).
+  double hi = 0;
+  for (const StrategyReport& s : rep.strategies) hi = std::max(hi, s.step_ms.p99);
+  hi = hi > 0 ? hi * 1.15 : 1;
+  double step = tick_step(hi, 8);
+  hi = round_up(hi, step);
+  auto x = [&](double v) { return left + std::min(v, hi) / hi * plot_w; };
+  auto num = [](double v) { return fixed(v, 1); };
+
+  std::string o;
+  o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" + std::to_string(height) +
+       "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o += "<text x=\"" + std::to_string(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
+       esc("Step time per strategy (ms per sample), " + std::to_string(r.config.ranks) + " ranks") + "</text>\n";
+  o += "<text x=\"" + std::to_string(left) + "\" y=\"40\" fill=\"#555\">" + esc(machine_line(r.machine)) + "</text>\n";
+  o += "<text x=\"" + std::to_string(left) + "\" y=\"55\" fill=\"#555\">" +
+       esc(std::to_string(r.config.steps) + " steps per strategy, " + std::to_string(r.config.rounds) + " interleaved rounds, " +
+           (r.config.noise ? "noise " + std::to_string(r.config.noise) : std::string("no noise")) +
+           "; box: quartiles and median, whiskers: min to p99, dot: max") +
+       "</text>\n";
+  int axis_y = top + row * int(rep.strategies.size()) + 6;
+  for (double v = 0; v <= hi + step / 2; v += step) {
+    double px = x(v);
+    o += "<line x1=\"" + num(px) + "\" y1=\"" + std::to_string(top) + "\" x2=\"" + num(px) + "\" y2=\"" + std::to_string(axis_y) +
+         "\" stroke=\"#e4e4e4\"/>\n";
+    o += "<text x=\"" + num(px) + "\" y=\"" + std::to_string(axis_y + 16) + "\" text-anchor=\"middle\">" +
+         fixed(v, step < 0.1 ? 2 : step < 1 ? 1 : 0) + "</text>\n";
+  }
+  o += "<text x=\"" + std::to_string(left + plot_w / 2) + "\" y=\"" + std::to_string(axis_y + 36) +
+       "\" text-anchor=\"middle\">ms per sample</text>\n";
+  for (size_t i = 0; i < rep.strategies.size(); ++i) {
+    const StrategyReport& s = rep.strategies[i];
+    const bench::Summary& m = s.step_ms;
+    const char* colour = kColours[i % (sizeof kColours / sizeof *kColours)];
+    int cy = top + row * int(i) + row / 2, h = row / 2;
+    o += "<g>\n<title>" +
+         esc(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
+             fixed(m.cv * 100, 1) + "%") +
+         "</title>\n";
+    o += "<text x=\"" + std::to_string(left - 10) + "\" y=\"" + std::to_string(cy + 4) + "\" text-anchor=\"end\">" + esc(s.name) +
+         "</text>\n";
+    if (m.count) {
+      o += "<line x1=\"" + num(x(m.min)) + "\" y1=\"" + std::to_string(cy) + "\" x2=\"" + num(x(m.p99)) + "\" y2=\"" +
+           std::to_string(cy) + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
+      for (double v : {m.min, m.p99})
+        o += "<line x1=\"" + num(x(v)) + "\" y1=\"" + std::to_string(cy - h / 3) + "\" x2=\"" + num(x(v)) + "\" y2=\"" +
+             std::to_string(cy + h / 3) + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
+      o += "<rect x=\"" + num(x(m.p25)) + "\" y=\"" + std::to_string(cy - h / 2) + "\" width=\"" +
+           num(std::max(1.0, x(m.p75) - x(m.p25))) + "\" height=\"" + std::to_string(h) + "\" fill=\"" + colour +
+           "\" fill-opacity=\"0.35\" stroke=\"" + colour + "\"/>\n";
+      o += "<line x1=\"" + num(x(m.p50)) + "\" y1=\"" + std::to_string(cy - h / 2) + "\" x2=\"" + num(x(m.p50)) + "\" y2=\"" +
+           std::to_string(cy + h / 2) + "\" stroke=\"black\" stroke-width=\"2\"/>\n";
+      o += "<circle cx=\"" + num(x(m.max)) + "\" cy=\"" + std::to_string(cy) + "\" r=\"3.5\" fill=\"" + colour + "\"/>\n";
+      if (m.max > hi)
+        o += "<text x=\"" + num(x(m.max) - 6) + "\" y=\"" + std::to_string(cy - h / 2 - 2) + "\" text-anchor=\"end\" fill=\"#555\">max " +
+             ms(m.max) + " &#8594;</text>\n";
+    }
+    o += "</g>\n";
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+}  // namespace gpubind::render

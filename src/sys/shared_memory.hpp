@@ -1,0 +1,57 @@
+#pragma once
+// What `gpubind bench` needs of the kernel to run ranks as processes in step: anonymous memory
+// shared with the children this process forks (the barrier, the step records), futex waits on
+// 32-bit words in it (a process sleeps instead of spinning while others work), forking a child
+// that runs a function, and the CPU the calling thread is on.
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "sys/process.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::sys {
+
+// Zeroed, shared with children forked after it was made; unmapped by the destructor.
+class SharedMemory {
+ public:
+  static Result<SharedMemory> create(size_t bytes);
+  SharedMemory(SharedMemory&& other) noexcept;
+  SharedMemory& operator=(SharedMemory&&) = delete;
+  SharedMemory(const SharedMemory&) = delete;
+  ~SharedMemory();
+  void* data() const { return m_data; }
+  size_t size() const { return m_size; }
+
+ private:
+  SharedMemory(void* data, size_t size) : m_data(data), m_size(size) {}
+  void* m_data = nullptr;
+  size_t m_size = 0;
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
+              "a futex word must be a plain, lock-free 32-bit word");
+
+// Sleeps while `word` holds `expected` (shared between processes), at most `timeout`; returns
+// early on a wake, a signal or a spurious wake-up: the caller checks the word again.
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, std::optional<std::chrono::milliseconds> timeout = {});
+// Wakes every process and thread sleeping on `word`.
+void futex_wake_all(std::atomic<uint32_t>& word);
+
+// Forks a child that runs `body` and exits with its value (a C++ exception escaping it: 70). The
+// child dies with this process (PR_SET_PDEATHSIG SIGKILL). Call from a single-threaded process.
+Result<pid_t> fork_call(const std::function<int()>& body);
+// The child's end, blocking (`wait` true) or nullopt while it runs.
+std::optional<ChildExit> reap_child(pid_t pid, bool wait);
+// SIGKILL; a process that is gone is not an error.
+void kill_child(pid_t pid);
+
+// The CPU the calling thread runs on now (sched_getcpu), -1 when unknown.
+int current_cpu();
+
+}  // namespace gpubind::sys

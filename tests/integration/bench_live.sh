@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# gpubind bench on this machine (issue 17): `bench -n 2 --steps 200 --noise 2` completes with the
+# six strategies; ranks bound to one CPU each never migrate after their start; unbound ranks
+# (none, none-2x) among unbound noise do; the JSON is what --input reads back; the plot is SVG
+# that a real XML parser reads, one box per strategy; no rank or noise process outlives bench.
+set -u
+. "$(dirname "$0")/lib.sh"
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+grep -q nr_migrations /proc/self/sched 2>/dev/null || skip "the kernel has no se.nr_migrations (CONFIG_SCHED_DEBUG)"
+PY=/usr/bin/python3
+[ -x $PY ] || skip "no /usr/bin/python3 to read the JSON and the SVG"
+
+tag="gpubind-bench-test-$$"
+GPUBIND_BENCH_TEST_TAG=$tag "$GPUBIND" bench -n 2 --steps 200 --noise 2 --json --plot "$WORK/steps.svg" \
+  >"$WORK/run.json" 2>"$WORK/err"
+rc=$?
+[ $rc = 0 ] && pass "bench -n 2 --steps 200 --noise 2 completes" || fail "bench: rc $rc: $(cat "$WORK/err")"
+grep -q "round 5 of 5" "$WORK/err" && pass "progress is reported per round on stderr" || fail "no progress: $(cat "$WORK/err")"
+
+# Nothing it started is left: every rank and noise process carried the tag in its environment.
+left=$(grep -l "GPUBIND_BENCH_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | wc -l)
+[ "$left" = 0 ] && pass "no rank or noise process outlives bench" || fail "$left process(es) with the tag still run"
+
+$PY - "$WORK/run.json" <<'PYEOF' || failures=$((failures + 1))
+import json, sys
+j = json.load(open(sys.argv[1]))
+bad = 0
+def check(ok, what, detail=""):
+    global bad
+    print(("ok: " if ok else "FAIL: ") + what + ("" if ok else ": " + str(detail)))
+    bad += 0 if ok else 1
+names = [r["strategy"] for r in j["results"]]
+check(names == ["closest", "cpu-only", "none", "numa", "socket", "none-2x"], "the six default strategies are reported", names)
+samples = {s["name"]: s for s in j["samples"]}
+check(all(len(s["step_ms"]) == 200 for s in samples.values()), "200 step times per strategy",
+      {n: len(s["step_ms"]) for n, s in samples.items()})
+check(all(x > 0 for s in samples.values() for x in s["step_ms"]), "every step took time")
+# Bound ranks: a rank pinned to one CPU has nowhere to migrate to.
+single = [(s, r) for s in ("closest", "cpu-only", "numa", "socket") for r in samples[s]["ranks"] if "-" not in r["cpus"] and "," not in r["cpus"]]
+check(len(single) > 0, "some bound ranks have one CPU each (2 ranks here)", len(single))
+moved = [(s, r["rank"], r["migrations"]) for s, r in single if r["migrations"] != 0]
+check(not moved, "bound ranks show 0 migrations after their start", moved)
+for s in ("none", "none-2x"):
+    total = sum(r["migrations"] or 0 for r in samples[s]["ranks"])
+    check(total > 0, f"unbound ranks ({s}) under noise migrate", [r["migrations"] for r in samples[s]["ranks"]])
+    check(all(r["cpus"] == samples[s]["ranks"][0]["cpus"] for r in samples[s]["ranks"]) and all(r["mem_policy"] == "none" for r in samples[s]["ranks"]),
+          f"{s}: every rank may run on every allowed CPU, memory by first touch")
+closest = next(r for r in j["results"] if r["strategy"] == "closest")
+check(closest["p99_vs_closest"] == 1.0, "ratios are against closest", closest["p99_vs_closest"])
+check(j["config"]["noise"] == 2 and j["config"]["ranks"] == 2, "the settings are recorded", j["config"])
+sys.exit(1 if bad else 0)
+PYEOF
+
+# The saved run reports again, as text and as a plot.
+"$GPUBIND" bench --input "$WORK/run.json" --plot "$WORK/again.svg" >"$WORK/again.txt" 2>&1 \
+  && grep -q "^none-2x " "$WORK/again.txt" && cmp -s "$WORK/steps.svg" "$WORK/again.svg" \
+  && pass "--input reports the saved run; its plot is the same" || fail "--input: $(cat "$WORK/again.txt")"
+
+$PY - "$WORK/steps.svg" <<'PYEOF' && pass "the plot is SVG a real XML parser reads, one box per strategy" || fail "the plot"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg", root.tag
+boxes = [r for r in root.iter(ns + "rect") if r.get("fill-opacity")]
+assert len(boxes) == 6, len(boxes)
+assert all(float(b.get("width")) > 0 for b in boxes)
+PYEOF
+finish

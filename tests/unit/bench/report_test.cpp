@@ -1,0 +1,203 @@
+// The report of `gpubind bench` on recorded measurements (bench/record.hpp), its JSON record read
+// back as --input reads it, and its renderings.
+#include "bench/record.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "render/bench_render.hpp"
+
+namespace gpubind::bench {
+
+namespace {
+
+RankRecord rank(unsigned r, std::optional<uint64_t> migrations, double busy_s, double off_home_s, uint64_t remote_pages) {
+  RankRecord k;
+  k.rank = r;
+  k.cpus = CpuSet::of({r});
+  k.mem_nodes = {0};
+  k.mem_policy = "preferred";
+  k.home_nodes = {0};
+  k.measured_s = 2;
+  k.step_s = 1;
+  k.busy_s = busy_s;
+  k.work_s = 1;
+  k.off_home_s = off_home_s;
+  k.migrations = migrations;
+  k.pages = 100;
+  k.remote_pages = remote_pages;
+  return k;
+}
+
+Record two_node_record() {
+  Record r;
+  r.machine = {"n1", 2, 2, 0, 16, 16, 2};
+  r.config = {2, 1, 4, 2, 1, 2, 8u << 20, 100};
+  StrategyRecord closest{"closest", plan::Policy::closest, 1, {10, 10, 10, 20}, {rank(0, 0, 0.9, 0, 0), rank(1, 0, 0.7, 0, 0)}};
+  StrategyRecord none{"none", plan::Policy::none, 1, {10, 20, 30, 40}, {rank(0, 8, 0.5, 0.5, 50), rank(1, 4, 0.5, 0.25, 0)}};
+  StrategyRecord twice{"none-2x", plan::Policy::none, 2, {20, 20, 40, 40}, {rank(0, 2, 1, 0, 0), rank(1, 2, 1, 0, 0)}};
+  r.strategies = {closest, none, twice};
+  return r;
+}
+
+const StrategyReport& find(const Report& rep, const std::string& name) {
+  for (const StrategyReport& s : rep.strategies)
+    if (s.name == name) return s;
+  throw std::runtime_error("no strategy " + name);
+}
+
+}  // namespace
+
+TEST(BenchReport, StepTimesAreSummarisedPerStrategy) {
+  Report rep = make_report(two_node_record());
+  const StrategyReport& none = find(rep, "none");
+  EXPECT_DOUBLE_EQ(none.step_ms.p50, 25);
+  EXPECT_DOUBLE_EQ(none.step_ms.max, 40);
+  EXPECT_NEAR(none.step_ms.p99, 39.7, 1e-9);
+}
+
+TEST(BenchReport, ABiggerBatchIsReportedPerSample) {
+  const StrategyReport& twice = find(make_report(two_node_record()), "none-2x");
+  EXPECT_EQ(twice.batch, 2u);
+  EXPECT_DOUBLE_EQ(twice.step_ms.p50, 15);  // steps of 20 and 40 ms, two samples each
+  EXPECT_DOUBLE_EQ(twice.step_ms.max, 20);
+  EXPECT_EQ(twice.footprint_bytes, 2 * (8u << 20));
+}
+
+TEST(BenchReport, IdleIsTheShareOfTheStepARankWaitsAtTheBarrier) {
+  const StrategyReport& closest = find(make_report(two_node_record()), "closest");
+  EXPECT_NEAR(closest.idle_mean, (0.1 + 0.3) / 2, 1e-12);
+  EXPECT_NEAR(closest.idle_max, 0.3, 1e-12);
+}
+
+TEST(BenchReport, MigrationsArePerRankPerSecond) {
+  Report rep = make_report(two_node_record());
+  EXPECT_DOUBLE_EQ(*find(rep, "none").migrations_per_rank_s, 12.0 / 4);  // 12 over 2 ranks x 2 s
+  EXPECT_DOUBLE_EQ(*find(rep, "closest").migrations_per_rank_s, 0);
+}
+
+TEST(BenchReport, UnknownMigrationsStayUnknown) {
+  Record r = two_node_record();
+  r.strategies[1].ranks[1].migrations.reset();
+  EXPECT_FALSE(find(make_report(r), "none").migrations_per_rank_s);
+  EXPECT_FALSE(find(make_report(r), "none").migrations_vs_closest);
+}
+
+TEST(BenchReport, CrossNumaAndRemoteMemoryAreSharesOfAllRanks) {
+  const StrategyReport& none = find(make_report(two_node_record()), "none");
+  EXPECT_DOUBLE_EQ(*none.cross_numa, 0.75 / 2);
+  EXPECT_DOUBLE_EQ(*none.remote_memory, 50.0 / 200);
+}
+
+TEST(BenchReport, RatiosAreAgainstClosestAndInfiniteWhenClosestHadNone) {
+  Report rep = make_report(two_node_record());
+  const StrategyReport& none = find(rep, "none");
+  EXPECT_NEAR(*none.p99_vs_closest, 39.7 / find(rep, "closest").step_ms.p99, 1e-12);
+  EXPECT_TRUE(std::isinf(*none.migrations_vs_closest));
+  EXPECT_DOUBLE_EQ(*find(rep, "closest").migrations_vs_closest, 1.0);  // 0 against 0
+}
+
+TEST(BenchReport, NoRatiosWithoutClosest) {
+  Record r = two_node_record();
+  r.strategies.erase(r.strategies.begin());
+  for (const StrategyReport& s : make_report(r).strategies) {
+    EXPECT_FALSE(s.p99_vs_closest) << s.name;
+    EXPECT_FALSE(s.migrations_vs_closest) << s.name;
+  }
+}
+
+TEST(BenchReport, OneNumaNodeIsSaidPlainly) {
+  Record r = two_node_record();
+  auto says_one_node = [](const Report& rep) {
+    for (const std::string& n : rep.notes)
+      if (n.starts_with("one NUMA node")) return true;
+    return false;
+  };
+  EXPECT_FALSE(says_one_node(make_report(r)));
+  r.machine.numa_nodes = 1;
+  EXPECT_TRUE(says_one_node(make_report(r)));
+}
+
+TEST(BenchReport, StrategiesArePoliciesWithAnOptionalDoubledBatch) {
+  auto s = parse_strategy("none-2x");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->policy, plan::Policy::none);
+  EXPECT_EQ(s->batch, 2u);
+  auto c = parse_strategy("cpu-only");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->policy, plan::Policy::cpu_only);
+  EXPECT_EQ(c->batch, 1u);
+  EXPECT_FALSE(parse_strategy("fastest"));
+  EXPECT_FALSE(parse_strategy("-2x"));
+  for (const std::string& name : default_strategies()) EXPECT_TRUE(parse_strategy(name)) << name;
+}
+
+TEST(BenchRecordJson, TheRecordReadsBackAsItWasWritten) {
+  Record r = two_node_record();
+  r.warnings = {"a warning"};
+  r.strategies[1].ranks[0].migrations.reset();
+  auto back = record_from_json(nlohmann::json::parse(to_json(r).dump()));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->machine.name, "n1");
+  EXPECT_EQ(back->config.buffer_bytes, r.config.buffer_bytes);
+  ASSERT_EQ(back->strategies.size(), 3u);
+  EXPECT_EQ(back->strategies[2].batch, 2u);
+  EXPECT_EQ(back->strategies[1].step_ms, r.strategies[1].step_ms);
+  EXPECT_FALSE(back->strategies[1].ranks[0].migrations);
+  EXPECT_EQ(back->strategies[1].ranks[1].migrations, 4u);
+  EXPECT_EQ(back->strategies[0].ranks[1].cpus, CpuSet::of({1}));
+  EXPECT_EQ(back->warnings, r.warnings);
+}
+
+TEST(BenchRecordJson, TheFullOutputIsWhatInputReads) {
+  Record r = two_node_record();
+  Report rep = make_report(r);
+  auto back = record_from_json(nlohmann::json::parse(render::bench_json(r, rep).dump()));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(render::bench_text(*back, make_report(*back)), render::bench_text(r, rep));
+}
+
+TEST(BenchRecordJson, BrokenRecordsSayWhatIsWrong) {
+  auto j = nlohmann::json::parse(to_json(two_node_record()).dump());
+  auto without = j;
+  without.erase("machine");
+  EXPECT_NE(record_from_json(without).error().why.find("missing 'machine'"), std::string::npos);
+  auto negative = j;
+  negative["samples"][0]["step_ms"][1] = -3;
+  EXPECT_NE(record_from_json(negative).error().why.find("negative"), std::string::npos);
+  auto batch = j;
+  batch["samples"][0]["batch"] = 0;
+  EXPECT_FALSE(record_from_json(batch));
+  auto policy = j;
+  policy["samples"][0]["policy"] = "fastest";
+  EXPECT_NE(record_from_json(policy).error().why.find("unknown policy"), std::string::npos);
+  auto cpus = j;
+  cpus["samples"][0]["ranks"][0]["cpus"] = "3-1";
+  EXPECT_FALSE(record_from_json(cpus));
+  auto type = j;
+  type["config"]["steps"] = "many";
+  EXPECT_NE(record_from_json(type).error().why.find("wrong type"), std::string::npos);
+  EXPECT_FALSE(record_from_json(nlohmann::json::array()));
+}
+
+TEST(BenchSvg, OneBoxPerStrategyAndTheAxisCoversEveryP99) {
+  Record r = two_node_record();
+  std::string svg = render::bench_svg(r, make_report(r));
+  size_t boxes = 0;
+  for (size_t at = svg.find("fill-opacity"); at != std::string::npos; at = svg.find("fill-opacity", at + 1)) ++boxes;
+  EXPECT_EQ(boxes, 3u);
+  EXPECT_TRUE(svg.starts_with("<?xml"));
+  EXPECT_NE(svg.find(">none-2x</text>"), std::string::npos);
+  EXPECT_EQ(svg.find("&#8594;"), std::string::npos);  // every max is within the axis here
+}
+
+TEST(BenchSvg, AMaxFarBeyondTheP99sIsDrawnAtTheEdgeWithItsValue) {
+  Record r = two_node_record();
+  r.strategies[0].step_ms.assign(200, 10);
+  r.strategies[0].step_ms.push_back(500);
+  std::string svg = render::bench_svg(r, make_report(r));
+  EXPECT_NE(svg.find("max 500.0 &#8594;"), std::string::npos);
+}
+
+}  // namespace gpubind::bench

@@ -1,0 +1,78 @@
+// The statistics of `gpubind bench` and the order of its rounds (bench/stats.hpp).
+#include "bench/stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace gpubind::bench {
+
+TEST(BenchStats, QuantileInterpolatesBetweenTheNearestRanks) {
+  std::vector<double> v = {1, 2, 3, 4};
+  EXPECT_DOUBLE_EQ(quantile(v, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile(v, 0), 1);
+  EXPECT_DOUBLE_EQ(quantile(v, 1), 4);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.25), 1.75);
+  std::vector<double> hundred(100);
+  std::iota(hundred.begin(), hundred.end(), 1.0);
+  EXPECT_NEAR(quantile(hundred, 0.99), 99.01, 1e-9);
+  EXPECT_DOUBLE_EQ(quantile({7}, 0.99), 7);
+}
+
+TEST(BenchStats, QuantileOutsideZeroToOneIsClamped) {
+  std::vector<double> v = {1, 2, 3};
+  EXPECT_DOUBLE_EQ(quantile(v, -1), 1);
+  EXPECT_DOUBLE_EQ(quantile(v, 2), 3);
+}
+
+TEST(BenchStats, SummaryOfUnsortedSamples) {
+  Summary s = summarize({9, 2, 4, 4, 5, 4, 7, 5});
+  EXPECT_EQ(s.count, 8u);
+  EXPECT_DOUBLE_EQ(s.min, 2);
+  EXPECT_DOUBLE_EQ(s.max, 9);
+  EXPECT_DOUBLE_EQ(s.mean, 5);
+  EXPECT_DOUBLE_EQ(s.p50, 4.5);
+  // Sample standard deviation (n - 1): sqrt(32 / 7) over the mean 5.
+  EXPECT_NEAR(s.cv, 2.13808993529939 / 5, 1e-12);
+}
+
+TEST(BenchStats, OneSampleHasNoVariationAndNoSamplesAreAllZero) {
+  Summary one = summarize({3});
+  EXPECT_EQ(one.count, 1u);
+  EXPECT_DOUBLE_EQ(one.p99, 3);
+  EXPECT_DOUBLE_EQ(one.cv, 0);
+  Summary none = summarize({});
+  EXPECT_EQ(none.count, 0u);
+  EXPECT_DOUBLE_EQ(none.max, 0);
+  EXPECT_DOUBLE_EQ(none.cv, 0);
+}
+
+TEST(BenchStats, EveryRoundRunsEveryStrategyOnce) {
+  auto order = round_order(6, 5);
+  ASSERT_EQ(order.size(), 5u);
+  for (auto round : order) {
+    std::sort(round.begin(), round.end());
+    EXPECT_EQ(round, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  }
+}
+
+TEST(BenchStats, RoundsRotateSoNoStrategyAlwaysRunsFirstOrLast) {
+  auto order = round_order(4, 4);
+  // Over k rounds every strategy takes every position once (a Latin square).
+  for (size_t pos = 0; pos < 4; ++pos) {
+    std::vector<size_t> at;
+    for (const auto& round : order) at.push_back(round[pos]);
+    std::sort(at.begin(), at.end());
+    EXPECT_EQ(at, (std::vector<size_t>{0, 1, 2, 3})) << "position " << pos;
+  }
+  EXPECT_EQ(order[1], (std::vector<size_t>{1, 2, 3, 0}));
+}
+
+TEST(BenchStats, StepsAreSplitEvenlyOverTheRounds) {
+  EXPECT_EQ(steps_per_round(10, 4), (std::vector<unsigned>{3, 3, 2, 2}));
+  EXPECT_EQ(steps_per_round(200, 5), (std::vector<unsigned>{40, 40, 40, 40, 40}));
+  EXPECT_EQ(steps_per_round(2, 3), (std::vector<unsigned>{1, 1, 0}));
+}
+
+}  // namespace gpubind::bench
