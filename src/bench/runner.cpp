@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "sys/binder.hpp"
 #include "sys/clock.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/node_memory.hpp"
 #include "sys/shared_memory.hpp"
 
 namespace gpubind::bench {
@@ -29,6 +31,12 @@ struct StepRecord {
   int16_t cpu_start;  // the CPU it started and ended the work on (-1: unknown)
   int16_t cpu_end;
   int32_t unused;
+};
+
+// Where one thread's buffer is after the measured steps.
+struct PageRecord {
+  uint64_t pages;   // resident
+  uint64_t remote;  // on a node outside the rank's home nodes
 };
 
 constexpr size_t kErrorBytes = 512;
@@ -54,20 +62,30 @@ struct Shared {
   Control* control;
   int64_t* release;
   StepRecord* records;  // [rank][thread][step]
+  PageRecord* pages;    // [rank][thread]
 
+  static size_t threads(const RunShape& s) { return size_t(s.ranks) * s.threads; }
   static size_t bytes(const RunShape& s) {
-    return sizeof(Control) + sizeof(int64_t) * (s.steps + 1) + sizeof(StepRecord) * size_t(s.ranks) * s.threads * s.steps;
+    return sizeof(Control) + sizeof(int64_t) * (s.steps + 1) + sizeof(StepRecord) * threads(s) * s.steps +
+           sizeof(PageRecord) * threads(s);
   }
   static Shared in(void* base, const RunShape& s) {
     auto* p = static_cast<char*>(base);
     Shared out{};
     out.control = new (p) Control();
-    out.release = reinterpret_cast<int64_t*>(p + sizeof(Control));
-    out.records = reinterpret_cast<StepRecord*>(p + sizeof(Control) + sizeof(int64_t) * (s.steps + 1));
+    p += sizeof(Control);
+    out.release = reinterpret_cast<int64_t*>(p);
+    p += sizeof(int64_t) * (s.steps + 1);
+    out.records = reinterpret_cast<StepRecord*>(p);
+    p += sizeof(StepRecord) * threads(s) * s.steps;
+    out.pages = reinterpret_cast<PageRecord*>(p);
     return out;
   }
   StepRecord& record(const RunShape& s, unsigned rank, unsigned thread, unsigned step) const {
     return records[(size_t(rank) * s.threads + thread) * s.steps + step];
+  }
+  PageRecord& page_record(const RunShape& s, unsigned rank, unsigned thread) const {
+    return pages[size_t(rank) * s.threads + thread];
   }
 };
 
@@ -121,7 +139,7 @@ void one_step(const RunShape& s, double* buf, double& x) {
   x = compute(s.compute * s.batch, x);
 }
 
-void worker(const RunShape& s, const Shared& sh, unsigned rank, unsigned thread) {
+void worker(const RunShape& s, const Shared& sh, unsigned rank, unsigned thread, const CpuSet& home_nodes) {
   Control& c = *sh.control;
   uint32_t parties = s.ranks * s.threads;
   // Allocated here, first touched here: the pages land where this thread runs (or where the
@@ -149,13 +167,20 @@ void worker(const RunShape& s, const Shared& sh, unsigned rank, unsigned thread)
     if (lead) sh.release[i + 1] = now_ns();
   }
   g_sink.fetch_add(uint64_t(x) + uint64_t(buf[s.doubles / 2]), std::memory_order_relaxed);
+  // Where its buffer's pages are: this buffer only, not what the rank inherited from bench.
+  PageRecord& pr = sh.page_record(s, rank, thread);
+  if (auto nodes = sys::page_nodes(buf.get(), s.doubles * sizeof(double)))
+    for (const auto& [node, n] : *nodes) {
+      pr.pages += n;
+      if (!home_nodes.test(node)) pr.remote += n;
+    }
   arrive(c.done);
   wait_phase(c, 2);
 }
 
 // The body of a forked rank: bind as exec would, then run its threads.
 int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const plan::RankBinding& rb,
-              const bind::MachineState& m) {
+              const bind::MachineState& m, const CpuSet& home_nodes) {
   auto binder = sys::real_binder();
   std::vector<std::string> warnings;
   if (auto st = bind::apply_binding(p, rb, m, *binder, bind::BestEffort::no, warnings); !st) {
@@ -165,8 +190,9 @@ int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const pl
     return 1;
   }
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < s.threads; ++t) threads.emplace_back(worker, std::cref(s), std::cref(sh), rb.local_rank, t);
-  worker(s, sh, rb.local_rank, 0);
+  for (unsigned t = 1; t < s.threads; ++t)
+    threads.emplace_back(worker, std::cref(s), std::cref(sh), rb.local_rank, t, std::cref(home_nodes));
+  worker(s, sh, rb.local_rank, 0, home_nodes);
   for (std::thread& t : threads) t.join();
   return 0;
 }
@@ -235,23 +261,20 @@ Status wait_count(const Shared& sh, std::atomic<uint32_t>& counter, uint32_t wan
   }
 }
 
+// Each thread's se.nr_migrations, read as `check` reads it.
 struct Probed {
   std::map<int, uint64_t> migrations;  // by thread id
   bool migrations_known = true;
-  std::map<unsigned, uint64_t> pages;
 };
 
-Result<Probed> probe_rank(const sys::FsRoot& root, pid_t pid, bool numa_maps) {
-  probe::ProbeOptions po;
-  po.numa_maps = numa_maps;
-  auto ps = probe::probe_process(root, pid, po);
+Result<Probed> probe_rank(const sys::FsRoot& root, pid_t pid) {
+  auto ps = probe::probe_process(root, pid, {});
   if (!ps) return ps.error();
   Probed out;
   for (const probe::ThreadState& t : ps->threads) {
     if (t.migrations) out.migrations[t.tid] = *t.migrations;
     else out.migrations_known = false;
   }
-  if (ps->pages_per_node) out.pages = *ps->pages_per_node;
   return out;
 }
 
@@ -278,8 +301,13 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   if (!mem) return mem.error();
   Shared sh = Shared::in(mem->data(), s);
   Children ranks;
-  for (const plan::RankBinding& rb : p.ranks) {
-    auto pid = sys::fork_call([&] { return rank_main(s, sh, p, rb, m); });
+  std::vector<std::vector<unsigned>> homes;
+  for (size_t r = 0; r < p.ranks.size(); ++r)
+    homes.push_back(home_nodes(t, p.ranks[r], r < closest.ranks.size() ? &closest.ranks[r] : nullptr));
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    CpuSet home;
+    for (unsigned n : homes[r]) home.set(n);
+    auto pid = sys::fork_call([&] { return rank_main(s, sh, p, p.ranks[r], m, home); });
     if (!pid) return pid.error();
     ranks.add(*pid);
   }
@@ -288,7 +316,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
 
   std::vector<Probed> before;
   for (pid_t pid : ranks.pids()) {
-    auto pr = probe_rank(root, pid, false);
+    auto pr = probe_rank(root, pid);
     if (!pr) return pr.error();
     before.push_back(std::move(*pr));
   }
@@ -299,7 +327,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   int64_t end = now_ns();
   std::vector<Probed> after;
   for (pid_t pid : ranks.pids()) {
-    auto pr = probe_rank(root, pid, true);
+    auto pr = probe_rank(root, pid);
     if (!pr) return pr.error();
     after.push_back(std::move(*pr));
   }
@@ -318,7 +346,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
     rr.cpus = rb.cpus;
     rr.mem_nodes = rb.mem_policy == plan::MemPolicy::none ? std::vector<unsigned>{} : rb.mem_nodes;
     rr.mem_policy = plan::to_string(rb.mem_policy);
-    rr.home_nodes = home_nodes(t, rb, r < closest.ranks.size() ? &closest.ranks[r] : nullptr);
+    rr.home_nodes = homes[r];
     CpuSet home = topo::cpus_of_nodes(t, rr.home_nodes);
     rr.measured_s += double(end - start) / 1e9;
     for (unsigned i = 0; i < s.steps; ++i) {
@@ -339,9 +367,9 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
     for (const auto& [tid, n] : after[r].migrations)
       if (auto it = before[r].migrations.find(tid); it != before[r].migrations.end() && n >= it->second) moved += n - it->second;
     if (known) rr.migrations = rr.migrations.value_or(0) + moved;
-    for (const auto& [node, pages] : after[r].pages) {
-      rr.pages += pages;
-      if (std::find(rr.home_nodes.begin(), rr.home_nodes.end(), node) == rr.home_nodes.end()) rr.remote_pages += pages;
+    for (unsigned th = 0; th < s.threads; ++th) {
+      rr.pages += sh.page_record(s, unsigned(r), th).pages;
+      rr.remote_pages += sh.page_record(s, unsigned(r), th).remote;
     }
   }
   return Ok{};

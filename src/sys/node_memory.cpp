@@ -42,4 +42,25 @@ NodeBuffer::~NodeBuffer() {
   if (m_data) ::munmap(m_data, m_size);
 }
 
+Result<std::map<unsigned, uint64_t>> page_nodes(const void* addr, size_t bytes) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  auto first = reinterpret_cast<uintptr_t>(addr) / page * page;
+  auto end = reinterpret_cast<uintptr_t>(addr) + bytes;
+  std::map<unsigned, uint64_t> out;
+  constexpr size_t kBatch = 1024;  // pages asked about per call
+  std::vector<void*> pages;
+  std::vector<int> status;
+  for (uintptr_t at = first; at < end;) {
+    pages.clear();
+    for (; at < end && pages.size() < kBatch; at += page) pages.push_back(reinterpret_cast<void*>(at));
+    status.assign(pages.size(), -1);
+    // nodes == NULL: only report where each page is (status: its node, or -errno).
+    if (::syscall(SYS_move_pages, 0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0)
+      return Error{"move_pages", std::strerror(errno)};
+    for (int s : status)
+      if (s >= 0) out[unsigned(s)]++;
+  }
+  return out;
+}
+
 }  // namespace gpubind::sys

@@ -4,6 +4,8 @@
 // from it to a GPU). The kernel refuses a node that does not exist or that this process's cpuset
 // does not allow.
 #include <cstddef>
+#include <cstdint>
+#include <map>
 
 #include "util/result.hpp"
 
@@ -24,5 +26,9 @@ class NodeBuffer {
   void* m_data = nullptr;
   size_t m_size = 0;
 };
+
+// The NUMA node of every resident page of [addr, addr + bytes) of this process (move_pages
+// without moving anything): pages counted per node; pages not resident are left out.
+Result<std::map<unsigned, uint64_t>> page_nodes(const void* addr, size_t bytes);
 
 }  // namespace gpubind::sys

@@ -108,3 +108,14 @@ kill $bound $loose $mover 2>/dev/null
 section measure
 GPUBIND_CUDA_RUNTIME=$CUDART GPUBIND_FAKE_CUDART=$CUDART_FIXTURE $G topo --measure --no-gpu-runtime --json 2>/tmp/measure.err; end
 sed 's/^/stderr: /' /tmp/measure.err
+
+# bench on two real sockets: every strategy, then with the GPUs numbered backwards (CUDA
+# enumerates them in another order than the CPUs), where GPU-unaware pinning puts every rank on
+# a node its GPU is not on. Small steps: TCG's timing is not real; placement is what is judged.
+section bench
+$G bench -n 4 --threads 1 --steps 20 --rounds 2 --warmup 1 --buffer-mib 1 --compute 1000 --json 2>/tmp/bench.err; end
+sed 's/^/stderr: /' /tmp/bench.err
+section bench_reversed
+CUDA_VISIBLE_DEVICES=3,2,1,0 $G bench -n 4 --threads 1 --steps 20 --rounds 2 --warmup 1 --buffer-mib 1 --compute 1000 \
+  --strategies closest,cpu-only --json 2>/tmp/bench.err; end
+sed 's/^/stderr: /' /tmp/bench.err

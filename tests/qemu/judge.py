@@ -38,6 +38,23 @@ def json_of(s):
     return json.loads(s[s.index("{"): s.rindex("}") + 1])
 
 
+def report_bench(name, record):
+    """The bench table, as gpubind renders the guest's record on the host (timing in TCG is not
+    real: shown, never judged); saved under $QEMU_BENCH_SAVE when set (docs/PERFORMANCE.md)."""
+    import os, tempfile
+    if not record.get("samples"):
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(record, f)
+    out = subprocess.run([gpubind, "bench", "--input", f.name], capture_output=True, text=True).stdout
+    os.unlink(f.name)
+    for line in out.splitlines()[:12]:
+        print(f"info: {name}: {line}")
+    if os.environ.get("QEMU_BENCH_SAVE"):
+        with open(os.path.join(os.environ["QEMU_BENCH_SAVE"], f"{layout}-{name}.json"), "w") as f:
+            json.dump(record, f, indent=1)
+
+
 def host_plan(rank, n=4, *flags):
     """GPUBIND_* of local rank `rank` as `gpubind plan` gives it from the fixture, on the host."""
     out = subprocess.run([gpubind, "plan", "--topology", fixture, "-n", str(n), "--format", "env", "--rank", str(rank),
@@ -183,6 +200,32 @@ def judge_2s4n():
               f"topo --measure: GPU {pci} measured from all 4 nodes, nearest node {nearest}", str(m))
     check("GPU 0000:81:00.0 (CUDA runtime copies): copies from NUMA node 2 run at 24.5 GB/s, from its own node 3 at 20.0 GB/s" in s,
           "topo --measure: the GPU measured nearer to another node is a finding", s[-400:])
+
+    # bench: closest keeps every rank's work and pages on its GPU's node; with the GPUs numbered
+    # backwards, GPU-unaware pinning runs every rank, and puts its pages, on another node.
+    for name in ("bench", "bench_reversed"):
+        s, rc = section(name)
+        record = json_of(s) if rc == 0 and "{" in s else {"samples": [], "results": []}
+        check(rc == 0, f"{name}: bench ran its strategies with 4 ranks each", s[-400:])
+        report_bench(name, record)
+        samples = {x["name"]: x for x in record["samples"]}
+        gpus = [r["gpu"] for r in samples.get("closest", {}).get("ranks", [])]
+        want_gpus = ["0000:21:00.0", "0000:41:00.0", "0000:61:00.0", "0000:81:00.0"]
+        check(gpus == (want_gpus if name == "bench" else want_gpus[::-1]), f"{name}: rank r drives GPU {'r' if name == 'bench' else '3 - r'}", gpus)
+        for r in samples.get("closest", {}).get("ranks", []):
+            check(r["off_home_s"] == 0 and r["work_s"] > 0 and r["pages"] > 0 and r["remote_pages"] == 0,
+                  f"{name}: closest rank {r['rank']} works on its GPU's node {r['home_nodes']} and its pages are there", r)
+    s, rc = section("bench_reversed")
+    record = json_of(s) if rc == 0 and "{" in s else {"samples": []}
+    cpu_only = next((x for x in record["samples"] if x["name"] == "cpu-only"), {"ranks": []})
+    check(len(cpu_only["ranks"]) == 4, "bench_reversed: cpu-only ran 4 ranks", cpu_only)
+    for r in cpu_only["ranks"]:
+        check(r["work_s"] > 0 and r["off_home_s"] / r["work_s"] > 0.99 and r["pages"] > 0 and r["remote_pages"] == r["pages"],
+              f"bench_reversed: cpu-only rank {r['rank']} (CPUs {r['cpus']}) works and keeps its pages off its GPU's node {r['home_nodes']}", r)
+    result = {x["strategy"]: x for x in record.get("results", [])}
+    check((result.get("cpu-only", {}).get("cross_numa") or 0) > 0.99 and (result.get("closest", {}).get("cross_numa") == 0),
+          "bench_reversed: the report gives cpu-only a cross-NUMA share of 1 and closest 0",
+          {k: v.get("cross_numa") for k, v in result.items()})
 
 
 def judge_2s_unknown():
