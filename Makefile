@@ -1,7 +1,8 @@
 # gpubind: two commands.
 #   make run   installs what is missing, builds, launches the example DDP job bound on this
 #              machine (a C++ stand-in worker when PyTorch is absent), shows topology, plan
-#              and strategy comparison for embedded 8-GPU nodes, then watches the job run again
+#              and strategy comparison for embedded 8-GPU nodes, measures the strategies with
+#              bench, then watches the job run again
 #   make test  installs what is missing, builds (warnings are errors), runs every test, then the
 #              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 BUILD      ?= build
@@ -45,6 +46,10 @@ run: build
 	@echo
 	@echo "== gpubind compare --topology example:dgx-a100-nps4 (8 GPUs on 4 of 8 NUMA nodes)"
 	@$(BUILD)/src/gpubind compare --topology example:dgx-a100-nps4
+	@echo
+	@echo "== gpubind bench -n $(DDP_RANKS) --steps 100 --noise 2 --plot $(BUILD)/bench.svg (each strategy measured here, two unbound noisy neighbours)"
+	@$(BUILD)/src/gpubind bench -n $(DDP_RANKS) --steps 100 --noise 2 --quiet --plot $(BUILD)/bench.svg
+	@echo "(the step-time plot: $(BUILD)/bench.svg)"
 	@echo
 	@echo "== gpubind watch --children-of LAUNCH_PID --duration 4 (the job again, 200 steps, watched while it runs)"
 	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then \

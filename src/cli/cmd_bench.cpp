@@ -40,7 +40,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   bench::RunOptions run;
   std::string strategies, plot, input;
   std::optional<unsigned> buffer_mib;
-  bool json = false;
+  bool json = false, per_rank = false;
   add_plan_options(app, o, false);
   app.option("--strategies", strategies,
              "Comma-separated policies to run (POLICY-2x doubles the batch); default closest,cpu-only,none,numa,socket,none-2x");
@@ -56,6 +56,7 @@ int cmd_bench(const std::vector<std::string>& args) {
                                          "1 to 8)")
       .range(1, 4096);
   app.option("--compute", run.compute, "Dependent multiply-adds per thread per step (default 20000)").range(0, 1000000000);
+  app.flag("--per-rank", per_rank, "Also show each rank's CPUs, memory, home node, migrations, idle and locality");
   app.flag("--json", json, "JSON output: the report and the raw samples (which --input reads back)");
   app.option("--plot", plot, "Write an SVG box plot of the step times per strategy to FILE");
   app.option("--input", input, "Report a saved run (gpubind bench --json output) instead of running one");
@@ -106,7 +107,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   bench::Report report = bench::make_report(record);
   if (!plot.empty())
     if (auto st = sys::replace_file(plot, render::bench_svg(record, report)); !st) return fail(st.error(), kExitFailure);
-  std::string out = json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report);
+  std::string out = json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report, per_rank);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }

@@ -61,18 +61,8 @@ std::string config_line(const bench::Config& c) {
          (c.noise ? "--noise " + std::to_string(c.noise) : std::string("no noise"));
 }
 
-}  // namespace
-
-std::string bench_text(const Record& r, const Report& rep) {
-  std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
-  TextTable t({"STRATEGY", "P50 MS", "P99 MS", "MAX MS", "JITTER CV", "IDLE MEAN", "IDLE MAX", "MIGR/RANK/S", "CROSS-NUMA",
-               "REMOTE MEM", "P99 VS CLOSEST", "MIGR VS CLOSEST"});
-  for (const StrategyReport& s : rep.strategies)
-    t.add({s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv), pct(s.idle_mean),
-           pct(s.idle_max), s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
-           pct(s.remote_memory), times(s.p99_vs_closest), times(s.migrations_vs_closest)});
-  out += t.str();
-
+// Each rank's placement and what it did, under every strategy.
+std::string rank_table(const Record& r) {
   TextTable ranks({"STRATEGY", "RANK", "GPU", "CPUS", "MEMORY", "HOME", "MIGRATIONS", "IDLE", "CROSS-NUMA", "REMOTE MEM"});
   for (const bench::StrategyRecord& s : r.strategies)
     for (const bench::RankRecord& k : s.ranks) {
@@ -83,11 +73,26 @@ std::string bench_text(const Record& r, const Report& rep) {
                  pct(k.work_s > 0 ? std::optional<double>(k.off_home_s / k.work_s) : std::nullopt),
                  pct(k.pages ? std::optional<double>(double(k.remote_pages) / double(k.pages)) : std::nullopt)});
     }
-  out += "\nper rank:\n" + ranks.str("  ");
+  return ranks.str("  ");
+}
+
+}  // namespace
+
+std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
+  std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
+  TextTable t({"STRATEGY", "P50 MS", "P99 MS", "MAX MS", "JITTER CV", "IDLE MEAN", "IDLE MAX", "MIGR/RANK/S", "CROSS-NUMA",
+               "REMOTE MEM", "P99 VS CLOSEST", "MIGR VS CLOSEST"});
+  for (const StrategyReport& s : rep.strategies)
+    t.add({s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv), pct(s.idle_mean),
+           pct(s.idle_max), s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
+           pct(s.remote_memory), times(s.p99_vs_closest), times(s.migrations_vs_closest)});
+  out += t.str();
   out += "\n  step: the slowest rank's pace (barrier to barrier), per sample for a bigger batch; jitter CV: its standard\n"
          "  deviation over its mean; idle: the share of the step a rank waits at the barrier (its GPU would idle);\n"
          "  cross-NUMA: the share of work time on CPUs outside the rank's home node (its GPU's); remote mem: the\n"
-         "  share of its pages outside it.\n";
+         "  share of its buffer's pages outside it.\n";
+
+  if (per_rank) out += "\nper rank:\n" + rank_table(r);
   out += text_block("notes", rep.notes);
   out += text_block("warnings", r.warnings);
   return out;

@@ -9,7 +9,8 @@
 
 namespace gpubind::render {
 
-std::string bench_text(const bench::Record& r, const bench::Report& rep);
+// `per_rank`: each rank's placement, migrations, idle and locality under every strategy too.
+std::string bench_text(const bench::Record& r, const bench::Report& rep, bool per_rank);
 nlohmann::ordered_json bench_json(const bench::Record& r, const bench::Report& rep);
 // A standalone SVG document: one box per strategy (quartiles, median, whiskers to min and p99,
 // the max as a dot), on a common millisecond axis.

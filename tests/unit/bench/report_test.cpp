@@ -155,7 +155,7 @@ TEST(BenchRecordJson, TheFullOutputIsWhatInputReads) {
   Report rep = make_report(r);
   auto back = record_from_json(nlohmann::json::parse(render::bench_json(r, rep).dump()));
   ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(render::bench_text(*back, make_report(*back)), render::bench_text(r, rep));
+  EXPECT_EQ(render::bench_text(*back, make_report(*back), true), render::bench_text(r, rep, true));
 }
 
 TEST(BenchRecordJson, BrokenRecordsSayWhatIsWrong) {
