@@ -49,7 +49,8 @@ StrategyReport report_one(const StrategyRecord& s, const Config& c) {
   out.footprint_bytes = c.buffer_bytes * c.threads * out.batch;
 
   double idle_sum = 0, rank_s = 0, work = 0, off = 0;
-  uint64_t migrations = 0, pages = 0, remote = 0;
+  uint64_t migrations = 0, pages = 0, remote = 0, copied = 0;
+  double copy_s = 0;
   bool migrations_known = !s.ranks.empty();
   for (const RankRecord& r : s.ranks) {
     double idle = r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0;
@@ -62,7 +63,10 @@ StrategyReport report_one(const StrategyRecord& s, const Config& c) {
     else migrations_known = false;
     pages += r.pages;
     remote += r.remote_pages;
+    copied += r.copy_bytes;
+    copy_s += r.copy_s;
   }
+  if (copy_s > 0) out.h2d_bytes_per_s = double(copied) / copy_s;
   if (!s.ranks.empty()) out.idle_mean = idle_sum / double(s.ranks.size());
   if (migrations_known && rank_s > 0) out.migrations_per_rank_s = double(migrations) / rank_s;
   if (work > 0) out.cross_numa = off / work;
@@ -121,7 +125,7 @@ ojson to_json(const Record& r) {
   const Config& c = r.config;
   j["config"] = {{"ranks", c.ranks},   {"threads", c.threads}, {"steps", c.steps},
                  {"rounds", c.rounds}, {"warmup", c.warmup},   {"noise", c.noise},
-                 {"buffer_bytes", c.buffer_bytes}, {"compute", c.compute}};
+                 {"buffer_bytes", c.buffer_bytes}, {"compute", c.compute}, {"gpu", c.gpu}};
   ojson strategies = ojson::array();
   for (const StrategyRecord& s : r.strategies) {
     ojson ranks = ojson::array();
@@ -139,7 +143,9 @@ ojson to_json(const Record& r) {
                        {"off_home_s", k.off_home_s},
                        {"migrations", k.migrations ? ojson(*k.migrations) : ojson(nullptr)},
                        {"pages", k.pages},
-                       {"remote_pages", k.remote_pages}});
+                       {"remote_pages", k.remote_pages},
+                       {"copy_bytes", k.copy_bytes},
+                       {"copy_s", k.copy_s}});
     strategies.push_back({{"name", s.name},
                           {"policy", plan::to_string(s.policy)},
                           {"batch", s.batch},
@@ -192,7 +198,8 @@ Result<Record> record_from_json(const json& j) {
   for (auto s : {field(c, "ranks", r.config.ranks, cw), field(c, "threads", r.config.threads, cw),
                  field(c, "steps", r.config.steps, cw), field(c, "rounds", r.config.rounds, cw),
                  field(c, "warmup", r.config.warmup, cw), field(c, "noise", r.config.noise, cw),
-                 field(c, "buffer_bytes", r.config.buffer_bytes, cw), field(c, "compute", r.config.compute, cw)})
+                 field(c, "buffer_bytes", r.config.buffer_bytes, cw), field(c, "compute", r.config.compute, cw),
+                 field(c, "gpu", r.config.gpu, cw)})
     if (!s) return s.error();
   if (!j["samples"].is_array()) return Error{"bench record", "'samples' must be an array"};
   for (const json& s : j["samples"]) {
@@ -217,7 +224,8 @@ Result<Record> record_from_json(const json& j) {
                       field(k, "mem_policy", rr.mem_policy, sw), field(k, "measured_s", rr.measured_s, sw),
                       field(k, "step_s", rr.step_s, sw), field(k, "busy_s", rr.busy_s, sw), field(k, "work_s", rr.work_s, sw),
                       field(k, "off_home_s", rr.off_home_s, sw), field(k, "pages", rr.pages, sw),
-                      field(k, "remote_pages", rr.remote_pages, sw)})
+                      field(k, "remote_pages", rr.remote_pages, sw), field(k, "copy_bytes", rr.copy_bytes, sw),
+                      field(k, "copy_s", rr.copy_s, sw)})
         if (!st) return st.error();
       auto set = CpuSet::parse_list(cpus);
       if (!set) return Error{sw, "cpus '" + cpus + "': " + set.error().why};

@@ -36,6 +36,7 @@ struct Config {
   unsigned noise = 0;          // unbound background processes
   uint64_t buffer_bytes = 0;   // streamed per thread per step (times the batch)
   unsigned compute = 0;        // dependent multiply-adds per thread per step
+  bool gpu = false;            // each rank also copied its buffer to its GPU every step
 };
 
 // One rank under one strategy, summed over the rounds.
@@ -54,6 +55,8 @@ struct RankRecord {
   std::optional<uint64_t> migrations;  // its threads' moves to another CPU while measured
   uint64_t pages = 0;                // anonymous pages resident after the measured steps
   uint64_t remote_pages = 0;         // those outside the home nodes
+  uint64_t copy_bytes = 0;           // --gpu: copied to its GPU
+  double copy_s = 0;                 // --gpu: the copies' time on the GPU's timeline
 };
 
 struct StrategyRecord {
@@ -90,6 +93,7 @@ struct StrategyReport {
   std::optional<double> cross_numa;    // share of work time off the home nodes
   std::optional<double> remote_memory;  // share of pages off the home nodes
   uint64_t footprint_bytes = 0;       // streamed per rank per step
+  std::optional<double> h2d_bytes_per_s;  // --gpu: the ranks' copies to their GPUs, together
   // Against `closest` (absent when it did not run): p99 and migrations; +infinity when closest
   // had none and this strategy some.
   std::optional<double> p99_vs_closest, migrations_vs_closest;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bind/apply.hpp"
+#include "discover/gpu_measure.hpp"
 #include "probe/probe.hpp"
 #include "sys/binder.hpp"
 #include "sys/clock.hpp"
@@ -30,7 +31,7 @@ struct StepRecord {
   int64_t work_ns;    // the memory pass(es) and the compute part
   int16_t cpu_start;  // the CPU it started and ended the work on (-1: unknown)
   int16_t cpu_end;
-  int32_t unused;
+  float copy_ms;      // --gpu: the copy to the GPU, on the GPU's timeline (part of work_ns)
 };
 
 // Where one thread's buffer is after the measured steps.
@@ -54,6 +55,7 @@ struct Control {
 struct RunShape {
   unsigned ranks, threads, steps, warmup, batch, compute;
   size_t doubles;  // per thread
+  bool gpu;        // thread 0 of each rank copies its buffer to the rank's GPU every step
 };
 
 // Pointers into one run's shared memory: the control block, the step release times (steps + 1:
@@ -134,21 +136,45 @@ double compute(unsigned n, double x) {
 
 std::atomic<uint64_t> g_sink{0};  // keeps the compiler from dropping the work
 
-void one_step(const RunShape& s, double* buf, double& x) {
+// The step's work; with a copier, then the buffer to the GPU (its time on the GPU's timeline in
+// `copy_ms`). An Error when the copy failed.
+Status one_step(const RunShape& s, double* buf, double& x, discover::GpuCopier* copier, float& copy_ms) {
   stream(buf, s.doubles);
   x = compute(s.compute * s.batch, x);
+  if (!copier) return Ok{};
+  auto ms = copier->copy();
+  if (!ms) return ms.error();
+  copy_ms = float(*ms);
+  return Ok{};
 }
 
-void worker(const RunShape& s, const Shared& sh, unsigned rank, unsigned thread, const CpuSet& home_nodes) {
+// The first failure of a rank, for the orchestrator to report; the rank then stops stepping (the
+// others wait at the barrier until the orchestrator ends them all).
+void report_failure(const Shared& sh, unsigned rank, const Error& e) {
+  std::string why = "rank " + std::to_string(rank) + ": " + e.message();
+  if (sh.control->failed.fetch_add(1) == 0) std::strncpy(sh.control->error, why.c_str(), kErrorBytes - 1);
+  arrive(sh.control->ready);
+  arrive(sh.control->done);
+}
+
+void worker(const RunShape& s, const Shared& sh, const plan::RankBinding& rb, unsigned thread, const CpuSet& home_nodes) {
   Control& c = *sh.control;
+  unsigned rank = rb.local_rank;
   uint32_t parties = s.ranks * s.threads;
   // Allocated here, first touched here: the pages land where this thread runs (or where the
   // rank's memory policy puts them), as a training process's buffers do.
   std::unique_ptr<double[]> buf(new double[s.doubles]);
   for (size_t i = 0; i < s.doubles; ++i) buf[i] = double(i & 1023);
   double x = 1.0 + thread;
+  std::unique_ptr<discover::GpuCopier> copier;
+  if (s.gpu && thread == 0) {
+    auto opened = discover::GpuCopier::open(rb.gpus.front().vendor, rb.gpus.front().pci, buf.get(), s.doubles * sizeof(double));
+    if (!opened) return report_failure(sh, rank, Error{"--gpu", opened.error().message()});
+    copier = std::move(*opened);
+  }
+  float copy_ms = 0;
   for (unsigned i = 0; i < s.warmup; ++i) {
-    one_step(s, buf.get(), x);
+    if (auto st = one_step(s, buf.get(), x, copier.get(), copy_ms); !st) return report_failure(sh, rank, st.error());
     barrier(c, parties);
   }
   arrive(c.ready);
@@ -159,10 +185,10 @@ void worker(const RunShape& s, const Shared& sh, unsigned rank, unsigned thread,
   for (unsigned i = 0; i < s.steps; ++i) {
     int cpu0 = sys::current_cpu();
     int64_t t0 = now_ns();
-    one_step(s, buf.get(), x);
+    if (auto st = one_step(s, buf.get(), x, copier.get(), copy_ms); !st) return report_failure(sh, rank, st.error());
     int64_t t1 = now_ns();
     int cpu1 = sys::current_cpu();
-    sh.record(s, rank, thread, i) = {t1 - t0, int16_t(cpu0), int16_t(cpu1), 0};
+    sh.record(s, rank, thread, i) = {t1 - t0, int16_t(cpu0), int16_t(cpu1), copy_ms};
     barrier(c, parties);
     if (lead) sh.release[i + 1] = now_ns();
   }
@@ -184,15 +210,12 @@ int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const pl
   auto binder = sys::real_binder();
   std::vector<std::string> warnings;
   if (auto st = bind::apply_binding(p, rb, m, *binder, bind::BestEffort::no, warnings); !st) {
-    std::string why = "rank " + std::to_string(rb.local_rank) + ": " + st.error().message();
-    if (sh.control->failed.fetch_add(1) == 0) std::strncpy(sh.control->error, why.c_str(), kErrorBytes - 1);
-    arrive(sh.control->ready);
+    report_failure(sh, rb.local_rank, st.error());
     return 1;
   }
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < s.threads; ++t)
-    threads.emplace_back(worker, std::cref(s), std::cref(sh), rb.local_rank, t, std::cref(home_nodes));
-  worker(s, sh, rb.local_rank, 0, home_nodes);
+  for (unsigned t = 1; t < s.threads; ++t) threads.emplace_back(worker, std::cref(s), std::cref(sh), std::cref(rb), t, std::cref(home_nodes));
+  worker(s, sh, rb, 0, home_nodes);
   for (std::thread& t : threads) t.join();
   return 0;
 }
@@ -356,6 +379,10 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
         double work = double(rec.work_ns) / 1e9;
         busy = std::max(busy, work);
         rr.work_s += work;
+        if (s.gpu && th == 0) {
+          rr.copy_s += double(rec.copy_ms) / 1e3;
+          rr.copy_bytes += s.doubles * sizeof(double);
+        }
         for (int cpu : {rec.cpu_start, rec.cpu_end})
           if (cpu >= 0 && !home.empty() && !home.test(unsigned(cpu))) rr.off_home_s += work / 2;
       }
@@ -397,13 +424,18 @@ MachineInfo machine_info(const topo::Topology& t) {
 }
 
 Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
-                                                const std::vector<StrategySpec>& strategies) {
+                                                const std::vector<StrategySpec>& strategies, bool gpu) {
   std::vector<plan::Plan> plans;
   for (const StrategySpec& s : strategies) {
     plan::Request r = base;
     r.policy = s.policy;
     auto p = plan::make_plan(t, r);
     if (!p) return Error{"strategy " + s.name, p.error().message()};
+    if (gpu)
+      for (const plan::RankBinding& rb : p->ranks)
+        if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))
+          return Error{"--gpu", "rank " + std::to_string(rb.local_rank) + " has no NVIDIA or AMD GPU to copy to" +
+                                    (t.gpus.empty() ? " (this machine has no GPU)" : "")};
     plans.push_back(std::move(*p));
   }
   return plans;
@@ -411,7 +443,7 @@ Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const p
 
 Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o) {
   if (o.strategies.empty()) return Error{"--strategies", "no strategy to run"};
-  auto plans = plan_strategies(t, base, o.strategies);
+  auto plans = plan_strategies(t, base, o.strategies, o.gpu);
   if (!plans) return plans.error();
   plan::Request cr = base;
   cr.policy = plan::Policy::closest;
@@ -431,6 +463,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   c.noise = o.noise;
   c.buffer_bytes = o.buffer_bytes ? o.buffer_bytes : default_buffer_bytes(t, c.ranks * c.threads);
   c.compute = o.compute;
+  c.gpu = o.gpu;
   rec.warnings = closest->warnings;
 
   auto m = bind::live_machine_state();
@@ -452,7 +485,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
     for (size_t i : order[round]) {
       const StrategySpec& spec = o.strategies[i];
       RunShape shape{c.ranks, c.threads, steps[round], c.warmup, spec.batch, c.compute,
-                     size_t(c.buffer_bytes * spec.batch / sizeof(double))};
+                     size_t(c.buffer_bytes * spec.batch / sizeof(double)), o.gpu};
       if (auto st = run_once(t, (*plans)[i], *closest, shape, *m, **root, rec.strategies[i]); !st)
         return Error{st.error().what + ": " + spec.name, st.error().why};
       if (o.progress) o.progress(spec.name, round);

@@ -26,6 +26,8 @@ struct RunOptions {
   unsigned noise = 0;
   uint64_t buffer_bytes = 0;  // per thread; 0: default_buffer_bytes
   unsigned compute = 20000;
+  // Every step, rank thread 0 also copies its buffer to the rank's GPU (CUDA or HIP runtime).
+  bool gpu = false;
   // Called after every run (strategy within a round), for progress on stderr.
   std::function<void(const std::string& strategy, unsigned round)> progress;
 };
@@ -38,9 +40,10 @@ uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
 MachineInfo machine_info(const topo::Topology& t);
 
 // Plans every strategy for `base` (its policy replaced) and checks they can run here: an Error
-// (a usage error) when one cannot be planned. The plans, in the order of `strategies`.
+// (a usage error) when one cannot be planned, or with `gpu` when a rank has no NVIDIA or AMD GPU.
+// The plans, in the order of `strategies`.
 Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
-                                                const std::vector<StrategySpec>& strategies);
+                                                const std::vector<StrategySpec>& strategies, bool gpu);
 
 // Runs the benchmark on this machine (`t` must be its live topology). An Error when a rank could
 // not be bound or started, or died.

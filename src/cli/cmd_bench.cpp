@@ -56,6 +56,8 @@ int cmd_bench(const std::vector<std::string>& args) {
                                          "1 to 8)")
       .range(1, 4096);
   app.option("--compute", run.compute, "Dependent multiply-adds per thread per step (default 20000)").range(0, 1000000000);
+  app.flag("--gpu", run.gpu, "Every step, also copy each rank's buffer to its GPU through the CUDA or HIP runtime "
+                             "(GPUBIND_CUDA_RUNTIME / GPUBIND_HIP_RUNTIME name the library), timed on the GPU");
   app.flag("--per-rank", per_rank, "Also show each rank's CPUs, memory, home node, migrations, idle and locality");
   app.flag("--json", json, "JSON output: the report and the raw samples (which --input reads back)");
   app.option("--plot", plot, "Write an SVG box plot of the step times per strategy to FILE");
@@ -92,7 +94,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (!topo) return fail(topo.error(), kExitFailure);
     auto req = make_request(o, *topo, AllowedFrom::affinity);
     if (!req) return fail(req.error(), kExitUsage);
-    if (auto plans = bench::plan_strategies(*topo, *req, run.strategies); !plans) return fail(plans.error(), kExitUsage);
+    if (auto plans = bench::plan_strategies(*topo, *req, run.strategies, run.gpu); !plans) return fail(plans.error(), kExitUsage);
     unsigned last_round = ~0u;
     if (!o.quiet)
       run.progress = [&](const std::string&, unsigned round) {

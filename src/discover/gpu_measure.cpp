@@ -60,6 +60,12 @@ Result<CopyApi> load(const Runtime& rt) {
   return api;
 }
 
+// "CUDA runtime: cudaMemcpy: invalid argument (1)": a failed call in the runtime's own words.
+std::string runtime_error(const Runtime& rt, const CopyApi& api, const char* what, int e) {
+  const char* text = api.error_string ? api.error_string(e) : nullptr;
+  return std::string(rt.label) + ": " + rt.prefix + what + ": " + (text ? text : "error") + " (" + std::to_string(e) + ")";
+}
+
 // One device of the runtime: its index, PCI address, a device buffer and two events.
 struct Device {
   int index = 0;
@@ -135,9 +141,7 @@ class Measurer {
     return false;
   }
   void note(const std::string& who, const char* what, int e) {
-    const char* text = m_api.error_string ? m_api.error_string(e) : nullptr;
-    m_out.notes.push_back("no measurement" + (who.empty() ? "" : " for " + who) + ": " + m_rt.label + ": " + m_rt.prefix + what +
-                          ": " + (text ? text : "error") + " (" + std::to_string(e) + ")");
+    m_out.notes.push_back("no measurement" + (who.empty() ? "" : " for " + who) + ": " + runtime_error(m_rt, m_api, what, e));
   }
   void release(Device& d) {
     if (d.buffer) m_api.free(d.buffer);
@@ -154,17 +158,94 @@ class Measurer {
   size_t m_first = m_out.gpus.size();  // this runtime's first GPU in m_out.gpus
 };
 
+const Runtime& cuda_runtime() {
+  static const Runtime rt{"CUDA runtime", "cuda", "GPUBIND_CUDA_RUNTIME",
+                          {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so",
+                           "/usr/local/cuda/lib64/libcudart.so"}};
+  return rt;
+}
+
+const Runtime& hip_runtime() {
+  static const Runtime rt{"HIP runtime", "hip", "GPUBIND_HIP_RUNTIME",
+                          {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
+                           "/opt/rocm/lib/libamdhip64.so"}};
+  return rt;
+}
+
 }  // namespace
+
+struct GpuCopier::State {
+  const Runtime* rt = nullptr;
+  CopyApi api;
+  int device = 0;
+  void* host = nullptr;
+  size_t bytes = 0;
+  void* buffer = nullptr;
+  void* start = nullptr;
+  void* stop = nullptr;
+  bool pinned = false;
+};
+
+GpuCopier::GpuCopier(std::unique_ptr<State> s) : m_s(std::move(s)) {}
+
+GpuCopier::~GpuCopier() {
+  State& s = *m_s;
+  if (s.pinned) s.api.host_unregister(s.host);
+  if (s.buffer) s.api.free(s.buffer);
+  if (s.start) s.api.event_destroy(s.start);
+  if (s.stop) s.api.event_destroy(s.stop);
+}
+
+Result<std::unique_ptr<GpuCopier>> GpuCopier::open(topo::Vendor vendor, const std::string& pci, void* host, size_t bytes) {
+  if (vendor != topo::Vendor::nvidia && vendor != topo::Vendor::amd)
+    return Error{"GPU " + pci, std::string("no copy runtime for a ") + topo::to_string(vendor) + " GPU (CUDA or HIP)"};
+  auto s = std::make_unique<State>();
+  s->rt = vendor == topo::Vendor::nvidia ? &cuda_runtime() : &hip_runtime();
+  auto api = load(*s->rt);
+  if (!api) return api.error();
+  s->api = *api;
+  s->host = host;
+  s->bytes = bytes;
+  // The copier owns what it made from here on: an early return releases it.
+  std::unique_ptr<GpuCopier> c(new GpuCopier(std::move(s)));
+  State& st = *c->m_s;
+  auto failed = [&](const char* what, int e) { return Error{"GPU " + pci, runtime_error(*st.rt, st.api, what, e)}; };
+  int count = 0;
+  if (int e = st.api.get_count(&count); e != 0) return failed("GetDeviceCount", e);
+  int found = -1;
+  for (int i = 0; i < count && i < 4096 && found < 0; ++i) {
+    char bus[64] = {};
+    if (st.api.bus_id(bus, sizeof bus, i) == 0 && normalize_bus_id(bus) == normalize_bus_id(pci)) found = i;
+  }
+  if (found < 0) return Error{"GPU " + pci, std::string(st.rt->label) + " sees no device at this PCI address"};
+  st.device = found;
+  if (int e = st.api.set_device(found); e != 0) return failed("SetDevice", e);
+  if (int e = st.api.malloc(&st.buffer, bytes); e != 0) return failed("Malloc", e);
+  if (int e = st.api.event_create(&st.start); e != 0) return failed("EventCreate", e);
+  if (int e = st.api.event_create(&st.stop); e != 0) return failed("EventCreate", e);
+  if (int e = st.api.host_register(host, bytes, kHostRegisterPortable); e != 0) return failed("HostRegister", e);
+  st.pinned = true;
+  return c;
+}
+
+Result<double> GpuCopier::copy() {
+  State& s = *m_s;
+  float ms = 0;
+  auto failed = [&](const char* what, int e) { return Error{"GPU copy", runtime_error(*s.rt, s.api, what, e)}; };
+  if (int e = s.api.set_device(s.device); e != 0) return failed("SetDevice", e);
+  if (int e = s.api.event_record(s.start, nullptr); e != 0) return failed("EventRecord", e);
+  if (int e = s.api.memcpy(s.buffer, s.host, s.bytes, kMemcpyHostToDevice); e != 0) return failed("Memcpy", e);
+  if (int e = s.api.event_record(s.stop, nullptr); e != 0) return failed("EventRecord", e);
+  if (int e = s.api.event_synchronize(s.stop); e != 0) return failed("EventSynchronize", e);
+  if (int e = s.api.event_elapsed(&ms, s.start, s.stop); e != 0) return failed("EventElapsedTime", e);
+  return double(ms);
+}
 
 Measurements measure_copy_bandwidth(bool nvidia, bool amd, const MeasureOptions& o) {
   Measurements out;
-  const Runtime runtimes[] = {
-      {"CUDA runtime", "cuda", "GPUBIND_CUDA_RUNTIME",
-       {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so", "/usr/local/cuda/lib64/libcudart.so"}},
-      {"HIP runtime", "hip", "GPUBIND_HIP_RUNTIME",
-       {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so", "/opt/rocm/lib/libamdhip64.so"}}};
-  for (const Runtime& rt : runtimes) {
-    if ((rt.prefix == std::string("cuda") && !nvidia) || (rt.prefix == std::string("hip") && !amd)) continue;
+  for (const Runtime* rtp : {&cuda_runtime(), &hip_runtime()}) {
+    const Runtime& rt = *rtp;
+    if ((rtp == &cuda_runtime() && !nvidia) || (rtp == &hip_runtime() && !amd)) continue;
     auto api = load(rt);
     if (!api) {
       out.notes.push_back("no measurement: " + api.error().message());

@@ -119,3 +119,11 @@ section bench_reversed
 CUDA_VISIBLE_DEVICES=3,2,1,0 $G bench -n 4 --threads 1 --steps 20 --rounds 2 --warmup 1 --buffer-mib 1 --compute 1000 \
   --strategies closest,cpu-only --json 2>/tmp/bench.err; end
 sed 's/^/stderr: /' /tmp/bench.err
+# --gpu: every step also copies each rank's buffer to its GPU through the fake CUDA runtime, whose
+# copy rate follows the node the pages are really on.
+section bench_gpu
+CUDA_VISIBLE_DEVICES=3,2,1,0 GPUBIND_CUDA_RUNTIME=$CUDART GPUBIND_FAKE_CUDART=$CUDART_FIXTURE $G bench -n 4 --gpu --threads 1 \
+  --steps 10 --rounds 2 --warmup 1 --buffer-mib 1 --compute 1000 --strategies closest,cpu-only --json 2>/tmp/bench.err; end
+sed 's/^/stderr: /' /tmp/bench.err
+section bench_gpu_missing
+GPUBIND_CUDA_RUNTIME=/nonexistent/libcudart.so $G bench -n 4 --gpu --steps 2 --rounds 1 --strategies closest 2>&1; end

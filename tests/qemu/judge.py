@@ -227,6 +227,27 @@ def judge_2s4n():
           "bench_reversed: the report gives cpu-only a cross-NUMA share of 1 and closest 0",
           {k: v.get("cross_numa") for k, v in result.items()})
 
+    # --gpu: each rank's copies run at the fixture's rate from the node its pages are on.
+    s, rc = section("bench_gpu")
+    record = json_of(s) if rc == 0 and "{" in s else {"samples": [], "results": []}
+    check(rc == 0 and record["config"]["gpu"], "bench --gpu ran with the fake CUDA runtime", s[-400:])
+    report_bench("bench_gpu", record)
+    rates = {g["bus_id"]: g["gbps"] for g in json.load(open(fixture.replace("2s4n.json", "cudart-2s4n.json")))["gpus"]}
+    for strat in record["samples"]:
+        for r in strat["ranks"]:
+            page_node = r["home_nodes"][0] if r["remote_pages"] == 0 else int(r["mem_nodes"][0])
+            want = rates[r["gpu"]][str(page_node)]
+            got = r["copy_bytes"] / r["copy_s"] / 1e9 if r["copy_s"] else 0
+            check(r["copy_bytes"] > 0 and abs(got - want) < 0.01 * want,
+                  f"bench --gpu: {strat['name']} rank {r['rank']} copies to {r['gpu']} at its rate from node {page_node} ({want} GB/s)",
+                  f"{got:.2f} GB/s; {r}")
+    h2d = {x["strategy"]: x["h2d_bytes_per_s"] for x in record.get("results", [])}
+    check((h2d.get("cpu-only") or 1e99) < (h2d.get("closest") or 0), "bench --gpu: cpu-only's copies are slower than closest's", h2d)
+    s, rc = section("bench_gpu_missing")
+    said = [l for l in s.splitlines() if l.startswith("gpubind: error:")]
+    check(rc == 1 and len(said) == 1 and "/nonexistent/libcudart.so" in said[0],
+          "bench --gpu without a runtime: one line naming the library, exit 1", s[-400:])
+
 
 def judge_2s_unknown():
     """GPUs on the root bus: sysfs gives no node; NVML's nodes are taken, and a UUID rank binds there."""
