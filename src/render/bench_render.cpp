@@ -82,22 +82,23 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
   std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
   std::vector<std::string> header = {"STRATEGY",   "P50 MS",     "P99 MS",         "MAX MS",         "JITTER CV",
                                      "IDLE MEAN",  "IDLE MAX",   "MIGR/RANK/S",    "CROSS-NUMA",     "REMOTE MEM",
-                                     "P99 VS CLOSEST", "MIGR VS CLOSEST"};
-  if (r.config.gpu) header.insert(header.begin() + 10, "H2D GB/S");
+                                     "MEM/RANK",   "P99 VS CLOSEST", "MIGR VS CLOSEST"};
+  if (r.config.gpu) header.insert(header.begin() + 11, "H2D GB/S");
   TextTable t(header);
   for (const StrategyReport& s : rep.strategies) {
     std::vector<std::string> row = {s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv),
                                     pct(s.idle_mean), pct(s.idle_max),
                                     s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
-                                    pct(s.remote_memory), times(s.p99_vs_closest), times(s.migrations_vs_closest)};
-    if (r.config.gpu) row.insert(row.begin() + 10, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
+                                    pct(s.remote_memory), mib(s.footprint_bytes), times(s.p99_vs_closest),
+                                    times(s.migrations_vs_closest)};
+    if (r.config.gpu) row.insert(row.begin() + 11, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
     t.add(std::move(row));
   }
   out += t.str();
   out += "\n  step: the slowest rank's pace (barrier to barrier), per sample for a bigger batch; jitter CV: its standard\n"
          "  deviation over its mean; idle: the share of the step a rank waits at the barrier (its GPU would idle);\n"
          "  cross-NUMA: the share of work time on CPUs outside the rank's home node (its GPU's); remote mem: the\n"
-         "  share of its buffer's pages outside it.\n";
+         "  share of its buffer's pages outside it; mem/rank: what a rank streams every step.\n";
   if (r.config.gpu) out += "  h2d: every rank's copies of its buffer to its GPU, bytes over their time on the GPUs.\n";
 
   if (per_rank) out += "\nper rank:\n" + rank_table(r);
