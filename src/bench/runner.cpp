@@ -17,6 +17,7 @@
 #include "sys/fsroot.hpp"
 #include "sys/node_memory.hpp"
 #include "sys/shared_memory.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::bench {
 
@@ -46,7 +47,7 @@ struct Control {
   alignas(64) std::atomic<uint32_t> phase;  // 0: warming up, 1: measure, 2: exit (written by the orchestrator)
   std::atomic<uint32_t> ready;              // threads done with the warm-up
   std::atomic<uint32_t> done;               // threads done with the measured steps
-  std::atomic<uint32_t> failed;             // ranks that could not be bound
+  std::atomic<uint32_t> failed;             // ranks that failed (binding, the GPU copy)
   alignas(64) std::atomic<uint32_t> arrived;  // the barrier
   std::atomic<uint32_t> generation;
   alignas(64) char error[kErrorBytes];
@@ -104,6 +105,15 @@ void wait_phase(Control& c, uint32_t want) {
   for (uint32_t v; (v = c.phase.load(std::memory_order_acquire)) < want;) sys::futex_wait(c.phase, v);
 }
 
+// A hint to the core that this is a spin-wait loop (x86 PAUSE, Arm YIELD).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield");
+#endif
+}
+
 // Every thread of every rank: a short spin (a step ends within microseconds for all when the
 // ranks are balanced), then sleep on the futex, so a waiting rank leaves its CPU to others.
 void barrier(Control& c, uint32_t parties) {
@@ -116,7 +126,7 @@ void barrier(Control& c, uint32_t parties) {
   }
   for (int i = 0; i < 200; ++i) {
     if (c.generation.load(std::memory_order_acquire) != gen) return;
-    __builtin_ia32_pause();
+    cpu_relax();
   }
   while (c.generation.load(std::memory_order_acquire) == gen) sys::futex_wait(c.generation, gen);
 }
@@ -317,6 +327,52 @@ std::vector<unsigned> home_nodes(const topo::Topology& t, const plan::RankBindin
   return {};
 }
 
+// What one run of a strategy measured, added to its record (all rounds together).
+void add_run(const topo::Topology& t, const plan::Plan& p, const RunShape& s, const Shared& sh,
+             const std::vector<std::vector<unsigned>>& homes, const std::vector<Probed>& before,
+             const std::vector<Probed>& after, double measured_s, StrategyRecord& out) {
+  for (unsigned i = 0; i < s.steps; ++i) out.step_ms.push_back(double(sh.release[i + 1] - sh.release[i]) / 1e6);
+  if (out.ranks.empty()) out.ranks.resize(p.ranks.size());
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    const plan::RankBinding& rb = p.ranks[r];
+    RankRecord& rr = out.ranks[r];
+    rr.rank = rb.local_rank;
+    rr.gpu = rb.gpus.empty() ? "" : rb.gpus.front().pci;
+    rr.cpus = rb.cpus;
+    rr.mem_nodes = rb.mem_policy == plan::MemPolicy::none ? std::vector<unsigned>{} : rb.mem_nodes;
+    rr.mem_policy = plan::to_string(rb.mem_policy);
+    rr.home_nodes = homes[r];
+    CpuSet home = topo::cpus_of_nodes(t, rr.home_nodes);
+    rr.measured_s += measured_s;
+    for (unsigned i = 0; i < s.steps; ++i) {
+      double step = double(sh.release[i + 1] - sh.release[i]) / 1e9, busy = 0;
+      for (unsigned th = 0; th < s.threads; ++th) {
+        const StepRecord& rec = sh.record(s, unsigned(r), th, i);
+        double work = double(rec.work_ns) / 1e9;
+        busy = std::max(busy, work);
+        rr.work_s += work;
+        if (s.gpu && th == 0) {
+          rr.copy_s += double(rec.copy_ms) / 1e3;
+          rr.copy_bytes += s.doubles * sizeof(double);
+        }
+        for (int cpu : {rec.cpu_start, rec.cpu_end})
+          if (cpu >= 0 && !home.empty() && !home.test(unsigned(cpu))) rr.off_home_s += work / 2;
+      }
+      rr.step_s += step;
+      rr.busy_s += busy;
+    }
+    uint64_t moved = 0;
+    bool known = before[r].migrations_known && after[r].migrations_known;
+    for (const auto& [tid, n] : after[r].migrations)
+      if (auto it = before[r].migrations.find(tid); it != before[r].migrations.end() && n >= it->second) moved += n - it->second;
+    if (known) rr.migrations = rr.migrations.value_or(0) + moved;
+    for (unsigned th = 0; th < s.threads; ++th) {
+      rr.pages += sh.page_record(s, unsigned(r), th).pages;
+      rr.remote_pages += sh.page_record(s, unsigned(r), th).remote;
+    }
+  }
+}
+
 // One strategy's ranks, started, stepped and measured once; adds to `out`.
 Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& closest, const RunShape& s,
                 const bind::MachineState& m, const sys::FsRoot& root, StrategyRecord& out) {
@@ -359,46 +415,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   if (auto bad = ranks.reap_all())
     return Error{"bench", "rank " + std::to_string(bad->first) + " failed (" + exit_text(bad->second) + ")"};
 
-  for (unsigned i = 0; i < s.steps; ++i) out.step_ms.push_back(double(sh.release[i + 1] - sh.release[i]) / 1e6);
-  if (out.ranks.empty()) out.ranks.resize(p.ranks.size());
-  for (size_t r = 0; r < p.ranks.size(); ++r) {
-    const plan::RankBinding& rb = p.ranks[r];
-    RankRecord& rr = out.ranks[r];
-    rr.rank = rb.local_rank;
-    rr.gpu = rb.gpus.empty() ? "" : rb.gpus.front().pci;
-    rr.cpus = rb.cpus;
-    rr.mem_nodes = rb.mem_policy == plan::MemPolicy::none ? std::vector<unsigned>{} : rb.mem_nodes;
-    rr.mem_policy = plan::to_string(rb.mem_policy);
-    rr.home_nodes = homes[r];
-    CpuSet home = topo::cpus_of_nodes(t, rr.home_nodes);
-    rr.measured_s += double(end - start) / 1e9;
-    for (unsigned i = 0; i < s.steps; ++i) {
-      double step = double(sh.release[i + 1] - sh.release[i]) / 1e9, busy = 0;
-      for (unsigned th = 0; th < s.threads; ++th) {
-        const StepRecord& rec = sh.record(s, unsigned(r), th, i);
-        double work = double(rec.work_ns) / 1e9;
-        busy = std::max(busy, work);
-        rr.work_s += work;
-        if (s.gpu && th == 0) {
-          rr.copy_s += double(rec.copy_ms) / 1e3;
-          rr.copy_bytes += s.doubles * sizeof(double);
-        }
-        for (int cpu : {rec.cpu_start, rec.cpu_end})
-          if (cpu >= 0 && !home.empty() && !home.test(unsigned(cpu))) rr.off_home_s += work / 2;
-      }
-      rr.step_s += step;
-      rr.busy_s += busy;
-    }
-    uint64_t moved = 0;
-    bool known = before[r].migrations_known && after[r].migrations_known;
-    for (const auto& [tid, n] : after[r].migrations)
-      if (auto it = before[r].migrations.find(tid); it != before[r].migrations.end() && n >= it->second) moved += n - it->second;
-    if (known) rr.migrations = rr.migrations.value_or(0) + moved;
-    for (unsigned th = 0; th < s.threads; ++th) {
-      rr.pages += sh.page_record(s, unsigned(r), th).pages;
-      rr.remote_pages += sh.page_record(s, unsigned(r), th).remote;
-    }
-  }
+  add_run(t, p, s, sh, homes, before, after, double(end - start) / 1e9, out);
   return Ok{};
 }
 
@@ -465,6 +482,14 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   c.compute = o.compute;
   c.gpu = o.gpu;
   rec.warnings = closest->warnings;
+  // A run keeps every thread's step records in shared memory: bounded, so a request too big is
+  // refused before anything starts.
+  uint64_t record_bytes = uint64_t(c.ranks) * c.threads * ((c.steps + c.rounds - 1) / c.rounds) * sizeof(StepRecord);
+  if (record_bytes > (1ull << 30))
+    return Error{"--steps " + std::to_string(c.steps),
+                 "one round's step records would take " + human_bytes(record_bytes) +
+                     " (at most 1 GiB: fewer steps, more --rounds, or fewer threads)",
+                 ErrorKind::usage};
 
   auto m = bind::live_machine_state();
   if (!m) return m.error();

@@ -73,6 +73,13 @@ int cmd_bench(const std::vector<std::string>& args) {
 
   bench::Record record;
   if (!input.empty()) {
+    // A saved run is reported as it was: flags that would change a run are refused, not ignored.
+    for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
+                             "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
+                             "--allowed-mems", "--mem-node", "--no-smt", "--balanced"})
+      if (app.count(flag))
+        return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)"},
+                    kExitUsage);
     auto r = read_record(input);
     if (!r) return fail(r.error(), kExitFailure);
     record = std::move(*r);
@@ -102,7 +109,7 @@ int cmd_bench(const std::vector<std::string>& args) {
         last_round = round;
       };
     auto r = bench::run_bench(*topo, *req, run);
-    if (!r) return fail(r.error(), kExitFailure);
+    if (!r) return fail(r.error(), r.error().kind == ErrorKind::usage ? kExitUsage : kExitFailure);
     record = std::move(*r);
   }
 

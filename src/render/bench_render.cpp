@@ -33,17 +33,7 @@ std::string times(std::optional<double> v) {
 
 std::string plural(unsigned n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
-std::string mib(uint64_t bytes) {
-  double m = double(bytes) / (1024.0 * 1024.0);
-  return (m == double(static_cast<long long>(m)) ? fixed(m, 0) : fixed(m, 1)) + " MiB";
-}
-
-std::string nodes_text(const std::vector<unsigned>& v) {
-  if (v.empty()) return "-";
-  std::string s;
-  for (unsigned n : v) s += (s.empty() ? "" : ",") + std::to_string(n);
-  return s;
-}
+std::string nodes_text(const std::vector<unsigned>& v) { return v.empty() ? "-" : join_numbers(v); }
 
 std::string machine_line(const bench::MachineInfo& m) {
   std::string s = "machine " + m.name + ": " + plural(m.packages, "package", "packages") + ", " +
@@ -57,7 +47,7 @@ std::string machine_line(const bench::MachineInfo& m) {
 std::string config_line(const bench::Config& c) {
   return "gpubind bench: " + plural(c.ranks, "rank", "ranks") + " x " + plural(c.threads, "thread", "threads") + ", " +
          std::to_string(c.steps) + " steps per strategy in " + plural(c.rounds, "interleaved round", "interleaved rounds") +
-         " (+" + std::to_string(c.warmup) + " warm-up each), " + mib(c.buffer_bytes) + " streamed per thread per step, " +
+         " (+" + std::to_string(c.warmup) + " warm-up each), " + human_bytes(c.buffer_bytes) + " streamed per thread per step, " +
          (c.noise ? "--noise " + std::to_string(c.noise) : std::string("no noise"));
 }
 
@@ -89,7 +79,7 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
     std::vector<std::string> row = {s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv),
                                     pct(s.idle_mean), pct(s.idle_max),
                                     s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
-                                    pct(s.remote_memory), mib(s.footprint_bytes), times(s.p99_vs_closest),
+                                    pct(s.remote_memory), human_bytes(s.footprint_bytes), times(s.p99_vs_closest),
                                     times(s.migrations_vs_closest)};
     if (r.config.gpu) row.insert(row.begin() + 11, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
     t.add(std::move(row));
@@ -142,18 +132,6 @@ nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  return o;
-}
-
 // A round step for about `n` axis ticks over [0, hi]: 1, 2 or 5 times a power of ten. (No libm:
 // the binary maps none, so exec starts without it.)
 double tick_step(double hi, int n) {
@@ -194,10 +172,10 @@ std::string bench_svg(const Record& r, const Report& rep) {
        "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o += "<text x=\"" + std::to_string(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
-       esc("Step time per strategy (ms per sample), " + std::to_string(r.config.ranks) + " ranks") + "</text>\n";
-  o += "<text x=\"" + std::to_string(left) + "\" y=\"40\" fill=\"#555\">" + esc(machine_line(r.machine)) + "</text>\n";
+       xml_escape("Step time per strategy (ms per sample), " + std::to_string(r.config.ranks) + " ranks") + "</text>\n";
+  o += "<text x=\"" + std::to_string(left) + "\" y=\"40\" fill=\"#555\">" + xml_escape(machine_line(r.machine)) + "</text>\n";
   o += "<text x=\"" + std::to_string(left) + "\" y=\"55\" fill=\"#555\">" +
-       esc(std::to_string(r.config.steps) + " steps per strategy, " + std::to_string(r.config.rounds) + " interleaved rounds, " +
+       xml_escape(std::to_string(r.config.steps) + " steps per strategy, " + std::to_string(r.config.rounds) + " interleaved rounds, " +
            (r.config.noise ? "noise " + std::to_string(r.config.noise) : std::string("no noise")) +
            "; box: quartiles and median, whiskers: min to p99, dot: max") +
        "</text>\n";
@@ -217,10 +195,10 @@ std::string bench_svg(const Record& r, const Report& rep) {
     const char* colour = kColours[i % (sizeof kColours / sizeof *kColours)];
     int cy = top + row * int(i) + row / 2, h = row / 2;
     o += "<g>\n<title>" +
-         esc(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
+         xml_escape(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
              fixed(m.cv * 100, 1) + "%") +
          "</title>\n";
-    o += "<text x=\"" + std::to_string(left - 10) + "\" y=\"" + std::to_string(cy + 4) + "\" text-anchor=\"end\">" + esc(s.name) +
+    o += "<text x=\"" + std::to_string(left - 10) + "\" y=\"" + std::to_string(cy + 4) + "\" text-anchor=\"end\">" + xml_escape(s.name) +
          "</text>\n";
     if (m.count) {
       o += "<line x1=\"" + num(x(m.min)) + "\" y1=\"" + std::to_string(cy) + "\" x2=\"" + num(x(m.p99)) + "\" y2=\"" +

@@ -30,20 +30,6 @@ std::string mask(const CpuSet& s) {
   return out;
 }
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 struct Writer {
   const Topology& t;
   std::string out;
@@ -69,7 +55,7 @@ struct Writer {
   void numa(const NumaNode& n, const CpuSet& parent_cpus, int depth) {
     out += indent(depth) + "<object type=\"NUMANode\" os_index=\"" + std::to_string(n.os_index) + "\" " +
            sets(parent_cpus, CpuSet::of({n.os_index})) + " gp_index=\"" + std::to_string(gp++) + "\"" +
-           (n.subtype.empty() ? "" : " subtype=\"" + escape(n.subtype) + "\"") + " local_memory=\"" +
+           (n.subtype.empty() ? "" : " subtype=\"" + xml_escape(n.subtype) + "\"") + " local_memory=\"" +
            std::to_string(n.memory_bytes) + "\"/>\n";
   }
 
@@ -127,13 +113,13 @@ struct Writer {
       if (d->pcie_path != prefix) continue;
       out += indent(depth) + "<object type=\"PCIDev\" gp_index=\"" + std::to_string(gp++) + "\" pci_busid=\"" + d->pci +
              "\" pci_type=\"" + pci_type(d->class_id, d->vendor_id, d->device_id) + "\" pci_link_speed=\"0.000000\">\n";
-      if (!d->name.empty()) out += indent(depth + 1) + "<info name=\"PCIDevice\" value=\"" + escape(d->name) + "\"/>\n";
+      if (!d->name.empty()) out += indent(depth + 1) + "<info name=\"PCIDevice\" value=\"" + xml_escape(d->name) + "\"/>\n";
       // hwloc's OS device types: 1 GPU, 2 network, 3 OpenFabrics (an RDMA device), 5 co-processor.
       bool is_gpu = find_gpu(t, d->pci) != nullptr;
       for (const std::string& os : d->os_names) {
         int type = is_gpu ? ((os.starts_with("cuda") || os.starts_with("opencl") || os.starts_with("ve")) ? 5 : 1)
                           : (is_rdma_device_name(os) ? 3 : 2);
-        out += indent(depth + 1) + "<object type=\"OSDev\" gp_index=\"" + std::to_string(gp++) + "\" name=\"" + escape(os) +
+        out += indent(depth + 1) + "<object type=\"OSDev\" gp_index=\"" + std::to_string(gp++) + "\" name=\"" + xml_escape(os) +
                "\" osdev_type=\"" + std::to_string(type) + "\"/>\n";
       }
       out += indent(depth) + "</object>\n";
@@ -193,7 +179,7 @@ struct Writer {
     out += "  <object type=\"Machine\" os_index=\"0\" cpuset=\"" + mask(t.cpus) + "\" complete_cpuset=\"" + mask(t.cpus) +
            "\" allowed_cpuset=\"" + mask(t.allowed_cpus) + "\" nodeset=\"" + mask(all_nodes) + "\" complete_nodeset=\"" +
            mask(all_nodes) + "\" allowed_nodeset=\"" + mask(all_nodes) + "\" gp_index=\"" + std::to_string(gp++) + "\">\n";
-    if (!t.hostname.empty()) out += "    <info name=\"HostName\" value=\"" + escape(t.hostname) + "\"/>\n";
+    if (!t.hostname.empty()) out += "    <info name=\"HostName\" value=\"" + xml_escape(t.hostname) + "\"/>\n";
 
     // CPU-less nodes: under their package, else under the Machine.
     std::map<std::optional<unsigned>, std::vector<const NumaNode*>> cpuless;

@@ -132,6 +132,20 @@ std::string human_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {

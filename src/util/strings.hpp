@@ -24,6 +24,8 @@ std::string one_line(std::string_view s);
 // "" when `s` is well-formed UTF-8 without control characters; else what is wrong with it
 // ("a control character", "a byte that is not UTF-8"). Names read from files must pass.
 std::string text_problem(std::string_view s);
+// The text with & < > " written as XML entities, for an attribute value or element text.
+std::string xml_escape(std::string_view s);
 // Joins numbers with a separator: {0,1} -> "0,1".
 std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep = ",");
 // "0,1,5-9": runs of three or more consecutive numbers as ranges, so a list of thousands of

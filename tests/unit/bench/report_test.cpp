@@ -41,7 +41,8 @@ Record two_node_record() {
   return r;
 }
 
-const StrategyReport& find(const Report& rep, const std::string& name) {
+// A copy: the report is often a temporary.
+StrategyReport find(const Report& rep, const std::string& name) {
   for (const StrategyReport& s : rep.strategies)
     if (s.name == name) return s;
   throw std::runtime_error("no strategy " + name);
@@ -58,7 +59,7 @@ TEST(BenchReport, StepTimesAreSummarisedPerStrategy) {
 }
 
 TEST(BenchReport, ABiggerBatchIsReportedPerSample) {
-  const StrategyReport& twice = find(make_report(two_node_record()), "none-2x");
+  StrategyReport twice = find(make_report(two_node_record()), "none-2x");
   EXPECT_EQ(twice.batch, 2u);
   EXPECT_DOUBLE_EQ(twice.step_ms.p50, 15);  // steps of 20 and 40 ms, two samples each
   EXPECT_DOUBLE_EQ(twice.step_ms.max, 20);
@@ -66,7 +67,7 @@ TEST(BenchReport, ABiggerBatchIsReportedPerSample) {
 }
 
 TEST(BenchReport, IdleIsTheShareOfTheStepARankWaitsAtTheBarrier) {
-  const StrategyReport& closest = find(make_report(two_node_record()), "closest");
+  StrategyReport closest = find(make_report(two_node_record()), "closest");
   EXPECT_NEAR(closest.idle_mean, (0.1 + 0.3) / 2, 1e-12);
   EXPECT_NEAR(closest.idle_max, 0.3, 1e-12);
 }
@@ -85,7 +86,7 @@ TEST(BenchReport, UnknownMigrationsStayUnknown) {
 }
 
 TEST(BenchReport, CrossNumaAndRemoteMemoryAreSharesOfAllRanks) {
-  const StrategyReport& none = find(make_report(two_node_record()), "none");
+  StrategyReport none = find(make_report(two_node_record()), "none");
   EXPECT_DOUBLE_EQ(*none.cross_numa, 0.75 / 2);
   EXPECT_DOUBLE_EQ(*none.remote_memory, 50.0 / 200);
 }
@@ -101,7 +102,8 @@ TEST(BenchReport, RatiosAreAgainstClosestAndInfiniteWhenClosestHadNone) {
 TEST(BenchReport, NoRatiosWithoutClosest) {
   Record r = two_node_record();
   r.strategies.erase(r.strategies.begin());
-  for (const StrategyReport& s : make_report(r).strategies) {
+  Report rep = make_report(r);
+  for (const StrategyReport& s : rep.strategies) {
     EXPECT_FALSE(s.p99_vs_closest) << s.name;
     EXPECT_FALSE(s.migrations_vs_closest) << s.name;
   }

@@ -35,3 +35,8 @@ TEST(Strings, JoinNumberRunsShortensRunsOfThreeOrMore) {
 }
 
 }  // namespace gpubind
+
+TEST(Strings, XmlEscapeWritesMarkupCharactersAsEntities) {
+  EXPECT_EQ(gpubind::xml_escape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
+  EXPECT_EQ(gpubind::xml_escape("plain"), "plain");
+}
