@@ -7,6 +7,7 @@
 #include "render/json_text.hpp"
 #include "cli/plan_options.hpp"
 #include "discover/source.hpp"
+#include "render/node_svg.hpp"
 #include "render/plan_render.hpp"
 #include "util/exit_status.hpp"
 
@@ -24,8 +25,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string hosts;
   app.option("--format", format,
              "table, json, env (shell exports for --rank), slurm (srun flags), rankfile (Open MPI 4, physical CPUs), "
-             "rankfile-logical (Open MPI 5), numactl")
-      .one_of({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl"});
+             "rankfile-logical (Open MPI 5), numactl, svg (the node drawn with each rank in its colour)")
+      .one_of({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl", "svg"});
   app.option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
   app.flag("--json", json, "Same as --format json");
   app.flag("--gpu-runtime", gpu_runtime,
@@ -62,6 +63,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   else if (format == "json") out = render::json_text(render::plan_json(*plan, explain));
   else if (format == "env") out = render::plan_env(*plan, *rank);
   else if (format == "slurm") out = render::plan_slurm(*plan);
+  else if (format == "svg") out = render::node_svg(*topo, &*plan);
   else if (format == "rankfile" || format == "rankfile-logical") {
     std::vector<std::string> host_list = {topo->hostname.empty() ? "localhost" : topo->hostname};
     if (!hosts.empty()) {

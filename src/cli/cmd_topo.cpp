@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "render/json_text.hpp"
+#include "render/node_svg.hpp"
 #include "render/hwloc_xml.hpp"
 #include "discover/gpu_measure.hpp"
 #include "discover/gpu_runtime.hpp"
@@ -25,8 +26,9 @@ int cmd_topo(const std::vector<std::string>& args) {
   bool json = false, quiet = false, gpu_runtime = false, no_gpu_runtime = false, measure = false;
   add_topology_option(app, topology);
   add_quiet_option(app, quiet);
-  app.option("--format", format, "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML)")
-      .one_of({"table", "matrix", "json", "xml"});
+  app.option("--format", format,
+             "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML), svg (a drawing, as lstopo's)")
+      .one_of({"table", "matrix", "json", "xml", "svg"});
   app.flag("--json", json, "Same as --format json");
   app.flag("--gpu-runtime", gpu_runtime,
            "Cross-check the topology against this machine's GPU runtime libraries (NVML, ROCm SMI): the default for "
@@ -92,6 +94,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (measured && !measured->empty()) out += render::measured_table(*topo, *measured);
   }
   else if (format == "matrix") out = render::topo_matrix(*topo);
+  else if (format == "svg") out = render::node_svg(*topo, nullptr);
   else if (format == "json") {
     auto j = topo::to_json(*topo);
     if (findings) {

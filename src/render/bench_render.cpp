@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "render/svg.hpp"
 #include "render/table.hpp"
 #include "util/strings.hpp"
 
@@ -164,62 +165,43 @@ std::string bench_svg(const Record& r, const Report& rep) {
   double step = tick_step(hi, 8);
   hi = round_up(hi, step);
   auto x = [&](double v) { return left + std::min(v, hi) / hi * plot_w; };
-  auto num = [](double v) { return fixed(v, 1); };
 
-  std::string o;
-  o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" + std::to_string(height) +
-       "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o += "<text x=\"" + std::to_string(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
-       xml_escape("Step time per strategy (ms per sample), " + std::to_string(r.config.ranks) + " ranks") + "</text>\n";
-  o += "<text x=\"" + std::to_string(left) + "\" y=\"40\" fill=\"#555\">" + xml_escape(machine_line(r.machine)) + "</text>\n";
-  o += "<text x=\"" + std::to_string(left) + "\" y=\"55\" fill=\"#555\">" +
-       xml_escape(std::to_string(r.config.steps) + " steps per strategy, " + std::to_string(r.config.rounds) + " interleaved rounds, " +
-           (r.config.noise ? "noise " + std::to_string(r.config.noise) : std::string("no noise")) +
-           "; box: quartiles and median, whiskers: min to p99, dot: max") +
-       "</text>\n";
+  Svg o(width, height);
+  o.text(left, 22, "Step time per strategy (ms per sample), " + std::to_string(r.config.ranks) + " ranks",
+         "font-size=\"15\" font-weight=\"bold\"");
+  o.text(left, 40, machine_line(r.machine), "fill=\"#555\"");
+  o.text(left, 55,
+         std::to_string(r.config.steps) + " steps per strategy, " + std::to_string(r.config.rounds) + " interleaved rounds, " +
+             (r.config.noise ? "noise " + std::to_string(r.config.noise) : std::string("no noise")) +
+             "; box: quartiles and median, whiskers: min to p99, dot: max",
+         "fill=\"#555\"");
   int axis_y = top + row * int(rep.strategies.size()) + 6;
   for (double v = 0; v <= hi + step / 2; v += step) {
-    double px = x(v);
-    o += "<line x1=\"" + num(px) + "\" y1=\"" + std::to_string(top) + "\" x2=\"" + num(px) + "\" y2=\"" + std::to_string(axis_y) +
-         "\" stroke=\"#e4e4e4\"/>\n";
-    o += "<text x=\"" + num(px) + "\" y=\"" + std::to_string(axis_y + 16) + "\" text-anchor=\"middle\">" +
-         fixed(v, step < 0.1 ? 2 : step < 1 ? 1 : 0) + "</text>\n";
+    o.line(x(v), top, x(v), axis_y, "stroke=\"#e4e4e4\"");
+    o.text(x(v), axis_y + 16, fixed(v, step < 0.1 ? 2 : step < 1 ? 1 : 0), "text-anchor=\"middle\"");
   }
-  o += "<text x=\"" + std::to_string(left + plot_w / 2) + "\" y=\"" + std::to_string(axis_y + 36) +
-       "\" text-anchor=\"middle\">ms per sample</text>\n";
+  o.text(left + plot_w / 2, axis_y + 36, "ms per sample", "text-anchor=\"middle\"");
   for (size_t i = 0; i < rep.strategies.size(); ++i) {
     const StrategyReport& s = rep.strategies[i];
     const bench::Summary& m = s.step_ms;
-    const char* colour = kColours[i % (sizeof kColours / sizeof *kColours)];
-    int cy = top + row * int(i) + row / 2, h = row / 2;
-    o += "<g>\n<title>" +
-         xml_escape(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
-             fixed(m.cv * 100, 1) + "%") +
-         "</title>\n";
-    o += "<text x=\"" + std::to_string(left - 10) + "\" y=\"" + std::to_string(cy + 4) + "\" text-anchor=\"end\">" + xml_escape(s.name) +
-         "</text>\n";
+    std::string colour = kColours[i % (sizeof kColours / sizeof *kColours)];
+    std::string stroke = "stroke=\"" + colour + "\" stroke-width=\"1.5\"";
+    double cy = top + row * double(i) + row / 2, h = row / 2;
+    o.begin_group(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
+                  fixed(m.cv * 100, 1) + "%");
+    o.text(left - 10, cy + 4, s.name, "text-anchor=\"end\"");
     if (m.count) {
-      o += "<line x1=\"" + num(x(m.min)) + "\" y1=\"" + std::to_string(cy) + "\" x2=\"" + num(x(m.p99)) + "\" y2=\"" +
-           std::to_string(cy) + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
-      for (double v : {m.min, m.p99})
-        o += "<line x1=\"" + num(x(v)) + "\" y1=\"" + std::to_string(cy - h / 3) + "\" x2=\"" + num(x(v)) + "\" y2=\"" +
-             std::to_string(cy + h / 3) + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
-      o += "<rect x=\"" + num(x(m.p25)) + "\" y=\"" + std::to_string(cy - h / 2) + "\" width=\"" +
-           num(std::max(1.0, x(m.p75) - x(m.p25))) + "\" height=\"" + std::to_string(h) + "\" fill=\"" + colour +
-           "\" fill-opacity=\"0.35\" stroke=\"" + colour + "\"/>\n";
-      o += "<line x1=\"" + num(x(m.p50)) + "\" y1=\"" + std::to_string(cy - h / 2) + "\" x2=\"" + num(x(m.p50)) + "\" y2=\"" +
-           std::to_string(cy + h / 2) + "\" stroke=\"black\" stroke-width=\"2\"/>\n";
-      o += "<circle cx=\"" + num(x(m.max)) + "\" cy=\"" + std::to_string(cy) + "\" r=\"3.5\" fill=\"" + colour + "\"/>\n";
-      if (m.max > hi)
-        o += "<text x=\"" + num(x(m.max) - 6) + "\" y=\"" + std::to_string(cy - h / 2 - 2) + "\" text-anchor=\"end\" fill=\"#555\">max " +
-             ms(m.max) + " &#8594;</text>\n";
+      o.line(x(m.min), cy, x(m.p99), cy, stroke);
+      for (double v : {m.min, m.p99}) o.line(x(v), cy - h / 3, x(v), cy + h / 3, stroke);
+      o.rect(x(m.p25), cy - h / 2, std::max(1.0, x(m.p75) - x(m.p25)), h,
+             "fill=\"" + colour + "\" fill-opacity=\"0.35\" stroke=\"" + colour + "\"");
+      o.line(x(m.p50), cy - h / 2, x(m.p50), cy + h / 2, "stroke=\"black\" stroke-width=\"2\"");
+      o.circle(x(m.max), cy, 3.5, "fill=\"" + colour + "\"");
+      if (m.max > hi) o.text(x(m.max) - 6, cy - h / 2 - 2, "max " + ms(m.max) + " \u2192", "text-anchor=\"end\" fill=\"#555\"");
     }
-    o += "</g>\n";
+    o.end_group();
   }
-  o += "</svg>\n";
-  return o;
+  return o.str();
 }
 
 }  // namespace gpubind::render

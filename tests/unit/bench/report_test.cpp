@@ -191,7 +191,7 @@ TEST(BenchSvg, OneBoxPerStrategyAndTheAxisCoversEveryP99) {
   EXPECT_EQ(boxes, 3u);
   EXPECT_TRUE(svg.starts_with("<?xml"));
   EXPECT_NE(svg.find(">none-2x</text>"), std::string::npos);
-  EXPECT_EQ(svg.find("&#8594;"), std::string::npos);  // every max is within the axis here
+  EXPECT_EQ(svg.find("\u2192"), std::string::npos);  // every max is within the axis here
 }
 
 TEST(BenchSvg, AMaxFarBeyondTheP99sIsDrawnAtTheEdgeWithItsValue) {
@@ -199,7 +199,7 @@ TEST(BenchSvg, AMaxFarBeyondTheP99sIsDrawnAtTheEdgeWithItsValue) {
   r.strategies[0].step_ms.assign(200, 10);
   r.strategies[0].step_ms.push_back(500);
   std::string svg = render::bench_svg(r, make_report(r));
-  EXPECT_NE(svg.find("max 500.0 &#8594;"), std::string::npos);
+  EXPECT_NE(svg.find("max 500.0 \u2192"), std::string::npos);
 }
 
 }  // namespace gpubind::bench

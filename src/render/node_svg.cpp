@@ -1,0 +1,522 @@
+#include "render/node_svg.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "render/plan_render.hpp"
+#include "render/svg.hpp"
+#include "render/topo_text.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::render {
+
+namespace {
+
+using topo::Gpu;
+using topo::Nic;
+using topo::NumaNode;
+using topo::Topology;
+
+// Sizes in pixels; text is 12 px sans-serif, about 7 px a character.
+constexpr double kChar = 7.0, kPad = 8, kHeader = 20, kGap = 6, kCellH = 20, kDevW = 170, kDevH = 48;
+constexpr size_t kCoresPerRow = 8, kCollapseAbove = 64, kDevicesPerRow = 4, kL3PerRow = 4, kNodesPerRow = 2;
+// Packages side by side while the row stays this narrow.
+constexpr double kMaxRowWidth = 1600;
+
+// Rank colours: a strong one for strokes and text, a light one for fills; they repeat after 12.
+struct Colour {
+  const char* strong;
+  const char* light;
+};
+constexpr Colour kRankColours[] = {{"#1f77b4", "#c6dbef"}, {"#d62728", "#f4c7c7"}, {"#2ca02c", "#c7e9c0"},
+                                   {"#9467bd", "#dadaeb"}, {"#ff7f0e", "#fdd0a2"}, {"#8c564b", "#e3cbc5"},
+                                   {"#e377c2", "#f7d4ec"}, {"#17becf", "#c4ecf1"}, {"#bcbd22", "#ecedb5"},
+                                   {"#7f7f7f", "#dddddd"}, {"#393b79", "#c5c6e6"}, {"#637939", "#d7e3bf"}};
+const Colour& colour(unsigned rank) { return kRankColours[rank % (sizeof kRankColours / sizeof *kRankColours)]; }
+
+double text_width(const std::string& s) { return double(s.size()) * kChar; }
+
+// Boxes of the given sizes placed left to right, `per_row` to a row, `kGap` apart; each row as
+// tall as its tallest box. Their offsets from the grid's corner, and the grid's size.
+struct Grid {
+  std::vector<std::pair<double, double>> at;
+  double w = 0, h = 0;
+};
+Grid grid(const std::vector<std::pair<double, double>>& sizes, size_t per_row) {
+  Grid g;
+  double x = 0, y = 0, row_h = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i && i % per_row == 0) {
+      y += row_h + kGap;
+      x = row_h = 0;
+    }
+    g.at.push_back({x, y});
+    x += sizes[i].first + kGap;
+    row_h = std::max(row_h, sizes[i].second);
+    g.w = std::max(g.w, x - kGap);
+  }
+  g.h = sizes.empty() ? 0 : y + row_h;
+  return g;
+}
+
+// Who uses what, from the plan: the ranks of each PU, GPU, NIC and memory node.
+struct Owners {
+  std::map<unsigned, std::vector<unsigned>> pu, mem;
+  std::map<std::string, std::vector<unsigned>> gpu, nic;
+  bool any = false;
+
+  explicit Owners(const plan::Plan* p) {
+    if (!p) return;
+    any = true;
+    for (const plan::RankBinding& rb : p->ranks) {
+      for (unsigned cpu : rb.cpus.ids()) pu[cpu].push_back(rb.local_rank);
+      for (const plan::GpuRef& g : rb.gpus) gpu[g.pci].push_back(rb.local_rank);
+      for (const plan::NicRef& n : rb.nics) nic[n.pci].push_back(rb.local_rank);
+      if (rb.mem_policy != plan::MemPolicy::none)
+        for (unsigned n : rb.mem_nodes) mem[n].push_back(rb.local_rank);
+    }
+  }
+  static std::vector<unsigned> of(const std::map<unsigned, std::vector<unsigned>>& m, unsigned k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::vector<unsigned>{} : it->second;
+  }
+  static std::vector<unsigned> of(const std::map<std::string, std::vector<unsigned>>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::vector<unsigned>{} : it->second;
+  }
+};
+
+std::string ranks_text(const std::vector<unsigned>& ranks) {
+  if (ranks.empty()) return "";
+  return (ranks.size() == 1 ? "rank " : "ranks ") + join_number_runs(ranks);
+}
+
+// One drawn cell: a core (its PUs), or a run of cores with the same rank when collapsed.
+struct Cell {
+  CpuSet pus;
+  std::string label;
+  std::vector<unsigned> ranks;  // distinct ranks on its PUs
+};
+
+struct L3Box {
+  std::string title;
+  std::vector<Cell> cells;
+  bool collapsed = false;
+  double w = 0, h = 0;
+};
+
+struct Device {
+  const Gpu* gpu = nullptr;
+  const Nic* nic = nullptr;
+  const topo::PciDevice& pci() const { return gpu ? static_cast<const topo::PciDevice&>(*gpu) : *nic; }
+};
+
+struct NodeBox {
+  const NumaNode* node = nullptr;
+  std::vector<L3Box> l3s;
+  Grid l3_grid;
+  std::vector<Device> devices;
+  double w = 0, h = 0;
+};
+
+struct PackageBox {
+  std::string title;
+  std::vector<NodeBox> nodes;
+  Grid node_grid;
+  std::vector<const NumaNode*> memory_nodes;
+  double w = 0, h = 0;
+};
+
+std::vector<unsigned> distinct_ranks(const Owners& o, const CpuSet& pus) {
+  std::set<unsigned> r;
+  for (unsigned pu : pus.ids())
+    for (unsigned k : Owners::of(o.pu, pu)) r.insert(k);
+  return {r.begin(), r.end()};
+}
+
+L3Box make_l3(const Topology& t, const CpuSet& cpus, const std::string& title, const Owners& o) {
+  L3Box b;
+  b.title = title;
+  std::vector<const topo::Core*> cores;
+  for (const topo::Core& c : t.cores)
+    if (c.pus.is_subset_of(cpus)) cores.push_back(&c);
+  b.collapsed = cores.size() > kCollapseAbove;
+  for (const topo::Core* c : cores) {
+    Cell cell{c->pus, join_numbers(c->pus.ids()), distinct_ranks(o, c->pus)};
+    if (b.collapsed && !b.cells.empty() && b.cells.back().ranks == cell.ranks) {
+      b.cells.back().pus |= c->pus;
+      continue;
+    }
+    b.cells.push_back(std::move(cell));
+  }
+  if (b.collapsed)
+    for (Cell& c : b.cells) c.label = "PUs " + c.pus.to_list() + (c.ranks.empty() ? "" : "  " + ranks_text(c.ranks));
+  double widest = 30;
+  for (const Cell& c : b.cells) widest = std::max(widest, text_width(c.label) + 10);
+  size_t per_row = b.collapsed ? 1 : std::min(kCoresPerRow, std::max<size_t>(1, b.cells.size()));
+  size_t rows = (b.cells.size() + per_row - 1) / per_row;
+  b.w = std::max(text_width(b.title) + 2 * kPad, 2 * kPad + double(per_row) * (widest + kGap) - kGap);
+  b.h = kHeader + double(rows) * (kCellH + kGap) + kPad - kGap;
+  return b;
+}
+
+// The node a device hangs from (its first NUMA node with CPUs), or nullopt when unknown.
+std::optional<unsigned> device_node(const Topology& t, const topo::PciDevice& d) {
+  if (!d.numa) return std::nullopt;
+  auto nodes = topo::nodes_with_cpus(t, *d.numa);
+  if (!nodes.empty()) return nodes.front();
+  return d.numa->empty() ? std::nullopt : std::optional<unsigned>(d.numa->front());
+}
+
+// Devices in PCIe order, so those behind one switch sit side by side.
+void sort_devices(std::vector<Device>& devices) {
+  std::stable_sort(devices.begin(), devices.end(), [](const Device& a, const Device& b) {
+    return std::tie(a.pci().pcie_path, a.pci().pci) < std::tie(b.pci().pcie_path, b.pci().pci);
+  });
+}
+
+// Where each device goes, in rows of kDevicesPerRow: devices behind one PCIe switch (the same
+// path below the host bridge) stay in one row when they fit in one.
+struct Slot {
+  size_t row = 0, col = 0;
+};
+std::vector<Slot> device_slots(const std::vector<Device>& devices) {
+  std::vector<Slot> out;
+  size_t row = 0, col = 0;
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i + 1;
+    while (j < devices.size() && devices[j].pci().pcie_path == devices[i].pci().pcie_path) ++j;
+    size_t group = j - i;
+    if (col > 0 && col + group > kDevicesPerRow && group <= kDevicesPerRow) row++, col = 0;
+    for (; i < j; ++i) {
+      if (col == kDevicesPerRow) row++, col = 0;
+      out.push_back({row, col++});
+    }
+  }
+  return out;
+}
+
+double devices_width(const std::vector<Device>& devices) {
+  size_t cols = 0;
+  for (const Slot& s : device_slots(devices)) cols = std::max(cols, s.col + 1);
+  return cols ? double(cols) * (kDevW + kGap) - kGap : 0;
+}
+
+constexpr double kDevRow = kDevH + kGap + 12;  // 12: room for a switch bracket under a row
+
+double devices_height(const std::vector<Device>& devices) {
+  auto slots = device_slots(devices);
+  return slots.empty() ? 0 : double(slots.back().row + 1) * kDevRow;
+}
+
+NodeBox make_node(const Topology& t, const NumaNode& n, const Owners& o) {
+  NodeBox b;
+  b.node = &n;
+  for (const topo::L3Domain& l3 : t.l3_domains) {
+    CpuSet cpus = l3.cpus & n.cpus;
+    if (cpus.empty()) continue;
+    b.l3s.push_back(make_l3(t, cpus, "L3 " + (l3.size_bytes ? human_bytes(l3.size_bytes) : std::string("")), o));
+  }
+  if (b.l3s.empty()) b.l3s.push_back(make_l3(t, n.cpus, "cores", o));
+  for (const Gpu& g : t.gpus)
+    if (device_node(t, g) == n.os_index) b.devices.push_back({&g, nullptr});
+  for (const Nic& nic : t.nics)
+    if (device_node(t, nic) == n.os_index) b.devices.push_back({nullptr, &nic});
+  sort_devices(b.devices);
+  std::vector<std::pair<double, double>> sizes;
+  for (const L3Box& l3 : b.l3s) sizes.push_back({l3.w, l3.h});
+  b.l3_grid = grid(sizes, kL3PerRow);
+  b.w = 2 * kPad + std::max({b.l3_grid.w, devices_width(b.devices), 200.0});
+  b.h = kHeader + b.l3_grid.h + (b.devices.empty() ? 0 : kGap + devices_height(b.devices)) + kPad;
+  return b;
+}
+
+std::vector<PackageBox> make_packages(const Topology& t, const Owners& o) {
+  std::vector<PackageBox> out;
+  auto add_nodes = [&](PackageBox& p, auto belongs) {
+    for (const NumaNode& n : t.numa_nodes) {
+      if (!belongs(n)) continue;
+      if (n.cpus.empty()) p.memory_nodes.push_back(&n);
+      else p.nodes.push_back(make_node(t, n, o));
+    }
+  };
+  for (const topo::Package& pk : t.packages) {
+    PackageBox p;
+    p.title = "Package " + std::to_string(pk.os_index);
+    add_nodes(p, [&](const NumaNode& n) { return n.package ? *n.package == pk.os_index : n.cpus.intersects(pk.cpus); });
+    out.push_back(std::move(p));
+  }
+  PackageBox loose;  // nodes no package claims (memory-only nodes without a package)
+  loose.title = "Outside any package";
+  add_nodes(loose, [&](const NumaNode& n) {
+    for (const PackageBox& p : out) {
+      for (const NodeBox& b : p.nodes)
+        if (b.node == &n) return false;
+      for (const NumaNode* m : p.memory_nodes)
+        if (m == &n) return false;
+    }
+    return true;
+  });
+  if (!loose.nodes.empty() || !loose.memory_nodes.empty()) out.push_back(std::move(loose));
+  for (PackageBox& p : out) {
+    std::vector<std::pair<double, double>> sizes;
+    for (const NodeBox& n : p.nodes) sizes.push_back({n.w, n.h});
+    p.node_grid = grid(sizes, kNodesPerRow);
+    double mem_w = double(p.memory_nodes.size()) * (kDevW + kGap);
+    p.w = 2 * kPad + std::max({p.node_grid.w, mem_w, 120.0});
+    p.h = kHeader + p.node_grid.h + (p.memory_nodes.empty() ? 0 : kGap + 40) + kPad;
+  }
+  return out;
+}
+
+std::string cell_title(const Cell& c) {
+  return "PUs " + c.pus.to_list() + (c.ranks.empty() ? ": no rank" : ": " + ranks_text(c.ranks));
+}
+
+class Drawer {
+ public:
+  Drawer(const Topology& t, const plan::Plan* p) : m_t(t), m_plan(p), m_owners(p) {}
+
+  std::string draw() {
+    std::vector<PackageBox> packages = make_packages(m_t, m_owners);
+    // Packages side by side while the row stays narrow enough, else one to a row.
+    std::vector<std::pair<double, double>> sizes;
+    double all_w = 0;
+    for (const PackageBox& p : packages) {
+      sizes.push_back({p.w, p.h});
+      all_w = std::max(all_w, p.w);
+    }
+    size_t per_row = all_w * 2 + kGap <= kMaxRowWidth ? 2 : 1;
+    Grid page = grid(sizes, per_row);
+    double top = 56;
+    double width = kPad * 4 + page.w, y = top + page.h + kGap * 2;
+    std::vector<Device> unknown;
+    for (const Gpu& g : m_t.gpus)
+      if (!device_node(m_t, g)) unknown.push_back({&g, nullptr});
+    for (const Nic& n : m_t.nics)
+      if (!device_node(m_t, n)) unknown.push_back({nullptr, &n});
+    sort_devices(unknown);
+    double unknown_y = y;
+    if (!unknown.empty()) {
+      y += kHeader + devices_height(unknown) + kPad * 2;
+      width = std::max(width, kPad * 4 + devices_width(unknown));
+    }
+    std::vector<std::string> links = link_lines();
+    double links_y = y;
+    y += double(links.size()) * 16 + (links.empty() ? 0 : 8);
+    double legend_y = y;
+    if (m_plan) y += 24 + double(m_plan->ranks.size()) * 16 + 24;
+    width = std::max(width, 760.0);
+
+    Svg s(int(width + 0.5), int(y + kPad + 0.5));
+    m_svg = &s;
+    std::string title = m_plan ? "Plan: " + std::to_string(m_plan->ranks.size()) + " rank(s), policy " + plan::to_string(m_plan->policy) +
+                                     ", memory " + plan::to_string(m_plan->mem)
+                               : "Machine " + (m_t.hostname.empty() ? std::string("") : m_t.hostname + " ") + "from " + m_t.origin;
+    s.text(kPad * 2, 24, title, "font-size=\"16\" font-weight=\"bold\"");
+    s.text(kPad * 2, 42, summary(), "fill=\"#555\"");
+    for (size_t i = 0; i < packages.size(); ++i) draw_package(packages[i], kPad * 2 + page.at[i].first, top + page.at[i].second);
+    if (!unknown.empty()) {
+      s.rect(kPad * 2, unknown_y, devices_width(unknown) + 2 * kPad, kHeader + devices_height(unknown) + kPad,
+             "fill=\"#fff8e6\" stroke=\"#c77c02\" stroke-dasharray=\"4 3\"");
+      s.text(kPad * 3, unknown_y + 15, "Locality unknown (no NUMA node from the source)", "font-weight=\"bold\" fill=\"#c77c02\"");
+      draw_devices(unknown, kPad * 3, unknown_y + kHeader);
+    }
+    for (size_t i = 0; i < links.size(); ++i) s.text(kPad * 2, links_y + 14 + double(i) * 16, links[i]);
+    if (m_plan) draw_legend(legend_y);
+    m_svg = nullptr;
+    return s.str();
+  }
+
+ private:
+  std::string summary() const {
+    size_t nodes = 0, memory_only = 0;
+    for (const NumaNode& n : m_t.numa_nodes) (n.cpus.empty() ? memory_only : nodes)++;
+    std::string s = std::to_string(m_t.packages.size()) + " package(s), " + std::to_string(nodes) + " NUMA node(s)";
+    if (memory_only) s += " + " + std::to_string(memory_only) + " memory-only";
+    s += ", " + std::to_string(m_t.cores.size()) + " cores, " + std::to_string(m_t.cpus.count()) + " PUs, " +
+         std::to_string(m_t.gpus.size()) + " GPU(s), " + std::to_string(m_t.nics.size()) + " NIC(s)";
+    if (m_plan) s += " — " + m_t.origin;
+    return s;
+  }
+
+  void draw_package(const PackageBox& p, double x, double y) {
+    Svg& s = *m_svg;
+    s.rect(x, y, p.w, p.h, "fill=\"#f7f7f7\" stroke=\"#444\" rx=\"4\"");
+    s.text(x + kPad, y + 15, p.title, "font-weight=\"bold\"");
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      draw_node(p.nodes[i], x + kPad + p.node_grid.at[i].first, y + kHeader + p.node_grid.at[i].second);
+    double my = y + p.h - kPad - 40;
+    double mx = x + kPad;
+    for (const NumaNode* m : p.memory_nodes) {
+      std::vector<unsigned> ranks = Owners::of(m_owners.mem, m->os_index);
+      std::string fill = ranks.empty() ? "#eef3ff" : colour(ranks.front()).light;
+      s.begin_group("NUMA node " + std::to_string(m->os_index) + ": memory only" + (ranks.empty() ? "" : ", memory of " + ranks_text(ranks)));
+      s.rect(mx, my, kDevW, 40, "fill=\"" + fill + "\" stroke=\"#5577aa\" stroke-dasharray=\"5 3\"");
+      s.text(mx + 6, my + 15, "NUMA " + std::to_string(m->os_index) + " memory only" + (m->subtype.empty() ? "" : " (" + m->subtype + ")"),
+             "font-weight=\"bold\"");
+      s.text(mx + 6, my + 31, (m->memory_bytes ? human_bytes(m->memory_bytes) : std::string("")) +
+                                  (ranks.empty() ? "" : "  memory of " + ranks_text(ranks)));
+      s.end_group();
+      mx += kDevW + kGap;
+    }
+  }
+
+  void draw_node(const NodeBox& n, double x, double y) {
+    Svg& s = *m_svg;
+    std::vector<unsigned> mem = Owners::of(m_owners.mem, n.node->os_index);
+    s.rect(x, y, n.w, n.h, "fill=\"#eef3ff\" stroke=\"#5577aa\" rx=\"3\"");
+    std::string head = "NUMA node " + std::to_string(n.node->os_index) +
+                       (n.node->memory_bytes ? " (" + human_bytes(n.node->memory_bytes) + ")" : "");
+    s.text(x + kPad, y + 15, head, "font-weight=\"bold\"");
+    double cx = x + kPad + text_width(head) * 1.1 + 10;  // bold text is wider
+    for (unsigned r : mem) {  // a chip per rank whose memory is here
+      std::string chip = "mem r" + std::to_string(r);
+      s.rect(cx, y + 4, text_width(chip) + 6, 14, "fill=\"" + std::string(colour(r).light) + "\" stroke=\"" + colour(r).strong + "\" rx=\"3\"");
+      s.text(cx + 3, y + 15, chip, "font-size=\"11\"");
+      cx += text_width(chip) + 10;
+    }
+    for (size_t i = 0; i < n.l3s.size(); ++i) draw_l3(n.l3s[i], x + kPad + n.l3_grid.at[i].first, y + kHeader + n.l3_grid.at[i].second);
+    if (!n.devices.empty()) draw_devices(n.devices, x + kPad, y + kHeader + n.l3_grid.h + kGap);
+  }
+
+  void draw_l3(const L3Box& b, double x, double y) {
+    Svg& s = *m_svg;
+    s.rect(x, y, b.w, b.h, "fill=\"white\" stroke=\"#999\"");
+    s.text(x + kPad, y + 14, b.title, "fill=\"#555\" font-size=\"11\"");
+    double widest = 30;
+    for (const Cell& c : b.cells) widest = std::max(widest, text_width(c.label) + 10);
+    if (b.collapsed) widest = b.w - 2 * kPad;
+    size_t per_row = b.collapsed ? 1 : kCoresPerRow;
+    for (size_t i = 0; i < b.cells.size(); ++i) {
+      const Cell& c = b.cells[i];
+      double cx = x + kPad + double(i % per_row) * (widest + kGap), cy = y + kHeader + double(i / per_row) * (kCellH + kGap);
+      std::string fill = "#f3f3f3", stroke = "#888";
+      if (c.ranks.size() == 1) {
+        fill = colour(c.ranks.front()).light;
+        stroke = colour(c.ranks.front()).strong;
+      } else if (c.ranks.size() > 1) {
+        fill = "#ffd6d6";  // shared by several ranks
+        stroke = "#cc0000";
+      }
+      s.begin_group(cell_title(c));
+      s.rect(cx, cy, widest, kCellH, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" rx=\"2\"");
+      s.text(cx + 5, cy + 14, c.label, "font-size=\"11\"");
+      s.end_group();
+    }
+  }
+
+  void draw_devices(const std::vector<Device>& devices, double x, double y) {
+    Svg& s = *m_svg;
+    std::vector<Slot> slots = device_slots(devices);
+    auto left = [&](size_t i) { return x + double(slots[i].col) * (kDevW + kGap); };
+    auto top = [&](size_t i) { return y + double(slots[i].row) * kDevRow; };
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const Device& d = devices[i];
+      double dx = left(i), dy = top(i);
+      const topo::PciDevice& p = d.pci();
+      std::vector<unsigned> ranks = d.gpu ? Owners::of(m_owners.gpu, p.pci) : Owners::of(m_owners.nic, p.pci);
+      std::string label = d.gpu ? "GPU" + std::to_string(d.gpu->index) + "  " + p.pci : "NIC " + nic_label(*d.nic);
+      std::string fill = d.gpu ? "#e8f5e9" : "#fff3e0", stroke = d.gpu ? "#2e7d32" : "#e65100";
+      if (!ranks.empty() && d.gpu) {
+        fill = colour(ranks.front()).light;
+        stroke = colour(ranks.front()).strong;
+      }
+      std::string path = p.pcie_path.empty() ? "" : p.pcie_path.front() + (p.pcie_path.size() > 1 ? " +" + std::to_string(p.pcie_path.size() - 1) + " bridge(s)" : "");
+      s.begin_group(label + (p.name.empty() ? "" : ", " + p.name) + (path.empty() ? "" : ", PCIe " + join(p.pcie_path, " > ")) +
+                    (ranks.empty() ? "" : ", " + ranks_text(ranks)));
+      s.rect(dx, dy, kDevW, kDevH, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" stroke-width=\"" + (ranks.empty() ? "1" : "2") + "\" rx=\"3\"");
+      s.text(dx + 6, dy + 14, label, "font-weight=\"bold\" font-size=\"11\"");
+      std::string second = d.gpu ? p.name : (d.nic->pci.empty() ? "" : d.nic->pci);
+      if (second.size() > 24) second = second.substr(0, 23) + "\u2026";
+      s.text(dx + 6, dy + 28, second, "font-size=\"11\" fill=\"#333\"");
+      s.text(dx + 6, dy + 42, ranks.empty() ? path : ranks_text(ranks), std::string("font-size=\"11\"") + (ranks.empty() ? " fill=\"#777\"" : " font-weight=\"bold\""));
+      s.end_group();
+    }
+    // Devices behind the same PCIe switch (the same path below the host bridge), side by side in
+    // a row: bracketed, with the switch's address.
+    for (size_t i = 0; i < devices.size();) {
+      size_t j = i + 1;
+      const auto& path = devices[i].pci().pcie_path;
+      while (j < devices.size() && slots[j].row == slots[i].row && path.size() > 1 && devices[j].pci().pcie_path == path) ++j;
+      if (j - i > 1) {
+        double x0 = left(i), x1 = left(j - 1) + kDevW, by = top(i) + kDevH + 4;
+        s.line(x0, by, x1, by, "stroke=\"#666\"");
+        s.line(x0, by - 3, x0, by, "stroke=\"#666\"");
+        s.line(x1, by - 3, x1, by, "stroke=\"#666\"");
+        s.text((x0 + x1) / 2, by + 10, "PCIe switch " + path.back(), "font-size=\"9\" fill=\"#666\" text-anchor=\"middle\"");
+      }
+      i = j;
+    }
+  }
+
+  // NVLink / xGMI: one line per kind, the GPUs it joins and the link count.
+  std::vector<std::string> link_lines() const {
+    std::vector<std::string> out;
+    for (auto kind : {topo::GpuLink::Kind::nvlink, topo::GpuLink::Kind::xgmi}) {
+      std::map<unsigned, std::vector<std::string>> by_count;  // links per pair -> "GPU0-GPU1"
+      std::set<std::string> gpus;
+      size_t pairs = 0;
+      for (const topo::GpuLink& l : m_t.links) {
+        if (l.kind != kind) continue;
+        const Gpu* a = topo::find_gpu(m_t, l.a);
+        const Gpu* b = topo::find_gpu(m_t, l.b);
+        if (!a || !b) continue;
+        by_count[l.count].push_back("GPU" + std::to_string(a->index) + "-GPU" + std::to_string(b->index));
+        gpus.insert(l.a);
+        gpus.insert(l.b);
+        ++pairs;
+      }
+      if (!pairs) continue;
+      std::string name = kind == topo::GpuLink::Kind::nvlink ? "NVLink" : "xGMI";
+      for (const auto& [count, list] : by_count) {
+        std::string prefix = name + (kind == topo::GpuLink::Kind::nvlink ? " NV" + std::to_string(count) : "") + ": ";
+        if (pairs == gpus.size() * (gpus.size() - 1) / 2 && by_count.size() == 1)
+          out.push_back(prefix + "every pair of the " + std::to_string(gpus.size()) + " GPUs");
+        else
+          out.push_back(prefix + join(list.size() > 12 ? std::vector<std::string>(list.begin(), list.begin() + 12) : list, ", ") +
+                        (list.size() > 12 ? " and " + std::to_string(list.size() - 12) + " more pairs" : ""));
+      }
+    }
+    return out;
+  }
+
+  void draw_legend(double y) {
+    Svg& s = *m_svg;
+    s.text(kPad * 2, y + 14, "Ranks", "font-weight=\"bold\"");
+    s.text(kPad * 2 + 50, y + 14, "a core, GPU or memory chip in a rank's colour is that rank's; red cores: shared by several ranks; grey: no rank's",
+           "fill=\"#555\" font-size=\"11\"");
+    y += 20;
+    for (const plan::RankBinding& rb : m_plan->ranks) {
+      const Colour& c = colour(rb.local_rank);
+      s.rect(kPad * 2, y, 12, 12, "fill=\"" + std::string(c.light) + "\" stroke=\"" + c.strong + "\"");
+      std::vector<std::string> gpus, nics;
+      for (const plan::GpuRef& g : rb.gpus) gpus.push_back("GPU" + std::to_string(g.index) + " " + g.pci);
+      for (const plan::NicRef& n : rb.nics) nics.push_back((n.name.empty() ? n.pci : n.name) + " (" + topo::to_string(n.path) + ")");
+      std::string mem = rb.mem_policy == plan::MemPolicy::none ? "first touch"
+                                                               : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
+      s.text(kPad * 2 + 18, y + 11,
+             "rank " + std::to_string(rb.local_rank) + "   " + (gpus.empty() ? "no GPU" : join(gpus, ", ")) + "   CPUs " +
+                 rb.cpus.to_list() + "   memory " + mem + (nics.empty() ? "" : "   NIC " + join(nics, ", ")));
+      y += 16;
+    }
+    const plan::Score& sc = m_plan->score;
+    s.text(kPad * 2, y + 16,
+           "score: cpu locality " + format_share(sc.cpu_locality) + ", memory locality " + format_share(sc.mem_locality) + ", overlap " +
+               std::to_string(sc.overlap_cpus) + " CPU(s), idle " + std::to_string(sc.idle_cpus) + " CPU(s), cores per rank " +
+               std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
+           "fill=\"#333\"");
+  }
+
+  const Topology& m_t;
+  const plan::Plan* m_plan;
+  Owners m_owners;
+  Svg* m_svg = nullptr;
+};
+
+}  // namespace
+
+std::string node_svg(const topo::Topology& t, const plan::Plan* plan) { return Drawer(t, plan).draw(); }
+
+}  // namespace gpubind::render

@@ -1,0 +1,120 @@
+// The node drawing (render/node_svg.hpp) on the example machines and synthetic ones: what is
+// drawn for each part of the topology and of a plan, read back from the SVG with a small parser
+// of its rectangles and tooltips.
+#include "render/node_svg.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "discover/source.hpp"
+#include "plan/plan.hpp"
+#include "render/topo_text.hpp"
+
+namespace gpubind::render {
+
+namespace {
+
+topo::Topology example(const std::string& name) {
+  auto t = discover::load_topology("example:" + name);
+  if (!t) throw std::runtime_error(t.error().message());
+  return *t;
+}
+
+plan::Plan planned(const topo::Topology& t, plan::Policy policy = plan::Policy::closest, std::optional<unsigned> ranks = {}) {
+  plan::Request r;
+  r.policy = policy;
+  r.ranks = ranks;
+  auto p = plan::make_plan(t, r);
+  if (!p) throw std::runtime_error(p.error().message());
+  return *p;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The tooltips (<title>) of the drawn core cells: "PUs 0,112: rank 0".
+std::vector<std::string> core_titles(const std::string& svg) {
+  std::vector<std::string> out;
+  std::regex title("<title>(PUs [^<]*)</title>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), title); it != std::sregex_iterator(); ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+}  // namespace
+
+TEST(NodeSvg, EveryCoreIsDrawnWithItsPus) {
+  topo::Topology t = example("dgx-h100");
+  std::vector<std::string> cores = core_titles(node_svg(t, nullptr));
+  ASSERT_EQ(cores.size(), t.cores.size());
+  EXPECT_EQ(cores.front(), "PUs 0,112: no rank");
+}
+
+TEST(NodeSvg, EveryGpuAndNicIsDrawnOnce) {
+  topo::Topology t = example("dgx-h100");
+  std::string svg = node_svg(t, nullptr);
+  for (const topo::Gpu& g : t.gpus) EXPECT_EQ(count(svg, "<title>GPU" + std::to_string(g.index) + "  " + g.pci), 1u) << g.pci;
+  for (const topo::Nic& n : t.nics) EXPECT_EQ(count(svg, "<title>NIC " + nic_label(n) + ","), 1u) << n.pci;
+}
+
+TEST(NodeSvg, APlanColoursEachRanksCoresAndNamesItsGpu) {
+  topo::Topology t = example("dgx-h100");
+  plan::Plan p = planned(t);
+  std::string svg = node_svg(t, &p);
+  std::vector<std::string> cores = core_titles(svg);
+  for (const plan::RankBinding& rb : p.ranks) {
+    size_t mine = 0;
+    for (const std::string& c : cores) mine += c.ends_with(": rank " + std::to_string(rb.local_rank));
+    EXPECT_EQ(mine, rb.cpus.count() / 2) << "rank " << rb.local_rank;  // two PUs per core
+    EXPECT_NE(svg.find("<title>GPU" + std::to_string(rb.gpus.front().index) + "  " + rb.gpus.front().pci), std::string::npos);
+    EXPECT_NE(svg.find("mem r" + std::to_string(rb.local_rank)), std::string::npos);
+  }
+}
+
+TEST(NodeSvg, CoresSharedByRanksAreMarked) {
+  topo::Topology t = example("workstation-socket0");
+  plan::Plan p = planned(t, plan::Policy::numa, 4);
+  std::vector<std::string> cores = core_titles(node_svg(t, &p));
+  size_t shared = 0;
+  for (const std::string& c : cores) shared += c.ends_with(": ranks 0-3");
+  EXPECT_EQ(shared, 20u);  // socket 0's 20 cores, every rank on each
+}
+
+TEST(NodeSvg, ManyCoresCollapseIntoRunsOfOneRank) {
+  topo::Topology t = example("gh200");  // 72 cores in one L3: more than 64
+  plan::Plan p = planned(t);
+  std::vector<std::string> cores = core_titles(node_svg(t, &p));
+  ASSERT_EQ(cores.size(), 1u);
+  EXPECT_EQ(cores.front(), "PUs 0-71: rank 0");
+}
+
+TEST(NodeSvg, MemoryOnlyNodesAndUnknownLocalityAreSaid) {
+  std::string gh = node_svg(example("gh200"), nullptr);
+  EXPECT_NE(gh.find("memory only (GPUMemory)"), std::string::npos);
+  std::string vm = node_svg(example("cloud-vm-unknown-locality"), nullptr);
+  EXPECT_NE(vm.find("Locality unknown"), std::string::npos);
+  EXPECT_EQ(node_svg(example("dgx-h100"), nullptr).find("Locality unknown"), std::string::npos);
+}
+
+TEST(NodeSvg, NvlinkAndXgmiGroupsAreNoted) {
+  EXPECT_NE(node_svg(example("dgx-h100"), nullptr).find("NVLink NV18: every pair of the 8 GPUs"), std::string::npos);
+  EXPECT_NE(node_svg(example("frontier-like"), nullptr).find("xGMI: every pair of the 8 GPUs"), std::string::npos);
+}
+
+TEST(NodeSvg, DevicesBehindOneSwitchAreBracketed) {
+  std::string svg = node_svg(example("dgx-h100"), nullptr);
+  EXPECT_EQ(count(svg, "PCIe switch "), 8u);  // a GPU and its NIC behind each of 8 switches
+}
+
+TEST(NodeSvg, NamesFromTheTopologyAreEscaped) {
+  topo::Topology t = example("gh200");
+  t.gpus.front().name = "GPU <&> \"x\"";
+  std::string svg = node_svg(t, nullptr);
+  EXPECT_EQ(svg.find("<&>"), std::string::npos);
+  EXPECT_NE(svg.find("GPU &lt;&amp;&gt; &quot;x&quot;"), std::string::npos);
+}
+
+}  // namespace gpubind::render
