@@ -40,6 +40,8 @@ test_packages=(
   # the qemu tier: Debian's kernel in a multi-socket, multi-NUMA VM (TCG), a busybox initramfs;
   # xz to unpack the kernel's ELF once, libc6-dev for the static guest helper
   qemu-system-x86 linux-image-amd64 busybox-static xz-utils libc6-dev
+  # the drawings (topo/plan --format svg) rendered to PNG by a real browser, headless
+  chromium
 )
 
 case "${1:-all}" in
