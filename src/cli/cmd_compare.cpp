@@ -8,6 +8,7 @@
 #include "plan/compare.hpp"
 #include "render/compare_render.hpp"
 #include "render/json_text.hpp"
+#include "render/node_svg.hpp"
 #include "util/exit_status.hpp"
 
 namespace gpubind::cli {
@@ -18,9 +19,11 @@ int cmd_compare(const std::vector<std::string>& args) {
            "gpubind compare");
   PlanOptions o;
   bool json = false;
+  std::string format = "table";
   add_topology_option(app, o.topology);
   add_plan_options(app, o, false);
-  app.flag("--json", json, "JSON output");
+  app.flag("--json", json, "JSON output (same as --format json)");
+  app.option("--format", format, "table, json, svg (each strategy's plan drawn small, side by side)").one_of({"table", "json", "svg"});
   app.footer(R"(Examples:
   gpubind compare                               this machine, one rank per GPU
   gpubind compare --topology example:dgx-a100-nps4 --json)");
@@ -35,7 +38,10 @@ int cmd_compare(const std::vector<std::string>& args) {
   auto comparison = plan::compare_strategies(*topo, *req);
   if (!comparison) return fail(comparison.error(), kExitUsage);
   print_warnings(comparison->warnings, o.quiet);
-  std::string out = json ? render::json_text(render::compare_json(*comparison)) : render::compare_text(*comparison);
+  if (json) format = "json";
+  std::string out = format == "json"  ? render::json_text(render::compare_json(*comparison))
+                    : format == "svg" ? render::compare_svg(*topo, *comparison)
+                                      : render::compare_text(*comparison);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "plan/compare.hpp"
 #include "render/plan_render.hpp"
 #include "render/svg.hpp"
 #include "render/topo_text.hpp"
@@ -37,6 +38,11 @@ const Colour& colour(unsigned rank) { return kRankColours[rank % (sizeof kRankCo
 
 double text_width(const std::string& s) { return double(s.size()) * kChar; }
 
+// Whether a NUMA node belongs to a package: as the source says, else by its CPUs.
+bool in_package(const NumaNode& n, const topo::Package& pk) {
+  return n.package ? *n.package == pk.os_index : n.cpus.intersects(pk.cpus);
+}
+
 // Boxes of the given sizes placed left to right, `per_row` to a row, `kGap` apart; each row as
 // tall as its tallest box. Their offsets from the grid's corner, and the grid's size.
 struct Grid {
@@ -64,11 +70,9 @@ Grid grid(const std::vector<std::pair<double, double>>& sizes, size_t per_row) {
 struct Owners {
   std::map<unsigned, std::vector<unsigned>> pu, mem;
   std::map<std::string, std::vector<unsigned>> gpu, nic;
-  bool any = false;
 
   explicit Owners(const plan::Plan* p) {
     if (!p) return;
-    any = true;
     for (const plan::RankBinding& rb : p->ranks) {
       for (unsigned cpu : rb.cpus.ids()) pu[cpu].push_back(rb.local_rank);
       for (const plan::GpuRef& g : rb.gpus) gpu[g.pci].push_back(rb.local_rank);
@@ -244,7 +248,7 @@ std::vector<PackageBox> make_packages(const Topology& t, const Owners& o) {
   for (const topo::Package& pk : t.packages) {
     PackageBox p;
     p.title = "Package " + std::to_string(pk.os_index);
-    add_nodes(p, [&](const NumaNode& n) { return n.package ? *n.package == pk.os_index : n.cpus.intersects(pk.cpus); });
+    add_nodes(p, [&](const NumaNode& n) { return in_package(n, pk); });
     out.push_back(std::move(p));
   }
   PackageBox loose;  // nodes no package claims (memory-only nodes without a package)
@@ -515,8 +519,129 @@ class Drawer {
   Svg* m_svg = nullptr;
 };
 
+
+// --- compare: every strategy's plan as a small map of the node, one panel each ---
+
+constexpr double kSquare = 9, kSquareGap = 2;
+constexpr size_t kSquaresPerRow = 16;
+
+// The ranks whose CPUs are all off their (first) GPU's NUMA node: what a reader should see at once.
+std::vector<unsigned> ranks_off_gpu_node(const Topology& t, const plan::Plan& p) {
+  std::vector<unsigned> out;
+  for (const plan::RankBinding& rb : p.ranks) {
+    if (rb.gpus.empty()) continue;
+    const Gpu* g = topo::find_gpu(t, rb.gpus.front().pci);
+    if (!g || !g->numa) continue;
+    CpuSet home = topo::cpus_of_nodes(t, topo::nodes_with_cpus(t, *g->numa));
+    if (!home.empty() && !rb.cpus.intersects(home)) out.push_back(rb.local_rank);
+  }
+  return out;
+}
+
+class MiniMap {
+ public:
+  explicit MiniMap(const Topology& t) : m_t(t) {
+    for (const topo::Package& pk : t.packages)
+      for (const NumaNode& n : t.numa_nodes)
+        if (!n.cpus.empty() && in_package(n, pk)) m_columns.push_back({&n, pk.os_index});
+    for (const Column& c : m_columns) {
+      size_t cores = 0;
+      for (const topo::Core& core : t.cores) cores += core.pus.is_subset_of(c.node->cpus);
+      m_rows = std::max(m_rows, (cores + kSquaresPerRow - 1) / kSquaresPerRow);
+    }
+  }
+  double column_width() const { return double(kSquaresPerRow) * (kSquare + kSquareGap) + 2 * kPad; }
+  double width() const {
+    double w = 0;
+    for (size_t i = 0; i < m_columns.size(); ++i) w += column_width() + (i && m_columns[i].package != m_columns[i - 1].package ? 3 * kGap : kGap);
+    return w;
+  }
+  double height() const { return 16 + 22 + double(m_rows) * (kSquare + kSquareGap) + kPad; }
+
+  void draw(Svg& s, const plan::Plan& p, double x, double y) const {
+    Owners o(&p);
+    double cx = x;
+    for (size_t i = 0; i < m_columns.size(); ++i) {
+      const Column& c = m_columns[i];
+      if (i) cx += m_columns[i].package != m_columns[i - 1].package ? 3 * kGap : kGap;
+      s.rect(cx, y, column_width(), height(), "fill=\"#eef3ff\" stroke=\"#5577aa\" rx=\"2\"");
+      s.text(cx + 4, y + 12, "P" + std::to_string(c.package) + " N" + std::to_string(c.node->os_index), "font-size=\"10\" fill=\"#333\"");
+      // The node's GPUs in their rank's colour, its memory's ranks as dots.
+      double gx = cx + 50;
+      for (const Gpu& g : m_t.gpus) {
+        if (device_node(m_t, g) != c.node->os_index) continue;
+        std::vector<unsigned> ranks = Owners::of(o.gpu, g.pci);
+        std::string fill = ranks.empty() ? "#e8f5e9" : colour(ranks.front()).light, stroke = ranks.empty() ? "#2e7d32" : colour(ranks.front()).strong;
+        s.begin_group("GPU" + std::to_string(g.index) + " " + g.pci + (ranks.empty() ? "" : ": " + ranks_text(ranks)));
+        s.rect(gx, y + 3, 22, 12, "fill=\"" + fill + "\" stroke=\"" + stroke + "\"");
+        s.text(gx + 2, y + 12, "G" + std::to_string(g.index), "font-size=\"9\"");
+        s.end_group();
+        gx += 25;
+      }
+      double my = y + 20;
+      std::vector<unsigned> mem = Owners::of(o.mem, c.node->os_index);
+      for (size_t k = 0; k < mem.size(); ++k)
+        s.circle(cx + 8 + double(k) * 8, my + 3, 3, "fill=\"" + std::string(colour(mem[k]).strong) + "\"");
+      size_t n = 0;
+      for (const topo::Core& core : m_t.cores) {
+        if (!core.pus.is_subset_of(c.node->cpus)) continue;
+        std::vector<unsigned> ranks = distinct_ranks(o, core.pus);
+        std::string fill = ranks.empty() ? "#f3f3f3" : ranks.size() > 1 ? "#ff6b6b" : colour(ranks.front()).strong;
+        double sx = cx + kPad + double(n % kSquaresPerRow) * (kSquare + kSquareGap);
+        double sy = my + 10 + double(n / kSquaresPerRow) * (kSquare + kSquareGap);
+        s.rect(sx, sy, kSquare, kSquare, "fill=\"" + fill + "\"");
+        ++n;
+      }
+      cx += column_width();
+    }
+  }
+
+ private:
+  struct Column {
+    const NumaNode* node;
+    unsigned package;
+  };
+  const Topology& m_t;
+  std::vector<Column> m_columns;
+  size_t m_rows = 1;
+};
+
 }  // namespace
 
 std::string node_svg(const topo::Topology& t, const plan::Plan* plan) { return Drawer(t, plan).draw(); }
+
+std::string compare_svg(const topo::Topology& t, const plan::Comparison& c) {
+  MiniMap map(t);
+  const double head = 34, panel_h = head + map.height() + 14;
+  double width = std::max(760.0, 2 * kPad + map.width() + 2 * kPad);
+  double height = 64 + double(c.strategies.size()) * panel_h + 40;
+  Svg s(int(width + 0.5), int(height + 0.5));
+  s.text(kPad * 2, 24, "Compare: " + std::to_string(c.ranks) + " rank(s) on " + c.topology_origin, "font-size=\"16\" font-weight=\"bold\"");
+  s.text(kPad * 2, 42,
+         "each small square a core in its rank's colour (red: shared, grey: no rank); G#: a GPU in its rank's colour; dots: "
+         "the ranks whose memory is on the node",
+         "fill=\"#555\" font-size=\"11\"");
+  double y = 56;
+  for (const plan::StrategyOutcome& o : c.strategies) {
+    s.text(kPad * 2, y + 14, o.name, "font-weight=\"bold\"");
+    s.text(kPad * 2 + 180, y + 14, o.description, "fill=\"#555\" font-size=\"11\"");
+    if (!o.plan) {
+      s.text(kPad * 2, y + 30, "cannot plan this machine: " + o.error, "fill=\"#c00\"");
+      y += panel_h;
+      continue;
+    }
+    const plan::Score& sc = o.plan->score;
+    std::vector<unsigned> off = ranks_off_gpu_node(t, *o.plan);
+    std::string score = "cpu locality " + format_share(sc.cpu_locality) + ", memory locality " + format_share(sc.mem_locality) +
+                        ", overlap " + std::to_string(sc.overlap_cpus) + " CPU(s), idle " + std::to_string(sc.idle_cpus) + " CPU(s)";
+    s.text(kPad * 2, y + 29, score, "font-size=\"11\" fill=\"#333\"");
+    if (!off.empty())
+      s.text(kPad * 2 + text_width(score) * 0.95 + 20, y + 29, ranks_text(off) + " off its GPU's NUMA node",
+             "font-size=\"11\" font-weight=\"bold\" fill=\"#c00\"");
+    map.draw(s, *o.plan, kPad * 2, y + head);
+    y += panel_h;
+  }
+  return s.str();
+}
 
 }  // namespace gpubind::render

@@ -118,3 +118,21 @@ TEST(NodeSvg, NamesFromTheTopologyAreEscaped) {
 }
 
 }  // namespace gpubind::render
+
+namespace gpubind::render {
+
+TEST(CompareSvg, EveryStrategyHasAPanelAndTheRanksOffTheirGpusNodeAreNamed) {
+  topo::Topology t = example("dgx-a100-nps4");
+  auto c = plan::compare_strategies(t, plan::Request{});
+  ASSERT_TRUE(c) << c.error().message();
+  std::string svg = compare_svg(t, *c);
+  for (const plan::StrategyOutcome& o : c->strategies) EXPECT_NE(svg.find(">" + o.name + "</text>"), std::string::npos) << o.name;
+  // GPU-unaware blocks from CPU 0 put every rank away from its GPU on this machine; closest none.
+  size_t cpu_only = svg.find(">cpu-only</text>"), numa = svg.find(">numa</text>");
+  size_t off = svg.find("ranks 0-7 off its GPU's NUMA node", cpu_only);
+  EXPECT_TRUE(off != std::string::npos && off < numa);
+  size_t closest = svg.find(">closest</text>"), split = svg.find(">socket-split</text>");
+  EXPECT_EQ(svg.substr(closest, split - closest).find("off its GPU's NUMA node"), std::string::npos);
+}
+
+}  // namespace gpubind::render
