@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "render/json_text.hpp"
+#include "render/node_svg.hpp"
 #include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
@@ -30,7 +31,10 @@ int cmd_check(const std::vector<std::string>& args) {
   app.option("--root", root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
   app.flag("--numa-maps", numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
   app.flag("--verbose", verbose, "Per-thread detail");
-  app.flag("--json", json, "JSON output");
+  app.flag("--json", json, "JSON output (same as --format json)");
+  std::string format = "text";
+  app.option("--format", format, "text, json, svg (the node drawn with each process on it, findings in red)")
+      .one_of({"text", "json", "svg"});
   app.flag("--no-gpu-runtime", no_gpu_runtime,
            "Do not ask NVML / ROCm SMI which processes have a context on which GPU (judge by open device files)");
   app.footer(R"(Examples:
@@ -72,8 +76,17 @@ int cmd_check(const std::vector<std::string>& args) {
   check::Report report = check::judge(*topo, std::move(states), errors);
   for (const Error& e : report.errors) fail(e, kExitFailure);
   if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
-  std::string out = json ? render::json_text(render::check_json(report)) : render::check_text(report, verbose);
-  if (!report.processes.empty() || json) std::fwrite(out.data(), 1, out.size(), stdout);
+  if (json) format = "json";
+  std::string out;
+  if (format == "json") {
+    out = render::json_text(render::check_json(report));
+  } else if (format == "svg") {
+    render::Overlay o = render::check_overlay(report);
+    out = render::node_svg(*topo, &o);
+  } else {
+    out = render::check_text(report, verbose);
+  }
+  if (!report.processes.empty() || format != "text") std::fwrite(out.data(), 1, out.size(), stdout);
   if (!report.errors.empty()) return kExitFailure;
   return report.has_findings() ? kExitCheckFindings : kExitOk;
 }

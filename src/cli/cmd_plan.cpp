@@ -63,7 +63,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   else if (format == "json") out = render::json_text(render::plan_json(*plan, explain));
   else if (format == "env") out = render::plan_env(*plan, *rank);
   else if (format == "slurm") out = render::plan_slurm(*plan);
-  else if (format == "svg") out = render::node_svg(*topo, &*plan);
+  else if (format == "svg") out = render::plan_svg(*topo, *plan);
   else if (format == "rankfile" || format == "rankfile-logical") {
     std::vector<std::string> host_list = {topo->hostname.empty() ? "localhost" : topo->hostname};
     if (!hosts.empty()) {

@@ -94,7 +94,7 @@ int cmd_topo(const std::vector<std::string>& args) {
     if (measured && !measured->empty()) out += render::measured_table(*topo, *measured);
   }
   else if (format == "matrix") out = render::topo_matrix(*topo);
-  else if (format == "svg") out = render::node_svg(*topo, nullptr);
+  else if (format == "svg") out = render::node_svg(*topo);
   else if (format == "json") {
     auto j = topo::to_json(*topo);
     if (findings) {

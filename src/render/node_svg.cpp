@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "check/check.hpp"
 #include "plan/compare.hpp"
 #include "render/plan_render.hpp"
 #include "render/svg.hpp"
@@ -66,19 +67,86 @@ Grid grid(const std::vector<std::pair<double, double>>& sizes, size_t per_row) {
   return g;
 }
 
-// Who uses what, from the plan: the ranks of each PU, GPU, NIC and memory node.
+std::string ranks_text(const std::vector<unsigned>& ranks) {
+  if (ranks.empty()) return "";
+  return (ranks.size() == 1 ? "rank " : "ranks ") + join_number_runs(ranks);
+}
+
+}  // namespace
+
+Overlay plan_overlay(const plan::Plan& p) {
+  Overlay o;
+  o.title = "Plan: " + std::to_string(p.ranks.size()) + " rank(s), policy " + plan::to_string(p.policy) + ", memory " +
+            plan::to_string(p.mem);
+  for (const plan::RankBinding& rb : p.ranks) {
+    Overlay::Entry e;
+    e.id = rb.local_rank;
+    e.cpus = rb.cpus;
+    for (const plan::GpuRef& g : rb.gpus) e.gpus.push_back(g.pci);
+    for (const plan::NicRef& n : rb.nics) e.nics.push_back(n.pci);
+    if (rb.mem_policy != plan::MemPolicy::none) e.mem_nodes = rb.mem_nodes;
+    std::vector<std::string> gpus, nics;
+    for (const plan::GpuRef& g : rb.gpus) gpus.push_back("GPU" + std::to_string(g.index) + " " + g.pci);
+    for (const plan::NicRef& n : rb.nics) nics.push_back((n.name.empty() ? n.pci : n.name) + " (" + topo::to_string(n.path) + ")");
+    std::string mem = rb.mem_policy == plan::MemPolicy::none ? "first touch"
+                                                             : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
+    e.legend = "rank " + std::to_string(rb.local_rank) + "   " + (gpus.empty() ? "no GPU" : join(gpus, ", ")) + "   CPUs " +
+               rb.cpus.to_list() + "   memory " + mem + (nics.empty() ? "" : "   NIC " + join(nics, ", "));
+    o.entries.push_back(std::move(e));
+  }
+  const plan::Score& sc = p.score;
+  o.footer.push_back("score: cpu locality " + format_share(sc.cpu_locality) + ", memory locality " + format_share(sc.mem_locality) +
+                     ", overlap " + std::to_string(sc.overlap_cpus) + " CPU(s), idle " + std::to_string(sc.idle_cpus) +
+                     " CPU(s), cores per rank " + std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores));
+  return o;
+}
+
+Overlay check_overlay(const check::Report& r) {
+  Overlay o;
+  o.by_rank = false;
+  size_t bad = 0;
+  for (size_t i = 0; i < r.processes.size(); ++i) {
+    const check::ProcessReport& pr = r.processes[i];
+    Overlay::Entry e;
+    e.id = unsigned(i);
+    std::string rank = check::local_rank_of(pr.state);
+    e.name = "pid " + std::to_string(pr.state.pid) + (rank.empty() ? "" : " (rank " + rank + ")");
+    e.cpus = pr.state.cpus_allowed;
+    e.gpus = pr.gpus;
+    if (pr.state.pages_per_node)
+      for (const auto& [node, pages] : *pr.state.pages_per_node)
+        if (pages) e.mem_nodes.push_back(node);
+    for (const probe::ThreadState& t : pr.state.threads)
+      if (t.last_cpu) e.ran_on.set(*t.last_cpu);
+    std::vector<std::string> verdicts;
+    for (const check::Finding& f : pr.findings) verdicts.push_back(std::string(check::to_string(f.verdict)) + ": " + f.reason);
+    e.bad = !pr.findings.empty();
+    bad += e.bad;
+    e.legend = e.name + " " + one_line(pr.state.comm) + "   GPU " + (pr.gpus.empty() ? "-" : join(pr.gpus, ",")) + "   CPUs " +
+               pr.state.cpus_allowed.to_list() + "   " +
+               (!pr.judged ? "NO_GPU" : verdicts.empty() ? "OK" : join(verdicts, "; "));
+    o.entries.push_back(std::move(e));
+  }
+  o.title = "Check: " + std::to_string(r.processes.size()) + " process(es), " +
+            (bad ? std::to_string(bad) + " with findings" : std::string("all OK"));
+  return o;
+}
+
+namespace {
+
+// Who uses what, from the overlay: the entries (by id) of each PU, GPU, NIC and memory node.
 struct Owners {
   std::map<unsigned, std::vector<unsigned>> pu, mem;
   std::map<std::string, std::vector<unsigned>> gpu, nic;
+  const Overlay* overlay = nullptr;
 
-  explicit Owners(const plan::Plan* p) {
-    if (!p) return;
-    for (const plan::RankBinding& rb : p->ranks) {
-      for (unsigned cpu : rb.cpus.ids()) pu[cpu].push_back(rb.local_rank);
-      for (const plan::GpuRef& g : rb.gpus) gpu[g.pci].push_back(rb.local_rank);
-      for (const plan::NicRef& n : rb.nics) nic[n.pci].push_back(rb.local_rank);
-      if (rb.mem_policy != plan::MemPolicy::none)
-        for (unsigned n : rb.mem_nodes) mem[n].push_back(rb.local_rank);
+  explicit Owners(const Overlay* o) : overlay(o) {
+    if (!o) return;
+    for (const Overlay::Entry& e : o->entries) {
+      for (unsigned cpu : e.cpus.ids()) pu[cpu].push_back(e.id);
+      for (const std::string& g : e.gpus) gpu[g].push_back(e.id);
+      for (const std::string& n : e.nics) nic[n].push_back(e.id);
+      for (unsigned n : e.mem_nodes) mem[n].push_back(e.id);
     }
   }
   static std::vector<unsigned> of(const std::map<unsigned, std::vector<unsigned>>& m, unsigned k) {
@@ -89,12 +157,27 @@ struct Owners {
     auto it = m.find(k);
     return it == m.end() ? std::vector<unsigned>{} : it->second;
   }
+  const Overlay::Entry* entry(unsigned id) const {
+    if (overlay)
+      for (const Overlay::Entry& e : overlay->entries)
+        if (e.id == id) return &e;
+    return nullptr;
+  }
+  // "rank 0", "ranks 0-3" for a plan's ranks; the entries' names ("pid 2000") otherwise.
+  std::string text(const std::vector<unsigned>& ids) const {
+    if (!overlay || overlay->by_rank) return ranks_text(ids);
+    std::vector<std::string> names;
+    for (unsigned id : ids)
+      if (const Overlay::Entry* e = entry(id)) names.push_back(e->name);
+    return join(names, ", ");
+  }
+  // Whether an entry with a finding owns any of these.
+  bool any_bad(const std::vector<unsigned>& ids) const {
+    for (unsigned id : ids)
+      if (const Overlay::Entry* e = entry(id); e && e->bad) return true;
+    return false;
+  }
 };
-
-std::string ranks_text(const std::vector<unsigned>& ranks) {
-  if (ranks.empty()) return "";
-  return (ranks.size() == 1 ? "rank " : "ranks ") + join_number_runs(ranks);
-}
 
 // One drawn cell: a core (its PUs), or a run of cores with the same rank when collapsed.
 struct Cell {
@@ -155,7 +238,7 @@ L3Box make_l3(const Topology& t, const CpuSet& cpus, const std::string& title, c
     b.cells.push_back(std::move(cell));
   }
   if (b.collapsed)
-    for (Cell& c : b.cells) c.label = "PUs " + c.pus.to_list() + (c.ranks.empty() ? "" : "  " + ranks_text(c.ranks));
+    for (Cell& c : b.cells) c.label = "PUs " + c.pus.to_list() + (c.ranks.empty() ? "" : "  " + o.text(c.ranks));
   double widest = 30;
   for (const Cell& c : b.cells) widest = std::max(widest, text_width(c.label) + 10);
   size_t per_row = b.collapsed ? 1 : std::min(kCoresPerRow, std::max<size_t>(1, b.cells.size()));
@@ -274,13 +357,13 @@ std::vector<PackageBox> make_packages(const Topology& t, const Owners& o) {
   return out;
 }
 
-std::string cell_title(const Cell& c) {
-  return "PUs " + c.pus.to_list() + (c.ranks.empty() ? ": no rank" : ": " + ranks_text(c.ranks));
+std::string cell_title(const Cell& c, const Owners& o) {
+  return "PUs " + c.pus.to_list() + (c.ranks.empty() ? (o.overlay && !o.overlay->by_rank ? ": no process" : ": no rank") : ": " + o.text(c.ranks));
 }
 
 class Drawer {
  public:
-  Drawer(const Topology& t, const plan::Plan* p) : m_t(t), m_plan(p), m_owners(p) {}
+  Drawer(const Topology& t, const Overlay* o) : m_t(t), m_overlay(o), m_owners(o) {}
 
   std::string draw() {
     std::vector<PackageBox> packages = make_packages(m_t, m_owners);
@@ -310,14 +393,13 @@ class Drawer {
     double links_y = y;
     y += double(links.size()) * 16 + (links.empty() ? 0 : 8);
     double legend_y = y;
-    if (m_plan) y += 24 + double(m_plan->ranks.size()) * 16 + 24;
+    if (m_overlay) y += 24 + double(m_overlay->entries.size()) * 16 + double(m_overlay->footer.size()) * 16 + 8;
     width = std::max(width, 760.0);
 
     Svg s(int(width + 0.5), int(y + kPad + 0.5));
     m_svg = &s;
-    std::string title = m_plan ? "Plan: " + std::to_string(m_plan->ranks.size()) + " rank(s), policy " + plan::to_string(m_plan->policy) +
-                                     ", memory " + plan::to_string(m_plan->mem)
-                               : "Machine " + (m_t.hostname.empty() ? std::string("") : m_t.hostname + " ") + "from " + m_t.origin;
+    std::string title = m_overlay ? m_overlay->title
+                                  : "Machine " + (m_t.hostname.empty() ? std::string("") : m_t.hostname + " ") + "from " + m_t.origin;
     s.text(kPad * 2, 24, title, "font-size=\"16\" font-weight=\"bold\"");
     s.text(kPad * 2, 42, summary(), "fill=\"#555\"");
     for (size_t i = 0; i < packages.size(); ++i) draw_package(packages[i], kPad * 2 + page.at[i].first, top + page.at[i].second);
@@ -328,7 +410,7 @@ class Drawer {
       draw_devices(unknown, kPad * 3, unknown_y + kHeader);
     }
     for (size_t i = 0; i < links.size(); ++i) s.text(kPad * 2, links_y + 14 + double(i) * 16, links[i]);
-    if (m_plan) draw_legend(legend_y);
+    if (m_overlay) draw_legend(legend_y);
     m_svg = nullptr;
     return s.str();
   }
@@ -341,7 +423,7 @@ class Drawer {
     if (memory_only) s += " + " + std::to_string(memory_only) + " memory-only";
     s += ", " + std::to_string(m_t.cores.size()) + " cores, " + std::to_string(m_t.cpus.count()) + " PUs, " +
          std::to_string(m_t.gpus.size()) + " GPU(s), " + std::to_string(m_t.nics.size()) + " NIC(s)";
-    if (m_plan) s += " — " + m_t.origin;
+    if (m_overlay) s += " — " + m_t.origin;
     return s;
   }
 
@@ -356,12 +438,12 @@ class Drawer {
     for (const NumaNode* m : p.memory_nodes) {
       std::vector<unsigned> ranks = Owners::of(m_owners.mem, m->os_index);
       std::string fill = ranks.empty() ? "#eef3ff" : colour(ranks.front()).light;
-      s.begin_group("NUMA node " + std::to_string(m->os_index) + ": memory only" + (ranks.empty() ? "" : ", memory of " + ranks_text(ranks)));
+      s.begin_group("NUMA node " + std::to_string(m->os_index) + ": memory only" + (ranks.empty() ? "" : ", memory of " + m_owners.text(ranks)));
       s.rect(mx, my, kDevW, 40, "fill=\"" + fill + "\" stroke=\"#5577aa\" stroke-dasharray=\"5 3\"");
       s.text(mx + 6, my + 15, "NUMA " + std::to_string(m->os_index) + " memory only" + (m->subtype.empty() ? "" : " (" + m->subtype + ")"),
              "font-weight=\"bold\"");
       s.text(mx + 6, my + 31, (m->memory_bytes ? human_bytes(m->memory_bytes) : std::string("")) +
-                                  (ranks.empty() ? "" : "  memory of " + ranks_text(ranks)));
+                                  (ranks.empty() ? "" : "  memory of " + m_owners.text(ranks)));
       s.end_group();
       mx += kDevW + kGap;
     }
@@ -404,9 +486,14 @@ class Drawer {
         fill = "#ffd6d6";  // shared by several ranks
         stroke = "#cc0000";
       }
-      s.begin_group(cell_title(c));
-      s.rect(cx, cy, widest, kCellH, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" rx=\"2\"");
+      if (m_owners.any_bad(c.ranks)) stroke = "#cc0000";
+      s.begin_group(cell_title(c, m_owners));
+      s.rect(cx, cy, widest, kCellH, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" rx=\"2\"" +
+                                         (m_owners.any_bad(c.ranks) ? " stroke-width=\"2\"" : ""));
       s.text(cx + 5, cy + 14, c.label, "font-size=\"11\"");
+      if (m_overlay)  // where threads last ran: a dot per entry, in its colour
+        for (const Overlay::Entry& e : m_overlay->entries)
+          if (e.ran_on.intersects(c.pus)) s.circle(cx + widest - 6, cy + kCellH / 2, 3.5, "fill=\"" + std::string(colour(e.id).strong) + "\" stroke=\"black\"");
       s.end_group();
     }
   }
@@ -425,17 +512,17 @@ class Drawer {
       std::string fill = d.gpu ? "#e8f5e9" : "#fff3e0", stroke = d.gpu ? "#2e7d32" : "#e65100";
       if (!ranks.empty() && d.gpu) {
         fill = colour(ranks.front()).light;
-        stroke = colour(ranks.front()).strong;
+        stroke = m_owners.any_bad(ranks) ? "#cc0000" : colour(ranks.front()).strong;
       }
       std::string path = p.pcie_path.empty() ? "" : p.pcie_path.front() + (p.pcie_path.size() > 1 ? " +" + std::to_string(p.pcie_path.size() - 1) + " bridge(s)" : "");
       s.begin_group(label + (p.name.empty() ? "" : ", " + p.name) + (path.empty() ? "" : ", PCIe " + join(p.pcie_path, " > ")) +
-                    (ranks.empty() ? "" : ", " + ranks_text(ranks)));
+                    (ranks.empty() ? "" : ", " + m_owners.text(ranks)));
       s.rect(dx, dy, kDevW, kDevH, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" stroke-width=\"" + (ranks.empty() ? "1" : "2") + "\" rx=\"3\"");
       s.text(dx + 6, dy + 14, label, "font-weight=\"bold\" font-size=\"11\"");
       std::string second = d.gpu ? p.name : (d.nic->pci.empty() ? "" : d.nic->pci);
       if (second.size() > 24) second = second.substr(0, 23) + "\u2026";
       s.text(dx + 6, dy + 28, second, "font-size=\"11\" fill=\"#333\"");
-      s.text(dx + 6, dy + 42, ranks.empty() ? path : ranks_text(ranks), std::string("font-size=\"11\"") + (ranks.empty() ? " fill=\"#777\"" : " font-weight=\"bold\""));
+      s.text(dx + 6, dy + 42, ranks.empty() ? path : m_owners.text(ranks), std::string("font-size=\"11\"") + (ranks.empty() ? " fill=\"#777\"" : " font-weight=\"bold\""));
       s.end_group();
     }
     // Devices behind the same PCIe switch (the same path below the host bridge), side by side in
@@ -488,33 +575,29 @@ class Drawer {
 
   void draw_legend(double y) {
     Svg& s = *m_svg;
-    s.text(kPad * 2, y + 14, "Ranks", "font-weight=\"bold\"");
-    s.text(kPad * 2 + 50, y + 14, "a core, GPU or memory chip in a rank's colour is that rank's; red cores: shared by several ranks; grey: no rank's",
+    bool ranks = m_overlay->by_rank;
+    s.text(kPad * 2, y + 14, ranks ? "Ranks" : "Processes", "font-weight=\"bold\"");
+    s.text(kPad * 2 + 76, y + 14,
+           ranks ? "a core, GPU or memory chip in a rank's colour is that rank's; red cores: shared by several ranks; grey: no rank's"
+                 : "a core in a process's colour is one it may run on, a dot where one of its threads last ran; red: a "
+                   "finding (cores shared, a GPU driven from the wrong node)",
            "fill=\"#555\" font-size=\"11\"");
     y += 20;
-    for (const plan::RankBinding& rb : m_plan->ranks) {
-      const Colour& c = colour(rb.local_rank);
-      s.rect(kPad * 2, y, 12, 12, "fill=\"" + std::string(c.light) + "\" stroke=\"" + c.strong + "\"");
-      std::vector<std::string> gpus, nics;
-      for (const plan::GpuRef& g : rb.gpus) gpus.push_back("GPU" + std::to_string(g.index) + " " + g.pci);
-      for (const plan::NicRef& n : rb.nics) nics.push_back((n.name.empty() ? n.pci : n.name) + " (" + topo::to_string(n.path) + ")");
-      std::string mem = rb.mem_policy == plan::MemPolicy::none ? "first touch"
-                                                               : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
-      s.text(kPad * 2 + 18, y + 11,
-             "rank " + std::to_string(rb.local_rank) + "   " + (gpus.empty() ? "no GPU" : join(gpus, ", ")) + "   CPUs " +
-                 rb.cpus.to_list() + "   memory " + mem + (nics.empty() ? "" : "   NIC " + join(nics, ", ")));
+    for (const Overlay::Entry& e : m_overlay->entries) {
+      const Colour& c = colour(e.id);
+      s.rect(kPad * 2, y, 12, 12, "fill=\"" + std::string(c.light) + "\" stroke=\"" + (e.bad ? "#cc0000" : c.strong) + "\"" +
+                                      (e.bad ? " stroke-width=\"2\"" : ""));
+      s.text(kPad * 2 + 18, y + 11, e.legend, e.bad ? "fill=\"#cc0000\"" : "");
       y += 16;
     }
-    const plan::Score& sc = m_plan->score;
-    s.text(kPad * 2, y + 16,
-           "score: cpu locality " + format_share(sc.cpu_locality) + ", memory locality " + format_share(sc.mem_locality) + ", overlap " +
-               std::to_string(sc.overlap_cpus) + " CPU(s), idle " + std::to_string(sc.idle_cpus) + " CPU(s), cores per rank " +
-               std::to_string(sc.min_cores) + "-" + std::to_string(sc.max_cores),
-           "fill=\"#333\"");
+    for (const std::string& line : m_overlay->footer) {
+      s.text(kPad * 2, y + 16, line, "fill=\"#333\"");
+      y += 16;
+    }
   }
 
   const Topology& m_t;
-  const plan::Plan* m_plan;
+  const Overlay* m_overlay;
   Owners m_owners;
   Svg* m_svg = nullptr;
 };
@@ -559,7 +642,8 @@ class MiniMap {
   double height() const { return 16 + 22 + double(m_rows) * (kSquare + kSquareGap) + kPad; }
 
   void draw(Svg& s, const plan::Plan& p, double x, double y) const {
-    Owners o(&p);
+    Overlay ov = plan_overlay(p);
+    Owners o(&ov);
     double cx = x;
     for (size_t i = 0; i < m_columns.size(); ++i) {
       const Column& c = m_columns[i];
@@ -572,7 +656,7 @@ class MiniMap {
         if (device_node(m_t, g) != c.node->os_index) continue;
         std::vector<unsigned> ranks = Owners::of(o.gpu, g.pci);
         std::string fill = ranks.empty() ? "#e8f5e9" : colour(ranks.front()).light, stroke = ranks.empty() ? "#2e7d32" : colour(ranks.front()).strong;
-        s.begin_group("GPU" + std::to_string(g.index) + " " + g.pci + (ranks.empty() ? "" : ": " + ranks_text(ranks)));
+        s.begin_group("GPU" + std::to_string(g.index) + " " + g.pci + (ranks.empty() ? "" : ": " + o.text(ranks)));
         s.rect(gx, y + 3, 22, 12, "fill=\"" + fill + "\" stroke=\"" + stroke + "\"");
         s.text(gx + 2, y + 12, "G" + std::to_string(g.index), "font-size=\"9\"");
         s.end_group();
@@ -608,7 +692,12 @@ class MiniMap {
 
 }  // namespace
 
-std::string node_svg(const topo::Topology& t, const plan::Plan* plan) { return Drawer(t, plan).draw(); }
+std::string node_svg(const topo::Topology& t, const Overlay* overlay) { return Drawer(t, overlay).draw(); }
+
+std::string plan_svg(const topo::Topology& t, const plan::Plan& p) {
+  Overlay o = plan_overlay(p);
+  return node_svg(t, &o);
+}
 
 std::string compare_svg(const topo::Topology& t, const plan::Comparison& c) {
   MiniMap map(t);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The drawings in a real browser: topo/plan/compare --format svg and bench --plot rendered by headless
+# The drawings in a real browser: topo/plan/compare/check --format svg and bench --plot rendered by headless
 # Chromium (scripts/svg-to-png.sh) to PNGs of the drawing's own size that are not blank (many
 # colours, the ranks' among them). Skips when Debian's chromium is not installed.
 set -u
@@ -11,9 +11,11 @@ PY=/usr/bin/python3
 "$GPUBIND" plan --topology example:dgx-h100 --format svg >"$WORK/plan.svg" || fail "plan --format svg"
 "$GPUBIND" topo --topology example:dgx-a100-nps4 --format svg >"$WORK/topo.svg" || fail "topo --format svg"
 "$GPUBIND" compare --topology example:dgx-a100-nps4 --format svg >"$WORK/compare.svg" || fail "compare --format svg"
+"$GPUBIND" check --root "$here/tests/data/check/h100-wrong-socket" --topology example:dgx-h100 --format svg >"$WORK/check.svg"
+[ $? = 3 ] || fail "check --format svg: expected exit 3 (findings)"
 "$GPUBIND" bench --input "$here/tests/data/bench/vm-2cpu-noise2.json" --plot "$WORK/bench.svg" >/dev/null || fail "bench --plot"
 
-for name in plan topo compare bench; do
+for name in plan topo compare check bench; do
   if ! "$here/scripts/svg-to-png.sh" "$WORK/$name.svg" "$WORK/$name.png" 2>"$WORK/$name.err"; then
     fail "$name: chromium did not render it: $(cat "$WORK/$name.err")"
     continue

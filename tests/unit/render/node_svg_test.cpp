@@ -48,14 +48,14 @@ std::vector<std::string> core_titles(const std::string& svg) {
 
 TEST(NodeSvg, EveryCoreIsDrawnWithItsPus) {
   topo::Topology t = example("dgx-h100");
-  std::vector<std::string> cores = core_titles(node_svg(t, nullptr));
+  std::vector<std::string> cores = core_titles(node_svg(t));
   ASSERT_EQ(cores.size(), t.cores.size());
   EXPECT_EQ(cores.front(), "PUs 0,112: no rank");
 }
 
 TEST(NodeSvg, EveryGpuAndNicIsDrawnOnce) {
   topo::Topology t = example("dgx-h100");
-  std::string svg = node_svg(t, nullptr);
+  std::string svg = node_svg(t);
   for (const topo::Gpu& g : t.gpus) EXPECT_EQ(count(svg, "<title>GPU" + std::to_string(g.index) + "  " + g.pci), 1u) << g.pci;
   for (const topo::Nic& n : t.nics) EXPECT_EQ(count(svg, "<title>NIC " + nic_label(n) + ","), 1u) << n.pci;
 }
@@ -63,7 +63,7 @@ TEST(NodeSvg, EveryGpuAndNicIsDrawnOnce) {
 TEST(NodeSvg, APlanColoursEachRanksCoresAndNamesItsGpu) {
   topo::Topology t = example("dgx-h100");
   plan::Plan p = planned(t);
-  std::string svg = node_svg(t, &p);
+  std::string svg = plan_svg(t, p);
   std::vector<std::string> cores = core_titles(svg);
   for (const plan::RankBinding& rb : p.ranks) {
     size_t mine = 0;
@@ -77,7 +77,7 @@ TEST(NodeSvg, APlanColoursEachRanksCoresAndNamesItsGpu) {
 TEST(NodeSvg, CoresSharedByRanksAreMarked) {
   topo::Topology t = example("workstation-socket0");
   plan::Plan p = planned(t, plan::Policy::numa, 4);
-  std::vector<std::string> cores = core_titles(node_svg(t, &p));
+  std::vector<std::string> cores = core_titles(plan_svg(t, p));
   size_t shared = 0;
   for (const std::string& c : cores) shared += c.ends_with(": ranks 0-3");
   EXPECT_EQ(shared, 20u);  // socket 0's 20 cores, every rank on each
@@ -86,33 +86,33 @@ TEST(NodeSvg, CoresSharedByRanksAreMarked) {
 TEST(NodeSvg, ManyCoresCollapseIntoRunsOfOneRank) {
   topo::Topology t = example("gh200");  // 72 cores in one L3: more than 64
   plan::Plan p = planned(t);
-  std::vector<std::string> cores = core_titles(node_svg(t, &p));
+  std::vector<std::string> cores = core_titles(plan_svg(t, p));
   ASSERT_EQ(cores.size(), 1u);
   EXPECT_EQ(cores.front(), "PUs 0-71: rank 0");
 }
 
 TEST(NodeSvg, MemoryOnlyNodesAndUnknownLocalityAreSaid) {
-  std::string gh = node_svg(example("gh200"), nullptr);
+  std::string gh = node_svg(example("gh200"));
   EXPECT_NE(gh.find("memory only (GPUMemory)"), std::string::npos);
-  std::string vm = node_svg(example("cloud-vm-unknown-locality"), nullptr);
+  std::string vm = node_svg(example("cloud-vm-unknown-locality"));
   EXPECT_NE(vm.find("Locality unknown"), std::string::npos);
-  EXPECT_EQ(node_svg(example("dgx-h100"), nullptr).find("Locality unknown"), std::string::npos);
+  EXPECT_EQ(node_svg(example("dgx-h100")).find("Locality unknown"), std::string::npos);
 }
 
 TEST(NodeSvg, NvlinkAndXgmiGroupsAreNoted) {
-  EXPECT_NE(node_svg(example("dgx-h100"), nullptr).find("NVLink NV18: every pair of the 8 GPUs"), std::string::npos);
-  EXPECT_NE(node_svg(example("frontier-like"), nullptr).find("xGMI: every pair of the 8 GPUs"), std::string::npos);
+  EXPECT_NE(node_svg(example("dgx-h100")).find("NVLink NV18: every pair of the 8 GPUs"), std::string::npos);
+  EXPECT_NE(node_svg(example("frontier-like")).find("xGMI: every pair of the 8 GPUs"), std::string::npos);
 }
 
 TEST(NodeSvg, DevicesBehindOneSwitchAreBracketed) {
-  std::string svg = node_svg(example("dgx-h100"), nullptr);
+  std::string svg = node_svg(example("dgx-h100"));
   EXPECT_EQ(count(svg, "PCIe switch "), 8u);  // a GPU and its NIC behind each of 8 switches
 }
 
 TEST(NodeSvg, NamesFromTheTopologyAreEscaped) {
   topo::Topology t = example("gh200");
   t.gpus.front().name = "GPU <&> \"x\"";
-  std::string svg = node_svg(t, nullptr);
+  std::string svg = node_svg(t);
   EXPECT_EQ(svg.find("<&>"), std::string::npos);
   EXPECT_NE(svg.find("GPU &lt;&amp;&gt; &quot;x&quot;"), std::string::npos);
 }
@@ -133,6 +133,38 @@ TEST(CompareSvg, EveryStrategyHasAPanelAndTheRanksOffTheirGpusNodeAreNamed) {
   EXPECT_TRUE(off != std::string::npos && off < numa);
   size_t closest = svg.find(">closest</text>"), split = svg.find(">socket-split</text>");
   EXPECT_EQ(svg.substr(closest, split - closest).find("off its GPU's NUMA node"), std::string::npos);
+}
+
+}  // namespace gpubind::render
+
+namespace gpubind::render {
+
+TEST(CheckSvg, EachProcessIsDrawnWithItsVerdictAndFindingsAreRed) {
+  topo::Topology t = example("dgx-h100");
+  check::Report r;
+  probe::ProcessState good, wrong;
+  good.pid = 2000;
+  good.comm = "python";
+  good.cpus_allowed = *CpuSet::parse_list("0-13,112-125");
+  good.threads.push_back({});
+  good.threads.back().last_cpu = 5;
+  wrong.pid = 2030;
+  wrong.comm = "python";
+  wrong.cpus_allowed = *CpuSet::parse_list("56-69,168-181");
+  r.processes.push_back({good, {"0000:18:00.0"}, "open device files", std::nullopt, {0}, std::nullopt, {}, true, {}, {}});
+  r.processes.push_back({wrong, {"0000:5d:00.0"}, "open device files", std::nullopt, {0}, std::nullopt,
+                         {{check::Verdict::misplaced, "allowed CPUs are all off the GPU's node"}}, true, {}, {}});
+  Overlay o = check_overlay(r);
+  EXPECT_EQ(o.title, "Check: 2 process(es), 1 with findings");
+  ASSERT_EQ(o.entries.size(), 2u);
+  EXPECT_FALSE(o.entries[0].bad);
+  EXPECT_TRUE(o.entries[1].bad);
+  EXPECT_TRUE(o.entries[0].ran_on.test(5));
+  std::string svg = node_svg(t, &o);
+  EXPECT_NE(svg.find("fill=\"#cc0000\">pid 2030 python"), std::string::npos);  // its legend line in red
+  EXPECT_NE(svg.find(">pid 2000 python   GPU 0000:18:00.0   CPUs 0-13,112-125   OK</text>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>PUs 5,117: pid 2000</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>PUs 56,168: pid 2030</title>"), std::string::npos);
 }
 
 }  // namespace gpubind::render
