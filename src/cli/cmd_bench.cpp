@@ -76,7 +76,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     // A saved run is reported as it was: flags that would change a run are refused, not ignored.
     for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
                              "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
-                             "--allowed-mems", "--mem-node", "--no-smt", "--balanced"})
+                             "--allowed-mems", "--mem-node", "--no-smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
+                             "--require-gpu"})
       if (app.count(flag))
         return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)"},
                     kExitUsage);
