@@ -30,6 +30,8 @@ const std::vector<std::string>& default_strategies() {
   return names;
 }
 
+double idle_share(const RankRecord& r) { return r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0; }
+
 namespace {
 
 std::optional<double> ratio(double value, double base) {
@@ -53,7 +55,7 @@ StrategyReport report_one(const StrategyRecord& s, const Config& c) {
   double copy_s = 0;
   bool migrations_known = !s.ranks.empty();
   for (const RankRecord& r : s.ranks) {
-    double idle = r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0;
+    double idle = idle_share(r);
     idle_sum += idle;
     out.idle_max = std::max(out.idle_max, idle);
     rank_s += r.measured_s;
@@ -106,16 +108,6 @@ Report make_report(const Record& r) {
   return rep;
 }
 
-namespace {
-
-ojson numbers(const std::vector<unsigned>& v) {
-  ojson a = ojson::array();
-  for (unsigned x : v) a.push_back(x);
-  return a;
-}
-
-}  // namespace
-
 ojson to_json(const Record& r) {
   ojson j;
   const MachineInfo& m = r.machine;
@@ -133,9 +125,9 @@ ojson to_json(const Record& r) {
       ranks.push_back({{"rank", k.rank},
                        {"gpu", k.gpu},
                        {"cpus", k.cpus.to_list()},
-                       {"mem_nodes", numbers(k.mem_nodes)},
+                       {"mem_nodes", k.mem_nodes},
                        {"mem_policy", k.mem_policy},
-                       {"home_nodes", numbers(k.home_nodes)},
+                       {"home_nodes", k.home_nodes},
                        {"measured_s", k.measured_s},
                        {"step_s", k.step_s},
                        {"busy_s", k.busy_s},
@@ -170,12 +162,6 @@ Status field(const json& o, const char* key, T& out, const std::string& where) {
     return Error{where, std::string("field '") + key + "' has the wrong type"};
   }
   return Ok{};
-}
-
-Result<std::vector<unsigned>> number_list(const json& o, const char* key, const std::string& where) {
-  std::vector<unsigned> v;
-  if (auto s = field(o, key, v, where); !s) return s.error();
-  return v;
 }
 
 }  // namespace
@@ -225,17 +211,12 @@ Result<Record> record_from_json(const json& j) {
                       field(k, "step_s", rr.step_s, sw), field(k, "busy_s", rr.busy_s, sw), field(k, "work_s", rr.work_s, sw),
                       field(k, "off_home_s", rr.off_home_s, sw), field(k, "pages", rr.pages, sw),
                       field(k, "remote_pages", rr.remote_pages, sw), field(k, "copy_bytes", rr.copy_bytes, sw),
-                      field(k, "copy_s", rr.copy_s, sw)})
+                      field(k, "copy_s", rr.copy_s, sw), field(k, "mem_nodes", rr.mem_nodes, sw),
+                      field(k, "home_nodes", rr.home_nodes, sw)})
         if (!st) return st.error();
       auto set = CpuSet::parse_list(cpus);
       if (!set) return Error{sw, "cpus '" + cpus + "': " + set.error().why};
       rr.cpus = *set;
-      auto mem = number_list(k, "mem_nodes", sw);
-      auto home = number_list(k, "home_nodes", sw);
-      if (!mem) return mem.error();
-      if (!home) return home.error();
-      rr.mem_nodes = *mem;
-      rr.home_nodes = *home;
       if (k.contains("migrations") && !k["migrations"].is_null()) {
         uint64_t n = 0;
         if (auto st = field(k, "migrations", n, sw); !st) return st.error();

@@ -59,6 +59,9 @@ struct RankRecord {
   double copy_s = 0;                 // --gpu: the copies' time on the GPU's timeline
 };
 
+// The share of its steps a rank waited at the barrier: 1 - its own work over the step time.
+double idle_share(const RankRecord& r);
+
 struct StrategyRecord {
   std::string name;     // closest, cpu-only, none, numa, socket, none-2x...
   plan::Policy policy = plan::Policy::closest;

@@ -376,7 +376,7 @@ void add_run(const topo::Topology& t, const plan::Plan& p, const RunShape& s, co
 // One strategy's ranks, started, stepped and measured once; adds to `out`.
 Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& closest, const RunShape& s,
                 const bind::MachineState& m, const sys::FsRoot& root, StrategyRecord& out) {
-  auto mem = sys::SharedMemory::create(Shared::bytes(s));
+  auto mem = sys::shared_memory(Shared::bytes(s));
   if (!mem) return mem.error();
   Shared sh = Shared::in(mem->data(), s);
   Children ranks;
@@ -419,6 +419,28 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   return Ok{};
 }
 
+// Every strategy planned for `base` (its policy replaced), in order; an Error of kind usage when
+// one cannot be planned, or with `gpu` when a rank has no NVIDIA or AMD GPU to copy to.
+Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
+                                                const std::vector<StrategySpec>& strategies, bool gpu) {
+  std::vector<plan::Plan> plans;
+  for (const StrategySpec& s : strategies) {
+    plan::Request r = base;
+    r.policy = s.policy;
+    auto p = plan::make_plan(t, r);
+    if (!p) return Error{"strategy " + s.name, p.error().message(), ErrorKind::usage};
+    if (gpu)
+      for (const plan::RankBinding& rb : p->ranks)
+        if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))
+          return Error{"--gpu",
+                       "rank " + std::to_string(rb.local_rank) + " has no NVIDIA or AMD GPU to copy to" +
+                           (t.gpus.empty() ? " (this machine has no GPU)" : ""),
+                       ErrorKind::usage};
+    plans.push_back(std::move(*p));
+  }
+  return plans;
+}
+
 }  // namespace
 
 uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads) {
@@ -440,32 +462,19 @@ MachineInfo machine_info(const topo::Topology& t) {
   return m;
 }
 
-Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
-                                                const std::vector<StrategySpec>& strategies, bool gpu) {
-  std::vector<plan::Plan> plans;
-  for (const StrategySpec& s : strategies) {
-    plan::Request r = base;
-    r.policy = s.policy;
-    auto p = plan::make_plan(t, r);
-    if (!p) return Error{"strategy " + s.name, p.error().message()};
-    if (gpu)
-      for (const plan::RankBinding& rb : p->ranks)
-        if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))
-          return Error{"--gpu", "rank " + std::to_string(rb.local_rank) + " has no NVIDIA or AMD GPU to copy to" +
-                                    (t.gpus.empty() ? " (this machine has no GPU)" : "")};
-    plans.push_back(std::move(*p));
-  }
-  return plans;
-}
 
 Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o) {
-  if (o.strategies.empty()) return Error{"--strategies", "no strategy to run"};
+  if (o.strategies.empty()) return Error{"--strategies", "no strategy to run", ErrorKind::usage};
   auto plans = plan_strategies(t, base, o.strategies, o.gpu);
   if (!plans) return plans.error();
   plan::Request cr = base;
   cr.policy = plan::Policy::closest;
   auto closest = plan::make_plan(t, cr);
-  if (!closest) return closest.error();
+  if (!closest) {
+    Error e = closest.error();
+    e.kind = ErrorKind::usage;
+    return e;
+  }
 
   Record rec;
   rec.machine = machine_info(t);

@@ -39,14 +39,10 @@ uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
 // The machine as the report states it.
 MachineInfo machine_info(const topo::Topology& t);
 
-// Plans every strategy for `base` (its policy replaced) and checks they can run here: an Error
-// (a usage error) when one cannot be planned, or with `gpu` when a rank has no NVIDIA or AMD GPU.
-// The plans, in the order of `strategies`.
-Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
-                                                const std::vector<StrategySpec>& strategies, bool gpu);
-
-// Runs the benchmark on this machine (`t` must be its live topology). An Error when a rank could
-// not be bound or started, or died.
+// Runs the benchmark on this machine (`t` must be its live topology). An Error of kind usage for
+// a request that cannot run (a strategy that cannot be planned, --gpu without a GPU, too many
+// step records), before anything starts; any other Error when a rank could not be bound or
+// started, or died.
 Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o);
 
 }  // namespace gpubind::bench

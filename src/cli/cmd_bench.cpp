@@ -102,7 +102,6 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (!topo) return fail(topo.error(), kExitFailure);
     auto req = make_request(o, *topo, AllowedFrom::affinity);
     if (!req) return fail(req.error(), kExitUsage);
-    if (auto plans = bench::plan_strategies(*topo, *req, run.strategies, run.gpu); !plans) return fail(plans.error(), kExitUsage);
     unsigned last_round = ~0u;
     if (!o.quiet)
       run.progress = [&](const std::string&, unsigned round) {

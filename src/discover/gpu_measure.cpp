@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <thread>
 
 #include "discover/gpu_runtime.hpp"
@@ -75,6 +77,42 @@ struct Device {
   void* stop = nullptr;
 };
 
+// A runtime call that failed: its name after the prefix ("Memcpy") and its error code.
+struct Failed {
+  const char* call;
+  int error;
+};
+
+// Makes the device current and gives it a buffer of `bytes` and two events.
+std::optional<Failed> prepare(const CopyApi& api, Device& d, size_t bytes) {
+  if (int e = api.set_device(d.index)) return Failed{"SetDevice", e};
+  if (int e = api.malloc(&d.buffer, bytes)) return Failed{"Malloc", e};
+  if (int e = api.event_create(&d.start)) return Failed{"EventCreate", e};
+  if (int e = api.event_create(&d.stop)) return Failed{"EventCreate", e};
+  return std::nullopt;
+}
+
+// Frees what prepare made (whatever part of it it made).
+void release(const CopyApi& api, Device& d) {
+  if (d.buffer) api.free(d.buffer);
+  if (d.start) api.event_destroy(d.start);
+  if (d.stop) api.event_destroy(d.stop);
+  d.buffer = d.start = d.stop = nullptr;
+}
+
+// `copies` host-to-device copies of `bytes` at `host` (pinned) to the device's buffer, timed
+// with its events on the GPU's timeline: their milliseconds in `ms`.
+std::optional<Failed> timed_copies(const CopyApi& api, const Device& d, const void* host, size_t bytes, int copies, float& ms) {
+  if (int e = api.set_device(d.index)) return Failed{"SetDevice", e};
+  if (int e = api.event_record(d.start, nullptr)) return Failed{"EventRecord", e};
+  for (int c = 0; c < copies; ++c)
+    if (int e = api.memcpy(d.buffer, host, bytes, kMemcpyHostToDevice)) return Failed{"Memcpy", e};
+  if (int e = api.event_record(d.stop, nullptr)) return Failed{"EventRecord", e};
+  if (int e = api.event_synchronize(d.stop)) return Failed{"EventSynchronize", e};
+  if (int e = api.event_elapsed(&ms, d.start, d.stop)) return Failed{"EventElapsedTime", e};
+  return std::nullopt;
+}
+
 class Measurer {
  public:
   Measurer(const Runtime& rt, const CopyApi& api, const MeasureOptions& o, Measurements& out)
@@ -92,16 +130,16 @@ class Measurer {
         continue;
       }
       d.pci = normalize_bus_id(bus);
-      if (!call(d, "SetDevice", m_api.set_device(i)) || !call(d, "Malloc", m_api.malloc(&d.buffer, m_o.bytes)) ||
-          !call(d, "EventCreate", m_api.event_create(&d.start)) || !call(d, "EventCreate", m_api.event_create(&d.stop))) {
-        release(d);
+      if (auto f = prepare(m_api, d, m_o.bytes)) {
+        failed(d, *f);
+        release(m_api, d);
         continue;
       }
       m_devices.push_back(d);
       m_out.gpus.push_back({d.pci, m_rt.label, {}});
     }
     for (const MeasureOptions::Node& n : m_o.nodes) from_node(n);
-    for (Device& d : m_devices) release(d);
+    for (Device& d : m_devices) release(m_api, d);
   }
 
  private:
@@ -109,24 +147,26 @@ class Measurer {
   void from_node(const MeasureOptions::Node& n) {
     std::thread worker([&] {
       if (!n.cpus.empty()) (void)sys::real_binder()->set_cpu_affinity(n.cpus);  // where it runs matters little: DMA
-      auto host = sys::NodeBuffer::allocate(m_o.bytes, n.os_index);
+      auto host = sys::memory_on_node(m_o.bytes, n.os_index);
       if (!host) return m_out.notes.push_back("no measurement from NUMA node " + std::to_string(n.os_index) + ": " + host.error().message());
       if (int e = m_api.host_register(host->data(), host->size(), kHostRegisterPortable); e != 0)
         return note("NUMA node " + std::to_string(n.os_index), "HostRegister", e);
       for (size_t k = 0; k < m_devices.size(); ++k) {
         const Device& d = m_devices[k];
         float ms = 0;
-        if (!call(d, "SetDevice", m_api.set_device(d.index)) ||
-            !call(d, "Memcpy", m_api.memcpy(d.buffer, host->data(), host->size(), kMemcpyHostToDevice)) ||
-            !call(d, "EventRecord", m_api.event_record(d.start, nullptr)))
+        // One untimed copy first (the first pays for mappings the others reuse).
+        if (int e = m_api.set_device(d.index)) {
+          failed(d, {"SetDevice", e});
           continue;
-        bool copied = true;
-        for (int c = 0; c < m_o.copies && copied; ++c)
-          copied = call(d, "Memcpy", m_api.memcpy(d.buffer, host->data(), host->size(), kMemcpyHostToDevice));
-        if (!copied || !call(d, "EventRecord", m_api.event_record(d.stop, nullptr)) ||
-            !call(d, "EventSynchronize", m_api.event_synchronize(d.stop)) ||
-            !call(d, "EventElapsedTime", m_api.event_elapsed(&ms, d.start, d.stop)))
+        }
+        if (int e = m_api.memcpy(d.buffer, host->data(), host->size(), kMemcpyHostToDevice)) {
+          failed(d, {"Memcpy", e});
           continue;
+        }
+        if (auto f = timed_copies(m_api, d, host->data(), host->size(), m_o.copies, ms)) {
+          failed(d, *f);
+          continue;
+        }
         // Whole bytes per second (no libm: the binary links libc only).
         if (ms > 0) m_out.gpus[m_first + k].bytes_per_second[n.os_index] = double(uint64_t(double(host->size()) * m_o.copies / (double(ms) / 1000.0) + 0.5));
       }
@@ -135,21 +175,10 @@ class Measurer {
     worker.join();
   }
 
-  bool call(const Device& d, const char* what, int e) {
-    if (e == 0) return true;
-    note("GPU " + d.pci, what, e);
-    return false;
-  }
+  void failed(const Device& d, const Failed& f) { note("GPU " + d.pci, f.call, f.error); }
   void note(const std::string& who, const char* what, int e) {
     m_out.notes.push_back("no measurement" + (who.empty() ? "" : " for " + who) + ": " + runtime_error(m_rt, m_api, what, e));
   }
-  void release(Device& d) {
-    if (d.buffer) m_api.free(d.buffer);
-    if (d.start) m_api.event_destroy(d.start);
-    if (d.stop) m_api.event_destroy(d.stop);
-    d = Device{};
-  }
-
   const Runtime& m_rt;
   const CopyApi& m_api;
   const MeasureOptions& m_o;
@@ -177,23 +206,17 @@ const Runtime& hip_runtime() {
 struct GpuCopier::State {
   const Runtime* rt = nullptr;
   CopyApi api;
-  int device = 0;
+  Device device;
   void* host = nullptr;
   size_t bytes = 0;
-  void* buffer = nullptr;
-  void* start = nullptr;
-  void* stop = nullptr;
   bool pinned = false;
 };
 
 GpuCopier::GpuCopier(std::unique_ptr<State> s) : m_s(std::move(s)) {}
 
 GpuCopier::~GpuCopier() {
-  State& s = *m_s;
-  if (s.pinned) s.api.host_unregister(s.host);
-  if (s.buffer) s.api.free(s.buffer);
-  if (s.start) s.api.event_destroy(s.start);
-  if (s.stop) s.api.event_destroy(s.stop);
+  if (m_s->pinned) m_s->api.host_unregister(m_s->host);
+  release(m_s->api, m_s->device);
 }
 
 Result<std::unique_ptr<GpuCopier>> GpuCopier::open(topo::Vendor vendor, const std::string& pci, void* host, size_t bytes) {
@@ -209,21 +232,19 @@ Result<std::unique_ptr<GpuCopier>> GpuCopier::open(topo::Vendor vendor, const st
   // The copier owns what it made from here on: an early return releases it.
   std::unique_ptr<GpuCopier> c(new GpuCopier(std::move(s)));
   State& st = *c->m_s;
-  auto failed = [&](const char* what, int e) { return Error{"GPU " + pci, runtime_error(*st.rt, st.api, what, e)}; };
+  auto failed = [&](const Failed& f) { return Error{"GPU " + pci, runtime_error(*st.rt, st.api, f.call, f.error)}; };
   int count = 0;
-  if (int e = st.api.get_count(&count); e != 0) return failed("GetDeviceCount", e);
+  if (int e = st.api.get_count(&count); e != 0) return failed({"GetDeviceCount", e});
   int found = -1;
   for (int i = 0; i < count && i < 4096 && found < 0; ++i) {
     char bus[64] = {};
     if (st.api.bus_id(bus, sizeof bus, i) == 0 && normalize_bus_id(bus) == normalize_bus_id(pci)) found = i;
   }
   if (found < 0) return Error{"GPU " + pci, std::string(st.rt->label) + " sees no device at this PCI address"};
-  st.device = found;
-  if (int e = st.api.set_device(found); e != 0) return failed("SetDevice", e);
-  if (int e = st.api.malloc(&st.buffer, bytes); e != 0) return failed("Malloc", e);
-  if (int e = st.api.event_create(&st.start); e != 0) return failed("EventCreate", e);
-  if (int e = st.api.event_create(&st.stop); e != 0) return failed("EventCreate", e);
-  if (int e = st.api.host_register(host, bytes, kHostRegisterPortable); e != 0) return failed("HostRegister", e);
+  st.device.index = found;
+  st.device.pci = normalize_bus_id(pci);
+  if (auto f = prepare(st.api, st.device, bytes)) return failed(*f);
+  if (int e = st.api.host_register(host, bytes, kHostRegisterPortable); e != 0) return failed({"HostRegister", e});
   st.pinned = true;
   return c;
 }
@@ -231,21 +252,16 @@ Result<std::unique_ptr<GpuCopier>> GpuCopier::open(topo::Vendor vendor, const st
 Result<double> GpuCopier::copy() {
   State& s = *m_s;
   float ms = 0;
-  auto failed = [&](const char* what, int e) { return Error{"GPU copy", runtime_error(*s.rt, s.api, what, e)}; };
-  if (int e = s.api.set_device(s.device); e != 0) return failed("SetDevice", e);
-  if (int e = s.api.event_record(s.start, nullptr); e != 0) return failed("EventRecord", e);
-  if (int e = s.api.memcpy(s.buffer, s.host, s.bytes, kMemcpyHostToDevice); e != 0) return failed("Memcpy", e);
-  if (int e = s.api.event_record(s.stop, nullptr); e != 0) return failed("EventRecord", e);
-  if (int e = s.api.event_synchronize(s.stop); e != 0) return failed("EventSynchronize", e);
-  if (int e = s.api.event_elapsed(&ms, s.start, s.stop); e != 0) return failed("EventElapsedTime", e);
+  if (auto f = timed_copies(s.api, s.device, s.host, s.bytes, 1, ms))
+    return Error{"GPU copy", runtime_error(*s.rt, s.api, f->call, f->error)};
   return double(ms);
 }
 
 Measurements measure_copy_bandwidth(bool nvidia, bool amd, const MeasureOptions& o) {
   Measurements out;
-  for (const Runtime* rtp : {&cuda_runtime(), &hip_runtime()}) {
+  for (auto [rtp, wanted] : {std::pair{&cuda_runtime(), nvidia}, std::pair{&hip_runtime(), amd}}) {
+    if (!wanted) continue;
     const Runtime& rt = *rtp;
-    if ((rtp == &cuda_runtime() && !nvidia) || (rtp == &hip_runtime() && !amd)) continue;
     auto api = load(rt);
     if (!api) {
       out.notes.push_back("no measurement: " + api.error().message());

@@ -57,10 +57,9 @@ std::string rank_table(const Record& r) {
   TextTable ranks({"STRATEGY", "RANK", "GPU", "CPUS", "MEMORY", "HOME", "MIGRATIONS", "IDLE", "CROSS-NUMA", "REMOTE MEM"});
   for (const bench::StrategyRecord& s : r.strategies)
     for (const bench::RankRecord& k : s.ranks) {
-      double idle = k.step_s > 0 ? std::clamp(1.0 - k.busy_s / k.step_s, 0.0, 1.0) : 0;
       std::string memory = k.mem_policy == "none" ? "first touch" : k.mem_policy + " " + nodes_text(k.mem_nodes);
       ranks.add({s.name, std::to_string(k.rank), k.gpu.empty() ? "-" : k.gpu, k.cpus.to_list(), memory, nodes_text(k.home_nodes),
-                 k.migrations ? std::to_string(*k.migrations) : "-", pct(idle),
+                 k.migrations ? std::to_string(*k.migrations) : "-", pct(bench::idle_share(k)),
                  pct(k.work_s > 0 ? std::optional<double>(k.off_home_s / k.work_s) : std::nullopt),
                  pct(k.pages ? std::optional<double>(double(k.remote_pages) / double(k.pages)) : std::nullopt)});
     }

@@ -190,6 +190,8 @@ struct L3Box {
   std::string title;
   std::vector<Cell> cells;
   bool collapsed = false;
+  size_t per_row = 1;   // cells in a row
+  double cell_w = 0;    // every cell's width
   double w = 0, h = 0;
 };
 
@@ -241,10 +243,11 @@ L3Box make_l3(const Topology& t, const CpuSet& cpus, const std::string& title, c
     for (Cell& c : b.cells) c.label = "PUs " + c.pus.to_list() + (c.ranks.empty() ? "" : "  " + o.text(c.ranks));
   double widest = 30;
   for (const Cell& c : b.cells) widest = std::max(widest, text_width(c.label) + 10);
-  size_t per_row = b.collapsed ? 1 : std::min(kCoresPerRow, std::max<size_t>(1, b.cells.size()));
-  size_t rows = (b.cells.size() + per_row - 1) / per_row;
-  b.w = std::max(text_width(b.title) + 2 * kPad, 2 * kPad + double(per_row) * (widest + kGap) - kGap);
+  b.per_row = b.collapsed ? 1 : std::min(kCoresPerRow, std::max<size_t>(1, b.cells.size()));
+  size_t rows = (b.cells.size() + b.per_row - 1) / b.per_row;
+  b.w = std::max(text_width(b.title) + 2 * kPad, 2 * kPad + double(b.per_row) * (widest + kGap) - kGap);
   b.h = kHeader + double(rows) * (kCellH + kGap) + kPad - kGap;
+  b.cell_w = b.collapsed ? b.w - 2 * kPad : widest;  // a collapsed run spans the box
   return b;
 }
 
@@ -471,13 +474,10 @@ class Drawer {
     Svg& s = *m_svg;
     s.rect(x, y, b.w, b.h, "fill=\"white\" stroke=\"#999\"");
     s.text(x + kPad, y + 14, b.title, "fill=\"#555\" font-size=\"11\"");
-    double widest = 30;
-    for (const Cell& c : b.cells) widest = std::max(widest, text_width(c.label) + 10);
-    if (b.collapsed) widest = b.w - 2 * kPad;
-    size_t per_row = b.collapsed ? 1 : kCoresPerRow;
+    const double widest = b.cell_w;
     for (size_t i = 0; i < b.cells.size(); ++i) {
       const Cell& c = b.cells[i];
-      double cx = x + kPad + double(i % per_row) * (widest + kGap), cy = y + kHeader + double(i / per_row) * (kCellH + kGap);
+      double cx = x + kPad + double(i % b.per_row) * (widest + kGap), cy = y + kHeader + double(i / b.per_row) * (kCellH + kGap);
       std::string fill = "#f3f3f3", stroke = "#888";
       if (c.ranks.size() == 1) {
         fill = colour(c.ranks.front()).light;

@@ -17,7 +17,7 @@ constexpr int kMpolBind = 2;
 constexpr unsigned kMpolMfStrict = 1u << 0;
 }  // namespace
 
-Result<NodeBuffer> NodeBuffer::allocate(size_t bytes, unsigned node) {
+Result<Mapping> memory_on_node(size_t bytes, unsigned node) {
   std::string what = "memory on NUMA node " + std::to_string(node);
   if (bytes == 0 || node >= 4096) return Error{what, "no such size or node"};
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -30,15 +30,15 @@ Result<NodeBuffer> NodeBuffer::allocate(size_t bytes, unsigned node) {
     return Error{what, std::string("mbind: ") + std::strerror(e)};
   }
   std::memset(p, 0x5a, bytes);  // fault every page in, on that node
-  return NodeBuffer(p, bytes);
+  return Mapping(p, bytes);
 }
 
-NodeBuffer::NodeBuffer(NodeBuffer&& other) noexcept : m_data(other.m_data), m_size(other.m_size) {
+Mapping::Mapping(Mapping&& other) noexcept : m_data(other.m_data), m_size(other.m_size) {
   other.m_data = nullptr;
   other.m_size = 0;
 }
 
-NodeBuffer::~NodeBuffer() {
+Mapping::~Mapping() {
   if (m_data) ::munmap(m_data, m_size);
 }
 

@@ -16,20 +16,11 @@
 
 namespace gpubind::sys {
 
-Result<SharedMemory> SharedMemory::create(size_t bytes) {
+Result<Mapping> shared_memory(size_t bytes) {
   if (bytes == 0) bytes = 1;
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return Error{"shared memory of " + std::to_string(bytes) + " bytes", std::strerror(errno)};
-  return SharedMemory(p, bytes);
-}
-
-SharedMemory::SharedMemory(SharedMemory&& other) noexcept : m_data(other.m_data), m_size(other.m_size) {
-  other.m_data = nullptr;
-  other.m_size = 0;
-}
-
-SharedMemory::~SharedMemory() {
-  if (m_data) ::munmap(m_data, m_size);
+  return Mapping(p, bytes);
 }
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, std::optional<std::chrono::milliseconds> timeout) {

@@ -12,27 +12,14 @@
 #include <functional>
 #include <optional>
 
+#include "sys/node_memory.hpp"
 #include "sys/process.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::sys {
 
-// Zeroed, shared with children forked after it was made; unmapped by the destructor.
-class SharedMemory {
- public:
-  static Result<SharedMemory> create(size_t bytes);
-  SharedMemory(SharedMemory&& other) noexcept;
-  SharedMemory& operator=(SharedMemory&&) = delete;
-  SharedMemory(const SharedMemory&) = delete;
-  ~SharedMemory();
-  void* data() const { return m_data; }
-  size_t size() const { return m_size; }
-
- private:
-  SharedMemory(void* data, size_t size) : m_data(data), m_size(size) {}
-  void* m_data = nullptr;
-  size_t m_size = 0;
-};
+// `bytes` of zeroed memory shared with the children forked after it was made.
+Result<Mapping> shared_memory(size_t bytes);
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
               "a futex word must be a plain, lock-free 32-bit word");

@@ -9,7 +9,7 @@
 namespace gpubind::sys {
 
 TEST(SharedMemory, AForkedChildWritesWhatTheParentReads) {
-  auto mem = SharedMemory::create(4096);
+  auto mem = shared_memory(4096);
   ASSERT_TRUE(mem) << mem.error().message();
   auto* word = new (mem->data()) std::atomic<uint32_t>(0);
   auto pid = fork_call([&] {
@@ -27,7 +27,7 @@ TEST(SharedMemory, AForkedChildWritesWhatTheParentReads) {
 }
 
 TEST(SharedMemory, AWaitOnAWordThatAlreadyChangedReturnsAtOnce) {
-  auto mem = SharedMemory::create(64);
+  auto mem = shared_memory(64);
   ASSERT_TRUE(mem);
   auto* word = new (mem->data()) std::atomic<uint32_t>(5);
   futex_wait(*word, 4);  // not 4: returns without sleeping (no timeout given)
