@@ -7,27 +7,26 @@ G=$1 TOUCH=$2 CUDART=$3 CUDART_FIXTURE=$4
 export GPUBIND_CACHE_DIR=/tmp/gpubind-cache
 section() { echo "=== $1 ==="; }
 end() { echo "rc=$?"; }
+SHOW=$(dirname "$0")/show_rank.sh
 
 section topo_json; $G topo --json --no-gpu-runtime; end
 section hwloc; lstopo-no-graphics --whole-io --of xml -; end
 
-# Every rank of a 4-GPU launch: its GPU, CPUs and memory policy node list.
-section launch; $G launch -n 4 --quiet -- sh -c \
-  'echo "rank=$LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end
+# Every rank of a 4-GPU launch: its GPU, CPUs, memory node, the cpuset's nodes, the kernel's policy.
+section launch; $G launch -n 4 --quiet -- sh -c 'sh "$0" $LOCAL_RANK' "$SHOW"; end
 
 # exec under Open MPI's mpirun (on one node: the isolated launcher, no ssh; loopback up).
 section mpirun
 ip link set lo up
 hostname qemu-2s4n
 OMPI_MCA_plm=isolated orterun --allow-run-as-root --oversubscribe --bind-to none -np 4 $G exec --quiet -- sh -c \
-  'echo "rank=$OMPI_COMM_WORLD_LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end
+  'sh "$0" $OMPI_COMM_WORLD_LOCAL_RANK' "$SHOW"; end
 
 # exec as srun starts each task (a Slurm daemon in the guest would need munge, slurmctld and a
 # slurmd with their state: the live SPANK tests run on the host's throw-away cluster instead).
 section srun_env
 for r in 0 1 2 3; do
-  SLURM_LOCALID=$r SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=4 SLURM_PROCID=$r $G exec --quiet -- sh -c \
-    'echo "rank=$SLURM_LOCALID gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'
+  SLURM_LOCALID=$r SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=4 SLURM_PROCID=$r $G exec --quiet -- sh "$SHOW" $r
 done
 end
 

@@ -7,12 +7,12 @@ G=$1 N=$2 TOUCH=${3:-} MEMNODE=${4:-}
 export GPUBIND_CACHE_DIR=/tmp/gpubind-cache
 section() { echo "=== $1 ==="; }
 end() { echo "rc=$?"; }
+SHOW=$(dirname "$0")/show_rank.sh
 
 section topo_json; $G topo --json --no-gpu-runtime; end
 section hwloc; lstopo-no-graphics --whole-io --of xml -; end
 section matrix; $G topo --format matrix --no-gpu-runtime; end
-section launch; $G launch -n "$N" --quiet -- sh -c \
-  'echo "rank=$LOCAL_RANK gpu=$GPUBIND_GPU cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2) mem=$GPUBIND_MEM"'; end
+section launch; $G launch -n "$N" --quiet -- sh -c 'sh "$0" $LOCAL_RANK' "$SHOW"; end
 if [ -n "$TOUCH" ]; then
   # Memory on a node of the admin's choice (a CPU-less one: HBM, CXL): every page there.
   section touch_memory_node

@@ -101,17 +101,38 @@ def same_machine(live):
         check(f(live) == f(want), f"topo --json live: {k} as in the fixture", f"{f(live)} != {f(want)}")
 
 
+def cpulist(ids):
+    """Linux's list format of a set of ids: 0-3,8."""
+    runs, ids = [], sorted(ids)
+    for i in ids:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+KERNEL_POLICY = {"preferred": "prefer", "bind": "bind", "interleave": "interleave"}
+
+
 def launch_as_planned(n, name="launch"):
     """launch -n N (or mpirun -np N ... gpubind exec): each rank's GPU, Cpus_allowed_list and
-    memory node as the host plans them."""
+    memory node as the host plans them, the cpuset's memory nodes left whole, and the kernel's
+    memory policy of the rank (numa_maps) the planned mode on the planned node."""
     s, rc = section(name)
-    ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)$", s, flags=re.M)}
+    pattern = r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*) mems=(\S*) policy=(\S*)$"
+    ranks = {int(m.group(1)): m.groups()[1:] for m in re.finditer(pattern, s, flags=re.M)}
     check(rc == 0 and sorted(ranks) == list(range(n)), f"{name} of {n}: {n} ranks ran", s[-300:])
+    all_nodes = cpulist(node["os_index"] for node in want["numa_nodes"])
     for r in sorted(ranks):
         p = host_plan(r, n)
-        got = ranks[r]
-        check(got == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
-              f"{name} rank {r}: GPU {got[0]}, Cpus_allowed_list {got[1]}, memory node {got[2]} as planned", f"{got} != {p}")
+        gpu, cpus, mem, mems, policy = ranks[r]
+        check((gpu, cpus, mem) == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"], p["GPUBIND_MEM"]),
+              f"{name} rank {r}: GPU {gpu}, Cpus_allowed_list {cpus}, memory node {mem} as planned", f"{ranks[r]} != {p}")
+        check(mems == all_nodes, f"{name} rank {r}: Mems_allowed_list {mems} (the cpuset's, left whole)", f"want {all_nodes}")
+        mode = p.get("GPUBIND_MEM_POLICY", "")
+        expected = f"{KERNEL_POLICY[mode]}:{p['GPUBIND_MEM']}" if mode in KERNEL_POLICY and p.get("GPUBIND_MEM") else "default"
+        check(policy == expected, f"{name} rank {r}: the kernel's memory policy is {policy}", f"want {expected}")
 
 
 def judge_2s4n():
