@@ -39,8 +39,10 @@ see=$(for c in $commands; do printf '.BR gpubind\\-%s (1),\n' "$c"; done | sed '
 page gpubind "bind GPU workers to the CPUs, memory and NIC nearest their GPU" "$tmp" "$see"
 for c in $commands; do
   summary=$(awk -v c="$c" '$1 == c { $1 = ""; sub(/^ +/, ""); print }' "$tmp")
-  if [ "$c" = slurm ]; then
-    { "$GPUBIND" slurm --help; echo; "$GPUBIND" slurm gres-conf --help; } >"$tmp.c" || true
+  # Commands made of subcommands: the command's help, then its subcommand's.
+  if [ "$c" = slurm ] || [ "$c" = k8s ]; then
+    sub=$([ "$c" = slurm ] && echo gres-conf || echo check)
+    { "$GPUBIND" "$c" --help; echo; "$GPUBIND" "$c" "$sub" --help; } >"$tmp.c" || true
   else
     "$GPUBIND" "$c" --help >"$tmp.c" 2>&1 || true
   fi

@@ -16,9 +16,11 @@ _gpubind() {
     fi
   done
   local help
-  if [ "$cmd" = slurm ]; then
-    [ "$COMP_CWORD" -eq 2 ] && { COMPREPLY=($(compgen -W "gres-conf" -- "$cur")); return; }
-    help=$("$bin" slurm gres-conf --help 2>/dev/null)
+  if [ "$cmd" = slurm ] || [ "$cmd" = k8s ]; then
+    local sub=gres-conf
+    [ "$cmd" = k8s ] && sub=check
+    [ "$COMP_CWORD" -eq 2 ] && { COMPREPLY=($(compgen -W "$sub" -- "$cur")); return; }
+    help=$("$bin" "$cmd" "$sub" --help 2>/dev/null)
   else
     help=$("$bin" "$cmd" --help 2>/dev/null)
   fi

@@ -11,21 +11,10 @@ namespace gpubind::discover {
 
 namespace {
 
-constexpr const char* kModule = "gpubind-hwloc.so";
-
 Result<const HwlocApi*> api() {
-  static const HwlocApi* loaded = nullptr;
-  if (loaded) return loaded;
-  auto m = sys::find_module_symbol(kModule, "gpubind_hwloc_api_v1");
-  if (!m && m.error().kind == ErrorKind::not_found)
-    return Error{"hwloc discovery", std::string("the module ") + kModule + " is " + m.error().why +
-                                        "; a topology file or --topology example:NAME works without it"};
-  if (!m) return Error{m.error().what, "cannot load hwloc discovery: " + m.error().why};
-  using Entry = const HwlocApi* (*)();
-  const HwlocApi* a = reinterpret_cast<Entry>(m->address)();
-  if (!a || a->abi != 1 || !a->load || !a->version) return Error{m->path, "not a gpubind hwloc module of this version"};
-  loaded = a;
-  return loaded;
+  static constexpr sys::ModuleSpec kSpec{"gpubind-hwloc.so", "gpubind_hwloc_api_v1", "hwloc discovery", "hwloc discovery",
+                                         "hwloc", "a topology file or --topology example:NAME works without it"};
+  return sys::module_api<HwlocApi>(kSpec, [](const HwlocApi& a) { return a.abi == 1 && a.load && a.version; });
 }
 
 }  // namespace

@@ -11,20 +11,10 @@ namespace gpubind::sys {
 
 namespace {
 
-constexpr const char* kModule = "gpubind-http.so";
-
 Result<const GpubindHttpApi*> api() {
-  static const GpubindHttpApi* loaded = nullptr;
-  if (loaded) return loaded;
-  auto m = find_module_symbol(kModule, "gpubind_http_api_v1");
-  if (!m && m.error().kind == ErrorKind::not_found)
-    return Error{"--listen", std::string("the module ") + kModule + " is " + m.error().why + "; --textfile works without it"};
-  if (!m) return Error{m.error().what, "cannot load the HTTP server: " + m.error().why};
-  using Entry = const GpubindHttpApi* (*)();
-  const GpubindHttpApi* a = reinterpret_cast<Entry>(m->address)();
-  if (!a || a->abi != 1 || !a->start || !a->stop) return Error{m->path, "not a gpubind HTTP module of this version"};
-  loaded = a;
-  return loaded;
+  static constexpr ModuleSpec kSpec{"gpubind-http.so", "gpubind_http_api_v1", "--listen", "the HTTP server", "HTTP",
+                                    "--textfile works without it"};
+  return module_api<GpubindHttpApi>(kSpec, [](const GpubindHttpApi& a) { return a.abi == 1 && a.start && a.stop; });
 }
 
 }  // namespace

@@ -54,6 +54,17 @@ Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::stri
   return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
 }
 
+Result<const void*> load_module_api(const ModuleSpec& spec, bool (*valid)(const void* api)) {
+  auto m = find_module_symbol(spec.file, spec.entry);
+  if (!m && m.error().kind == ErrorKind::not_found)
+    return Error{spec.what, std::string("the module ") + spec.file + " is " + m.error().why + "; " + spec.without};
+  if (!m) return Error{m.error().what, std::string("cannot load ") + spec.purpose + ": " + m.error().why};
+  using Entry = const void* (*)();
+  const void* api = reinterpret_cast<Entry>(m->address)();
+  if (!api || !valid(api)) return Error{m->path, std::string("not a gpubind ") + spec.kind + " module of this version"};
+  return api;
+}
+
 Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
   if (int e = injected_errno("gpubind/dlopen")) return Error{path, std::strerror(e)};
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

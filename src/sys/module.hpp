@@ -32,6 +32,35 @@ Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::stri
 // address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.
 Result<void*> module_symbol(const std::string& path, const std::string& symbol);
 
+// What a caller needs to say about one of gpubind's modules, in its messages.
+struct ModuleSpec {
+  const char* file;     // "gpubind-hwloc.so"
+  const char* entry;    // its entry point, a C function returning the module's API table
+  const char* what;     // the error's subject when it is not installed ("hwloc discovery")
+  const char* purpose;  // what it is for, after "cannot load " ("hwloc discovery")
+  const char* kind;     // its name in "not a gpubind KIND module of this version" ("hwloc")
+  const char* without;  // what works without it ("a topology file ... works without it")
+};
+
+// The API table of module `spec` (its entry point called once; the table is the module's, never
+// freed), when `valid` accepts it (its ABI number and entries). Errors, one line each: not
+// installed (where it looked, and what works without it), the loader's message, or not a module
+// of this version.
+Result<const void*> load_module_api(const ModuleSpec& spec, bool (*valid)(const void* api));
+
+// load_module_api for a table of type Api, loaded once per process and kept.
+template <class Api>
+Result<const Api*> module_api(const ModuleSpec& spec, bool (*valid)(const Api& api)) {
+  static const Api* loaded = nullptr;
+  static bool (*check)(const Api&) = nullptr;
+  if (loaded) return loaded;
+  check = valid;
+  auto a = load_module_api(spec, [](const void* api) { return check(*static_cast<const Api*>(api)); });
+  if (!a) return a.error();
+  loaded = static_cast<const Api*>(*a);
+  return loaded;
+}
+
 // Runs `fn` with this process's stderr (fd 2) sent to a temporary file, and returns what was
 // written there, one line, trimmed. For a library's own chatter on start (ROCm SMI prints its
 // exceptions), so gpubind says it once, in its own line. Single-threaded callers only.

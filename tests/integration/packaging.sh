@@ -26,6 +26,9 @@ module=$(find "$WORK/stage/usr/lib" -name gpubind-hwloc.so 2>/dev/null | head -1
 http=$(find "$WORK/stage/usr/lib" -name gpubind-http.so 2>/dev/null | head -1)
 [ "$(dirname "$http")" = "$(dirname "$module")" ] && pass "watch --listen's HTTP module installed beside it" \
   || fail "DESTDIR install lacks gpubind-http.so beside gpubind-hwloc.so: '$http'"
+yaml=$(find "$WORK/stage/usr/lib" -name gpubind-yaml.so 2>/dev/null | head -1)
+[ "$(dirname "$yaml")" = "$(dirname "$module")" ] && pass "k8s check's YAML module installed beside it" \
+  || fail "DESTDIR install lacks gpubind-yaml.so beside gpubind-hwloc.so: '$yaml'"
 [ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
 
 # 2. The Debian package: built, installed by dpkg into an empty root, run.
@@ -37,6 +40,8 @@ if [ -n "$deb" ]; then
     || fail "Depends: $(dpkg-deb -I "$deb" | grep Depends)"
   dpkg-deb -I "$deb" | grep -q "Depends:.*libcpp-httplib" && pass "Depends names libcpp-httplib (watch --listen)" \
     || fail "Depends lacks libcpp-httplib: $(dpkg-deb -I "$deb" | grep Depends)"
+  dpkg-deb -I "$deb" | grep -q "Depends:.*libyaml-0-2" && pass "Depends names libyaml-0-2 (k8s check)" \
+    || fail "Depends lacks libyaml-0-2: $(dpkg-deb -I "$deb" | grep Depends)"
   R="$WORK/root"
   mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
   : >"$R/var/lib/dpkg/status"
@@ -56,7 +61,11 @@ for page in "$WORK"/stage/usr/share/man/man1/gpubind-*.1; do
   c=$(basename "$page" .1); c=${c#gpubind-}
   text=$(groff -man -Tutf8 -ww "$page" 2>"$WORK/groff.err" | col -b 2>/dev/null || groff -man -Tascii "$page")
   [ -s "$WORK/groff.err" ] && { bad=1; fail "groff warnings for $c: $(head -2 "$WORK/groff.err")"; }
-  help=$([ "$c" = slurm ] && "$GPUBIND" slurm gres-conf --help || "$GPUBIND" "$c" --help 2>&1)
+  case $c in
+    slurm) help=$("$GPUBIND" slurm gres-conf --help) ;;
+    k8s) help=$("$GPUBIND" k8s check --help) ;;
+    *) help=$("$GPUBIND" "$c" --help 2>&1) ;;
+  esac
   for flag in $(echo "$help" | grep -oE -- '--[a-z][-a-z_]*' | sort -u); do
     echo "$text" | grep -q -- "$flag" || { bad=1; fail "man gpubind-$c lacks $flag"; }
   done
@@ -65,7 +74,9 @@ done
 
 # 4. bash completion from the installed file completes commands and flags.
 got=$(PATH="$WORK/stage/usr/bin:$PATH" bash -c '. "$1"; COMP_WORDS=(gpubind la); COMP_CWORD=1; _gpubind; echo "${COMPREPLY[*]}";
-  COMP_WORDS=(gpubind launch --nproc); COMP_CWORD=2; _gpubind; echo "${COMPREPLY[*]}"' _ "$WORK/stage/usr/share/bash-completion/completions/gpubind")
+  COMP_WORDS=(gpubind launch --nproc); COMP_CWORD=2; _gpubind; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(gpubind k8s check --kubelet); COMP_CWORD=3; _gpubind; echo "${COMPREPLY[*]}"' _ "$WORK/stage/usr/share/bash-completion/completions/gpubind")
 [ "$got" = "launch
---nproc-per-node --nproc_per_node" ] && pass "bash completion: commands and flags" || fail "completion: [$got]"
+--nproc-per-node --nproc_per_node
+--kubelet-config --kubelet-dir" ] && pass "bash completion: commands, flags, a subcommand's flags" || fail "completion: [$got]"
 finish

@@ -1,0 +1,93 @@
+// gpubind k8s: Kubernetes helpers. `check` judges, on a node (or a captured tree), whether the
+// kubelet gave each GPU container CPUs of its own on its GPUs' NUMA node.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "discover/gpu_runtime.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "k8s/reader.hpp"
+#include "render/json_text.hpp"
+#include "render/k8s_render.hpp"
+#include "topo/cross_check.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+// The node's topology: --topology, else the captured tree's sys/ (--root), else this machine. On
+// this machine (or with `gpu_runtime` for a file describing it) the GPU libraries fill in the
+// GPUs' UUIDs, by which the NVIDIA device plugin names them.
+Result<topo::Topology> node_topology(const std::string& topology, const std::string& root_dir, bool gpu_runtime, bool quiet) {
+  std::string source = topology_source(topology);
+  Result<topo::Topology> t = Error{"", ""};
+  if (!source.empty()) {
+    t = discover::load_topology(source);
+  } else if (!root_dir.empty()) {
+    auto root = sys::open_fsroot(root_dir);
+    if (!root) return root.error();
+    if (!(*root)->exists("sys/devices/system/node"))
+      return Error{"--root " + root_dir, "has no sys/devices/system/node: give --topology SRC (the node's topology)", ErrorKind::usage};
+    t = discover::load_topology(root_dir);
+  } else {
+    std::vector<std::string> notes;
+    t = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &notes);
+    print_warnings(notes, quiet);
+  }
+  if (!t || !gpu_runtime || t->gpus.empty()) return t;
+  discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*t, "GPUs named by UUID cannot be matched");
+  print_warnings(runtimes.notes, quiet);
+  if (!runtimes.empty()) {
+    std::vector<std::string> lines;
+    for (const auto& f : topo::cross_check(*t, runtimes.views())) lines.push_back(topo::to_line(f));
+    print_warnings(lines, quiet);
+  }
+  return t;
+}
+
+}  // namespace
+
+int cmd_k8s(const std::vector<std::string>& args) {
+  Args app("Kubernetes helpers. Usage: gpubind k8s check [--root DIR] [--topology SRC] [--json]", "gpubind k8s");
+  app.require_subcommand();
+  Args& check = app.subcommand("check",
+                               "Judge each container the kubelet gave GPUs: its CPUs (CPU manager) against its GPUs' NUMA nodes "
+                               "(device plugins): ALIGNED, CROSS_NUMA, SHARED_CPUS, NO_EXCLUSIVE_CPUS, LOCALITY_UNKNOWN");
+  std::string topology, root_dir, format = "text";
+  k8s::ReaderOptions options;
+  bool json = false, quiet = false, gpu_runtime = false, no_gpu_runtime = false;
+  add_topology_option(check, topology);
+  add_quiet_option(check, quiet);
+  check.option("--root", root_dir, "Read the kubelet's files (and sys/, without --topology) under this directory, a captured node");
+  check.option("--kubelet-dir", options.kubelet_dir, "The kubelet's --root-dir (default /var/lib/kubelet)");
+  check.option("--kubelet-config", options.config, "The kubelet's configuration file (default KUBELET_DIR/config.yaml)");
+  check.option("--pod-logs", options.pod_logs, "Where pods' log directories name them (default /var/log/pods)");
+  check.flag("--gpu-runtime", gpu_runtime,
+             "Ask this machine's NVML / ROCm SMI for the GPUs' UUIDs also for a --topology file (the default for this machine)");
+  check.flag("--no-gpu-runtime", no_gpu_runtime, "Do not ask NVML / ROCm SMI for this node's GPU UUIDs");
+  check.flag("--json", json, "JSON output (same as --format json)");
+  check.option("--format", format, "text, json").one_of({"text", "json"});
+  check.footer(R"(Examples:
+  gpubind k8s check                                 this node, as root
+  gpubind k8s check --root /tmp/node7 --json        a node's captured /var/lib/kubelet, /var/log/pods and /sys
+  gpubind k8s check --kubelet-config /etc/kubernetes/kubelet.yaml)");
+  if (int rc = app.parse(args); rc >= 0) return rc;
+
+  if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime"}, kExitUsage);
+  bool live = topology_source(topology).empty() && root_dir.empty();
+  auto t = node_topology(topology, root_dir, gpu_runtime || (live && !no_gpu_runtime), quiet);
+  if (!t) return fail(t.error(), t.error().kind == ErrorKind::usage ? kExitUsage : kExitFailure);
+  print_warnings(t->warnings, quiet);
+  auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
+  if (!root) return fail(root.error(), kExitFailure);
+  auto state = k8s::read_node_state(**root, options);
+  if (!state) return fail(state.error(), kExitFailure);
+  k8s::Report report = k8s::judge(std::move(*state), *t);
+  std::string out = json || format == "json" ? render::json_text(render::k8s_json(report)) : render::k8s_text(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return k8s::has_problems(report) ? kExitCheckFindings : kExitOk;
+}
+
+}  // namespace gpubind::cli

@@ -1,0 +1,75 @@
+#pragma once
+// k8s check's judgement (pure): each container the kubelet gave GPUs, with the CPUs the CPU
+// manager gave it, judged against the node's topology; and the node's configuration judged for
+// GPU pods. Rules in docs/cli.md ("gpubind k8s check").
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s/state.hpp"
+#include "topo/topology.hpp"
+
+namespace gpubind::k8s {
+
+// Everything read from one node (src/k8s/reader); a state file that is absent is nullopt.
+struct NodeState {
+  std::string config_path;  // where config.yaml was looked for
+  KubeletConfig config;
+  std::optional<CpuManagerState> cpu;
+  std::optional<MemoryManagerState> memory;
+  std::optional<DeviceCheckpoint> devices;
+  std::map<std::string, PodName> pods;  // by UID, from /var/log/pods
+  bool pod_resources_socket = false;    // the kubelet's pod-resources socket exists
+  std::vector<std::string> notes;       // what could not be read, said once
+};
+
+enum class Verdict { aligned, cross_numa, shared_cpus, no_exclusive_cpus, locality_unknown };
+const char* to_string(Verdict v);  // "ALIGNED", "CROSS_NUMA"...
+
+struct DeviceView {
+  std::string resource;
+  std::string id;
+  std::string pci;                // the topology's device, "" when the id matched none
+  std::optional<unsigned> index;  // its index in the topology (a GPU's vendor index), when matched
+  std::vector<unsigned> numa;     // the nodes judged by (those with CPUs); empty: unknown
+  std::string numa_source;        // "topology", "device plugin", "" (unknown)
+  std::optional<int> plugin_numa; // what the device plugin reported
+};
+
+struct ContainerReport {
+  std::string pod_uid, namespace_name, pod, container;
+  std::vector<DeviceView> gpus;
+  std::vector<DeviceView> other_devices;  // NICs, RDMA, FPGAs: listed, not judged
+  bool exclusive = false;                 // CPUs of its own from the CPU manager
+  CpuSet cpus;                            // its exclusive CPUs, else the shared pool
+  std::vector<unsigned> cpu_nodes;        // NUMA nodes of those CPUs
+  std::vector<unsigned> gpu_nodes;        // NUMA nodes of its GPUs (known ones)
+  std::optional<std::vector<unsigned>> memory_nodes;  // the memory manager's, when it pinned any
+  struct Finding {
+    Verdict verdict;
+    std::string reason;  // one line, naming the CPUs, nodes and devices
+  };
+  std::vector<Finding> findings;  // worst first; none: ALIGNED
+  // Each finding's verdict once, worst first; {ALIGNED} when there is none.
+  std::vector<Verdict> verdicts() const;
+};
+
+struct NodeFinding {
+  bool problem = false;  // true: wrong (exit 3); false: advice
+  std::string text;
+};
+
+struct Report {
+  NodeState state;
+  std::string topology_origin;
+  std::vector<ContainerReport> containers;  // by namespace, pod, container
+  std::vector<NodeFinding> findings;
+};
+
+Report judge(NodeState state, const topo::Topology& t);
+
+// Whether the report has anything wrong: a container not ALIGNED, or a node problem.
+bool has_problems(const Report& r);
+
+}  // namespace gpubind::k8s

@@ -1,0 +1,92 @@
+#include "k8s/reader.hpp"
+
+#include "sys/yaml.hpp"
+
+namespace gpubind::k8s {
+
+namespace {
+
+std::string relative(const std::string& path) {
+  size_t i = 0;
+  while (i < path.size() && path[i] == '/') ++i;
+  return path.substr(i);
+}
+
+// The file's text, nullopt when it does not exist; an Error when it exists and cannot be read.
+Result<std::optional<std::string>> read_optional(const sys::FsRoot& root, const std::string& rel) {
+  if (!root.exists(rel)) return std::optional<std::string>();
+  auto text = root.read(rel);
+  if (!text) {
+    Error e = text.error();
+    if (e.kind == ErrorKind::permission) e.why += " (the kubelet's files are root's: run k8s check as root)";
+    return e;
+  }
+  return std::optional<std::string>(std::move(*text));
+}
+
+}  // namespace
+
+Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& o) {
+  NodeState s;
+  std::string dir = relative(o.kubelet_dir);
+  std::string config = o.config.empty() ? dir + "/config.yaml" : relative(o.config);
+  s.config_path = root.path_of(config);
+  auto text = read_optional(root, config);
+  if (!text) return text.error();
+  if (*text) {
+    auto json = sys::yaml_to_json(**text, s.config_path);
+    if (!json) return json.error();
+    auto c = parse_kubelet_config(*json, s.config_path);
+    if (!c) return c.error();
+    s.config = *c;
+  } else {
+    s.notes.push_back("no kubelet configuration at " + s.config_path + ": the kubelet's defaults are shown (--kubelet-config names another file)");
+  }
+
+  auto cpu = read_optional(root, dir + "/cpu_manager_state");
+  if (!cpu) return cpu.error();
+  if (*cpu) {
+    auto state = parse_cpu_manager_state(**cpu, root.path_of(dir + "/cpu_manager_state"));
+    if (!state) return state.error();
+    s.cpu = *state;
+  } else {
+    s.notes.push_back("no " + root.path_of(dir + "/cpu_manager_state") + ": no container has CPUs of its own");
+  }
+
+  auto memory = read_optional(root, dir + "/memory_manager_state");
+  if (!memory) return memory.error();
+  if (*memory) {
+    auto state = parse_memory_manager_state(**memory, root.path_of(dir + "/memory_manager_state"));
+    if (!state) return state.error();
+    s.memory = *state;
+  }
+
+  std::string checkpoint = dir + "/device-plugins/kubelet_internal_checkpoint";
+  auto devices = read_optional(root, checkpoint);
+  if (!devices) return devices.error();
+  if (*devices) {
+    auto state = parse_device_checkpoint(**devices, root.path_of(checkpoint));
+    if (!state) return state.error();
+    s.devices = *state;
+  } else {
+    s.notes.push_back("no " + root.path_of(checkpoint) + ": no device plugin has given this node's pods devices");
+  }
+
+  std::string logs = relative(o.pod_logs);
+  if (root.exists(logs)) {
+    auto entries = root.list(logs);
+    if (!entries) return entries.error();
+    for (const std::string& e : *entries)
+      if (auto pod = parse_pod_log_dir(e)) s.pods[pod->uid] = *pod;
+  }
+
+  std::string socket = dir + "/pod-resources/kubelet.sock";
+  if (root.exists(socket)) {
+    s.pod_resources_socket = true;
+    s.notes.push_back("the kubelet's pod-resources API (" + root.path_of(socket) +
+                      ") is not asked: its assignments are read from the kubelet's checkpoint files above");
+  }
+  return s;
+}
+
+}  // namespace gpubind::k8s

@@ -1,0 +1,21 @@
+#pragma once
+// Reads a node's kubelet state (src/k8s/state.hpp) through an FsRoot: this node ("/") or a
+// captured tree (--root).
+#include <string>
+
+#include "k8s/judge.hpp"
+#include "sys/fsroot.hpp"
+
+namespace gpubind::k8s {
+
+struct ReaderOptions {
+  std::string kubelet_dir = "/var/lib/kubelet";  // the kubelet's --root-dir
+  std::string config;                             // config.yaml; "" = KUBELET_DIR/config.yaml
+  std::string pod_logs = "/var/log/pods";
+};
+
+// A file that is absent is a note and the kubelet's default; one that cannot be read (permission)
+// or parsed is an Error naming it.
+Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& options);
+
+}  // namespace gpubind::k8s

@@ -1,0 +1,235 @@
+#include "k8s/state.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace gpubind::k8s {
+
+namespace {
+
+using nlohmann::json;
+
+Result<json> parse_json(const std::string& text, const std::string& what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error{what, "not JSON"};
+  if (!j.is_object()) return Error{what, "not a JSON object"};
+  return j;
+}
+
+// A scalar as the kubelet would read it into a string: YAML types "0" as a number.
+std::optional<std::string> scalar_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return std::nullopt;
+}
+
+Result<std::string> string_field(const json& j, const char* key, const std::string& what, std::string fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  auto s = scalar_text(*it);
+  if (!s) return Error{what, std::string(key) + ": not a string"};
+  return *s;
+}
+
+Result<std::map<std::string, std::string>> string_map(const json& j, const char* key, const std::string& what) {
+  std::map<std::string, std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return out;
+  if (!it->is_object()) return Error{what, std::string(key) + ": not a mapping"};
+  for (auto& [k, v] : it->items()) {
+    auto s = scalar_text(v);
+    if (!s) return Error{what, std::string(key) + "." + k + ": not a string"};
+    out[k] = *s;
+  }
+  return out;
+}
+
+Result<CpuSet> cpu_list(const std::string& text, const std::string& what, const std::string& field) {
+  auto c = CpuSet::parse_list(text);
+  if (!c) return Error{what, field + " \"" + text + "\": " + c.error().why};
+  return *c;
+}
+
+Result<Ok> one_of(const std::string& value, std::initializer_list<const char*> allowed, const std::string& what, const char* key) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return Ok{};
+    list += std::string(list.empty() ? "" : ", ") + a;
+  }
+  return Error{what, std::string(key) + " \"" + value + "\" is not one the kubelet knows (" + list + ")"};
+}
+
+}  // namespace
+
+Result<KubeletConfig> parse_kubelet_config(const std::string& text, const std::string& what) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error{what, "not a kubelet configuration"};
+  KubeletConfig c;
+  c.found = true;
+  if (j.is_null()) return c;  // an empty file: every default
+  if (!j.is_object()) return Error{what, "not a kubelet configuration (a YAML mapping)"};
+  if (auto kind = j.find("kind"); kind != j.end() && *kind != "KubeletConfiguration")
+    return Error{what, "kind " + kind->dump() + ", not KubeletConfiguration"};
+  auto cpu = string_field(j, "cpuManagerPolicy", what, c.cpu_manager_policy);
+  auto topology = string_field(j, "topologyManagerPolicy", what, c.topology_manager_policy);
+  auto scope = string_field(j, "topologyManagerScope", what, c.topology_manager_scope);
+  auto memory = string_field(j, "memoryManagerPolicy", what, c.memory_manager_policy);
+  auto reserved = string_field(j, "reservedSystemCPUs", what, "");
+  auto cpu_options = string_map(j, "cpuManagerPolicyOptions", what);
+  auto topology_options = string_map(j, "topologyManagerPolicyOptions", what);
+  for (const Error* e : {cpu ? nullptr : &cpu.error(), topology ? nullptr : &topology.error(), scope ? nullptr : &scope.error(),
+                         memory ? nullptr : &memory.error(), reserved ? nullptr : &reserved.error(),
+                         cpu_options ? nullptr : &cpu_options.error(), topology_options ? nullptr : &topology_options.error()})
+    if (e) return *e;
+  c.cpu_manager_policy = *cpu;
+  c.topology_manager_policy = *topology;
+  c.topology_manager_scope = *scope;
+  c.memory_manager_policy = *memory;
+  c.cpu_manager_policy_options = *cpu_options;
+  c.topology_manager_policy_options = *topology_options;
+  if (auto ok = one_of(c.cpu_manager_policy, {"none", "static"}, what, "cpuManagerPolicy"); !ok) return ok.error();
+  if (auto ok = one_of(c.topology_manager_policy, {"none", "best-effort", "restricted", "single-numa-node"}, what,
+                       "topologyManagerPolicy");
+      !ok)
+    return ok.error();
+  if (auto ok = one_of(c.topology_manager_scope, {"container", "pod"}, what, "topologyManagerScope"); !ok) return ok.error();
+  if (auto ok = one_of(c.memory_manager_policy, {"None", "Static"}, what, "memoryManagerPolicy"); !ok) return ok.error();
+  if (!reserved->empty()) {
+    auto set = cpu_list(*reserved, what, "reservedSystemCPUs");
+    if (!set) return set.error();
+    c.reserved_system_cpus = *set;
+  }
+  return c;
+}
+
+Result<CpuManagerState> parse_cpu_manager_state(const std::string& text, const std::string& what) {
+  auto j = parse_json(text, what);
+  if (!j) return j.error();
+  CpuManagerState s;
+  auto policy = string_field(*j, "policyName", what, "");
+  if (!policy) return policy.error();
+  if (policy->empty()) return Error{what, "no policyName: not a CPU manager checkpoint"};
+  s.policy = *policy;
+  auto pool = string_field(*j, "defaultCpuSet", what, "");
+  if (!pool) return pool.error();
+  auto cpus = cpu_list(*pool, what, "defaultCpuSet");
+  if (!cpus) return cpus.error();
+  s.default_cpus = *cpus;
+  auto entries = j->find("entries");
+  if (entries == j->end() || entries->is_null()) return s;
+  if (!entries->is_object()) return Error{what, "entries: not an object"};
+  for (auto& [pod, containers] : entries->items()) {
+    // The checkpoint of kubelets before 1.18 keyed entries by container ID, one string each.
+    if (containers.is_string())
+      return Error{what, "entries keyed by container ID (a kubelet older than 1.18): pods cannot be told apart"};
+    if (!containers.is_object()) return Error{what, "entries." + pod + ": not an object"};
+    for (auto& [name, value] : containers.items()) {
+      if (!value.is_string()) return Error{what, "entries." + pod + "." + name + ": not a CPU list"};
+      auto set = cpu_list(value.get<std::string>(), what, "entries." + pod + "." + name);
+      if (!set) return set.error();
+      s.exclusive[pod][name] = *set;
+    }
+  }
+  return s;
+}
+
+Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, const std::string& what) {
+  auto j = parse_json(text, what);
+  if (!j) return j.error();
+  MemoryManagerState s;
+  auto policy = string_field(*j, "policyName", what, "");
+  if (!policy) return policy.error();
+  s.policy = *policy;
+  auto entries = j->find("entries");
+  if (entries == j->end() || entries->is_null()) return s;
+  if (!entries->is_object()) return Error{what, "entries: not an object"};
+  for (auto& [pod, containers] : entries->items()) {
+    if (!containers.is_object()) return Error{what, "entries." + pod + ": not an object"};
+    for (auto& [name, blocks] : containers.items()) {
+      if (!blocks.is_array()) return Error{what, "entries." + pod + "." + name + ": not a list of memory blocks"};
+      std::vector<unsigned>& nodes = s.memory_nodes[pod][name];
+      for (const json& b : blocks) {
+        if (!b.is_object() || b.value("type", "") != "memory") continue;
+        auto affinity = b.find("numaAffinity");
+        if (affinity == b.end() || !affinity->is_array()) return Error{what, "entries." + pod + "." + name + ": a block without numaAffinity"};
+        for (const json& n : *affinity) {
+          if (!n.is_number_unsigned()) return Error{what, "entries." + pod + "." + name + ": numaAffinity " + n.dump() + " is not a node"};
+          unsigned node = n.get<unsigned>();
+          if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+        }
+      }
+      std::sort(nodes.begin(), nodes.end());
+    }
+  }
+  return s;
+}
+
+Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const std::string& what) {
+  auto j = parse_json(text, what);
+  if (!j) return j.error();
+  auto data = j->find("Data");
+  if (data == j->end() || !data->is_object()) return Error{what, "no Data object: not the device manager's checkpoint"};
+  DeviceCheckpoint c;
+  auto entries = data->find("PodDeviceEntries");
+  if (entries != data->end() && !entries->is_null()) {
+    if (!entries->is_array()) return Error{what, "PodDeviceEntries: not a list"};
+    for (const json& e : *entries) {
+      if (!e.is_object()) return Error{what, "PodDeviceEntries: an entry that is not an object"};
+      DeviceAssignment a;
+      a.pod_uid = e.value("PodUID", "");
+      a.container = e.value("ContainerName", "");
+      a.resource = e.value("ResourceName", "");
+      if (a.pod_uid.empty() || a.container.empty() || a.resource.empty())
+        return Error{what, "PodDeviceEntries: an entry without PodUID, ContainerName or ResourceName"};
+      auto ids = e.find("DeviceIDs");
+      if (ids == e.end() || ids->is_null()) {
+      } else if (ids->is_array()) {  // kubelets before 1.20: a plain list, no NUMA nodes
+        for (const json& id : *ids)
+          if (id.is_string()) a.devices.push_back({id.get<std::string>(), std::nullopt});
+      } else if (ids->is_object()) {
+        for (auto& [node, list] : ids->items()) {
+          int n = 0;
+          try {
+            size_t used = 0;
+            n = std::stoi(node, &used);
+            if (used != node.size()) throw std::invalid_argument(node);
+          } catch (const std::exception&) {
+            return Error{what, "DeviceIDs: NUMA node \"" + node + "\" is not a number"};
+          }
+          if (!list.is_array()) return Error{what, "DeviceIDs." + node + ": not a list"};
+          for (const json& id : list)
+            if (id.is_string()) a.devices.push_back({id.get<std::string>(), n >= 0 ? std::optional<int>(n) : std::nullopt});
+        }
+      } else {
+        return Error{what, "DeviceIDs: neither a list nor an object"};
+      }
+      c.assignments.push_back(std::move(a));
+    }
+  }
+  auto registered = data->find("RegisteredDevices");
+  if (registered != data->end() && registered->is_object())
+    for (auto& [resource, ids] : registered->items())
+      if (ids.is_array())
+        for (const json& id : ids)
+          if (id.is_string()) c.registered[resource].push_back(id.get<std::string>());
+  return c;
+}
+
+bool is_gpu_resource(const std::string& resource) {
+  auto slash = resource.find('/');
+  std::string domain = resource.substr(0, slash == std::string::npos ? 0 : slash);
+  std::string name = slash == std::string::npos ? resource : resource.substr(slash + 1);
+  if (name == "gpu" || name.rfind("gpu-", 0) == 0) return true;
+  if (domain == "nvidia.com" && name.rfind("mig-", 0) == 0) return true;
+  return domain.rfind("gpu.", 0) == 0;  // gpu.intel.com/i915, gpu.intel.com/xe
+}
+
+std::optional<PodName> parse_pod_log_dir(const std::string& entry) {
+  auto first = entry.find('_');
+  auto last = entry.rfind('_');
+  if (first == std::string::npos || first == last || first == 0 || last + 1 >= entry.size()) return std::nullopt;
+  return PodName{entry.substr(last + 1), entry.substr(0, first), entry.substr(first + 1, last - first - 1)};
+}
+
+}  // namespace gpubind::k8s
