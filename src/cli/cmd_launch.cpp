@@ -245,7 +245,7 @@ int cmd_launch(const std::vector<std::string>& args) {
                                          cfg->cache_max_files, &cache_notes);
   print_warnings(cache_notes, o.quiet);
   if (!topo) return fail(topo.error(), kExitFailure);
-  add_runtime_identity(*topo, o.quiet);  // this machine's GPUs by UUID
+  add_runtime_identity(*topo, o.quiet, true);  // this machine's GPUs by UUID (once per node, not per rank)
   if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU"}, kExitUsage);
   if (nproc == "cpu" || (nproc == "auto" && topo->gpus.empty())) {
     auto cpus = sys::current_affinity();

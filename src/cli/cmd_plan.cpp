@@ -30,7 +30,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   app.option("--hosts", hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
   app.flag("--json", json, "Same as --format json");
   app.flag("--gpu-runtime", gpu_runtime,
-           "The --topology file describes this machine: where CUDA_VISIBLE_DEVICES (ROCR_/HIP_VISIBLE_DEVICES) names GPUs by "
+           "The --topology file describes this machine: where CUDA_VISIBLE_DEVICES (NVIDIA_, ROCR_, HIP_VISIBLE_DEVICES) names GPUs by "
            "UUID and the file has none, take them from this machine's NVML / ROCm SMI (automatic for this machine)");
   app.option("--rank", rank, "Local rank for --format env");
   app.flag("--explain", explain, "Show every step of the GPU resolution and the CPU choice");
@@ -47,7 +47,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string source = topology_source(o.topology);
   auto topo = discover::load_topology(source);
   if (!topo) return fail(topo.error(), kExitFailure);
-  if (source.empty() || gpu_runtime) add_runtime_identity(*topo, o.quiet);  // this machine's GPUs by UUID
+  if (source.empty() || gpu_runtime) add_runtime_identity(*topo, o.quiet, true);  // this machine's GPUs by UUID
   auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
   if (!req) return fail(req.error(), kExitUsage);
   auto plan = plan::make_plan(*topo, *req);

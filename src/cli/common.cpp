@@ -36,8 +36,9 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
 }
 
-void add_runtime_identity(topo::Topology& t, bool quiet) {
-  print_warnings(discover::add_runtime_identity(t, [](const char* n) { return sys::env_value(n).value_or(""); }), quiet);
+void add_runtime_identity(topo::Topology& t, bool quiet, bool container_variable) {
+  print_warnings(discover::add_runtime_identity(t, [](const char* n) { return sys::env_value(n).value_or(""); }, container_variable),
+                 quiet);
 }
 
 void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb) {

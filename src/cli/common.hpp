@@ -33,7 +33,8 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet);
 // On this machine: when CUDA_VISIBLE_DEVICES (or ROCR_/HIP_VISIBLE_DEVICES) names GPUs by UUID
 // and the topology has none, fills them in from NVML / ROCm SMI (discover::add_runtime_identity),
 // printing its notes.
-void add_runtime_identity(topo::Topology& t, bool quiet);
+// `container_variable`: NVIDIA_VISIBLE_DEVICES counts too (discover::add_runtime_identity).
+void add_runtime_identity(topo::Topology& t, bool quiet, bool container_variable = false);
 
 // check's and watch's process selection: --pid (repeatable), --self, --all-gpu-procs,
 // --children-of, --match.

@@ -473,7 +473,8 @@ std::vector<probe::GpuUsage> GpuRuntimes::usage() const {
   return out;
 }
 
-std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env) {
+std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env,
+                                              bool container_variable) {
   // Which vendors' variables name GPUs by UUID, and whose GPUs in the topology carry none.
   auto by_uuid = [&](std::initializer_list<const char*> names) {
     for (const char* n : names) {
@@ -491,8 +492,9 @@ std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::func
       }
     return any;
   };
-  std::string cuda = to_lower(env("CUDA_VISIBLE_DEVICES"));
-  bool nvidia = by_uuid({"CUDA_VISIBLE_DEVICES"}) && lacking(topo::Vendor::nvidia, cuda.find("mig-") != std::string::npos);
+  std::string cuda = to_lower(env("CUDA_VISIBLE_DEVICES") + (container_variable ? "," + env("NVIDIA_VISIBLE_DEVICES") : ""));
+  bool nvidia = (by_uuid({"CUDA_VISIBLE_DEVICES"}) || (container_variable && by_uuid({"NVIDIA_VISIBLE_DEVICES"}))) &&
+                lacking(topo::Vendor::nvidia, cuda.find("mig-") != std::string::npos);
   bool amd = by_uuid({"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) && lacking(topo::Vendor::amd, false);
   if (!nvidia && !amd) return {};
   GpuRuntimes runtimes = open_gpu_runtimes(nvidia, amd, "GPU UUIDs unknown");

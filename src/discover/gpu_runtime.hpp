@@ -54,7 +54,10 @@ GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& withou
 // carry none (a live discovery: Debian's hwloc has no NVML backend), asks the vendor's library
 // and fills them in (topo::cross_check). Nothing is loaded otherwise, so exec's fast path stays
 // free of the libraries. `env` reads a variable ("" when unset). Returns the notes to print.
-std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env);
+// `container_variable`: NVIDIA_VISIBLE_DEVICES counts too (plan and launch; not exec, whose every
+// rank in a GPU pod would load NVML: the device plugin sets it there, and the device files tell).
+std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::function<std::string(const char*)>& env,
+                                              bool container_variable = false);
 
 // NVML's bus id ("00000000:18:00.0", any case) as the topology writes PCI addresses.
 std::string normalize_bus_id(const std::string& bus_id);

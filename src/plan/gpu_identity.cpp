@@ -3,7 +3,9 @@
 // this field (NVIDIA's gpu_affinity assumes NVML order, torchrun assumes cuda:LOCAL_RANK is the
 // LOCAL_RANK-th physical GPU), so every step is recorded for --explain.
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "plan/plan.hpp"
 #include "util/strings.hpp"
@@ -33,6 +35,41 @@ std::string describe(const std::vector<const Gpu*>& gpus) {
 
 Error env_error(const std::string& name, const std::string& value, const std::string& why) {
   return Error{name + "='" + value + "'", why};
+}
+
+// The GPUs NVIDIA_VISIBLE_DEVICES names, in PCI order: indices (the host's), GPU UUIDs, or MIG
+// UUIDs (their GPU). nullopt for "all"; none for "none" and "void" (no GPU device at all). A
+// not_found Error when it names UUIDs and the topology has none (NVML is not loaded for this
+// variable: the device plugin sets it in every GPU pod, and exec must stay fast there).
+Result<std::optional<std::vector<const Gpu*>>> container_gpus(const std::vector<const Gpu*>& physical, const std::string& value) {
+  const char* name = "NVIDIA_VISIBLE_DEVICES";
+  if (value == "all" || value.empty()) return std::optional<std::vector<const Gpu*>>();
+  std::vector<const Gpu*> out;
+  if (value == "none" || value == "void") return std::optional<std::vector<const Gpu*>>(out);
+  for (std::string_view item : split(value, ',')) {
+    std::string id(trim(item));
+    std::string lower = to_lower(id);
+    const Gpu* found = nullptr;
+    if (auto index = parse_uint(id)) {
+      for (const Gpu* g : physical)
+        if (g->index == *index) found = g;
+      if (!found) return env_error(name, value, "GPU " + id + " is not in the topology");
+    } else if (lower.starts_with("gpu-") || lower.starts_with("mig-")) {
+      for (const Gpu* g : physical) {
+        if (to_lower(g->uuid) == lower) found = g;
+        for (const std::string& m : g->mig_uuids)
+          if (to_lower(m) == lower) found = g;
+      }
+      bool uuids_known = std::any_of(physical.begin(), physical.end(), [](const Gpu* g) { return !g->uuid.empty(); });
+      if (!found && !uuids_known) return Error{name, "uuids unknown", ErrorKind::not_found};
+      if (!found) return env_error(name, value, id + " matches no GPU's UUID");
+    } else {
+      return env_error(name, value, "expected all, none, void, or GPU indices or UUIDs separated by commas");
+    }
+    if (std::find(out.begin(), out.end(), found) == out.end()) out.push_back(found);
+  }
+  std::sort(out.begin(), out.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
+  return std::optional<std::vector<const Gpu*>>(out);
 }
 
 // Picks the vendor whose GPUs the workers drive: the one whose runtime variables are set, else
@@ -181,9 +218,9 @@ bool cuda_fastest_first(std::vector<const Gpu*>& physical, const std::map<std::s
 }  // namespace
 
 const std::vector<std::string>& gpu_env_names() {
-  static const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
-                                                 "HIP_VISIBLE_DEVICES",  "ZE_AFFINITY_MASK",  "SLURM_STEP_GPUS",
-                                                 "SLURM_JOB_GPUS"};
+  static const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",      "ROCR_VISIBLE_DEVICES",
+                                                 "HIP_VISIBLE_DEVICES",  "ZE_AFFINITY_MASK",       "SLURM_STEP_GPUS",
+                                                 "SLURM_JOB_GPUS",       "NVIDIA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST"};
   return names;
 }
 
@@ -220,6 +257,28 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& r
     openable.emplace();
     for (const Gpu* g : physical)
       if (std::find(req.openable_gpus->begin(), req.openable_gpus->end(), g->pci) != req.openable_gpus->end()) openable->push_back(g);
+  }
+  // A container's GPUs as the NVIDIA container toolkit was told them (NVIDIA_VISIBLE_DEVICES, set
+  // by the Kubernetes device plugin): it gives the container those GPUs' device files only, and
+  // the runtime numbers them from 0. The device files are believed when they can tell.
+  if (vendor == Vendor::nvidia && env_has(env, "NVIDIA_VISIBLE_DEVICES")) {
+    auto named = container_gpus(physical, env_get(env, "NVIDIA_VISIBLE_DEVICES"));
+    std::string given = "NVIDIA_VISIBLE_DEVICES=" + env_get(env, "NVIDIA_VISIBLE_DEVICES");
+    if (!named && named.error().kind != ErrorKind::not_found) return named.error();
+    if (!named) {
+      std::string how = openable ? "the device files say which GPUs it has" : "planning with every GPU";
+      (openable ? explain : warnings)
+          .push_back(given + " names GPUs by UUID and the topology has none (NVML is not asked for this variable): " + how);
+    } else if (!*named) {
+      explain.push_back(given + ": every GPU");
+    } else if (!openable) {
+      openable = **named;
+      explain.push_back(given + ": the container's GPUs are " + describe(**named));
+    } else if (std::set<const Gpu*>(openable->begin(), openable->end()) != std::set<const Gpu*>((*named)->begin(), (*named)->end())) {
+      warnings.push_back(given + " names GPU(s) " + describe(**named) + " but this process may open " + describe(*openable) +
+                         (openable->size() == physical.size() ? " (a privileged container sees every GPU)" : "") +
+                         ": planning for the ones it can open");
+    }
   }
   bool confined = openable && openable->size() < physical.size();
   std::vector<const Gpu*> base = confined ? *openable : physical;

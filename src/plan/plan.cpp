@@ -200,6 +200,36 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
   return gpus_of;
 }
 
+// In a Kubernetes pod the allowed CPUs are the pod's cpuset, given by the kubelet's CPU manager
+// and its GPUs by a device plugin: GPUs on a node none of those CPUs is on are the kubelet's
+// misalignment, which no binding inside the pod can mend.
+void pod_alignment(Ctx& c, const GpusOfRanks& gpus_of) {
+  if (!c.req.env.count("KUBERNETES_SERVICE_HOST")) return;
+  std::vector<std::string> far;
+  std::vector<unsigned> far_nodes;
+  for (const auto& gpus : gpus_of)
+    for (const Gpu* g : gpus) {
+      if (!g->numa) continue;
+      std::vector<unsigned> nodes = topo::nodes_with_cpus(c.t, *g->numa);
+      std::string name = std::to_string(g->index) + " (" + g->pci + ")";
+      if (nodes.empty() || topo::cpus_of_nodes(c.t, nodes).intersects(c.allowed) ||
+          std::find(far.begin(), far.end(), name) != far.end())
+        continue;
+      far.push_back(name);
+      for (unsigned n : nodes)
+        if (std::find(far_nodes.begin(), far_nodes.end(), n) == far_nodes.end()) far_nodes.push_back(n);
+    }
+  if (far.empty()) return;
+  std::vector<unsigned> cpu_nodes;
+  for (const auto& n : c.t.numa_nodes)
+    if (n.cpus.intersects(c.allowed)) cpu_nodes.push_back(n.os_index);
+  std::sort(far_nodes.begin(), far_nodes.end());
+  c.plan.warnings.push_back("in a Kubernetes pod: its CPUs " + c.allowed.to_list() + " (the pod's cpuset) are on NUMA node(s) " +
+                            join_numbers(cpu_nodes) + ", its GPU(s) " + join(far, ", ") + " on node(s) " + join_numbers(far_nodes) +
+                            ": the kubelet did not align them (topologyManagerPolicy single-numa-node or restricted refuses such a "
+                            "pod; 'gpubind k8s check' on the node says why)");
+}
+
 // The score, and what the whole plan must say.
 void finish(Ctx& c) {
   c.plan.score = score_plan(c.t, c.plan.ranks, c.allowed);
@@ -226,6 +256,7 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   for (size_t r = 0; r < c.plan.ranks.size(); ++r) assign_memory(c, c.plan.ranks[r], (*gpus_of)[r]);  // 4. memory
   assign_nics(c, *gpus_of);         // 5. NICs
   assign_environment(c, *gpus_of);  // 6. environment
+  pod_alignment(c, *gpus_of);
   finish(c);
   return c.plan;
 }

@@ -126,3 +126,29 @@ CUDA_VISIBLE_DEVICES=3,2,1,0 GPUBIND_CUDA_RUNTIME=$CUDART GPUBIND_FAKE_CUDART=$C
 sed 's/^/stderr: /' /tmp/bench.err
 section bench_gpu_missing
 GPUBIND_CUDA_RUNTIME=/nonexistent/libcudart.so $G bench -n 4 --gpu --steps 2 --rounds 1 --strategies closest 2>&1; end
+
+# Kubernetes pods on two real sockets. The device plugin gave each pod GPUs 2 and 3: the NVIDIA
+# container toolkit leaves the container their device files only (regular files here: the GPUs are
+# fake) beside the driver's /proc entry of every GPU, and sets NVIDIA_VISIBLE_DEVICES. The CPU
+# manager gave one pod CPUs 4-7 (socket 1, the GPUs' socket) and the other 0-3 (socket 0).
+section pod
+mount -t tmpfs pod /proc/driver
+minor=0
+for d in $(ls /sys/bus/pci/devices); do
+  [ "$(cat /sys/bus/pci/devices/$d/vendor)" = 0x10de ] || continue
+  mkdir -p /proc/driver/nvidia/gpus/$d
+  printf 'Model: \t\t NVIDIA H100\nDevice Minor: \t %s\n' $minor >/proc/driver/nvidia/gpus/$d/information
+  minor=$((minor + 1))
+done
+touch /dev/nvidia2 /dev/nvidia3
+for pod in aligned:4-7 crossed:0-3; do
+  name=${pod%%:*}
+  mkdir -p /sys/fs/cgroup/pod-$name
+  echo ${pod#*:} >/sys/fs/cgroup/pod-$name/cpuset.cpus
+  echo "pod=$name"
+  sh -c 'echo $$ >/sys/fs/cgroup/pod-'$name'/cgroup.procs && exec "$@"' sh \
+    env KUBERNETES_SERVICE_HOST=10.96.0.1 NVIDIA_VISIBLE_DEVICES=2,3 $G launch -- sh -c 'sh "$0" $LOCAL_RANK' "$SHOW" 2>&1
+done
+end
+umount /proc/driver
+rm -f /dev/nvidia2 /dev/nvidia3

@@ -5,6 +5,7 @@ line per check; exit status 1 when any failed.
 Usage: judge.py LAYOUT GPUBIND FIXTURE GUEST_OUTPUT
 """
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 import subprocess
@@ -55,10 +56,12 @@ def report_bench(name, record):
             json.dump(record, f, indent=1)
 
 
-def host_plan(rank, n=4, *flags):
-    """GPUBIND_* of local rank `rank` as `gpubind plan` gives it from the fixture, on the host."""
+def host_plan(rank, n=4, *flags, env=None):
+    """GPUBIND_* of local rank `rank` as `gpubind plan` gives it from the fixture, on the host
+    (with `env`: these variables too, as a rank would have them)."""
     out = subprocess.run([gpubind, "plan", "--topology", fixture, "-n", str(n), "--format", "env", "--rank", str(rank),
-                          "--quiet", *flags], capture_output=True, text=True, check=True).stdout
+                          "--quiet", *flags], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})}).stdout
     return dict(re.findall(r"^export (\w+)=(.*)$", out, flags=re.M))
 
 
@@ -268,6 +271,39 @@ def judge_2s4n():
     said = [l for l in s.splitlines() if l.startswith("gpubind: error:")]
     check(rc == 1 and len(said) == 1 and "/nonexistent/libcudart.so" in said[0],
           "bench --gpu without a runtime: one line naming the library, exit 1", s[-400:])
+
+    judge_pods()
+
+
+def judge_pods():
+    """Kubernetes pods given GPUs 2 and 3 (their device files, NVIDIA_VISIBLE_DEVICES) and a cpuset:
+    launch plans one rank per pod GPU inside the pod's CPUs, and says when they are on the other
+    socket."""
+    s, rc = section("pod")
+    pods = {}
+    for block in re.split(r"^pod=", s, flags=re.M)[1:]:
+        name, _, body = block.partition("\n")
+        pods[name] = body
+    check(rc == 0 and sorted(pods) == ["aligned", "crossed"], "two pods launched", s[-400:])
+    pod_gpus = [g["pci"] for g in want["gpus"] if g["numa"] in ([2], [3])]
+    for name, cpus in (("aligned", "4-7"), ("crossed", "0-3")):
+        body = pods.get(name, "")
+        ranks = re.findall(r"^rank=(\d+) gpu=(\S*) cpus=(\S*) mem=(\S*)", body, flags=re.M)
+        check(sorted(r[0] for r in ranks) == ["0", "1"], f"pod {name}: one rank per pod GPU (2), none asked for", body[-300:])
+        check(sorted(r[1] for r in ranks) == sorted(pod_gpus), f"pod {name}: the ranks drive the pod's GPUs {pod_gpus}", str(ranks))
+        allowed = set(range(int(cpus[0]), int(cpus[-1]) + 1))
+        check(all(set(int(c) for c in re.findall(r"\d+", r[2])) <= allowed for r in ranks) and bool(ranks),
+              f"pod {name}: every rank inside the pod's CPUs {cpus}", str(ranks))
+        for r, gpu, got, _ in ranks:
+            p = host_plan(int(r), 2, "--allowed", cpus, env={"NVIDIA_VISIBLE_DEVICES": "2,3"})
+            check((gpu, got) == (p["GPUBIND_GPU"], p["GPUBIND_CPUS"]), f"pod {name} rank {r}: GPU {gpu}, CPUs {got} as planned",
+                  f"{(gpu, got)} != {p}")
+        warned = "in a Kubernetes pod" in body
+        if name == "aligned":
+            check(not warned, "pod aligned: no misalignment warning", body[-400:])
+        else:
+            check(warned and "the kubelet did not align them" in body, "pod crossed: the warning says the kubelet did not align them",
+                  body[-400:])
 
 
 def judge_2s_unknown():

@@ -268,6 +268,81 @@ TEST(GpuIdentity, GpusTheProcessCannotOpenAreNotEnumerated) {
   EXPECT_TRUE(has_warning(q, "but this process may open"));
 }
 
+std::vector<unsigned> gpu_indices(const Plan& p) {
+  std::vector<unsigned> out;
+  for (const auto& r : p.ranks)
+    for (const auto& g : r.gpus) out.push_back(g.index);
+  return out;
+}
+
+TEST(GpuIdentity, NvidiaVisibleDevicesIndicesAreTheContainersGpus) {
+  // The device plugin's container holds host GPUs 4 and 5; CUDA numbers them 0 and 1.
+  Plan p = must_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", "5,4"}}));
+  EXPECT_EQ(gpu_indices(p), (std::vector<unsigned>{4, 5}));
+  Plan q = must_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", "4,5"}, {"CUDA_VISIBLE_DEVICES", "1"}}));
+  EXPECT_EQ(gpu_indices(q), (std::vector<unsigned>{5}));
+}
+
+TEST(GpuIdentity, NvidiaVisibleDevicesUuidsAndMigIdsNameTheirGpus) {
+  topo::Topology t = example("dgx-h100");
+  t.gpus[6].uuid = "GPU-aaaa";
+  t.gpus[7].uuid = "GPU-bbbb";
+  t.gpus[7].mig_uuids = {"MIG-cccc"};
+  EXPECT_EQ(gpu_indices(must_plan(t, with_env({{"NVIDIA_VISIBLE_DEVICES", "gpu-AAAA"}}))), (std::vector<unsigned>{6}));
+  EXPECT_EQ(gpu_indices(must_plan(t, with_env({{"NVIDIA_VISIBLE_DEVICES", "MIG-cccc"}}))), (std::vector<unsigned>{7}));
+  auto unknown = make_plan(t, with_env({{"NVIDIA_VISIBLE_DEVICES", "GPU-dddd"}}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message(), "NVIDIA_VISIBLE_DEVICES='GPU-dddd': GPU-dddd matches no GPU's UUID");
+}
+
+TEST(GpuIdentity, NvidiaVisibleDevicesAllNoneAndVoid) {
+  EXPECT_EQ(must_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", "all"}})).ranks.size(), 8u);
+  for (const char* none : {"none", "void"}) {
+    Plan p = must_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", none}}));
+    EXPECT_TRUE(gpu_indices(p).empty()) << none;
+  }
+}
+
+TEST(GpuIdentity, NvidiaVisibleDevicesMalformedIsAnError) {
+  for (const char* bad : {"abc", "8", "0,x"}) EXPECT_FALSE(make_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", bad}})).ok()) << bad;
+}
+
+TEST(GpuIdentity, NvidiaVisibleDevicesUuidsWithoutUuidsFallBackToTheDeviceFiles) {
+  // NVML is not loaded for this variable: the device files decide, and without them every GPU.
+  Request r = with_env({{"NVIDIA_VISIBLE_DEVICES", "GPU-aaaa"}});
+  r.openable_gpus = std::vector<std::string>{"0000:ab:00.0"};
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(gpu_indices(p), (std::vector<unsigned>{5}));
+  EXPECT_FALSE(has_warning(p, "NVIDIA_VISIBLE_DEVICES"));
+  Plan q = must_plan(example("dgx-h100"), with_env({{"NVIDIA_VISIBLE_DEVICES", "GPU-aaaa"}}));
+  EXPECT_EQ(q.ranks.size(), 8u);
+  EXPECT_TRUE(has_warning(q, "names GPUs by UUID and the topology has none"));
+}
+
+TEST(GpuIdentity, DeviceFilesWinOverNvidiaVisibleDevices) {
+  Request r = with_env({{"NVIDIA_VISIBLE_DEVICES", "0"}});
+  r.openable_gpus = std::vector<std::string>{"0000:ab:00.0"};
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(gpu_indices(p), (std::vector<unsigned>{5}));
+  EXPECT_TRUE(has_warning(p, "NVIDIA_VISIBLE_DEVICES=0 names GPU(s) 0 (0000:18:00.0) but this process may open 5 (0000:ab:00.0)"));
+}
+
+TEST(PodAlignment, PodCpusOffItsGpusNodeAreTheKubeletsMisalignment) {
+  Request r = with_env({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"NVIDIA_VISIBLE_DEVICES", "4"}});
+  r.allowed = *CpuSet::parse_list("1-4,113-116");
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_TRUE(has_warning(p, "in a Kubernetes pod: its CPUs 1-4,113-116 (the pod's cpuset) are on NUMA node(s) 0, its GPU(s) 4 "
+                             "(0000:9a:00.0) on node(s) 1: the kubelet did not align them"));
+  // Aligned: no such warning; outside a pod, only the planner's own fallback warning.
+  r.allowed = *CpuSet::parse_list("57-60,169-172");
+  EXPECT_FALSE(has_warning(must_plan(example("dgx-h100"), r), "Kubernetes"));
+  Request bare = with_env({{"NVIDIA_VISIBLE_DEVICES", "4"}});
+  bare.allowed = *CpuSet::parse_list("1-4,113-116");
+  Plan b = must_plan(example("dgx-h100"), bare);
+  EXPECT_FALSE(has_warning(b, "Kubernetes"));
+  EXPECT_TRUE(has_warning(b, "which has no allowed CPUs"));
+}
+
 TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {
   for (const char* bad : {"abc", "0,,1", "1,1", "zero"}) {
     auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", bad}}));
