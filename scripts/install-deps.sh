@@ -44,6 +44,8 @@ test_packages=(
   qemu-system-x86 linux-image-amd64 busybox-static xz-utils libc6-dev
   # the drawings (topo/plan --format svg) rendered to PNG by a real browser, headless
   chromium
+  # deploy/kubernetes: the manifests read by a real YAML parser
+  python3-yaml
 )
 
 case "${1:-all}" in

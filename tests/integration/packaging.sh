@@ -13,7 +13,8 @@ DESTDIR="$WORK/stage" cmake --install "$BUILD" --prefix /usr >"$WORK/install.log
 arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 for f in usr/bin/gpubind usr/share/man/man1/gpubind.1 usr/share/man/man1/gpubind-launch.1 \
          usr/share/bash-completion/completions/gpubind usr/share/zsh/vendor-completions/_gpubind \
-         usr/share/gpubind/deploy/gpubind.conf usr/share/gpubind/deploy/slurm/plugstack.conf; do
+         usr/share/gpubind/deploy/gpubind.conf usr/share/gpubind/deploy/slurm/plugstack.conf \
+         usr/share/gpubind/deploy/kubernetes/training-job.yaml; do
   [ -f "$WORK/stage/$f" ] || fail "DESTDIR install lacks $f"
 done
 if [ -f "$(dirname "$GPUBIND")/gpubind_spank.so" ]; then
