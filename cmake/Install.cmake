@@ -22,6 +22,9 @@ install(TARGETS gpubind RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 # hwloc discovery, loaded by the binary only when it must discover a topology, and watch --listen's
 # HTTP server, loaded only for --listen (src/CMakeLists.txt).
 install(TARGETS gpubind_hwloc_module gpubind_http_module gpubind_yaml_module LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/gpubind")
+if(TARGET gpubind_podresources_module)
+  install(TARGETS gpubind_podresources_module LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/gpubind")
+endif()
 if(TARGET gpubind_spank)
   install(TARGETS gpubind_spank LIBRARY DESTINATION "${GPUBIND_SLURM_PLUGIN_DIR}")
 endif()

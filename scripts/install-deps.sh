@@ -12,8 +12,9 @@ build_packages=(
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   # watch --listen: the /metrics HTTP server
   libcpp-httplib-dev
-  # k8s check: the kubelet's config.yaml, read by libyaml (in a module only that command loads)
-  libyaml-dev
+  # k8s check: the kubelet's config.yaml, read by libyaml, and its pod-resources API, asked through
+  # gRPC (each in a module only that command loads)
+  libyaml-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # ROCm SMI's ABI (its header; the library is loaded at run time where AMD GPUs are)
   librocm-smi-dev
   libgtest-dev libgmock-dev libbenchmark-dev

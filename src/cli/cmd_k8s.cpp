@@ -64,6 +64,10 @@ int cmd_k8s(const std::vector<std::string>& args) {
   check.option("--kubelet-dir", options.kubelet_dir, "The kubelet's --root-dir (default /var/lib/kubelet)");
   check.option("--kubelet-config", options.config, "The kubelet's configuration file (default KUBELET_DIR/config.yaml)");
   check.option("--pod-logs", options.pod_logs, "Where pods' log directories name them (default /var/log/pods)");
+  check.option("--pod-resources", options.pod_resources,
+               "The kubelet's pod-resources API socket (default KUBELET_DIR/pod-resources/kubelet.sock), asked where it exists");
+  bool no_pod_resources = false;
+  check.flag("--no-pod-resources", no_pod_resources, "Do not ask the pod-resources API: read the kubelet's checkpoint files only");
   check.flag("--gpu-runtime", gpu_runtime,
              "Ask this machine's NVML / ROCm SMI for the GPUs' UUIDs also for a --topology file (the default for this machine)");
   check.flag("--no-gpu-runtime", no_gpu_runtime, "Do not ask NVML / ROCm SMI for this node's GPU UUIDs");
@@ -82,6 +86,7 @@ int cmd_k8s(const std::vector<std::string>& args) {
   print_warnings(t->warnings, quiet);
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error(), kExitFailure);
+  options.use_pod_resources = !no_pod_resources;
   auto state = k8s::read_node_state(**root, options);
   if (!state) return fail(state.error(), kExitFailure);
   k8s::Report report = k8s::judge(std::move(*state), *t);

@@ -221,6 +221,39 @@ void node_findings(Report& r, const topo::Topology& t) {
 
 }  // namespace
 
+void apply_pod_resources(NodeState& s, const PodResources& api) {
+  std::map<std::pair<std::string, std::string>, std::string> uid_of;  // (namespace, name) -> UID
+  for (const auto& [uid, pod] : s.pods) uid_of[{pod.namespace_name, pod.name}] = uid;
+  if (!s.cpu) s.cpu = CpuManagerState{s.config.cpu_manager_policy, {}, {}};
+  s.cpu->exclusive.clear();
+  std::map<std::string, std::vector<std::string>> registered = s.devices ? s.devices->registered : decltype(registered){};
+  s.devices = DeviceCheckpoint{{}, registered};
+  if (s.memory) s.memory->memory_nodes.clear();
+  for (const PodResources::Pod& p : api.pods) {
+    // The API names pods; the UID (for the checkpoints' and logs' sake) where /var/log/pods knows it.
+    std::string key = p.namespace_name + "/" + p.name;
+    if (auto u = uid_of.find({p.namespace_name, p.name}); u != uid_of.end()) key = u->second;
+    s.pods[key] = {key, p.namespace_name, p.name};
+    for (const PodResources::Container& c : p.containers) {
+      if (!c.cpus.empty()) s.cpu->exclusive[key][c.name] = c.cpus;
+      for (const PodResources::Devices& d : c.devices) {
+        DeviceAssignment a{key, c.name, d.resource, {}};
+        std::optional<int> node = d.numa.empty() ? std::nullopt : std::optional<int>(int(d.numa.front()));
+        for (const std::string& id : d.ids) a.devices.push_back({id, node});
+        s.devices->assignments.push_back(std::move(a));
+      }
+      if (!c.memory_numa.empty()) {
+        if (!s.memory) s.memory = MemoryManagerState{s.config.memory_manager_policy, {}};
+        std::vector<unsigned> nodes = c.memory_numa;
+        std::sort(nodes.begin(), nodes.end());
+        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+        s.memory->memory_nodes[key][c.name] = nodes;
+      }
+    }
+  }
+  s.assignments_from = "the pod-resources API";
+}
+
 const char* to_string(Verdict v) {
   switch (v) {
     case Verdict::aligned: return "ALIGNED";

@@ -21,8 +21,13 @@ struct NodeState {
   std::optional<DeviceCheckpoint> devices;
   std::map<std::string, PodName> pods;  // by UID, from /var/log/pods
   bool pod_resources_socket = false;    // the kubelet's pod-resources socket exists
+  std::string assignments_from;         // "the pod-resources API", or "the checkpoint files"
   std::vector<std::string> notes;       // what could not be read, said once
 };
+
+// The API's answer in place of the checkpoints' assignments (CPUs, devices, memory, names): it is
+// the running kubelet's own view. The CPU manager's policy and shared pool stay the state file's.
+void apply_pod_resources(NodeState& s, const PodResources& api);
 
 enum class Verdict { aligned, cross_numa, shared_cpus, no_exclusive_cpus, locality_unknown };
 const char* to_string(Verdict v);  // "ALIGNED", "CROSS_NUMA"...

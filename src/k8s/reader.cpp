@@ -1,5 +1,6 @@
 #include "k8s/reader.hpp"
 
+#include "sys/pod_resources.hpp"
 #include "sys/yaml.hpp"
 
 namespace gpubind::k8s {
@@ -80,11 +81,17 @@ Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& 
       if (auto pod = parse_pod_log_dir(e)) s.pods[pod->uid] = *pod;
   }
 
-  std::string socket = dir + "/pod-resources/kubelet.sock";
-  if (root.exists(socket)) {
+  s.assignments_from = "the checkpoint files";
+  std::string socket = o.pod_resources.empty() ? dir + "/pod-resources/kubelet.sock" : relative(o.pod_resources);
+  if (o.use_pod_resources && root.exists(socket)) {
     s.pod_resources_socket = true;
-    s.notes.push_back("the kubelet's pod-resources API (" + root.path_of(socket) +
-                      ") is not asked: its assignments are read from the kubelet's checkpoint files above");
+    auto answer = sys::pod_resources_list(root.path_of(socket), o.pod_resources_timeout_ms);
+    Result<PodResources> api = answer ? parse_pod_resources(*answer, root.path_of(socket)) : Result<PodResources>(answer.error());
+    if (api)
+      apply_pod_resources(s, *api);
+    else
+      s.notes.push_back("the kubelet's pod-resources API did not answer (" + api.error().message() +
+                        "): the assignments are the checkpoint files'");
   }
   return s;
 }

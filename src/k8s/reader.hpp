@@ -12,10 +12,15 @@ struct ReaderOptions {
   std::string kubelet_dir = "/var/lib/kubelet";  // the kubelet's --root-dir
   std::string config;                             // config.yaml; "" = KUBELET_DIR/config.yaml
   std::string pod_logs = "/var/log/pods";
+  std::string pod_resources;   // the kubelet's pod-resources socket; "" = KUBELET_DIR/pod-resources/kubelet.sock
+  bool use_pod_resources = true;
+  int pod_resources_timeout_ms = 5000;
 };
 
 // A file that is absent is a note and the kubelet's default; one that cannot be read (permission)
-// or parsed is an Error naming it.
+// or parsed is an Error naming it. Where the kubelet's pod-resources socket exists its answer
+// replaces the checkpoints' assignments (apply_pod_resources); one that does not answer is a note,
+// and the checkpoints are read as they are.
 Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& options);
 
 }  // namespace gpubind::k8s

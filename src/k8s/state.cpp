@@ -216,6 +216,45 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
   return c;
 }
 
+Result<PodResources> parse_pod_resources(const std::string& text, const std::string& what) {
+  auto j = parse_json(text, what);
+  if (!j) return j.error();
+  auto nodes = [&](const json& a, std::vector<unsigned>& out) -> Status {
+    if (!a.is_array()) return Error{what, "a NUMA node list that is not a list"};
+    for (const json& n : a) {
+      if (!n.is_number_integer() || n.get<long long>() < 0 || n.get<long long>() > 1 << 20) return Error{what, "NUMA node " + n.dump()};
+      out.push_back(n.get<unsigned>());
+    }
+    return Ok{};
+  };
+  PodResources r;
+  auto pods = j->find("pods");
+  if (pods == j->end() || !pods->is_array()) return Error{what, "no pods list"};
+  for (const json& p : *pods) {
+    PodResources::Pod pod{p.value("name", ""), p.value("namespace", ""), {}};
+    for (const json& c : p.value("containers", json::array())) {
+      PodResources::Container con{c.value("name", ""), {}, {}, {}};
+      for (const json& cpu : c.value("cpu_ids", json::array())) {
+        if (!cpu.is_number_integer() || cpu.get<long long>() < 0 || cpu.get<long long>() > 1 << 20) return Error{what, "CPU id " + cpu.dump()};
+        con.cpus.set(cpu.get<unsigned>());
+      }
+      for (const json& d : c.value("devices", json::array())) {
+        PodResources::Devices dev{d.value("resource", ""), {}, {}};
+        for (const json& id : d.value("ids", json::array()))
+          if (id.is_string()) dev.ids.push_back(id.get<std::string>());
+        if (Status st = nodes(d.value("numa", json::array()), dev.numa); !st) return st.error();
+        con.devices.push_back(std::move(dev));
+      }
+      for (const json& m : c.value("memory", json::array()))
+        if (m.value("type", "") == "memory")
+          if (Status st = nodes(m.value("numa", json::array()), con.memory_numa); !st) return st.error();
+      pod.containers.push_back(std::move(con));
+    }
+    r.pods.push_back(std::move(pod));
+  }
+  return r;
+}
+
 bool is_gpu_resource(const std::string& resource) {
   auto slash = resource.find('/');
   std::string domain = resource.substr(0, slash == std::string::npos ? 0 : slash);

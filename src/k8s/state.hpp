@@ -69,6 +69,27 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
 // "gpu.intel.com/i915", NVIDIA's MIG resources ("nvidia.com/mig-1g.10gb").
 bool is_gpu_resource(const std::string& resource);
 
+// The kubelet's pod-resources API's answer (List), as sys::pod_resources_list gives it in JSON.
+struct PodResources {
+  struct Devices {
+    std::string resource;
+    std::vector<std::string> ids;
+    std::vector<unsigned> numa;  // the device plugin's topology for them
+  };
+  struct Container {
+    std::string name;
+    CpuSet cpus;  // its exclusive CPUs; empty: the shared pool
+    std::vector<Devices> devices;
+    std::vector<unsigned> memory_numa;  // nodes of its "memory" blocks (the memory manager's)
+  };
+  struct Pod {
+    std::string name, namespace_name;
+    std::vector<Container> containers;
+  };
+  std::vector<Pod> pods;
+};
+Result<PodResources> parse_pod_resources(const std::string& json, const std::string& what);
+
 struct PodName {
   std::string uid;
   std::string namespace_name;

@@ -75,7 +75,8 @@ std::string k8s_text(const k8s::Report& r) {
   if (s.cpu) k.add({"shared pool", s.cpu->default_cpus.empty() ? "every CPU" : s.cpu->default_cpus.to_list()});
   std::string table = k.str("  ");
   out += table.substr(table.find('\n') + 1);  // no header row
-  out += "Topology: " + one_line(r.topology_origin) + "\n\n";
+  out += "Topology: " + one_line(r.topology_origin) + "\n";
+  out += "Assignments: " + s.assignments_from + "\n\n";
 
   if (r.containers.empty()) {
     out += "No container on this node has been given a GPU.\n";
@@ -133,6 +134,7 @@ nlohmann::ordered_json k8s_json(const k8s::Report& r) {
   state["memory_manager_policy"] = s.memory ? nlohmann::ordered_json(s.memory->policy) : nlohmann::ordered_json();
   state["device_checkpoint"] = s.devices.has_value();
   state["pod_resources_socket"] = s.pod_resources_socket;
+  state["assignments_from"] = s.assignments_from;
   j["state"] = state;
   j["topology"] = r.topology_origin;
   j["containers"] = nlohmann::ordered_json::array();

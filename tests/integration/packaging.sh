@@ -30,6 +30,11 @@ http=$(find "$WORK/stage/usr/lib" -name gpubind-http.so 2>/dev/null | head -1)
 yaml=$(find "$WORK/stage/usr/lib" -name gpubind-yaml.so 2>/dev/null | head -1)
 [ "$(dirname "$yaml")" = "$(dirname "$module")" ] && pass "k8s check's YAML module installed beside it" \
   || fail "DESTDIR install lacks gpubind-yaml.so beside gpubind-hwloc.so: '$yaml'"
+if [ -f "$(dirname "$GPUBIND")/gpubind-podresources.so" ]; then
+  podres=$(find "$WORK/stage/usr/lib" -name gpubind-podresources.so 2>/dev/null | head -1)
+  [ "$(dirname "$podres")" = "$(dirname "$module")" ] && pass "k8s check's pod-resources API module installed beside it" \
+    || fail "DESTDIR install lacks gpubind-podresources.so beside gpubind-hwloc.so: '$podres'"
+fi
 [ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
 
 # 2. The Debian package: built, installed by dpkg into an empty root, run.
@@ -43,6 +48,10 @@ if [ -n "$deb" ]; then
     || fail "Depends lacks libcpp-httplib: $(dpkg-deb -I "$deb" | grep Depends)"
   dpkg-deb -I "$deb" | grep -q "Depends:.*libyaml-0-2" && pass "Depends names libyaml-0-2 (k8s check)" \
     || fail "Depends lacks libyaml-0-2: $(dpkg-deb -I "$deb" | grep Depends)"
+  if [ -f "$(dirname "$GPUBIND")/gpubind-podresources.so" ]; then
+    dpkg-deb -I "$deb" | grep -q "Depends:.*libgrpc++" && pass "Depends names libgrpc++ (k8s check's pod-resources API)" \
+      || fail "Depends lacks libgrpc++: $(dpkg-deb -I "$deb" | grep Depends)"
+  fi
   R="$WORK/root"
   mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
   : >"$R/var/lib/dpkg/status"
