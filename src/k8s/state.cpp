@@ -1,5 +1,7 @@
 #include "k8s/state.hpp"
 
+#include "topo/topology.hpp"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -58,6 +60,21 @@ Result<Ok> one_of(const std::string& value, std::initializer_list<const char*> a
     list += std::string(list.empty() ? "" : ", ") + a;
   }
   return Error{what, std::string(key) + " \"" + value + "\" is not one the kubelet knows (" + list + ")"};
+}
+
+// Fields of objects the kubelet (or the API module) wrote, read without trusting their types: a
+// string field that is anything else reads as "", a list field as empty, a non-object as empty.
+std::string text_of(const json& o, const char* key) {
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& list_of(const json& o, const char* key) {
+  static const json empty = json::array();
+  if (!o.is_object()) return empty;
+  auto it = o.find(key);
+  return it != o.end() && it->is_array() ? *it : empty;
 }
 
 }  // namespace
@@ -150,11 +167,12 @@ Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, c
       if (!blocks.is_array()) return Error{what, "entries." + pod + "." + name + ": not a list of memory blocks"};
       std::vector<unsigned>& nodes = s.memory_nodes[pod][name];
       for (const json& b : blocks) {
-        if (!b.is_object() || b.value("type", "") != "memory") continue;
+        if (!b.is_object() || text_of(b, "type") != "memory") continue;
         auto affinity = b.find("numaAffinity");
         if (affinity == b.end() || !affinity->is_array()) return Error{what, "entries." + pod + "." + name + ": a block without numaAffinity"};
         for (const json& n : *affinity) {
-          if (!n.is_number_unsigned()) return Error{what, "entries." + pod + "." + name + ": numaAffinity " + n.dump() + " is not a node"};
+          if (!n.is_number_unsigned() || n.get<uint64_t>() > topo::kMaxNumaNodeId)
+            return Error{what, "entries." + pod + "." + name + ": numaAffinity " + n.dump() + " is not a node"};
           unsigned node = n.get<unsigned>();
           if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
         }
@@ -177,9 +195,9 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
     for (const json& e : *entries) {
       if (!e.is_object()) return Error{what, "PodDeviceEntries: an entry that is not an object"};
       DeviceAssignment a;
-      a.pod_uid = e.value("PodUID", "");
-      a.container = e.value("ContainerName", "");
-      a.resource = e.value("ResourceName", "");
+      a.pod_uid = text_of(e, "PodUID");
+      a.container = text_of(e, "ContainerName");
+      a.resource = text_of(e, "ResourceName");
       if (a.pod_uid.empty() || a.container.empty() || a.resource.empty())
         return Error{what, "PodDeviceEntries: an entry without PodUID, ContainerName or ResourceName"};
       auto ids = e.find("DeviceIDs");
@@ -193,9 +211,9 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
           try {
             size_t used = 0;
             n = std::stoi(node, &used);
-            if (used != node.size()) throw std::invalid_argument(node);
+            if (used != node.size() || n > int(topo::kMaxNumaNodeId)) throw std::invalid_argument(node);
           } catch (const std::exception&) {
-            return Error{what, "DeviceIDs: NUMA node \"" + node + "\" is not a number"};
+            return Error{what, "DeviceIDs: \"" + node + "\" is not a NUMA node"};
           }
           if (!list.is_array()) return Error{what, "DeviceIDs." + node + ": not a list"};
           for (const json& id : list)
@@ -222,7 +240,8 @@ Result<PodResources> parse_pod_resources(const std::string& text, const std::str
   auto nodes = [&](const json& a, std::vector<unsigned>& out) -> Status {
     if (!a.is_array()) return Error{what, "a NUMA node list that is not a list"};
     for (const json& n : a) {
-      if (!n.is_number_integer() || n.get<long long>() < 0 || n.get<long long>() > 1 << 20) return Error{what, "NUMA node " + n.dump()};
+      if (!n.is_number_integer() || n.get<long long>() < 0 || n.get<long long>() > topo::kMaxNumaNodeId)
+        return Error{what, "NUMA node " + n.dump() + " is not a node"};
       out.push_back(n.get<unsigned>());
     }
     return Ok{};
@@ -231,23 +250,23 @@ Result<PodResources> parse_pod_resources(const std::string& text, const std::str
   auto pods = j->find("pods");
   if (pods == j->end() || !pods->is_array()) return Error{what, "no pods list"};
   for (const json& p : *pods) {
-    PodResources::Pod pod{p.value("name", ""), p.value("namespace", ""), {}};
-    for (const json& c : p.value("containers", json::array())) {
-      PodResources::Container con{c.value("name", ""), {}, {}, {}};
-      for (const json& cpu : c.value("cpu_ids", json::array())) {
+    PodResources::Pod pod{text_of(p, "name"), text_of(p, "namespace"), {}};
+    for (const json& c : list_of(p, "containers")) {
+      PodResources::Container con{text_of(c, "name"), {}, {}, {}};
+      for (const json& cpu : list_of(c, "cpu_ids")) {
         if (!cpu.is_number_integer() || cpu.get<long long>() < 0 || cpu.get<long long>() > 1 << 20) return Error{what, "CPU id " + cpu.dump()};
         con.cpus.set(cpu.get<unsigned>());
       }
-      for (const json& d : c.value("devices", json::array())) {
-        PodResources::Devices dev{d.value("resource", ""), {}, {}};
-        for (const json& id : d.value("ids", json::array()))
+      for (const json& d : list_of(c, "devices")) {
+        PodResources::Devices dev{text_of(d, "resource"), {}, {}};
+        for (const json& id : list_of(d, "ids"))
           if (id.is_string()) dev.ids.push_back(id.get<std::string>());
-        if (Status st = nodes(d.value("numa", json::array()), dev.numa); !st) return st.error();
+        if (Status st = nodes(list_of(d, "numa"), dev.numa); !st) return st.error();
         con.devices.push_back(std::move(dev));
       }
-      for (const json& m : c.value("memory", json::array()))
-        if (m.value("type", "") == "memory")
-          if (Status st = nodes(m.value("numa", json::array()), con.memory_numa); !st) return st.error();
+      for (const json& m : list_of(c, "memory"))
+        if (text_of(m, "type") == "memory")
+          if (Status st = nodes(list_of(m, "numa"), con.memory_numa); !st) return st.error();
       pod.containers.push_back(std::move(con));
     }
     r.pods.push_back(std::move(pod));

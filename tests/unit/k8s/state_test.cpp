@@ -131,7 +131,7 @@ TEST(DeviceCheckpoint, BrokenEntriesAreErrors) {
                 R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":{"one":["x"]}}]}})", "cp")
                 .error()
                 .why,
-            "DeviceIDs: NUMA node \"one\" is not a number");
+            "DeviceIDs: \"one\" is not a NUMA node");
 }
 
 TEST(GpuResource, GpuResourcesOfEachVendorAndMig) {

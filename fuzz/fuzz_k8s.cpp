@@ -1,0 +1,63 @@
+// The kubelet's files as k8s check reads them (root reads them on every node): the first byte picks
+// the parser (config as JSON, cpu_manager_state, memory_manager_state, the device checkpoint, the
+// pod-resources API's answer), the rest is the file. What parses is judged on the DGX H100-like
+// example: every container gets a verdict, every finding a reason.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "discover/source.hpp"
+#include "fuzz_util.hpp"
+#include "k8s/judge.hpp"
+
+using namespace gpubind;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  static const topo::Topology t = *discover::load_topology("example:dgx-h100");
+  std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  k8s::NodeState s;
+  switch (data[0] % 5) {
+    case 0: {
+      auto c = k8s::parse_kubelet_config(text, "config");
+      if (!c) return 0;
+      s.config = *c;
+      break;
+    }
+    case 1: {
+      auto c = k8s::parse_cpu_manager_state(text, "cpu");
+      if (!c) return 0;
+      s.cpu = *c;
+      for (const auto& [uid, containers] : c->exclusive)
+        for (const auto& [name, cpus] : containers) {
+          if (!s.devices) s.devices.emplace();
+          s.devices->assignments.push_back({uid, name, "nvidia.com/gpu", {{"0", 0}}});
+        }
+      break;
+    }
+    case 2: {
+      auto m = k8s::parse_memory_manager_state(text, "memory");
+      if (!m) return 0;
+      s.memory = *m;
+      break;
+    }
+    case 3: {
+      auto d = k8s::parse_device_checkpoint(text, "checkpoint");
+      if (!d) return 0;
+      s.devices = *d;
+      break;
+    }
+    default: {
+      auto p = k8s::parse_pod_resources(text, "api");
+      if (!p) return 0;
+      k8s::apply_pod_resources(s, *p);
+    }
+  }
+  k8s::Report r = k8s::judge(s, t);
+  for (const auto& c : r.containers) {
+    fuzz::require(!c.verdicts().empty(), "a judged container has a verdict");
+    for (const auto& f : c.findings) fuzz::require(!f.reason.empty(), "a finding has a reason");
+  }
+  for (const auto& f : r.findings) fuzz::require(!f.text.empty(), "a node finding has a text");
+  return 0;
+}
