@@ -12,7 +12,7 @@ build=${1:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
 mode=${2:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
 seconds=${3:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
-targets=(cpulist env json_topology nccl hwloc_xml config probe spank k8s)
+targets=(cpulist env json_topology nccl hwloc_xml config probe spank k8s yaml)
 
 gen=$build/fuzz-generated
 mkdir -p "$gen/hwloc_xml"
@@ -30,6 +30,7 @@ seeds() {  # the read-only seed directories of a target
     nccl) echo "$src/tests/data/bad" ;;
     hwloc_xml) echo "$src/tests/data/bad"; echo "$gen/hwloc_xml" ;;
     config) echo "$src/tests/data/config" ;;
+    yaml) echo "$src/tests/data/k8s/yaml"; echo "$src/deploy/kubernetes" ;;
   esac
 }
 
