@@ -1,6 +1,7 @@
 #include "render/node_svg.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -542,32 +543,45 @@ class Drawer {
     }
   }
 
-  // NVLink / xGMI: one line per kind, the GPUs it joins and the link count.
+  // NVLink / xGMI: one line per kind and link count, the GPUs it joins: as groups where every
+  // pair of a group is joined (an NVSwitch tray, an xGMI hive), else as pairs.
   std::vector<std::string> link_lines() const {
     std::vector<std::string> out;
     for (auto kind : {topo::GpuLink::Kind::nvlink, topo::GpuLink::Kind::xgmi}) {
-      std::map<unsigned, std::vector<std::string>> by_count;  // links per pair -> "GPU0-GPU1"
-      std::set<std::string> gpus;
-      size_t pairs = 0;
+      std::map<unsigned, std::vector<std::pair<unsigned, unsigned>>> by_count;  // links per pair -> GPU index pairs
       for (const topo::GpuLink& l : m_t.links) {
         if (l.kind != kind) continue;
         const Gpu* a = topo::find_gpu(m_t, l.a);
         const Gpu* b = topo::find_gpu(m_t, l.b);
-        if (!a || !b) continue;
-        by_count[l.count].push_back("GPU" + std::to_string(a->index) + "-GPU" + std::to_string(b->index));
-        gpus.insert(l.a);
-        gpus.insert(l.b);
-        ++pairs;
+        if (a && b) by_count[l.count].emplace_back(a->index, b->index);
       }
-      if (!pairs) continue;
       std::string name = kind == topo::GpuLink::Kind::nvlink ? "NVLink" : "xGMI";
-      for (const auto& [count, list] : by_count) {
+      for (const auto& [count, pairs] : by_count) {
         std::string prefix = name + (kind == topo::GpuLink::Kind::nvlink ? " NV" + std::to_string(count) : "") + ": ";
-        if (pairs == gpus.size() * (gpus.size() - 1) / 2 && by_count.size() == 1)
-          out.push_back(prefix + "every pair of the " + std::to_string(gpus.size()) + " GPUs");
-        else
+        // Groups: the GPUs joined through links of this count (union-find over the pairs).
+        std::map<unsigned, unsigned> parent;
+        std::function<unsigned(unsigned)> root = [&](unsigned g) { return parent[g] == g ? g : parent[g] = root(parent[g]); };
+        for (auto [a, b] : pairs) {
+          parent.emplace(a, a);
+          parent.emplace(b, b);
+          parent[root(a)] = root(b);
+        }
+        std::map<unsigned, std::vector<unsigned>> groups;
+        for (auto& [g, _] : parent) groups[root(g)].push_back(g);
+        size_t clique_pairs = 0;
+        for (auto& [_, members] : groups) clique_pairs += members.size() * (members.size() - 1) / 2;
+        if (clique_pairs == pairs.size() && groups.size() == 1) {
+          out.push_back(prefix + "every pair of the " + std::to_string(parent.size()) + " GPUs");
+        } else if (clique_pairs == pairs.size()) {
+          std::vector<std::string> parts;
+          for (auto& [_, members] : groups) parts.push_back(join_number_runs(members));
+          out.push_back(prefix + "every pair within GPUs " + join(parts, "; "));
+        } else {
+          std::vector<std::string> list;
+          for (auto [a, b] : pairs) list.push_back("GPU" + std::to_string(a) + "-GPU" + std::to_string(b));
           out.push_back(prefix + join(list.size() > 12 ? std::vector<std::string>(list.begin(), list.begin() + 12) : list, ", ") +
                         (list.size() > 12 ? " and " + std::to_string(list.size() - 12) + " more pairs" : ""));
+        }
       }
     }
     return out;

@@ -10,12 +10,13 @@ PY=/usr/bin/python3
 
 "$GPUBIND" plan --topology example:dgx-h100 --format svg >"$WORK/plan.svg" || fail "plan --format svg"
 "$GPUBIND" topo --topology example:dgx-a100-nps4 --format svg >"$WORK/topo.svg" || fail "topo --format svg"
+"$GPUBIND" plan --topology "$here/tests/data/svg/64gpu.json" --format svg >"$WORK/plan64.svg" || fail "plan --format svg, 64 GPUs"
 "$GPUBIND" compare --topology example:dgx-a100-nps4 --format svg >"$WORK/compare.svg" || fail "compare --format svg"
 "$GPUBIND" check --root "$here/tests/data/check/h100-wrong-socket" --topology example:dgx-h100 --format svg >"$WORK/check.svg"
 [ $? = 3 ] || fail "check --format svg: expected exit 3 (findings)"
 "$GPUBIND" bench --input "$here/tests/data/bench/vm-2cpu-noise2.json" --plot "$WORK/bench.svg" >/dev/null || fail "bench --plot"
 
-for name in plan topo compare check bench; do
+for name in plan topo plan64 compare check bench; do
   if ! "$here/scripts/svg-to-png.sh" "$WORK/$name.svg" "$WORK/$name.png" 2>"$WORK/$name.err"; then
     fail "$name: chromium did not render it: $(cat "$WORK/$name.err")"
     continue

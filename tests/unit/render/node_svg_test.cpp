@@ -168,3 +168,40 @@ TEST(CheckSvg, EachProcessIsDrawnWithItsVerdictAndFindingsAreRed) {
 }
 
 }  // namespace gpubind::render
+
+namespace gpubind::render {
+
+// The largest node the drawing must keep legible (issue 18): 64 GPUs, 512 PUs in 8 packages
+// (tests/data/svg/make-64gpu.py). Every GPU chip drawn once, none overlapping another, every core
+// still drawn with its PUs (32 per L3, under the collapse threshold), no text under 9 px, and a
+// width a screen shows (the drawing grows downwards).
+TEST(NodeSvg, SixtyFourGpusStayLegible) {
+  auto t = discover::load_topology(std::string(GPUBIND_SOURCE_DIR) + "/tests/data/svg/64gpu.json");
+  ASSERT_TRUE(t) << t.error().message();
+  ASSERT_EQ(t->gpus.size(), 64u);
+  std::string svg = plan_svg(*t, planned(*t));
+  struct Box {
+    double x, y, w, h;
+  };
+  std::vector<Box> chips;
+  std::regex chip(R"re(<title>GPU\d+  [^<]*</title>\n<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), chip); it != std::sregex_iterator(); ++it)
+    chips.push_back({std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])});
+  ASSERT_EQ(chips.size(), 64u);
+  for (size_t i = 0; i < chips.size(); ++i)
+    for (size_t j = i + 1; j < chips.size(); ++j) {
+      const Box &a = chips[i], &b = chips[j];
+      bool apart = a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+      EXPECT_TRUE(apart) << "GPU chips " << i << " and " << j << " overlap";
+    }
+  EXPECT_EQ(core_titles(svg).size(), t->cores.size());
+  std::regex size("font-size=\"(\\d+)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), size); it != std::sregex_iterator(); ++it)
+    EXPECT_GE(std::stoi((*it)[1]), 9);
+  std::smatch root;
+  ASSERT_TRUE(std::regex_search(svg, root, std::regex("<svg[^>]* width=\"(\\d+)\"")));
+  EXPECT_LE(std::stoi(root[1]), 1600);
+  EXPECT_NE(svg.find("NVLink NV18: every pair within GPUs 0-7; 8-15; 16-23; 24-31; 32-39; 40-47; 48-55; 56-63"), std::string::npos);
+}
+
+}  // namespace gpubind::render
