@@ -113,7 +113,7 @@ void judge_alignment(ContainerReport& c, const topo::Topology& t) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     found.push_back((names.size() == 1 ? "GPU " + list + " is" : "GPUs " + list + " are") + " on NUMA " + node_list(nodes) +
-                    ", none of its " + cpu_list(c.cpus) + " is (they are on " + node_list(c.cpu_nodes) + ")");
+                    " and its " + cpu_list(c.cpus) + " on " + node_list(c.cpu_nodes));
   }
   if (!gpu_nodes.empty() && any_near) {
     // Some GPU has CPUs near it: name the CPUs that are near none.

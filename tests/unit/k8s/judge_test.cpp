@@ -59,7 +59,7 @@ TEST(K8sJudge, CrossNumaWhenTheCpusAreOnAnotherNode) {
   Report r = judge(s, dgx());
   EXPECT_EQ(verdicts_of(r), std::vector<Verdict>{Verdict::cross_numa});
   EXPECT_EQ(r.containers[0].findings[0].reason,
-            "GPU 0000:9a:00.0 is on NUMA node 1, none of its CPUs 1-4,113-116 is (they are on node 0)");
+            "GPU 0000:9a:00.0 is on NUMA node 1 and its CPUs 1-4,113-116 on node 0");
   EXPECT_TRUE(has_problems(r));
 }
 
