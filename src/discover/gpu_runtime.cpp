@@ -160,6 +160,8 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     lib.bind_optional(m_mig_mode, "nvmlDeviceGetMigMode");
     lib.bind_optional(m_mig_count, "nvmlDeviceGetMaxMigDeviceCount");
     lib.bind_optional(m_mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+    lib.bind_optional(m_gpu_instance, "nvmlDeviceGetGpuInstanceId");
+    lib.bind_optional(m_compute_instance, "nvmlDeviceGetComputeInstanceId");
     lib.bind_optional(m_numa, "nvmlDeviceGetNumaNodeId");
     lib.bind_optional(m_serial, "nvmlDeviceGetSerial");
     lib.bind_optional(m_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
@@ -207,7 +209,7 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     return std::nullopt;
   }
 
-  // MIG mode and the UUIDs of the GPU's MIG instances (older libraries: unknown).
+  // MIG mode and the GPU's MIG instances: UUIDs, GPU and compute instance (older libraries: unknown).
   void read_mig(nvml::Device d, topo::RuntimeGpu& g) const {
     unsigned current = 0, pending = 0, count = 0;
     if (!m_mig_mode || m_mig_mode(d, &current, &pending) != nvml::kSuccess) return;  // NOT_SUPPORTED: no MIG here
@@ -217,7 +219,13 @@ class Nvml final : public RuntimeOf<nvml::Device> {
       nvml::Device mig = nullptr;
       char text[96] = {};
       if (m_mig_handle(d, i, &mig) != nvml::kSuccess) continue;  // NOT_FOUND: no instance in that slot
-      if (m_uuid(mig, text, sizeof text) == nvml::kSuccess) g.mig_uuids.push_back(text);
+      if (m_uuid(mig, text, sizeof text) != nvml::kSuccess) continue;
+      g.mig_uuids.push_back(text);
+      topo::RuntimeGpu::MigInstance m{text, std::nullopt, std::nullopt};
+      unsigned id = 0;
+      if (m_gpu_instance && m_gpu_instance(mig, &id) == nvml::kSuccess) m.gpu_instance = id;
+      if (m_compute_instance && m_compute_instance(mig, &id) == nvml::kSuccess) m.compute_instance = id;
+      g.mig_instances.push_back(std::move(m));
     }
   }
 
@@ -282,6 +290,8 @@ class Nvml final : public RuntimeOf<nvml::Device> {
   nvml::MigModeFn m_mig_mode = nullptr;
   nvml::MigCountFn m_mig_count = nullptr;
   nvml::MigHandleFn m_mig_handle = nullptr;
+  nvml::MigInstanceIdFn m_gpu_instance = nullptr;
+  nvml::MigInstanceIdFn m_compute_instance = nullptr;
   nvml::PcieLinkFn m_gen = nullptr;
   nvml::PcieLinkFn m_max_gen = nullptr;
   nvml::PcieLinkFn m_width = nullptr;

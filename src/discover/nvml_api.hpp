@@ -61,6 +61,9 @@ using NumaNodeFn = Return (*)(Device, unsigned int*);
 using MigModeFn = Return (*)(Device, unsigned int*, unsigned int*);
 using MigCountFn = Return (*)(Device, unsigned int*);
 using MigHandleFn = Return (*)(Device, unsigned int, Device*);
+// nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId: a MIG device's GPU instance and
+// compute instance (NVML 11.0+; NOT_SUPPORTED on a whole GPU).
+using MigInstanceIdFn = Return (*)(Device, unsigned int*);
 inline constexpr unsigned kMigEnabled = 1;
 // PCIe link: nvmlDeviceGetCurrPcieLinkGeneration / ...MaxPcieLinkGeneration / ...CurrPcieLinkWidth /
 // ...MaxPcieLinkWidth (device, value). The maximum is the lower of what the GPU and its slot can do.

@@ -25,6 +25,23 @@ Result<std::optional<std::string>> read_optional(const sys::FsRoot& root, const 
   return std::optional<std::string>(std::move(*text));
 }
 
+// One of the kubelet's state files parsed into `into`; absent, a note saying what that means
+// (none when `absent` is "").
+template <class T>
+Status read_state(const sys::FsRoot& root, const std::string& rel, Result<T> (*parse)(const std::string&, const std::string&),
+                  std::optional<T>& into, const std::string& absent, std::vector<std::string>& notes) {
+  auto text = read_optional(root, rel);
+  if (!text) return text.error();
+  if (!*text) {
+    if (!absent.empty()) notes.push_back("no " + root.path_of(rel) + ": " + absent);
+    return Ok{};
+  }
+  auto state = parse(**text, root.path_of(rel));
+  if (!state) return state.error();
+  into = std::move(*state);
+  return Ok{};
+}
+
 }  // namespace
 
 Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& o) {
@@ -44,34 +61,15 @@ Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& 
     s.notes.push_back("no kubelet configuration at " + s.config_path + ": the kubelet's defaults are shown (--kubelet-config names another file)");
   }
 
-  auto cpu = read_optional(root, dir + "/cpu_manager_state");
-  if (!cpu) return cpu.error();
-  if (*cpu) {
-    auto state = parse_cpu_manager_state(**cpu, root.path_of(dir + "/cpu_manager_state"));
-    if (!state) return state.error();
-    s.cpu = *state;
-  } else {
-    s.notes.push_back("no " + root.path_of(dir + "/cpu_manager_state") + ": no container has CPUs of its own");
-  }
-
-  auto memory = read_optional(root, dir + "/memory_manager_state");
-  if (!memory) return memory.error();
-  if (*memory) {
-    auto state = parse_memory_manager_state(**memory, root.path_of(dir + "/memory_manager_state"));
-    if (!state) return state.error();
-    s.memory = *state;
-  }
-
-  std::string checkpoint = dir + "/device-plugins/kubelet_internal_checkpoint";
-  auto devices = read_optional(root, checkpoint);
-  if (!devices) return devices.error();
-  if (*devices) {
-    auto state = parse_device_checkpoint(**devices, root.path_of(checkpoint));
-    if (!state) return state.error();
-    s.devices = *state;
-  } else {
-    s.notes.push_back("no " + root.path_of(checkpoint) + ": no device plugin has given this node's pods devices");
-  }
+  if (Status st = read_state(root, dir + "/cpu_manager_state", parse_cpu_manager_state, s.cpu, "no container has CPUs of its own", s.notes);
+      !st)
+    return st.error();
+  if (Status st = read_state(root, dir + "/memory_manager_state", parse_memory_manager_state, s.memory, "", s.notes); !st)
+    return st.error();
+  if (Status st = read_state(root, dir + "/device-plugins/kubelet_internal_checkpoint", parse_device_checkpoint, s.devices,
+                             "no device plugin has given this node's pods devices", s.notes);
+      !st)
+    return st.error();
 
   std::string logs = relative(o.pod_logs);
   if (root.exists(logs)) {

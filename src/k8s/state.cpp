@@ -77,6 +77,24 @@ const json& list_of(const json& o, const char* key) {
   return it != o.end() && it->is_array() ? *it : empty;
 }
 
+// The state files' "entries": {podUID: {container: value}}, each value given to `take`, which
+// returns an Error for one it cannot read. `what` names the file.
+template <class Take>
+Status for_each_entry(const json& j, const std::string& what, Take take) {
+  auto entries = j.find("entries");
+  if (entries == j.end() || entries->is_null()) return Ok{};
+  if (!entries->is_object()) return Error{what, "entries: not an object"};
+  for (auto& [pod, containers] : entries->items()) {
+    // The CPU manager's checkpoint of kubelets before 1.18 keyed entries by container ID.
+    if (containers.is_string())
+      return Error{what, "entries keyed by container ID (a kubelet older than 1.18): pods cannot be told apart"};
+    if (!containers.is_object()) return Error{what, "entries." + pod + ": not an object"};
+    for (auto& [name, value] : containers.items())
+      if (Status st = take(pod, name, value, "entries." + pod + "." + name); !st) return st.error();
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Result<KubeletConfig> parse_kubelet_config(const std::string& text, const std::string& what) {
@@ -133,21 +151,14 @@ Result<CpuManagerState> parse_cpu_manager_state(const std::string& text, const s
   auto cpus = cpu_list(*pool, what, "defaultCpuSet");
   if (!cpus) return cpus.error();
   s.default_cpus = *cpus;
-  auto entries = j->find("entries");
-  if (entries == j->end() || entries->is_null()) return s;
-  if (!entries->is_object()) return Error{what, "entries: not an object"};
-  for (auto& [pod, containers] : entries->items()) {
-    // The checkpoint of kubelets before 1.18 keyed entries by container ID, one string each.
-    if (containers.is_string())
-      return Error{what, "entries keyed by container ID (a kubelet older than 1.18): pods cannot be told apart"};
-    if (!containers.is_object()) return Error{what, "entries." + pod + ": not an object"};
-    for (auto& [name, value] : containers.items()) {
-      if (!value.is_string()) return Error{what, "entries." + pod + "." + name + ": not a CPU list"};
-      auto set = cpu_list(value.get<std::string>(), what, "entries." + pod + "." + name);
-      if (!set) return set.error();
-      s.exclusive[pod][name] = *set;
-    }
-  }
+  Status st = for_each_entry(*j, what, [&](const std::string& pod, const std::string& name, const json& value, const std::string& where) -> Status {
+    if (!value.is_string()) return Error{what, where + ": not a CPU list"};
+    auto set = cpu_list(value.get<std::string>(), what, where);
+    if (!set) return set.error();
+    s.exclusive[pod][name] = *set;
+    return Ok{};
+  });
+  if (!st) return st.error();
   return s;
 }
 
@@ -158,28 +169,24 @@ Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, c
   auto policy = string_field(*j, "policyName", what, "");
   if (!policy) return policy.error();
   s.policy = *policy;
-  auto entries = j->find("entries");
-  if (entries == j->end() || entries->is_null()) return s;
-  if (!entries->is_object()) return Error{what, "entries: not an object"};
-  for (auto& [pod, containers] : entries->items()) {
-    if (!containers.is_object()) return Error{what, "entries." + pod + ": not an object"};
-    for (auto& [name, blocks] : containers.items()) {
-      if (!blocks.is_array()) return Error{what, "entries." + pod + "." + name + ": not a list of memory blocks"};
-      std::vector<unsigned>& nodes = s.memory_nodes[pod][name];
-      for (const json& b : blocks) {
-        if (!b.is_object() || text_of(b, "type") != "memory") continue;
-        auto affinity = b.find("numaAffinity");
-        if (affinity == b.end() || !affinity->is_array()) return Error{what, "entries." + pod + "." + name + ": a block without numaAffinity"};
-        for (const json& n : *affinity) {
-          if (!n.is_number_unsigned() || n.get<uint64_t>() > topo::kMaxNumaNodeId)
-            return Error{what, "entries." + pod + "." + name + ": numaAffinity " + n.dump() + " is not a node"};
-          unsigned node = n.get<unsigned>();
-          if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
-        }
+  Status st = for_each_entry(*j, what, [&](const std::string& pod, const std::string& name, const json& blocks, const std::string& where) -> Status {
+    if (!blocks.is_array()) return Error{what, where + ": not a list of memory blocks"};
+    std::vector<unsigned>& nodes = s.memory_nodes[pod][name];
+    for (const json& b : blocks) {
+      if (!b.is_object() || text_of(b, "type") != "memory") continue;
+      auto affinity = b.find("numaAffinity");
+      if (affinity == b.end() || !affinity->is_array()) return Error{what, where + ": a block without numaAffinity"};
+      for (const json& n : *affinity) {
+        if (!n.is_number_unsigned() || n.get<uint64_t>() > topo::kMaxNumaNodeId)
+          return Error{what, where + ": numaAffinity " + n.dump() + " is not a node"};
+        unsigned node = n.get<unsigned>();
+        if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
       }
-      std::sort(nodes.begin(), nodes.end());
     }
-  }
+    std::sort(nodes.begin(), nodes.end());
+    return Ok{};
+  });
+  if (!st) return st.error();
   return s;
 }
 

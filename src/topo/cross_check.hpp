@@ -37,6 +37,11 @@ struct RuntimeGpu {
   std::optional<unsigned> numa;  // the library's NUMA node for the device
   std::optional<CpuSet> cpus;    // the library's CPU affinity for the device (NUMA-node scope)
   std::vector<std::string> mig_uuids;  // "MIG-..." of its MIG instances, when MIG is on
+  struct MigInstance {
+    std::string uuid;
+    std::optional<unsigned> gpu_instance, compute_instance;  // where the library says
+  };
+  std::vector<MigInstance> mig_instances;  // the same instances, with their GPU and compute instance
   std::string serial;                  // the board's serial number
   std::optional<bool> mig_mode;        // MIG on or off, where the library can say
   std::optional<PcieLinkState> pcie;

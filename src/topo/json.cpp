@@ -222,6 +222,10 @@ ojson to_json(const RuntimeView& v) {
     o["cpus"] = cpus_to_json(g.cpus);
     o["mig_mode"] = g.mig_mode ? ojson(*g.mig_mode) : ojson();
     o["mig_uuids"] = g.mig_uuids;
+    o["mig_instances"] = ojson::array();
+    for (const auto& m : g.mig_instances)
+      o["mig_instances"].push_back({{"uuid", m.uuid}, {"gpu_instance", m.gpu_instance ? ojson(*m.gpu_instance) : ojson()},
+                                    {"compute_instance", m.compute_instance ? ojson(*m.compute_instance) : ojson()}});
     o["pcie_link"] = g.pcie ? ojson{{"gen", g.pcie->gen}, {"max_gen", g.pcie->max_gen}, {"width", g.pcie->width}, {"max_width", g.pcie->max_width}}
                             : ojson();
     o["utilization_percent"] = g.utilization ? ojson(*g.utilization) : ojson();

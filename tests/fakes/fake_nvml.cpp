@@ -41,6 +41,9 @@ const nlohmann::json* device(void* d) {
 }
 unsigned mig_slot(void* d) { return unsigned(reinterpret_cast<uintptr_t>(d) >> 16); }
 
+// A MIG instance of the fixture: its UUID, or {"uuid", "gi", "ci"}.
+std::string mig_uuid(const nlohmann::json& m) { return m.is_string() ? m.get<std::string>() : m.value("uuid", ""); }
+
 int copy(const std::string& s, char* out, unsigned len) {
   if (s.size() + 1 > len) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
   std::memcpy(out, s.c_str(), s.size() + 1);
@@ -142,11 +145,12 @@ int nvmlDeviceGetUUID(void* d, char* out, unsigned len) {
   const auto* g = device(d);
   if (!g) return 2;
   if (int e = call_error(*g, "nvmlDeviceGetUUID")) return e;
-  if (unsigned slot = mig_slot(d)) return copy((*g)["mig"][slot - 1].get<std::string>(), out, len);
+  if (unsigned slot = mig_slot(d)) return copy(mig_uuid((*g)["mig"][slot - 1]), out, len);
   return copy(g->value("uuid", ""), out, len);
 }
 #ifndef GPUBIND_FAKE_NVML_OLD
 // "mig": ["MIG-...", ...] turns MIG on; the count has one more slot than instances, left empty.
+// An instance may be {"uuid": "MIG-...", "gi": 1, "ci": 0}: its GPU and compute instance.
 int nvmlDeviceGetMigMode(void* d, unsigned* current, unsigned* pending) {
   const auto* g = device(d);
   if (!g) return 2;
@@ -168,6 +172,21 @@ int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned index, void** mig) {
   *mig = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d) | (uintptr_t(index) + 1) << 16);
   return 0;
 }
+#endif
+#ifndef GPUBIND_FAKE_NVML_OLD
+// A MIG device's GPU instance ("gi") and compute instance ("ci"); NOT_SUPPORTED on a whole GPU or
+// an instance the fixture gives no id.
+static int instance_id(void* d, const char* key, unsigned* id) {
+  const auto* g = device(d);
+  unsigned slot = mig_slot(d);
+  if (!g || !slot) return 3;
+  const auto& m = (*g)["mig"][slot - 1];
+  if (!m.is_object() || !m.contains(key)) return 3;
+  *id = m[key].get<unsigned>();
+  return 0;
+}
+int nvmlDeviceGetGpuInstanceId(void* d, unsigned* id) { return instance_id(d, "gi", id); }
+int nvmlDeviceGetComputeInstanceId(void* d, unsigned* id) { return instance_id(d, "ci", id); }
 #endif
 int nvmlDeviceGetName(void* d, char* out, unsigned len) {
   const auto* g = device(d);
