@@ -10,40 +10,35 @@
 #include "k8s/reader.hpp"
 #include "render/json_text.hpp"
 #include "render/k8s_render.hpp"
-#include "topo/cross_check.hpp"
 #include "util/exit_status.hpp"
 
 namespace gpubind::cli {
 
 namespace {
 
-// The node's topology: --topology, else the captured tree's sys/ (--root), else this machine. On
-// this machine (or with `gpu_runtime` for a file describing it) the GPU libraries fill in the
-// GPUs' UUIDs, by which the NVIDIA device plugin names them.
-Result<topo::Topology> node_topology(const std::string& topology, const std::string& root_dir, bool gpu_runtime, bool quiet) {
+// The node's topology: --topology, else the captured tree's sys/ (--root), else this machine.
+Result<topo::Topology> load_node_topology(const std::string& topology, const std::string& root_dir, bool quiet) {
   std::string source = topology_source(topology);
-  Result<topo::Topology> t = Error{"", ""};
-  if (!source.empty()) {
-    t = discover::load_topology(source);
-  } else if (!root_dir.empty()) {
+  if (!source.empty()) return discover::load_topology(source);
+  if (!root_dir.empty()) {
     auto root = sys::open_fsroot(root_dir);
     if (!root) return root.error();
     if (!(*root)->exists("sys/devices/system/node"))
       return Error{"--root " + root_dir, "has no sys/devices/system/node: give --topology SRC (the node's topology)", ErrorKind::usage};
-    t = discover::load_topology(root_dir);
-  } else {
-    std::vector<std::string> notes;
-    t = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &notes);
-    print_warnings(notes, quiet);
+    return discover::load_topology(root_dir);
   }
-  if (!t || !gpu_runtime || t->gpus.empty()) return t;
-  discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*t, "GPUs named by UUID cannot be matched");
-  print_warnings(runtimes.notes, quiet);
-  if (!runtimes.empty()) {
-    std::vector<std::string> lines;
-    for (const auto& f : topo::cross_check(*t, runtimes.views())) lines.push_back(topo::to_line(f));
-    print_warnings(lines, quiet);
-  }
+  std::vector<std::string> notes;
+  auto t = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &notes);
+  print_warnings(notes, quiet);
+  return t;
+}
+
+// With `gpu_runtime` (this machine, or a file describing it) the GPU libraries fill in the GPUs'
+// UUIDs, by which the NVIDIA device plugin names them.
+Result<topo::Topology> node_topology(const std::string& topology, const std::string& root_dir, bool gpu_runtime, bool quiet) {
+  auto t = load_node_topology(topology, root_dir, quiet);
+  if (t && gpu_runtime && !t->gpus.empty())
+    print_warnings(discover::adopt_runtime_view(*t, discover::open_gpu_runtimes(*t, "GPUs named by UUID cannot be matched")), quiet);
   return t;
 }
 

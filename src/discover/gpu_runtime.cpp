@@ -507,8 +507,11 @@ std::vector<std::string> add_runtime_identity(topo::Topology& t, const std::func
                 lacking(topo::Vendor::nvidia, cuda.find("mig-") != std::string::npos);
   bool amd = by_uuid({"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) && lacking(topo::Vendor::amd, false);
   if (!nvidia && !amd) return {};
-  GpuRuntimes runtimes = open_gpu_runtimes(nvidia, amd, "GPU UUIDs unknown");
-  std::vector<std::string> notes = std::move(runtimes.notes);
+  return adopt_runtime_view(t, open_gpu_runtimes(nvidia, amd, "GPU UUIDs unknown"));
+}
+
+std::vector<std::string> adopt_runtime_view(topo::Topology& t, const GpuRuntimes& runtimes) {
+  std::vector<std::string> notes = runtimes.notes;
   for (const topo::CrossCheckFinding& f : topo::cross_check(t, runtimes.views())) notes.push_back(topo::to_line(f));
   return notes;
 }

@@ -48,6 +48,9 @@ struct GpuRuntimes {
 GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without);
 // The same for every GPU vendor the topology has.
 GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& without);
+// The libraries' view taken into `t` (topo::cross_check: UUIDs, MIG instances, links filled in);
+// returns what to print: the libraries' notes, then one line per disagreement.
+std::vector<std::string> adopt_runtime_view(topo::Topology& t, const GpuRuntimes& runtimes);
 
 // Where a GPU-selection variable names GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-8f3a..., MIG-...;
 // ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES=GPU-...) and the topology's GPUs of that vendor

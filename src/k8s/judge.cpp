@@ -1,17 +1,13 @@
 #include "k8s/judge.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
+
+#include "util/strings.hpp"
 
 namespace gpubind::k8s {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string node_list(const std::vector<unsigned>& nodes) {
   CpuSet s;
@@ -31,43 +27,39 @@ std::optional<topo::Vendor> resource_vendor(const std::string& resource) {
 
 // "c1:00.0" and "0000:C1:00.0" as the topology writes PCI addresses.
 std::string pci_address(const std::string& id) {
-  std::string s = lower(id);
+  std::string s = to_lower(id);
   if (std::count(s.begin(), s.end(), ':') == 1 && s.find('.') != std::string::npos) s = "0000:" + s;
   return s;
 }
 
-// The topology's device a plugin's id names: a PCI address, a GPU or MIG UUID, or the vendor's
-// index.
-const topo::PciDevice* find_device(const topo::Topology& t, const std::string& resource, const std::string& id) {
+// The topology's GPU a plugin's id names: a PCI address, a GPU or MIG UUID, or the vendor's index.
+const topo::Gpu* find_gpu(const topo::Topology& t, const std::string& resource, const std::string& id) {
+  if (const topo::Gpu* g = topo::find_gpu(t, pci_address(id))) return g;
+  std::string l = to_lower(id);
+  if (l.starts_with("gpu-") || l.starts_with("mig-")) return topo::find_gpu_by_uuid(t, id);
+  auto index = parse_uint(id);
+  auto vendor = resource_vendor(resource);
+  if (index && vendor)
+    for (const auto& g : t.gpus)
+      if (g.vendor == *vendor && g.index == *index) return &g;
+  return nullptr;
+}
+
+// The NIC (an RDMA or SR-IOV device plugin's) at the PCI address the id is.
+const topo::Nic* find_nic(const topo::Topology& t, const std::string& id) {
   std::string pci = pci_address(id);
-  for (const auto& g : t.gpus)
-    if (g.pci == pci) return &g;
   for (const auto& n : t.nics)
     if (n.pci == pci) return &n;
-  std::string l = lower(id);
-  if (l.rfind("gpu-", 0) == 0 || l.rfind("mig-", 0) == 0) {
-    for (const auto& g : t.gpus) {
-      if (!g.uuid.empty() && lower(g.uuid) == l) return &g;
-      for (const auto& m : g.mig_uuids)
-        if (lower(m) == l) return &g;
-    }
-    return nullptr;
-  }
-  if (!id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; }) && id.size() < 6) {
-    auto vendor = resource_vendor(resource);
-    unsigned index = unsigned(std::stoul(id));
-    for (const auto& g : t.gpus)
-      if (vendor && g.vendor == *vendor && g.index == index) return &g;
-  }
   return nullptr;
 }
 
 DeviceView view_of(const topo::Topology& t, const std::string& resource, const Device& d) {
   DeviceView v{resource, d.id, "", std::nullopt, {}, "", d.numa};
-  if (const topo::PciDevice* dev = find_device(t, resource, d.id)) {
+  const topo::Gpu* gpu = find_gpu(t, resource, d.id);
+  const topo::PciDevice* dev = gpu ? static_cast<const topo::PciDevice*>(gpu) : find_nic(t, d.id);
+  if (dev) {
     v.pci = dev->pci;
-    for (const auto& g : t.gpus)
-      if (&g == dev) v.index = g.index;
+    if (gpu) v.index = gpu->index;
     if (dev->numa && !dev->numa->empty()) {
       v.numa = topo::nodes_with_cpus(t, *dev->numa);
       v.numa_source = "topology";
@@ -82,16 +74,17 @@ DeviceView view_of(const topo::Topology& t, const std::string& resource, const D
 
 std::string device_name(const DeviceView& d) { return d.pci.empty() || d.pci == d.id ? d.id : d.id + " (" + d.pci + ")"; }
 
-std::vector<unsigned> nodes_of_cpus(const topo::Topology& t, const CpuSet& cpus) {
-  std::vector<unsigned> out;
-  for (const auto& n : t.numa_nodes)
-    if (n.cpus.intersects(cpus)) out.push_back(n.os_index);
-  return out;
-}
-
 std::string who(const ContainerReport& c) {
   std::string pod = c.pod.empty() ? "pod " + c.pod_uid : "pod " + c.namespace_name + "/" + c.pod;
   return pod + " container " + c.container;
+}
+
+// The pod's namespace and name, where /var/log/pods (or the pod-resources API) gives them.
+void name_pod(ContainerReport& c, const NodeState& s) {
+  if (auto p = s.pods.find(c.pod_uid); p != s.pods.end()) {
+    c.namespace_name = p->second.namespace_name;
+    c.pod = p->second.name;
+  }
 }
 
 bool same(const ContainerReport& a, const ContainerReport& b) { return a.pod_uid == b.pod_uid && a.container == b.container; }
@@ -110,8 +103,7 @@ void judge_alignment(ContainerReport& c, const topo::Topology& t) {
     else far[g.numa].push_back(g.pci.empty() ? g.id : g.pci);
   }
   for (const auto& [nodes, names] : far) {
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::string list = join(names, ", ");
     found.push_back((names.size() == 1 ? "GPU " + list + " is" : "GPUs " + list + " are") + " on NUMA " + node_list(nodes) +
                     " and its " + cpu_list(c.cpus) + " on " + node_list(c.cpu_nodes));
   }
@@ -121,7 +113,7 @@ void judge_alignment(ContainerReport& c, const topo::Topology& t) {
     for (const auto& n : t.numa_nodes)
       if (!gpu_nodes.count(n.os_index)) off |= (n.cpus & c.cpus);
     if (!off.empty())
-      found.push_back(cpu_list(off) + (off.count() == 1 ? " is" : " are") + " on NUMA " + node_list(nodes_of_cpus(t, off)) +
+      found.push_back(cpu_list(off) + (off.count() == 1 ? " is" : " are") + " on NUMA " + node_list(topo::nodes_covering(t, off)) +
                       ", where none of its GPUs is (they are on " + node_list(c.gpu_nodes) + ")");
   }
   if (!gpu_nodes.empty() && c.memory_nodes) {
@@ -196,10 +188,8 @@ void node_findings(Report& r, const topo::Topology& t) {
       for (const auto& g : t.gpus)
         if (g.numa && std::find(g.numa->begin(), g.numa->end(), n.os_index) != g.numa->end()) here.push_back(g.pci);
       if (here.empty()) continue;
-      std::string list;
-      for (const auto& p : here) list += (list.empty() ? "" : ", ") + p;
       problem("reservedSystemCPUs " + s.config.reserved_system_cpus->to_list() + " hold every CPU of NUMA node " + std::to_string(n.os_index) +
-              ", where GPU(s) " + list + " are: no pod can get CPUs near them");
+              ", where GPU(s) " + join(here, ", ") + " are: no pod can get CPUs near them");
     }
   }
   std::vector<std::string> unmatched;
@@ -283,10 +273,7 @@ Report judge(NodeState state, const topo::Topology& t) {
   CpuSet pool = state.cpu && !state.cpu->default_cpus.empty() ? state.cpu->default_cpus : t.cpus;
   for (auto& [key, c] : by_container) {
     if (c.gpus.empty()) continue;
-    if (auto p = state.pods.find(c.pod_uid); p != state.pods.end()) {
-      c.namespace_name = p->second.namespace_name;
-      c.pod = p->second.name;
-    }
+    name_pod(c, state);
     if (state.cpu) {
       if (auto pod = state.cpu->exclusive.find(c.pod_uid); pod != state.cpu->exclusive.end())
         if (auto e = pod->second.find(c.container); e != pod->second.end()) {
@@ -295,7 +282,7 @@ Report judge(NodeState state, const topo::Topology& t) {
         }
     }
     if (!c.exclusive) c.cpus = pool;
-    c.cpu_nodes = nodes_of_cpus(t, c.cpus);
+    c.cpu_nodes = topo::nodes_covering(t, c.cpus);
     std::set<unsigned> g;
     for (const DeviceView& d : c.gpus) g.insert(d.numa.begin(), d.numa.end());
     c.gpu_nodes.assign(g.begin(), g.end());
@@ -312,14 +299,11 @@ Report judge(NodeState state, const topo::Topology& t) {
   if (state.cpu)
     for (const auto& [uid, containers] : state.cpu->exclusive)
       for (const auto& [name, cpus] : containers) {
-        if (by_container.count({uid, name}) && !by_container[{uid, name}].gpus.empty()) continue;
+        if (auto j = by_container.find({uid, name}); j != by_container.end() && !j->second.gpus.empty()) continue;
         ContainerReport h;
         h.pod_uid = uid;
         h.container = name;
-        if (auto p = state.pods.find(uid); p != state.pods.end()) {
-          h.namespace_name = p->second.namespace_name;
-          h.pod = p->second.name;
-        }
+        name_pod(h, state);
         h.exclusive = true;
         h.cpus = cpus;
         holders.push_back(h);

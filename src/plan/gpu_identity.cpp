@@ -38,10 +38,12 @@ Error env_error(const std::string& name, const std::string& value, const std::st
 }
 
 // The GPUs NVIDIA_VISIBLE_DEVICES names, in PCI order: indices (the host's), GPU UUIDs, or MIG
-// UUIDs (their GPU). nullopt for "all"; none for "none" and "void" (no GPU device at all). A
-// not_found Error when it names UUIDs and the topology has none (NVML is not loaded for this
-// variable: the device plugin sets it in every GPU pod, and exec must stay fast there).
-Result<std::optional<std::vector<const Gpu*>>> container_gpus(const std::vector<const Gpu*>& physical, const std::string& value) {
+// UUIDs (their GPU), among `physical` (the NVIDIA GPUs of `t`). nullopt for "all"; none for "none"
+// and "void" (no GPU device at all). A not_found Error when it names UUIDs and the topology has
+// none (NVML is not loaded for this variable: the device plugin sets it in every GPU pod, and exec
+// must stay fast there).
+Result<std::optional<std::vector<const Gpu*>>> container_gpus(const Topology& t, const std::vector<const Gpu*>& physical,
+                                                              const std::string& value) {
   const char* name = "NVIDIA_VISIBLE_DEVICES";
   if (value == "all" || value.empty()) return std::optional<std::vector<const Gpu*>>();
   std::vector<const Gpu*> out;
@@ -55,11 +57,8 @@ Result<std::optional<std::vector<const Gpu*>>> container_gpus(const std::vector<
         if (g->index == *index) found = g;
       if (!found) return env_error(name, value, "GPU " + id + " is not in the topology");
     } else if (lower.starts_with("gpu-") || lower.starts_with("mig-")) {
-      for (const Gpu* g : physical) {
-        if (to_lower(g->uuid) == lower) found = g;
-        for (const std::string& m : g->mig_uuids)
-          if (to_lower(m) == lower) found = g;
-      }
+      found = topo::find_gpu_by_uuid(t, id);
+      if (std::find(physical.begin(), physical.end(), found) == physical.end()) found = nullptr;
       bool uuids_known = std::any_of(physical.begin(), physical.end(), [](const Gpu* g) { return !g->uuid.empty(); });
       if (!found && !uuids_known) return Error{name, "uuids unknown", ErrorKind::not_found};
       if (!found) return env_error(name, value, id + " matches no GPU's UUID");
@@ -262,7 +261,7 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& r
   // by the Kubernetes device plugin): it gives the container those GPUs' device files only, and
   // the runtime numbers them from 0. The device files are believed when they can tell.
   if (vendor == Vendor::nvidia && env_has(env, "NVIDIA_VISIBLE_DEVICES")) {
-    auto named = container_gpus(physical, env_get(env, "NVIDIA_VISIBLE_DEVICES"));
+    auto named = container_gpus(t, physical, env_get(env, "NVIDIA_VISIBLE_DEVICES"));
     std::string given = "NVIDIA_VISIBLE_DEVICES=" + env_get(env, "NVIDIA_VISIBLE_DEVICES");
     if (!named && named.error().kind != ErrorKind::not_found) return named.error();
     if (!named) {

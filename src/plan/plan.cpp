@@ -58,14 +58,6 @@ CpuSet whole_cores(const Topology& t, const CpuSet& cpus) {
   return out;
 }
 
-// NUMA nodes whose CPUs the set touches.
-std::vector<unsigned> nodes_covering(const Topology& t, const CpuSet& cpus) {
-  std::vector<unsigned> out;
-  for (const topo::NumaNode& n : t.numa_nodes)
-    if (n.cpus.intersects(cpus)) out.push_back(n.os_index);
-  return out;
-}
-
 bool locality_known(const std::vector<const Gpu*>& gpus) {
   return !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Gpu* g) { return g->numa.has_value(); });
 }
@@ -220,9 +212,7 @@ void pod_alignment(Ctx& c, const GpusOfRanks& gpus_of) {
         if (std::find(far_nodes.begin(), far_nodes.end(), n) == far_nodes.end()) far_nodes.push_back(n);
     }
   if (far.empty()) return;
-  std::vector<unsigned> cpu_nodes;
-  for (const auto& n : c.t.numa_nodes)
-    if (n.cpus.intersects(c.allowed)) cpu_nodes.push_back(n.os_index);
+  std::vector<unsigned> cpu_nodes = topo::nodes_covering(c.t, c.allowed);
   std::sort(far_nodes.begin(), far_nodes.end());
   c.plan.warnings.push_back("in a Kubernetes pod: its CPUs " + c.allowed.to_list() + " (the pod's cpuset) are on NUMA node(s) " +
                             join_numbers(cpu_nodes) + ", its GPU(s) " + join(far, ", ") + " on node(s) " + join_numbers(far_nodes) +

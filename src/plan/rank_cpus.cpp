@@ -167,7 +167,7 @@ void split_pools(Ctx& c, std::vector<CpuSet> targets) {
     CpuSet domain;
     for (size_t i : members) domain |= targets[i];
     if (c.cores.count(domain) >= members.size()) continue;
-    for (size_t i : members) targets[i] |= topo::cpus_of_nodes(c.t, nodes_covering(c.t, targets[i])) & c.allowed;
+    for (size_t i : members) targets[i] |= topo::cpus_of_nodes(c.t, topo::nodes_covering(c.t, targets[i])) & c.allowed;
     c.plan.explain.push_back(ranks_text(members) + ": fewer cores than ranks near their GPU; widened to their NUMA node");
   }
   std::vector<CrowdedPool> pools;
@@ -223,7 +223,7 @@ void assign_cpus(Ctx& c, const GpusOfRanks& gpus_of, bool any_gpu) {
   } else if (req.policy == Policy::socket_split) {
     std::vector<unsigned> home;
     for (const CpuSet& target : targets) {
-      std::vector<unsigned> nodes = nodes_covering(c.t, target);
+      std::vector<unsigned> nodes = topo::nodes_covering(c.t, target);
       home.push_back(nodes.empty() ? 0 : nodes[0]);
     }
     auto blocks = split_sockets(c.t, c.cores, home, req.balanced, c.plan.explain);

@@ -23,7 +23,7 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
     for (const Gpu* g : gpus)
       for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
   if (nodes.empty() || c.req.mem == MemPolicy::interleave)
-    for (unsigned n : nodes_covering(c.t, rb.cpus)) nodes.insert(n);
+    for (unsigned n : topo::nodes_covering(c.t, rb.cpus)) nodes.insert(n);
   // Never a node the cgroup forbids (cpuset.mems): set_mempolicy would fail, or the kernel would
   // silently allocate elsewhere. The nearest allowed node with CPUs takes its place.
   if (const auto& allowed = c.req.allowed_mems) {

@@ -27,8 +27,6 @@ using GpusOfRanks = std::vector<std::vector<const topo::Gpu*>>;
 
 // The cores touching `cpus`, whole.
 CpuSet whole_cores(const topo::Topology& t, const CpuSet& cpus);
-// NUMA nodes whose CPUs the set touches.
-std::vector<unsigned> nodes_covering(const topo::Topology& t, const CpuSet& cpus);
 // Whether every one of these GPUs has a known NUMA node.
 bool locality_known(const std::vector<const topo::Gpu*>& gpus);
 std::string cpus_text(const CpuSet& s);

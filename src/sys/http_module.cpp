@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "sys/http_api.hpp"
+#include "sys/module_side.hpp"
 
 namespace {
 
@@ -15,10 +16,7 @@ struct Server {
   std::thread thread;
 };
 
-void copy_error(char* err, long errcap, const std::string& text) {
-  if (!err || errcap <= 0) return;
-  std::snprintf(err, size_t(errcap), "%s", text.c_str());
-}
+using gpubind::module_side::copy_error;
 
 void* start(const char* host, int port, GpubindHttpBody body, void* user, char* err, long errcap) {
   try {

@@ -3,20 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "podresources.grpc.pb.h"
+#include "sys/module_side.hpp"
 #include "sys/podresources_api.hpp"
 
 namespace {
 
-void copy_error(char* err, long errcap, const std::string& text) {
-  if (err && errcap > 0) std::snprintf(err, size_t(errcap), "%s", text.c_str());
-}
+using gpubind::module_side::copy_error;
 
 nlohmann::json nodes(const v1::TopologyInfo& t) {
   nlohmann::json a = nlohmann::json::array();
@@ -57,13 +53,8 @@ char* list(const char* socket_path, int timeout_ms, char* err, long errcap) {
       copy_error(err, errcap, "List: " + std::to_string(int(status.error_code())) + " " + status.error_message());
       return nullptr;
     }
-    std::string json = to_json(response).dump();
-    char* out = static_cast<char*>(std::malloc(json.size() + 1));
-    if (!out) {
-      copy_error(err, errcap, "out of memory");
-      return nullptr;
-    }
-    std::memcpy(out, json.c_str(), json.size() + 1);
+    char* out = gpubind::module_side::allocated_copy(to_json(response).dump());
+    if (!out) copy_error(err, errcap, "out of memory");
     return out;
   } catch (const std::exception& e) {
     copy_error(err, errcap, e.what());
@@ -71,9 +62,7 @@ char* list(const char* socket_path, int timeout_ms, char* err, long errcap) {
   }
 }
 
-void release(char* json) { std::free(json); }
-
-const GpubindPodResourcesApi kApi{1, list, release};
+const GpubindPodResourcesApi kApi{1, list, gpubind::module_side::release_copy};
 
 }  // namespace
 

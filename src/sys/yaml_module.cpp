@@ -2,12 +2,11 @@
 #include <yaml.h>
 
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sys/module_side.hpp"
 #include "sys/yaml_api.hpp"
 
 namespace {
@@ -100,9 +99,7 @@ struct Converter {
   }
 };
 
-void copy_error(char* err, long errcap, const std::string& text) {
-  if (err && errcap > 0) std::snprintf(err, size_t(errcap), "%s", text.c_str());
-}
+using gpubind::module_side::copy_error;
 
 std::string parser_error(const yaml_parser_t& p) {
   std::string where = at(p.problem_mark);
@@ -131,9 +128,8 @@ char* to_json(const char* text, long len, char* err, long errcap) {
     bool more = yaml_document_get_root_node(&next) != nullptr;
     yaml_document_delete(&next);
     if (more) throw Failure{"holds more than one YAML document"};
-    out = static_cast<char*>(std::malloc(json.size() + 1));
+    out = gpubind::module_side::allocated_copy(json);
     if (!out) throw Failure{"out of memory"};
-    std::memcpy(out, json.c_str(), json.size() + 1);
   } catch (const Failure& f) {
     copy_error(err, errcap, f.why);
   } catch (const std::exception& e) {
@@ -144,9 +140,7 @@ char* to_json(const char* text, long len, char* err, long errcap) {
   return out;
 }
 
-void release(char* json) { std::free(json); }
-
-const GpubindYamlApi kApi{1, to_json, release};
+const GpubindYamlApi kApi{1, to_json, gpubind::module_side::release_copy};
 
 }  // namespace
 

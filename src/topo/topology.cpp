@@ -123,6 +123,23 @@ const Gpu* find_gpu(const Topology& t, const std::string& pci) {
   return nullptr;
 }
 
+const Gpu* find_gpu_by_uuid(const Topology& t, const std::string& uuid) {
+  std::string want = to_lower(uuid);
+  for (const Gpu& g : t.gpus) {
+    if (!g.uuid.empty() && to_lower(g.uuid) == want) return &g;
+    for (const std::string& m : g.mig_uuids)
+      if (to_lower(m) == want) return &g;
+  }
+  return nullptr;
+}
+
+std::vector<unsigned> nodes_covering(const Topology& t, const CpuSet& cpus) {
+  std::vector<unsigned> out;
+  for (const NumaNode& n : t.numa_nodes)
+    if (n.cpus.intersects(cpus)) out.push_back(n.os_index);
+  return out;
+}
+
 const NumaNode* numa_of_pu(const Topology& t, unsigned pu) {
   for (const NumaNode& n : t.numa_nodes)
     if (n.cpus.test(pu)) return &n;

@@ -131,6 +131,11 @@ bool is_infiniband_class(uint32_t class_id);
 std::vector<unsigned> logical_core_ids(const Topology& t);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
+// The GPU whose UUID ("GPU-...") or one of whose MIG instances' UUIDs ("MIG-...") is `uuid`, in
+// any case; nullptr when none is.
+const Gpu* find_gpu_by_uuid(const Topology& t, const std::string& uuid);
+// The NUMA nodes (OS indexes) whose CPUs the set touches.
+std::vector<unsigned> nodes_covering(const Topology& t, const CpuSet& cpus);
 // Whether the topology has a GPU of that vendor (which GPU libraries to ask).
 bool has_gpu_of(const Topology& t, Vendor v);
 // The CUDA compute capability (major * 10 + minor: 90 for H100) of an NVIDIA PCI device ID, from
