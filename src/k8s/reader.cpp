@@ -13,10 +13,12 @@ std::string relative(const std::string& path) {
   return path.substr(i);
 }
 
-// The file's text, nullopt when it does not exist; an Error when it exists and cannot be read.
+// The file's text, nullopt when it does not exist; an Error when it cannot be read. Read, not
+// first looked for: a directory this user may not search (the kubelet's is root's) is a
+// permission error, not an absent file.
 Result<std::optional<std::string>> read_optional(const sys::FsRoot& root, const std::string& rel) {
-  if (!root.exists(rel)) return std::optional<std::string>();
   auto text = root.read(rel);
+  if (!text && text.error().kind == ErrorKind::not_found) return std::optional<std::string>();
   if (!text) {
     Error e = text.error();
     if (e.kind == ErrorKind::permission) e.why += " (the kubelet's files are root's: run k8s check as root)";
