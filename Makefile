@@ -4,13 +4,14 @@
 #              and strategy comparison for embedded 8-GPU nodes, measures the strategies with
 #              bench, then watches the job run again
 #   make test  installs what is missing, builds (warnings are errors), runs every test, then the
-#              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+#              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then
+#              the fuzz regression; every pass runs, one summary of all failures at the end
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test deps deps-build build build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
+.PHONY: run test test-load deps deps-build build build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
 
 deps:
 	@scripts/install-deps.sh
@@ -25,6 +26,9 @@ build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
 DDP_RANKS ?= 2
+# The watched job steps for this long, twice watch's 4 s, whatever the machine's speed (a step
+# count finished in 0.15 s on a fast CPU, before watch's first sample).
+WATCH_JOB_SECONDS ?= 8
 
 run: build
 	@echo "== gpubind topo (this machine)"
@@ -51,20 +55,27 @@ run: build
 	@$(BUILD)/src/gpubind bench -n $(DDP_RANKS) --steps 100 --noise 2 --quiet --plot $(BUILD)/bench.svg
 	@echo "(the step-time plot: $(BUILD)/bench.svg)"
 	@echo
-	@echo "== gpubind watch --children-of LAUNCH_PID --duration 4 (the job again, 200 steps, watched while it runs)"
+	@echo "== gpubind watch --children-of LAUNCH_PID --duration 4 (the job again, $(WATCH_JOB_SECONDS) s of steps, watched while it runs)"
 	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then \
-	  worker="/usr/bin/python3 examples/ddp_train.py --steps 200"; \
-	else \
-	  worker="$(BUILD)/examples/gpubind_demo_worker --steps 200"; \
-	fi; \
+	  worker="/usr/bin/python3 examples/ddp_train.py --seconds $(WATCH_JOB_SECONDS)"; \
+	 else \
+	  worker="$(BUILD)/examples/gpubind_demo_worker --seconds $(WATCH_JOB_SECONDS)"; \
+	 fi; \
 	$(BUILD)/src/gpubind launch -n $(DDP_RANKS) -- $$worker >/dev/null 2>&1 & job=$$!; \
 	$(BUILD)/src/gpubind watch --children-of $$job --duration 4 --interval 1; rc=$$?; \
-	wait $$job; [ $$rc -eq 0 ] || [ $$rc -eq 3 ]
+	wait $$job; jrc=$$?; [ $$jrc -eq 0 ] || echo "make run: the watched job exited $$jrc" >&2; \
+	{ [ $$rc -eq 0 ] || [ $$rc -eq 3 ]; } && [ $$jrc -eq 0 ]
 
-test: deps build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
-	$(MAKE) --no-print-directory test-asan
-	$(MAKE) --no-print-directory fuzz-regress
+# Every pass runs whatever an earlier one did (main build and all its tests, the sanitizer build
+# and its tests, the fuzz regression), then one summary names every failure (scripts/test-all.sh).
+test: deps
+	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" scripts/test-all.sh
+
+# The same under a shared CI machine's load: TEST_LOAD busy CPU workers (stress-ng) beside it.
+TEST_LOAD ?= 2
+test-load: deps
+	@GPUBIND_TEST_LOAD=$(TEST_LOAD) BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" \
+	  scripts/test-all.sh
 
 $(ASAN_BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON -DGPUBIND_FAULT_POINTS=ON \

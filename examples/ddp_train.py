@@ -6,6 +6,11 @@ its ranks, the CPUs it is bound to (sched_getaffinity), the NUMA nodes it may al
 CPU it last ran on, gpubind's record of the binding (GPUBIND_*), and its step times.
 
     gpubind launch -n 2 -- /usr/bin/python3 examples/ddp_train.py --steps 20
+    gpubind launch -n 2 -- /usr/bin/python3 examples/ddp_train.py --seconds 8
+
+With --seconds, every rank steps until rank 0 has trained that long: the ranks agree on each
+step (an all-reduce of rank 0's verdict), so none leaves the loop while another still waits in
+backward()'s all-reduce.
 """
 import argparse
 import json
@@ -34,6 +39,7 @@ def last_cpu():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seconds", type=float, default=0, help="step until this many seconds have passed (not --steps)")
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
 
@@ -46,7 +52,18 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     steps = []
-    for _ in range(args.steps):
+    start = time.perf_counter()
+
+    def more():
+        if args.seconds <= 0:
+            return len(steps) < args.steps
+        if not steps:
+            return True
+        go = torch.tensor([1 if rank != 0 or time.perf_counter() - start < args.seconds else 0])
+        dist.all_reduce(go, op=dist.ReduceOp.MIN)
+        return bool(go.item())
+
+    while more():
         x = torch.randn(args.batch, 256)
         y = torch.randint(0, 10, (args.batch,))
         t0 = time.perf_counter()
@@ -68,6 +85,7 @@ def main():
         "gpubind_cpus": os.environ.get("GPUBIND_CPUS"),
         "gpubind_mem": os.environ.get("GPUBIND_MEM"),
         "loss": round(float(loss), 4),
+        "steps": len(steps),
         "step_ms": {"median": round(sorted(steps)[len(steps) // 2] * 1000, 2), "max": round(max(steps) * 1000, 2)},
     }
     # One write per line, so ranks sharing a terminal do not interleave inside a line.

@@ -2,6 +2,7 @@
 // "steps" of arithmetic and prints where it ran, in the same shape as examples/ddp_train.py.
 //
 //   gpubind launch -n 2 -- build/examples/gpubind_demo_worker --steps 20
+//   gpubind launch -n 2 -- build/examples/gpubind_demo_worker --seconds 8   (steps until 8 s passed)
 #include <sched.h>
 
 #include <algorithm>
@@ -37,11 +38,19 @@ std::string env(const char* name) {
 
 int main(int argc, char** argv) {
   int steps = 20;
-  for (int i = 1; i + 1 < argc; ++i)
+  double seconds = 0;  // > 0: steps until this much time has passed, however fast the machine is
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto more = [&](int s) {
+    if (seconds > 0) return s == 0 || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds;
+    return s < steps;
+  };
   std::vector<double> times;
   double acc = 0;
-  for (int s = 0; s < steps; ++s) {
+  for (int s = 0; more(s); ++s) {
     auto t0 = std::chrono::steady_clock::now();
     for (int k = 1; k < 200000; ++k) acc += std::sqrt(double(k) * (s + 1));
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -49,10 +58,10 @@ int main(int argc, char** argv) {
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   std::printf("WORKER {\"rank\": %s, \"local_rank\": %s, \"world_size\": %s, \"cpus_allowed_list\": \"%s\", "
-              "\"mems_allowed_list\": \"%s\", \"last_cpu\": %d, \"gpubind_cpus\": \"%s\", \"step_ms\": {\"median\": %.2f, "
+              "\"mems_allowed_list\": \"%s\", \"last_cpu\": %d, \"gpubind_cpus\": \"%s\", \"steps\": %zu, \"step_ms\": {\"median\": %.2f, "
               "\"max\": %.2f}, \"checksum\": %.0f}\n",
               env("RANK").c_str(), env("LOCAL_RANK").c_str(), env("WORLD_SIZE").c_str(),
               status_field("Cpus_allowed_list").c_str(), status_field("Mems_allowed_list").c_str(), sched_getcpu(),
-              env("GPUBIND_CPUS").c_str(), sorted[sorted.size() / 2], sorted.back(), acc);
+              env("GPUBIND_CPUS").c_str(), times.size(), sorted[sorted.size() / 2], sorted.back(), acc);
   return 0;
 }

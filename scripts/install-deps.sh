@@ -22,8 +22,8 @@ build_packages=(
 )
 # What `make test` adds: the real components the tests run against.
 test_packages=(
-  # tools the tests and benchmarks run
-  hwloc-nox hyperfine bzip2 numactl
+  # tools the tests and benchmarks run; stress-ng loads the CPUs for `make test-load`
+  hwloc-nox hyperfine bzip2 numactl stress-ng
   # real clients of `gpubind exec` and `gpubind launch`: Open MPI's mpirun, PyTorch DDP (CPU, gloo)
   openmpi-bin python3-torch
   # the Slurm test refuses set_mempolicy to slurmd with a seccomp filter (tests/slurm/seccomp_deny.py)

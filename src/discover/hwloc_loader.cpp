@@ -384,6 +384,16 @@ std::string hwloc_backend_version() {
 
 namespace {
 
+// The directory of CPUID dumps hwloc-gather-topology saved in the gathered tree `root` ("cpuid";
+// "hwloc-cpuid" in older hwloc), or "" when it saved none (not x86, or --no-cpuid).
+std::string cpuid_dumps(const std::string& root) {
+  for (const char* d : {"cpuid", "hwloc-cpuid"}) {
+    std::string dir = root + "/" + d;
+    if (sys::path_kind(dir + "/hwloc-cpuid-info") == sys::PathKind::file) return dir;
+  }
+  return "";
+}
+
 // Settings hwloc reads only from the environment, for one load of `in`. They are applied in the
 // child process that loads (sys::run_isolated), never in gpubind's own environment: nothing
 // leaks into the command gpubind executes, and no other thread can see the environment change.
@@ -407,7 +417,15 @@ std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<
     // A gathered tree: hwloc's linux backend reads it in place; nothing else may look at this host.
     env.emplace_back("HWLOC_FSROOT", in.value);
     env.emplace_back("HWLOC_DUMPED_HWDATA_DIR", in.value + "/var/run/hwloc");
-    env.emplace_back("HWLOC_COMPONENTS", "linux,stop");
+    // hwloc-gather-topology also saves each x86 PU's CPUID answers (cpuid/). Live discovery on
+    // x86 completes what sysfs lacks from CPUID (caches, on VMs without cpu*/cache), so the
+    // capture is read the same way: its x86 backend on the dumps, never on this host's CPUID.
+    if (std::string dumps = cpuid_dumps(in.value); !dumps.empty()) {
+      env.emplace_back("HWLOC_CPUID_PATH", dumps);
+      env.emplace_back("HWLOC_COMPONENTS", "linux,x86,stop");
+    } else {
+      env.emplace_back("HWLOC_COMPONENTS", "linux,stop");
+    }
   }
   return env;
 }

@@ -368,6 +368,9 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
     if (ts) p.threads.push_back(std::move(*ts));
     else if (int(*tid) == pid) return vanished_or(ts.error(), pid, kVanished);
   }
+  // Reaped after its status was read: the kernel still opens /proc/PID/task but lists no thread
+  // in it. A living process always lists at least its leader (a zombie leader too).
+  if (p.threads.empty()) return Error{"PID " + std::to_string(pid), kVanished, ErrorKind::not_found};
 
   // GPUs held open.
   GpuDeviceMap devices(root);

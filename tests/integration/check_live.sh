@@ -88,20 +88,30 @@ ts = [threading.Thread(target=time.sleep, args=(0.001,)) for _ in range(8)]
      sleep 0.01
    done; wait) >/dev/null 2>&1 &
   churn=$!
-  seen=0 bad=0
+  seen=0 bad=0 why=""
   for i in $(seq 25); do
     "$GPUBIND" check --match churn-marker --json >"$WORK/out" 2>"$WORK/err"
     rc=$?
+    # processes judged, then each bad one: "PID: 0 threads" or the error's line.
     r=$(/usr/bin/python3 -c "import json, sys
 d = json.load(open(sys.argv[1]))
-print(len(d['processes']), sum(1 for p in d['processes'] if not p['threads']) + len(d['errors']))" "$WORK/out" 2>/dev/null) || r="0 1"
-    seen=$((seen + ${r% *})); bad=$((bad + ${r#* }))
+print(len(d['processes']))
+for p in d['processes']:
+    if not p['threads']: print('PID %d judged with 0 threads' % p['pid'])
+for e in d['errors']: print('error: %s' % e)" "$WORK/out" 2>&1) || r="0
+stdout is not check's JSON: $(head -c 300 "$WORK/out") ($(echo "$r" | tail -1))"
+    seen=$((seen + $(echo "$r" | head -1)))
+    n=$(echo "$r" | tail -n +2 | grep -c .)
+    [ "$n" -gt 0 ] && why="$why; run $i: $(echo "$r" | tail -n +2 | head -3 | tr '\n' ' ')"
+    bad=$((bad + n))
     # A moment with no such process is "no process to check" (exit 0); anything else on stderr is bad.
-    { [ $rc = 0 ] && ! grep -qv '^gpubind: no process to check$' "$WORK/err"; } || { bad=$((bad + 1)); cp "$WORK/err" "$WORK/bad.err"; }
+    if ! { [ $rc = 0 ] && ! grep -qv '^gpubind: no process to check$' "$WORK/err"; }; then
+      bad=$((bad + 1)); why="$why; run $i: exit $rc$( [ $rc -gt 128 ] && echo " (signal $((rc - 128)))"), stderr: $(head -3 "$WORK/err" | tr '\n' ' ')"
+    fi
   done
   kill $churn 2>/dev/null
   if [ $bad = 0 ] && [ $seen -gt 0 ]; then pass "check under churn: $seen processes judged in 25 runs, none with 0 threads, no error"
-  else fail "check under churn: $bad bad of $seen (exit $rc; stderr of a bad run: $(cat "$WORK/bad.err" 2>/dev/null))"; fi
+  else fail "check under churn: $bad bad of $seen judged${why:-; no process was judged}"; fi
 else
   echo "SKIP: churn case: /usr/bin/python3 missing"
 fi

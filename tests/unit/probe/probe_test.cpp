@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "../../support/fake_tree.hpp"
@@ -197,6 +198,19 @@ TEST(Probe, MissingAndMalformedAreErrors) {
   auto gone = probe_process(**root, 13, {});
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().why, "no such process");
+}
+
+// A process reaped between its status and its threads: /proc/PID/task still opens but lists no
+// thread. It vanished while being read; it is never judged as a process with no threads.
+TEST(Probe, AProcessWhoseTaskDirectoryListsNoThreadVanished) {
+  gpubind::testing::FakeTree t;
+  process(t, 21, "trainer", "0-1", 0);
+  std::filesystem::remove_all(t.root() + "/proc/21/task/21");
+  auto root = sys::open_fsroot(t.root());
+  auto p = probe_process(**root, 21, {});
+  ASSERT_FALSE(p.ok()) << p->threads.size() << " threads";
+  EXPECT_EQ(p.error().why, "vanished while being read");
+  EXPECT_EQ(p.error().kind, ErrorKind::not_found);
 }
 
 // --all-gpu-procs: a process holding one GPU's device file, not one holding only the stack's

@@ -88,10 +88,19 @@ TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
   size_t before = open_fds();
   std::atomic<int> tid{0};
   std::atomic<bool> attached{false};
+  uint64_t last_read = 0;  // what the counter said in the thread, before it ended
   std::thread t([&] {
     tid = ::gettid();
     while (!attached) std::this_thread::yield();
-    spin(std::chrono::milliseconds(20));
+    // Until the counter itself has counted 20 ms. task-clock runs only while perf's context is
+    // switched in, a little less than the thread's CPU clock per switch (0.25 ms less over 20 ms
+    // on a loaded machine): a spin of 20 ms by the thread's clock is not 20 ms by the counter's.
+    // The main thread is in join() meanwhile; it uses the counters before and after only.
+    while (auto c = counters->counts(tid)) {
+      last_read = c->run_ns;
+      if (last_read >= 20'000'000u) break;
+      spin(std::chrono::milliseconds(1));
+    }
   });
   while (!tid) std::this_thread::yield();
   auto first = counters->counts(tid);
@@ -99,10 +108,11 @@ TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
   t.join();
   ASSERT_TRUE(first.has_value());
   EXPECT_TRUE(first->fresh);
+  ASSERT_GE(last_read, 20'000'000u) << "the counter stopped answering while its thread ran";
   auto ended = counters->counts(tid);
   ASSERT_TRUE(ended.has_value());
   EXPECT_FALSE(ended->fresh);
-  EXPECT_GE(ended->run_ns, 20'000'000u);
+  EXPECT_GE(ended->run_ns, last_read);  // what it counted while the thread lived, kept after it ended
   // The kernel does not hang the counter up: it reads the same forever (the probe tells a
   // reused id by the thread's kept-open schedstat instead).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
