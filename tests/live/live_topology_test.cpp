@@ -134,9 +134,9 @@ TEST(LiveTopology, GatheredCaptureWithoutSysfsCachesTakesThemFromItsCpuidDumps) 
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   namespace fs = std::filesystem;
   bool dumps = fs::exists(dir + "/node/cpuid/hwloc-cpuid-info") || fs::exists(dir + "/node/hwloc-cpuid/hwloc-cpuid-info");
-  size_t removed = 0;
+  // (On a machine whose sysfs has none, there is nothing to remove: the capture already lacks them.)
   for (const auto& cpu : fs::directory_iterator(dir + "/node/sys/devices/system/cpu"))
-    if (fs::exists(cpu.path() / "cache")) removed += fs::remove_all(cpu.path() / "cache") > 0;
+    fs::remove_all(cpu.path() / "cache");
   auto live = gpubind::discover::load_topology("");
   auto gathered = gpubind::discover::load_topology(dir + "/node");
   fs::remove_all(dir);
@@ -144,7 +144,6 @@ TEST(LiveTopology, GatheredCaptureWithoutSysfsCachesTakesThemFromItsCpuidDumps) 
   ASSERT_TRUE(gathered.ok()) << gathered.error().message();
   if (!dumps) GTEST_SKIP() << "hwloc-gather-topology saved no CPUID dumps here (not x86): the capture cannot carry caches sysfs lacks";
   if (live->l3_domains.empty()) GTEST_SKIP() << "this machine shows no L3 live: nothing to compare";
-  EXPECT_GT(removed, 0u);
   EXPECT_EQ(gathered->l3_domains.size(), live->l3_domains.size());
   ASSERT_EQ(gathered->cores.size(), live->cores.size());
   EXPECT_EQ(gathered->cpus, live->cpus);
