@@ -49,3 +49,6 @@ for c in $commands; do
   page "gpubind-$c" "$summary" "$tmp.c" ".BR gpubind (1)"
 done
 rm -f "$tmp.c"
+# Each page also compressed, as installed (Debian policy): gzip -9n keeps no name or time stamp,
+# so the package is reproducible.
+for f in "$OUT"/*.1; do gzip -9nkf "$f"; done

@@ -30,8 +30,8 @@ test_packages=(
   python3-seccomp
   # Slurm: a throw-away local cluster for the SPANK plugin's tests
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
-  # packaging: the Debian package's Depends (dpkg-shlibdeps), man page rendering, completion test
-  dpkg-dev groff-base bsdextrautils
+  # packaging: the Debian packages' Depends (dpkg-shlibdeps), lintian, man page rendering, completion test
+  dpkg-dev groff-base bsdextrautils lintian
   # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
   clang libclang-rt-14-dev
   # fault injection: libfiu failure points in the sanitizer build, fiu-run (docs/FAULTS.md)

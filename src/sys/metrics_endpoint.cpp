@@ -13,7 +13,7 @@ namespace {
 
 Result<const GpubindHttpApi*> api() {
   static constexpr ModuleSpec kSpec{"gpubind-http.so", "gpubind_http_api_v1", "--listen", "the HTTP server", "HTTP",
-                                    "--textfile works without it"};
+                                    "--textfile works without it; the Debian package gpubind-exporter installs it"};
   return module_api<GpubindHttpApi>(kSpec, [](const GpubindHttpApi& a) { return a.abi == 1 && a.start && a.stop; });
 }
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Packaging: `cmake --install` with DESTDIR puts every file where it belongs; the Debian package
-# built by CPack installs with dpkg into a clean root and its gpubind runs; the man pages render
-# and document every flag of their command; bash completion works from the installed file.
+# Packaging: `cmake --install` with DESTDIR puts every file where it belongs; CPack builds three
+# Debian packages (gpubind, whose Depends are only what exec needs; gpubind-exporter with the HTTP
+# module and the systemd unit; gpubind-k8s with the YAML and pod-resources modules), lintian finds
+# no error in any, they install with dpkg into a clean root and gpubind runs, and without the
+# optional packages their commands say which package to install; the man pages render and
+# document every flag of their command; bash completion works from the installed file.
 # Usage: packaging.sh GPUBIND BUILD_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -11,10 +14,11 @@ for t in cpack dpkg dpkg-deb groff; do command -v $t >/dev/null || skip "$t not 
 # 1. DESTDIR install.
 DESTDIR="$WORK/stage" cmake --install "$BUILD" --prefix /usr >"$WORK/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$WORK/install.log")"
 arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
-for f in usr/bin/gpubind usr/share/man/man1/gpubind.1 usr/share/man/man1/gpubind-launch.1 \
+for f in usr/bin/gpubind usr/share/man/man1/gpubind.1.gz usr/share/man/man1/gpubind-launch.1.gz \
          usr/share/bash-completion/completions/gpubind usr/share/zsh/vendor-completions/_gpubind \
          usr/share/gpubind/deploy/gpubind.conf usr/share/gpubind/deploy/slurm/plugstack.conf \
-         usr/share/gpubind/deploy/kubernetes/training-job.yaml; do
+         usr/share/gpubind/deploy/kubernetes/training-job.yaml usr/lib/systemd/system/gpubind-watch.service \
+         usr/share/doc/gpubind/copyright usr/share/doc/gpubind/changelog.gz; do
   [ -f "$WORK/stage/$f" ] || fail "DESTDIR install lacks $f"
 done
 if [ -f "$(dirname "$GPUBIND")/gpubind_spank.so" ]; then
@@ -37,21 +41,57 @@ if [ -f "$(dirname "$GPUBIND")/gpubind-podresources.so" ]; then
 fi
 [ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
 
-# 2. The Debian package: built, installed by dpkg into an empty root, run.
+# 2. The Debian packages: built, checked by lintian, installed by dpkg into an empty root, run.
 mkdir -p "$WORK/pkg"
 (cd "$WORK/pkg" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack.log" 2>&1) || fail "cpack: $(tail -5 "$WORK/cpack.log")"
 deb=$(ls "$WORK"/pkg/gpubind_*.deb 2>/dev/null | head -1)
+exporter=$(ls "$WORK"/pkg/gpubind-exporter_*.deb 2>/dev/null | head -1)
+k8s=$(ls "$WORK"/pkg/gpubind-k8s_*.deb 2>/dev/null | head -1)
+[ -n "$deb" ] && [ -n "$exporter" ] && [ -n "$k8s" ] && pass "cpack built three packages: $(cd "$WORK/pkg" && ls *.deb | tr '\n' ' ')" \
+  || fail "cpack built: $(ls "$WORK"/pkg/*.deb 2>&1 | tr '\n' ' ')"
+field() { dpkg-deb -f "$1" "$2" 2>/dev/null; }
 if [ -n "$deb" ]; then
-  dpkg-deb -I "$deb" | grep -q "Depends:.*libhwloc15" && pass "package $(basename "$deb"): Depends names libhwloc15" \
-    || fail "Depends: $(dpkg-deb -I "$deb" | grep Depends)"
-  dpkg-deb -I "$deb" | grep -q "Depends:.*libcpp-httplib" && pass "Depends names libcpp-httplib (watch --listen)" \
-    || fail "Depends lacks libcpp-httplib: $(dpkg-deb -I "$deb" | grep Depends)"
-  dpkg-deb -I "$deb" | grep -q "Depends:.*libyaml-0-2" && pass "Depends names libyaml-0-2 (k8s check)" \
-    || fail "Depends lacks libyaml-0-2: $(dpkg-deb -I "$deb" | grep Depends)"
+  # The core package depends on what exec needs, no more: no HTTP, YAML, gRPC, protobuf or abseil.
+  dep=$(field "$deb" Depends)
+  echo "$dep" | grep -q "libhwloc15" && pass "gpubind Depends: $dep" || fail "gpubind Depends lacks libhwloc15: $dep"
+  heavy=$(echo "$dep" | tr ',' '\n' | grep -E "httplib|yaml|grpc|protobuf|absl|libssl" | tr -d ' ' | tr '\n' ' ')
+  [ -z "$heavy" ] && pass "gpubind depends on no optional module's library" || fail "gpubind Depends names $heavy"
+  [ "$(field "$deb" Recommends)" = "gpubind-exporter" ] && pass "gpubind Recommends gpubind-exporter" \
+    || fail "gpubind Recommends: $(field "$deb" Recommends)"
+  field "$deb" Suggests | grep -q "gpubind-k8s" && pass "gpubind Suggests gpubind-k8s" || fail "Suggests: $(field "$deb" Suggests)"
+  dpkg-deb -c "$deb" | grep -qE "gpubind-(http|yaml|podresources)\.so" && fail "gpubind ships an optional module: $(dpkg-deb -c "$deb" | grep -oE 'gpubind-[a-z]+\.so' | tr '\n' ' ')"
+  [ "$(field "$deb" Description | sed -n 2p)" != "" ] && pass "gpubind has an extended description" || fail "no extended description"
+fi
+if [ -n "$exporter" ]; then
+  dep=$(field "$exporter" Depends)
+  echo "$dep" | grep -q "libcpp-httplib" && echo "$dep" | grep -q "gpubind (= $("$GPUBIND" --version | awk '{print $2}'))" \
+    && pass "gpubind-exporter Depends: $dep" || fail "gpubind-exporter Depends: $dep"
+  dpkg-deb -c "$exporter" | grep -q " \./usr/lib/systemd/system/gpubind-watch.service$" && pass "gpubind-exporter ships the unit in /usr/lib/systemd/system" \
+    || fail "gpubind-exporter lacks usr/lib/systemd/system/gpubind-watch.service: $(dpkg-deb -c "$exporter" | awk '{print $6}' | tr '\n' ' ')"
+fi
+if [ -n "$k8s" ]; then
+  dep=$(field "$k8s" Depends)
+  echo "$dep" | grep -q "libyaml-0-2" && pass "gpubind-k8s Depends names libyaml-0-2" || fail "gpubind-k8s Depends: $dep"
   if [ -f "$(dirname "$GPUBIND")/gpubind-podresources.so" ]; then
-    dpkg-deb -I "$deb" | grep -q "Depends:.*libgrpc++" && pass "Depends names libgrpc++ (k8s check's pod-resources API)" \
-      || fail "Depends lacks libgrpc++: $(dpkg-deb -I "$deb" | grep Depends)"
+    echo "$dep" | grep -q "libgrpc++" && pass "gpubind-k8s Depends names libgrpc++ (the pod-resources API)" || fail "gpubind-k8s Depends lacks libgrpc++: $dep"
   fi
+fi
+
+# lintian, Debian's package checker: no error in any package (its warnings are printed).
+if command -v lintian >/dev/null; then
+  for p in "$deb" "$exporter" "$k8s"; do
+    [ -n "$p" ] || continue
+    lintian --allow-root --tag-display-limit 0 "$p" >"$WORK/lintian.out" 2>&1
+    errors=$(grep -c '^E: ' "$WORK/lintian.out")
+    warnings=$(grep '^W: ' "$WORK/lintian.out" | sed 's/^W: [^:]*: //' | awk '{print $1}' | sort | uniq -c | awk '{printf "%s%s (%d)", sep, $2, $1; sep=", "}')
+    [ "$errors" = 0 ] && pass "lintian $(basename "$p"): no error${warnings:+; warnings: $warnings}" \
+      || fail "lintian $(basename "$p"): $errors error(s): $(grep '^E: ' "$WORK/lintian.out" | head -5 | tr '\n' ' ')"
+  done
+else
+  echo "SKIP lintian: not installed (Debian package lintian; scripts/install-deps.sh installs it)"
+fi
+
+if [ -n "$deb" ]; then
   R="$WORK/root"
   mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
   : >"$R/var/lib/dpkg/status"
@@ -63,13 +103,29 @@ if [ -n "$deb" ]; then
   [ $? = 0 ] && echo "$out" | grep -q "^Machine" && pass "the installed gpubind runs: $(echo "$out" | head -1)" || fail "installed topo: $out"
   [ "$("$R/usr/bin/gpubind" --version | awk '{print $2}')" = "$("$GPUBIND" --version | awk '{print $2}')" ] \
     && pass "installed version = built version" || fail "version mismatch"
+  # Without gpubind-exporter, --listen says which package brings it; --textfile still works.
+  out=$("$R/usr/bin/gpubind" watch --pid $$ --count 1 --listen 127.0.0.1:0 2>&1 >/dev/null); rc=$?
+  [ $rc != 0 ] && [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "gpubind-http.so is not installed.*the Debian package gpubind-exporter installs it" \
+    && pass "without gpubind-exporter, --listen: $out" || fail "watch --listen without the exporter package: exit $rc: $out"
+  if [ -n "$exporter" ]; then
+    dpkg --root="$R" --force-depends --force-script-chrootless -i "$exporter" >"$WORK/dpkg.log" 2>&1 || fail "dpkg -i exporter: $(tail -3 "$WORK/dpkg.log")"
+    [ -f "$R/usr/lib/systemd/system/gpubind-watch.service" ] && pass "gpubind-exporter installed the unit where systemd finds it" \
+      || fail "no usr/lib/systemd/system/gpubind-watch.service after installing gpubind-exporter"
+    if command -v systemd-analyze >/dev/null; then
+      # systemd's own reading of the installed unit: its ExecStart names the installed binary.
+      sed "s|^ExecStart=/usr/bin/gpubind|ExecStart=$R/usr/bin/gpubind|" "$R/usr/lib/systemd/system/gpubind-watch.service" >"$WORK/gpubind-watch.service"
+      systemd-analyze verify --man=no "$WORK/gpubind-watch.service" >"$WORK/verify.out" 2>&1 \
+        && pass "systemd-analyze verify: the installed unit is valid" || fail "systemd-analyze verify: $(head -3 "$WORK/verify.out")"
+    fi
+  fi
 fi
 
 # 3. Man pages render without warnings and carry every flag of their command's --help.
 bad=0
-for page in "$WORK"/stage/usr/share/man/man1/gpubind-*.1; do
-  c=$(basename "$page" .1); c=${c#gpubind-}
-  text=$(groff -man -Tutf8 -ww "$page" 2>"$WORK/groff.err" | col -b 2>/dev/null || groff -man -Tascii "$page")
+for page in "$WORK"/stage/usr/share/man/man1/gpubind-*.1.gz; do
+  c=$(basename "$page" .1.gz); c=${c#gpubind-}
+  zcat "$page" >"$WORK/page.1"
+  text=$(groff -man -Tutf8 -ww "$WORK/page.1" 2>"$WORK/groff.err" | col -b 2>/dev/null || groff -man -Tascii "$WORK/page.1")
   [ -s "$WORK/groff.err" ] && { bad=1; fail "groff warnings for $c: $(head -2 "$WORK/groff.err")"; }
   case $c in
     slurm) help=$("$GPUBIND" slurm gres-conf --help) ;;
