@@ -48,10 +48,10 @@ install(FILES "${PROJECT_SOURCE_DIR}/deploy/completion/_gpubind" DESTINATION "${
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/deploy/" DESTINATION "${CMAKE_INSTALL_DATADIR}/gpubind/deploy" COMPONENT core)
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/docs/cli.md" "${PROJECT_SOURCE_DIR}/docs/ARCHITECTURE.md"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT core)
-# The exporter's unit where systemd looks for packaged units (the prefix's lib/systemd/system: /usr
-# for the package), so `systemctl enable --now gpubind-watch` works once the package is installed.
+# The exporter's unit where systemd looks for units (the prefix's lib/systemd/system: /usr for the
+# package, /usr/local for make install), so `systemctl enable --now gpubind-watch` works once the package is installed.
 install(FILES "${PROJECT_SOURCE_DIR}/deploy/systemd/gpubind-watch.service"
-        DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system" COMPONENT exporter)
+        DESTINATION lib/systemd/system COMPONENT exporter)
 
 # Per package: copyright and a changelog (gzip -9n), in /usr/share/doc/PACKAGE.
 configure_file("${PROJECT_SOURCE_DIR}/packaging/changelog.in" "${CMAKE_BINARY_DIR}/packaging/changelog" @ONLY)
@@ -73,7 +73,8 @@ set(CPACK_COMPONENTS_ALL core exporter k8s)
 set(CPACK_PACKAGE_NAME gpubind)
 set(CPACK_PACKAGE_VENDOR "gpubind")
 set(CPACK_PACKAGE_CONTACT "${GPUBIND_MAINTAINER}")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "bind GPU workers to the CPUs, memory and NIC nearest their GPU")
+# No CPACK_PACKAGE_DESCRIPTION_SUMMARY: CPack would put that one line before each package's own
+# synopsis. Each description below is its synopsis, then its extended text (CPack indents it).
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
@@ -84,29 +85,29 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_CORE_PACKAGE_NAME gpubind)
 set(CPACK_DEBIAN_CORE_DESCRIPTION "bind GPU workers to the CPUs, memory and NIC nearest their GPU
- gpubind discovers a node's topology (hwloc), plans which CPU cores, NUMA
- memory and NIC each worker of a multi-GPU job should use, applies the binding
- under any launcher (its own launch, mpirun, srun, torchrun), checks and
- watches running jobs, and measures the effect.
- .
- This package has the gpubind command, its hwloc discovery module, the Slurm
- SPANK plugin, man pages and shell completion. watch --listen needs
- gpubind-exporter; k8s check needs gpubind-k8s.")
+gpubind discovers a node's topology (hwloc), plans which CPU cores, NUMA
+memory and NIC each worker of a multi-GPU job should use, applies the binding
+under any launcher (its own launch, mpirun, srun, torchrun), checks and
+watches running jobs, and measures the effect.
+
+This package has the gpubind command, its hwloc discovery module, the Slurm
+SPANK plugin, man pages and shell completion. watch --listen needs
+gpubind-exporter; k8s check needs gpubind-k8s.")
 set(CPACK_DEBIAN_CORE_PACKAGE_RECOMMENDS "gpubind-exporter")
 set(CPACK_DEBIAN_CORE_PACKAGE_SUGGESTS "gpubind-k8s, slurmd, openmpi-bin")
 
 set(CPACK_DEBIAN_EXPORTER_PACKAGE_NAME gpubind-exporter)
 set(CPACK_DEBIAN_EXPORTER_PACKAGE_DEPENDS "gpubind (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_EXPORTER_DESCRIPTION "Prometheus exporter of gpubind watch: ranks' CPU and memory placement
- The HTTP server behind gpubind watch --listen, which serves each GPU rank's
- CPU affinity, migrations, cross-NUMA time and findings as Prometheus metrics,
- and the gpubind-watch systemd unit that runs it on every GPU process of the
- node (systemctl enable --now gpubind-watch).")
+The HTTP server behind gpubind watch --listen, which serves each GPU rank's
+CPU affinity, migrations, cross-NUMA time and findings as Prometheus metrics,
+and the gpubind-watch systemd unit that runs it on every GPU process of the
+node (systemctl enable --now gpubind-watch).")
 
 set(CPACK_DEBIAN_K8S_PACKAGE_NAME gpubind-k8s)
 set(CPACK_DEBIAN_K8S_PACKAGE_DEPENDS "gpubind (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_K8S_DESCRIPTION "Kubernetes node check for gpubind: GPU pods' CPU and NUMA alignment
- The modules behind gpubind k8s check: the kubelet's config.yaml read by
- libyaml and the kubelet's pod-resources API asked through gRPC, to judge
- whether each GPU container's CPUs and memory sit on its GPUs' NUMA node.")
+The modules behind gpubind k8s check: the kubelet's config.yaml read by
+libyaml and the kubelet's pod-resources API asked through gRPC, to judge
+whether each GPU container's CPUs and memory sit on its GPUs' NUMA node.")
 include(CPack)

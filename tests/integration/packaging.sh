@@ -104,7 +104,7 @@ if [ -n "$deb" ]; then
   [ "$("$R/usr/bin/gpubind" --version | awk '{print $2}')" = "$("$GPUBIND" --version | awk '{print $2}')" ] \
     && pass "installed version = built version" || fail "version mismatch"
   # Without gpubind-exporter, --listen says which package brings it; --textfile still works.
-  out=$("$R/usr/bin/gpubind" watch --pid $$ --count 1 --listen 127.0.0.1:0 2>&1 >/dev/null); rc=$?
+  out=$("$R/usr/bin/gpubind" watch --pid $$ --count 1 --listen 127.0.0.1:1 2>&1 >/dev/null); rc=$?
   [ $rc != 0 ] && [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "gpubind-http.so is not installed.*the Debian package gpubind-exporter installs it" \
     && pass "without gpubind-exporter, --listen: $out" || fail "watch --listen without the exporter package: exit $rc: $out"
   if [ -n "$exporter" ]; then

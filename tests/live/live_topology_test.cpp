@@ -135,8 +135,10 @@ TEST(LiveTopology, GatheredCaptureWithoutSysfsCachesTakesThemFromItsCpuidDumps) 
   namespace fs = std::filesystem;
   bool dumps = fs::exists(dir + "/node/cpuid/hwloc-cpuid-info") || fs::exists(dir + "/node/hwloc-cpuid/hwloc-cpuid-info");
   // (On a machine whose sysfs has none, there is nothing to remove: the capture already lacks them.)
-  for (const auto& cpu : fs::directory_iterator(dir + "/node/sys/devices/system/cpu"))
-    fs::remove_all(cpu.path() / "cache");
+  for (const auto& cpu : fs::directory_iterator(dir + "/node/sys/devices/system/cpu")) {
+    std::error_code ignored;  // entries that are files (online, present) have no cache/ in them
+    fs::remove_all(cpu.path() / "cache", ignored);
+  }
   auto live = gpubind::discover::load_topology("");
   auto gathered = gpubind::discover::load_topology(dir + "/node");
   fs::remove_all(dir);
