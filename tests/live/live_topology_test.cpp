@@ -86,15 +86,26 @@ TEST(LiveTopology, NicLocalityMatchesSysfs) {
 
 namespace {
 
+// Runs hwloc-gather-topology on this machine into a new temporary directory (node.tar.bz2,
+// node.xml, then `then` in it) and returns the directory; "" with the failed command in `why`.
+std::string gather(const std::string& then, std::string& why) {
+  char tmpl[] = "/tmp/gpubind-gather.XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string cmd = "cd " + dir + " && hwloc-gather-topology ./node >/dev/null 2>&1" + then;
+  if (std::system(cmd.c_str()) == 0) return dir;
+  why = cmd;
+  std::filesystem::remove_all(dir);
+  return "";
+}
+bool have_gather() { return std::system("command -v hwloc-gather-topology >/dev/null 2>&1") == 0; }
+
 // hwloc-gather-topology (hwloc's own capture tool) saves this machine as a /sys+/proc archive and
 // an XML file; gpubind must read both back as the same machine it sees live.
 TEST(LiveTopology, GatheredCaptureMatchesLive) {
-  if (std::system("command -v hwloc-gather-topology >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "hwloc-gather-topology is not installed (Debian package hwloc-nox)";
-  char tmpl[] = "/tmp/gpubind-gather.XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string cmd = "cd " + dir + " && hwloc-gather-topology ./node >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  if (!have_gather()) GTEST_SKIP() << "hwloc-gather-topology is not installed (Debian package hwloc-nox)";
+  std::string why;
+  std::string dir = gather("", why);
+  ASSERT_FALSE(dir.empty()) << why;
   auto live = gpubind::discover::load_topology("");
   auto archive = gpubind::discover::load_topology(dir + "/node.tar.bz2");
   auto xml = gpubind::discover::load_topology(dir + "/node.xml");
@@ -126,12 +137,10 @@ TEST(LiveTopology, GatheredCaptureMatchesLive) {
 // a capture of this machine; where the capture has no CPUID dumps (not x86) there is nothing to
 // read them from, and the test says so.
 TEST(LiveTopology, GatheredCaptureWithoutSysfsCachesTakesThemFromItsCpuidDumps) {
-  if (std::system("command -v hwloc-gather-topology >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "hwloc-gather-topology is not installed (Debian package hwloc-nox)";
-  char tmpl[] = "/tmp/gpubind-gather.XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string cmd = "cd " + dir + " && hwloc-gather-topology ./node >/dev/null 2>&1 && tar xjf node.tar.bz2";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  if (!have_gather()) GTEST_SKIP() << "hwloc-gather-topology is not installed (Debian package hwloc-nox)";
+  std::string why;
+  std::string dir = gather(" && tar xjf node.tar.bz2", why);
+  ASSERT_FALSE(dir.empty()) << why;
   namespace fs = std::filesystem;
   bool dumps = fs::exists(dir + "/node/cpuid/hwloc-cpuid-info") || fs::exists(dir + "/node/hwloc-cpuid/hwloc-cpuid-info");
   // (On a machine whose sysfs has none, there is nothing to remove: the capture already lacks them.)
