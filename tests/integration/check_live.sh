@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpubind check on live processes of this machine: ranks started by `gpubind launch` are OK, a
-# rank re-pinned after start is DRIFTED, two processes pinned to one CPU are OVERLAP.
+# rank re-pinned after start is DRIFTED, two processes pinned to one CPU are OVERLAP, a process
+# moved between CPUs shows each migration.
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v taskset >/dev/null || skip "taskset (util-linux) not found"
@@ -34,6 +35,21 @@ wait_until 10 pinned $a && wait_until 10 pinned $b || fail "sleeps not pinned in
 "$GPUBIND" check --pid $a --pid $b >"$WORK/out" 2>&1
 rc=$?
 [ $rc = 3 ] && grep -q "OVERLAP" "$WORK/out" && pass "two processes on one CPU are OVERLAP" || fail "overlap: rc $rc: $(cat "$WORK/out")"
+
+# The migrations check reads (se.nr_migrations, as bench reads them for its ranks): a busy process
+# moved between CPUs 0 and 1 ten times by taskset. Each move off the CPU it is on is one migration
+# the kernel makes at once, running or queued, however loaded the machine is.
+sh -c 'while :; do :; done' &
+spin=$!
+migrations() { "$GPUBIND" check --pid $spin --json 2>/dev/null | /usr/bin/python3 -c "import json, sys
+print(sum(t['migrations'] for t in json.load(sys.stdin)['processes'][0]['threads']))"; }
+taskset -pc 0 $spin >/dev/null
+m0=$(migrations)
+for i in 1 2 3 4 5 6 7 8 9 10; do taskset -pc $((i % 2)) $spin >/dev/null; done
+m1=$(migrations)
+kill $spin 2>/dev/null
+[ -n "$m0" ] && [ -n "$m1" ] && [ $((m1 - m0)) -ge 10 ] && pass "a process moved 10 times between CPUs shows $((m1 - m0)) migrations" \
+  || fail "migrations of a process moved 10 times: before '$m0', after '$m1'"
 
 # A PID that does not exist is an error while the others are still checked.
 "$GPUBIND" check --pid $a --pid 999999999 >"$WORK/out" 2>"$WORK/err"

@@ -5,9 +5,11 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-sleep 120 &
+# Neither the target nor watch ends by itself before the test is done (the trap ends both): under
+# load the 1000 connects alone took over a minute, and a watch bounded to 60 s was gone by then.
+sleep 3600 &
 target=$!
-"$GPUBIND" watch --pid $target --interval 0.2 --duration 60 --json --listen 127.0.0.1:$port >"$WORK/lines" 2>"$WORK/err" &
+"$GPUBIND" watch --pid $target --interval 0.2 --json --listen 127.0.0.1:$port >"$WORK/lines" 2>"$WORK/err" &
 watcher=$!
 trap 'kill $watcher $target 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 up() { /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" 2>/dev/null; }
