@@ -36,6 +36,14 @@ def last_cpu():
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
+# The --seconds verdict all-reduced every step. One tensor for the whole run, held by this module
+# until the interpreter exits: when a tensor made in Python is last released by gloo's worker
+# thread, that thread needs the GIL, and torch 1.13 joins it holding the GIL when the DDP model
+# and its process group are freed at the end of main(): a deadlock (seen: rank 1 spinning at
+# 100 % CPU for 12 minutes after rank 0 had exited).
+_GO = torch.ones(1, dtype=torch.int64)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
@@ -59,9 +67,9 @@ def main():
             return len(steps) < args.steps
         if not steps:
             return True
-        go = torch.tensor([1 if rank != 0 or time.perf_counter() - start < args.seconds else 0])
-        dist.all_reduce(go, op=dist.ReduceOp.MIN)
-        return bool(go.item())
+        _GO.fill_(1 if rank != 0 or time.perf_counter() - start < args.seconds else 0)
+        dist.all_reduce(_GO, op=dist.ReduceOp.MIN)
+        return bool(_GO.item())
 
     while more():
         x = torch.randn(args.batch, 256)
