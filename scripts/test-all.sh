@@ -24,8 +24,9 @@ JOBS=${JOBS:-$(nproc)}
 LOAD=${GPUBIND_TEST_LOAD:-0}
 MAKE=${MAKE:-make}
 
-summary=()  # one line per pass
-failed=()   # "pass: what failed"
+summary=()        # one line per pass
+failed=()         # "pass: what failed"
+failed_passes=()  # the name of each pass that failed
 started=$(date +%s)
 
 stress_pid=
@@ -47,7 +48,10 @@ pass() {
   "$@"
   local rc=$? t=$(($(date +%s) - t0))
   if [ $rc = 0 ]; then summary+=("$(printf '%-28s passed  %4d s' "$name" $t)")
-  else summary+=("$(printf '%-28s FAILED  %4d s (exit %d)' "$name" $t $rc)"); fi
+  else
+    summary+=("$(printf '%-28s FAILED  %4d s (exit %d)' "$name" $t $rc)")
+    failed_passes+=("$name")
+  fi
   return $rc
 }
 
@@ -92,11 +96,8 @@ fi
 pass "fuzz regression" "$MAKE" --no-print-directory fuzz-regress || failed+=("fuzz regression: see its output above")
 
 # A pass that failed without naming a test (a build, a crashed ctest) still counts.
-for s in "${summary[@]}"; do
-  case $s in
-    *FAILED*) name=${s%% FAILED*}; name=${name%"${name##*[! ]}"}
-      printf '%s\n' "${failed[@]}" | grep -qF "$name" || failed+=("$name: failed (exit status above)") ;;
-  esac
+for name in "${failed_passes[@]}"; do
+  printf '%s\n' "${failed[@]}" | grep -qF "$name: " || failed+=("$name: failed (exit status above)")
 done
 
 stop_load

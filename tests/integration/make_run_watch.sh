@@ -11,6 +11,10 @@ WORKER=$(cd "$(dirname "$GPUBIND")/../examples" 2>/dev/null && pwd)/gpubind_demo
 
 t0=$(date +%s%N)
 "$GPUBIND" launch -n 2 -- "$WORKER" --seconds 6 >"$WORK/job.out" 2>&1 & job=$!
+# Both ranks running before watch starts (make run does not wait: it gives watch 4 s of an 8 s
+# job), so a launch slowed by load cannot move the job out of watch's window here.
+ranks_up() { [ "$(pgrep -c -f "^$WORKER --seconds 6")" -ge 2 ]; }
+wait_until 60 ranks_up || fail "the ranks did not start within 60 s"
 "$GPUBIND" watch --children-of $job --duration 3 --interval 1 >"$WORK/watch.out" 2>"$WORK/watch.err"; rc=$?
 wait $job; jrc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
