@@ -9,14 +9,18 @@
 //              "processes": [{"pid": 4242, "memory": 1073741824}],
 //              "errors": {"nvmlDeviceGetUtilizationRates": 3}}]}
 // "mig": [...] lists a GPU's MIG instance UUIDs (MIG mode on). "nvlinks" fill the GPU's link
-// slots in order (type 0 a GPU, 1 an IBM NPU, 2 an NVSwitch); slots past them are invalid. A GPU
+// slots in order (type 0 a GPU, 1 an IBM NPU, 2 an NVSwitch); slots past them are invalid, and a GPU
+// without "nvlinks" answers NOT_SUPPORTED for every slot. "pcie_sample_ms" at the top makes each
+// PCIe throughput call block that long, as the real one does (about 20 ms). A GPU
 // without "pcie_tx_kb", "pcie", "serial", "numa" or "cpus" (a cpulist) answers NOT_SUPPORTED for
 // that call. "errors" names calls and the NVML return code each gives for that GPU (3
 // NOT_SUPPORTED, 9 DRIVER_NOT_LOADED, 15 GPU_IS_LOST...).
 // Built a second time with GPUBIND_FAKE_NVML_OLD as build/tests/fake-nvml-old: an NVML from before
 // MIG, nvmlDeviceGetNumaNodeId and nvmlDeviceGetNvLinkRemoteDeviceType (a driver of 2019).
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +76,11 @@ int running(void* d, const char* call, unsigned* count, Info* infos) {
     std::memset(&infos[i], 0, sizeof infos[i]);
     infos[i].pid = procs[i].value("pid", 0u);
     infos[i].used_gpu_memory = procs[i].value("memory", ~0ull);
+    if constexpr (requires { infos[i].gpu_instance_id; }) {
+      // A real H200's NVML 580 gives a process on a whole GPU instance ids 0xFFFFFFFF, not 0.
+      infos[i].gpu_instance_id = procs[i].value("gi", 0xffffffffu);
+      infos[i].compute_instance_id = procs[i].value("ci", 0xffffffffu);
+    }
   }
   return 0;
 }
@@ -95,7 +104,6 @@ int pcie_link(void* d, const char* call, const char* key, unsigned* value) {
 }
 // The "nvlinks" entry that fills link slot `link`, or nullptr past them.
 const nlohmann::json* nvlink(const nlohmann::json& g, unsigned link) {
-  if (!g.contains("nvlinks")) return nullptr;
   unsigned slot = 0;
   for (const auto& l : g["nvlinks"]) {
     slot += l.value("count", 1u);
@@ -174,12 +182,12 @@ int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned index, void** mig) {
 }
 #endif
 #ifndef GPUBIND_FAKE_NVML_OLD
-// A MIG device's GPU instance ("gi") and compute instance ("ci"); NOT_SUPPORTED on a whole GPU or
-// an instance the fixture gives no id.
+// A MIG device's GPU instance ("gi") and compute instance ("ci"); INVALID_ARGUMENT on a whole GPU
+// (as a real H200 answers), NOT_SUPPORTED for an instance the fixture gives no id.
 static int instance_id(void* d, const char* key, unsigned* id) {
   const auto* g = device(d);
   unsigned slot = mig_slot(d);
-  if (!g || !slot) return 3;
+  if (!g || !slot) return 2;
   const auto& m = (*g)["mig"][slot - 1];
   if (!m.is_object() || !m.contains(key)) return 3;
   *id = m[key].get<unsigned>();
@@ -245,6 +253,8 @@ int nvmlDeviceGetPcieThroughput(void* d, int counter, unsigned* kb) {
   if (int e = call_error(*g, "nvmlDeviceGetPcieThroughput")) return e;
   const char* key = counter == 0 ? "pcie_tx_kb" : "pcie_rx_kb";
   if (!g->contains(key)) return 3;  // NOT_SUPPORTED
+  // The real call samples the link before it answers: 21 ms per counter on an H200 with NVML 580.
+  if (unsigned ms = config().value("pcie_sample_ms", 0u)) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   *kb = (*g)[key].get<unsigned>();
   return 0;
 }
@@ -266,6 +276,7 @@ int nvmlDeviceGetNvLinkState(void* d, unsigned link, unsigned* active) {
   const auto* g = device(d);
   if (!g) return 2;
   if (int e = call_error(*g, "nvmlDeviceGetNvLinkState")) return e;
+  if (!g->contains("nvlinks")) return 3;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   *active = l->value("active", true) ? 1 : 0;
@@ -275,6 +286,7 @@ int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link, PciInfo* p) {
   const auto* g = device(d);
   if (!g) return 2;
   if (int e = call_error(*g, "nvmlDeviceGetNvLinkRemotePciInfo_v2")) return e;
+  if (!g->contains("nvlinks")) return 3;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   std::memset(p, 0, sizeof *p);
@@ -293,6 +305,7 @@ int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, unsigned* type) 
   const auto* g = device(d);
   if (!g) return 2;
   if (int e = call_error(*g, "nvmlDeviceGetNvLinkRemoteDeviceType")) return e;
+  if (!g->contains("nvlinks")) return 3;
   const auto* l = nvlink(*g, link);
   if (!l) return 2;
   *type = l->value("type", 0u);
