@@ -32,6 +32,8 @@ test_packages=(
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # packaging: the Debian packages' Depends (dpkg-shlibdeps), lintian, man page rendering, completion test
   dpkg-dev groff-base bsdextrautils lintian
+  # function lengths (scripts/function-lengths.sh, the lint that keeps command bodies short)
+  universal-ctags
   # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
   clang libclang-rt-14-dev
   # fault injection: libfiu failure points in the sanitizer build, fiu-run (docs/FAULTS.md)

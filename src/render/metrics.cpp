@@ -100,9 +100,7 @@ std::string metrics_text(const MetricsInput& in) {
   };
   const std::vector<watch::RankSummary>* totals = in.summary ? &in.summary->ranks : nullptr;
   const std::vector<watch::RankInterval>* last = in.last ? &in.last->ranks : nullptr;
-  auto has = [](const watch::RankInterval& r, watch::Finding f) {
-    return std::optional<double>(std::find(r.findings.begin(), r.findings.end(), f) != r.findings.end() ? 1.0 : 0.0);
-  };
+  auto has = [](const watch::RankInterval& r, watch::Finding f) { return std::optional<double>(r.has(f) ? 1.0 : 0.0); };
   per_rank(kFamilies[0], totals, [](const watch::RankSummary& r) { return std::optional<double>(double(r.migrations)); });
   per_rank(kFamilies[1], totals, [](const watch::RankSummary& r) { return std::optional<double>(r.cpu_seconds); });
   per_rank(kFamilies[2], last, [](const watch::RankInterval& r) { return r.cross_numa; });

@@ -24,10 +24,13 @@ std::string who(const std::string& rank, const std::string& local_rank) {
   return local_rank.empty() ? "-" : "local " + local_rank;
 }
 
+watch::Finding kind_of(watch::Finding f) { return f; }
+watch::Finding kind_of(const watch::RankFinding& f) { return f.kind; }
+
 template <class Findings>
 std::string findings_text(const Findings& fs) {
   std::vector<std::string> names;
-  for (watch::Finding f : fs) names.push_back(watch::to_string(f));
+  for (const auto& f : fs) names.push_back(watch::to_string(kind_of(f)));
   return names.empty() ? "OK" : join(names, ",");
 }
 
@@ -65,8 +68,8 @@ std::string interval_text(const watch::Interval& iv) {
              share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
-      for (size_t i = 0; i < r.findings.size(); ++i)
-        out += "  " + std::to_string(r.pid) + " " + watch::to_string(r.findings[i]) + ": " + one_line(r.reasons[i]) + "\n";
+      for (const watch::RankFinding& f : r.findings)
+        out += "  " + std::to_string(r.pid) + " " + watch::to_string(f.kind) + ": " + one_line(f.reason) + "\n";
   }
   for (int pid : iv.exited) out += "  " + std::to_string(pid) + " exited\n";
   return out;
@@ -120,8 +123,7 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
     e["cross_socket_ratio"] = optional_number(r.cross_socket);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
     e["findings"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < r.findings.size(); ++i)
-      e["findings"].push_back({{"finding", watch::to_string(r.findings[i])}, {"reason", r.reasons[i]}});
+    for (const watch::RankFinding& f : r.findings) e["findings"].push_back({{"finding", watch::to_string(f.kind)}, {"reason", f.reason}});
     j["ranks"].push_back(e);
   }
   j["exited"] = iv.exited;

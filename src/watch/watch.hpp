@@ -25,11 +25,17 @@
 //                  kMinBusyShare busy (the seed's "some GPUs at 100 %, others idle")
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "probe/state.hpp"
 #include "topo/topology.hpp"
+
+namespace gpubind::check {
+struct ProcessReport;
+struct Report;
+}  // namespace gpubind::check
 
 namespace gpubind::watch {
 
@@ -51,6 +57,11 @@ struct Thresholds {
 enum class Finding { migrating, cross_numa, cross_socket, drifted, remote_memory, overlap, imbalance };
 const char* to_string(Finding f);  // "MIGRATING", "CROSS_NUMA"...
 
+struct RankFinding {
+  Finding kind;
+  std::string reason;  // one line
+};
+
 struct RankInterval {
   int pid = 0;
   std::string comm;
@@ -69,8 +80,8 @@ struct RankInterval {
   std::optional<double> cross_socket;
   std::optional<double> remote_memory;  // nullopt: numa_maps not read, or locality unknown
   bool started = false;                 // first seen in this interval (no deltas yet)
-  std::vector<Finding> findings;
-  std::vector<std::string> reasons;     // one line per finding
+  std::vector<RankFinding> findings;    // in the order of the rules (watch/rules.hpp)
+  bool has(Finding f) const;
 };
 
 struct Interval {
@@ -119,6 +130,12 @@ class Watcher {
     double weight = 0, off_weight = 0;  // for the whole-watch cross-NUMA share
     size_t worst_findings = 0;
   };
+  void note_exited(const check::Report& judged, Interval& iv);
+  // The rank's measures and the findings of every rule of rules::kRankRules.
+  RankInterval judge_rank(const check::ProcessReport& pr, double seconds, std::set<std::pair<int, int>>& present);
+  void judge_node(Interval& iv, double seconds) const;  // IMBALANCE and the GPUs' utilization
+  void add_totals(const Interval& iv);
+
   const topo::Topology& m_topo;
   Thresholds m_th;
   std::optional<Snapshot> m_prev;

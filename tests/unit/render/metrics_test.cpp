@@ -42,7 +42,7 @@ TEST(Metrics, LabelValuesAreEscaped) {
 TEST(Metrics, CountersComeFromTheSummaryAndOnlyForRanksStillThere) {
   watch::Interval iv;
   iv.ranks = {rank(7, "0")};
-  iv.ranks[0].findings = {watch::Finding::drifted};
+  iv.ranks[0].findings = {{watch::Finding::drifted, "allowed CPUs differ"}};
   iv.imbalance = 0.5;
   watch::Summary s;
   s.intervals = 4;

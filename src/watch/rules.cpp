@@ -1,0 +1,101 @@
+#include "watch/rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "util/strings.hpp"
+
+namespace gpubind::watch::rules {
+
+namespace {
+
+// Shares are 0-1: rounding by +0.5 keeps libm (lround) out of the binary every `exec` starts.
+std::string percent(double share) { return std::to_string(int(share * 100 + 0.5)) + " %"; }
+int points(double share) { return int(share * 100 + 0.5); }
+
+bool over(const std::optional<double>& share, double threshold) { return share && *share > threshold; }
+
+}  // namespace
+
+std::optional<RankFinding> migrating(const RankEvidence& e, const Thresholds& th) {
+  const RankInterval& r = e.rank;
+  if (r.started || r.migrations_per_second <= th.migrations_per_second) return std::nullopt;
+  char line[160];
+  std::snprintf(line, sizeof line, "%llu migrations in %.1f s (%.1f/s, threshold %.1f/s)", (unsigned long long)r.migrations,
+                e.seconds, r.migrations_per_second, th.migrations_per_second);
+  return RankFinding{Finding::migrating, line};
+}
+
+std::optional<RankFinding> cross_socket(const RankEvidence& e, const Thresholds& th) {
+  if (!e.gpu_cpus || !over(e.rank.cross_socket, th.cross_numa)) return std::nullopt;
+  return RankFinding{Finding::cross_socket, percent(*e.rank.cross_socket) + " of its CPU time on another package than its GPU's (CPUs " +
+                                                e.gpu_cpus->to_list() + " are the GPU's node)"};
+}
+
+std::optional<RankFinding> cross_numa(const RankEvidence& e, const Thresholds& th) {
+  if (!e.gpu_cpus || !over(e.rank.cross_numa, th.cross_numa) || cross_socket(e, th)) return std::nullopt;
+  return RankFinding{Finding::cross_numa, percent(*e.rank.cross_numa) + " of its CPU time off its GPU's NUMA node " +
+                                              join_numbers(e.gpu_nodes) + " (CPUs " + e.gpu_cpus->to_list() + ")"};
+}
+
+std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds& th) {
+  if (!over(e.rank.remote_memory, th.remote_memory)) return std::nullopt;
+  return RankFinding{Finding::remote_memory,
+                     percent(*e.rank.remote_memory) + " of its resident pages off its GPU's node " + join_numbers(e.gpu_nodes)};
+}
+
+std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds&) {
+  if (!e.drifted_threads.empty())
+    return RankFinding{Finding::drifted, "allowed CPUs of " + std::to_string(e.drifted_threads.size()) +
+                                             " thread(s) changed since the first sample (thread " +
+                                             std::to_string(e.drifted_threads[0]) + ")"};
+  if (e.drifted_from_intent) return RankFinding{Finding::drifted, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)"};
+  return std::nullopt;
+}
+
+std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds&) {
+  if (e.overlaps.empty()) return std::nullopt;
+  return RankFinding{Finding::overlap, join(e.overlaps, "; ")};
+}
+
+std::optional<CpuSpread> cpu_spread(const std::vector<double>& cpu_seconds, double seconds) {
+  if (cpu_seconds.size() < 2) return std::nullopt;
+  auto [lo, hi] = std::minmax_element(cpu_seconds.begin(), cpu_seconds.end());
+  // Judged only when the busiest rank ran a tenth of the interval: idle ranks (a job that has not
+  // started its steps yet) differ by noise.
+  if (*hi < kMinBusyShare * seconds) return std::nullopt;
+  double n = double(cpu_seconds.size()), mean = 0, var = 0;
+  for (double c : cpu_seconds) mean += c / n;
+  for (double c : cpu_seconds) var += (c - mean) * (c - mean) / n;
+  return CpuSpread{*lo, *hi, (*hi - *lo) / *hi, mean > 0 ? std::sqrt(var) / mean : 0.0};
+}
+
+std::optional<GpuSpread> gpu_spread(const std::vector<std::pair<std::string, double>>& utilization_by_pci) {
+  if (utilization_by_pci.size() < 2) return std::nullopt;
+  auto [lo, hi] = std::minmax_element(utilization_by_pci.begin(), utilization_by_pci.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (hi->second < kMinBusyShare) return std::nullopt;
+  return GpuSpread{lo->first, hi->first, lo->second, hi->second, hi->second - lo->second};
+}
+
+std::optional<std::string> imbalance(const std::optional<CpuSpread>& cpu, const std::optional<GpuSpread>& gpu,
+                                     const Thresholds& th) {
+  std::vector<std::string> parts;
+  if (cpu && cpu->imbalance > th.imbalance) {
+    char line[160];
+    std::snprintf(line, sizeof line, "ranks' CPU time differs by %d %% of the busiest (%.2f s to %.2f s)", points(cpu->imbalance),
+                  cpu->least, cpu->most);
+    parts.push_back(line);
+  }
+  if (gpu && gpu->imbalance > th.imbalance) {
+    char line[200];
+    std::snprintf(line, sizeof line, "GPUs' utilization differs by %d points (%s at %d %%, %s at %d %%)", points(gpu->imbalance),
+                  gpu->least_pci.c_str(), points(gpu->least), gpu->most_pci.c_str(), points(gpu->most));
+    parts.push_back(line);
+  }
+  if (parts.empty()) return std::nullopt;
+  return join(parts, "; ");
+}
+
+}  // namespace gpubind::watch::rules
