@@ -1,7 +1,7 @@
 // gpubind exec: inside a launcher, bind this rank to its GPU's CPUs, memory and NIC, then exec.
 #include <cstdio>
 
-#include "bind/apply.hpp"
+#include "bind/bind_rank.hpp"
 #include "bind/launcher_binding.hpp"
 #include "bind/local_rank.hpp"
 #include "bind/request.hpp"
@@ -32,151 +32,167 @@ std::string describe(const plan::RankBinding& rb) {
          rb.cpus.to_list() + ", memory " + mem + (nics.empty() ? "" : (nics.size() > 1 ? ", NICs " : ", NIC ") + join(nics, "; "));
 }
 
+struct ExecFlags {
+  PlanOptions o;
+  std::optional<unsigned> local_rank, local_size;
+  bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
+  std::vector<std::string> command;
+};
+
+void add_exec_options(Args& app, ExecFlags& f) {
+  add_topology_option(app, f.o.topology);
+  add_plan_options(app, f.o);
+  app.option("--local-rank", f.local_rank, "This process's local rank (default: from the launcher's environment)");
+  app.option("--local-size", f.local_size, "Local ranks on this node (default: from the launcher, else -n, else GPUs)");
+  app.flag("--dry-run", f.dry_run, "Print the binding and the command; run nothing");
+  app.flag("--verbose", f.verbose, "Say which launcher variable gave the local rank and what was applied");
+  app.flag("--best-effort", f.best_effort, "Apply what can be applied and run the command anyway, with warnings");
+  app.flag("--no-cache", f.no_cache, "Discover this machine afresh instead of using the topology cache");
+  app.flag("--report-bindings", f.report,
+           "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
+           "memory, NIC");
+  app.flag("--keep-launcher-binding", f.keep_launcher,
+           "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
+           "as many cores as the plan's");
+  app.footer(R"(Examples:
+  srun --ntasks-per-node=8 gpubind exec -- python train.py
+  mpirun -np 8 gpubind exec --report-bindings -- ./app
+  LOCAL_RANK=1 LOCAL_WORLD_SIZE=8 gpubind exec --topology example:dgx-h100 --dry-run -- ./app)");
+}
+
+// The command as it is, unbound (--dry-run: printed); what exec returns.
+int exec_command(sys::Binder& binder, const ExecFlags& f) {
+  if (f.dry_run) {
+    std::printf("exec %s\n", join(f.command, " ").c_str());
+    return kExitOk;
+  }
+  std::fflush(stdout);
+  sys::ExecFailure failed = binder.exec(f.command);
+  std::fprintf(stderr, "gpubind: error: %s\n", failed.message.c_str());
+  return failed.exit_code;
+}
+
+// Which local rank this process is: --local-rank, else the launcher's variables.
+Result<bind::LocalRank> local_rank_of(const ExecFlags& f) {
+  bind::LocalRank lr;
+  if (f.local_rank) {
+    lr.rank = *f.local_rank;
+    lr.source = "--local-rank";
+  } else {
+    auto found = bind::detect_local_rank(environment_of(bind::local_rank_env_names()));
+    if (!found) return found.error();
+    if (!*found)
+      return Error{"exec", "cannot tell this process's local rank: no launcher variable (SLURM_LOCALID, "
+                           "OMPI_COMM_WORLD_LOCAL_RANK, LOCAL_RANK...) is set; give --local-rank N"};
+    lr = **found;
+  }
+  if (f.local_size) lr.size = f.local_size;
+  return lr;
+}
+
+// The machine: this one. A topology file (an admin's corrected copy of this machine) may be
+// bound with when it describes this machine; any other only previewed with --dry-run.
+Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, bool preview) {
+  std::string source = topology_source(f.o.topology);
+  std::string label = (f.o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
+  std::string cache = f.no_cache ? "" : discover::default_cache_dir(cfg.cache_dir.value_or(""));
+  std::vector<std::string> cache_notes;
+  auto topo = preview ? discover::load_topology(source)
+                      : discover::load_for_binding(source, label, cache, cfg.cache_max_files, &cache_notes);
+  print_warnings(cache_notes, f.o.quiet);
+  if (topo && !preview) add_runtime_identity(*topo, f.o.quiet);  // this machine's GPUs by UUID
+  return topo;
+}
+
+// The same plan `gpubind plan` makes, for this node's ranks, applied unless a dry run.
+Result<bind::RankRequest> rank_request(const ExecFlags& f, const bind::LocalRank& lr, const topo::Topology& t, bool preview,
+                                       bool policy_open) {
+  bind::RankRequest r;
+  r.options = f.o;
+  if (!r.options.ranks && lr.size) r.options.ranks = lr.size;
+  r.local = lr;
+  // MPI launchers and srun may have pinned this rank already; plan over the node's (cgroup's)
+  // CPUs so every rank of the node sees the same set. torchrun-style launchers do not pin.
+  bool launcher_pins = lr.source != "LOCAL_RANK" && lr.source != "--local-rank";
+  r.from = preview ? AllowedFrom::topology : launcher_pins ? AllowedFrom::cgroup : AllowedFrom::affinity;
+  r.gpu_env = environment_of(plan::gpu_env_names());
+  // The launcher's binding, read before anything is applied.
+  auto machine = f.dry_run ? Result<bind::MachineState>(bind::MachineState{t.cpus, t.allowed_cpus, CpuSet::range(0, 4095)})
+                           : bind::live_machine_state();
+  if (!machine) return machine.error();
+  r.machine = *machine;
+  r.launcher_pinned = r.from == AllowedFrom::cgroup && !f.dry_run;
+  r.keep_launcher = f.keep_launcher;
+  r.policy_open = policy_open;
+  r.apply = !f.dry_run;
+  r.best_effort = f.best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
+  r.hint = "give --local-size or -n";
+  return r;
+}
+
+// What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
+// --cpu-bind): kept on request, otherwise replaced with a note, never silently; then
+// --report-bindings' line.
+void print_notes(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b, unsigned local_rank) {
+  print_warnings(b.plan_warnings, f.o.quiet);
+  if (b.split_sockets && !f.o.quiet)
+    std::fprintf(stderr, "gpubind: note: local rank %u: the launcher bound ranks to whole NUMA nodes; planned socket-split so "
+                         "no rank gets fewer cores than a node's share (--policy closest overrides)\n", local_rank);
+  if (!b.launcher_note.empty() && !f.o.quiet) std::fprintf(stderr, "gpubind: note: %s\n", one_line(b.launcher_note).c_str());
+  if (!f.report) return;
+  long g = bind::global_rank(environment_of(bind::global_rank_env_names()));
+  std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
+               one_line(t.hostname.empty() ? "localhost" : t.hostname).c_str(), sys::current_pid(),
+               g < 0 ? "?" : std::to_string(g).c_str(), local_rank, b.plan.ranks.size(), describe(b.binding).c_str(),
+               render::core_map(t, b.binding.cpus).c_str());
+}
+
+void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
+  std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
+               r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
+               (b.request.allowed ? *b.request.allowed : t.allowed_cpus).to_list().c_str(), describe(b.binding).c_str());
+}
+
 }  // namespace
 
 int cmd_exec(const std::vector<std::string>& args) {
   Args app("Bind this process (one rank under srun, mpirun, torchrun, flux...) to its GPU's CPUs, memory node and "
            "NIC, then run the command. Usage: gpubind exec [options] -- CMD [ARGS...]",
            "gpubind exec");
-  PlanOptions o;
-  std::optional<unsigned> local_rank, local_size;
-  bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
-  add_topology_option(app, o.topology);
-  add_plan_options(app, o);
-  app.option("--local-rank", local_rank, "This process's local rank (default: from the launcher's environment)");
-  app.option("--local-size", local_size, "Local ranks on this node (default: from the launcher, else -n, else GPUs)");
-  app.flag("--dry-run", dry_run, "Print the binding and the command; run nothing");
-  app.flag("--verbose", verbose, "Say which launcher variable gave the local rank and what was applied");
-  app.flag("--best-effort", best_effort, "Apply what can be applied and run the command anyway, with warnings");
-  app.flag("--no-cache", no_cache, "Discover this machine afresh instead of using the topology cache");
-  app.flag("--report-bindings", report,
-           "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
-           "memory, NIC");
-  app.flag("--keep-launcher-binding", keep_launcher,
-           "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
-           "as many cores as the plan's");
+  ExecFlags f;
+  add_exec_options(app, f);
+  if (int rc = app.parse_with_command(args, kExitExecFailed, f.command); rc >= 0) return rc;
 
-  std::vector<std::string> command;
-  app.footer(R"(Examples:
-  srun --ntasks-per-node=8 gpubind exec -- python train.py
-  mpirun -np 8 gpubind exec --report-bindings -- ./app
-  LOCAL_RANK=1 LOCAL_WORLD_SIZE=8 gpubind exec --topology example:dgx-h100 --dry-run -- ./app)");
-  if (int rc = app.parse_with_command(args, kExitExecFailed, command); rc >= 0) return rc;
-
-  // 0. The site's configuration: defaults for flags not given, the cache, the off-switch.
+  // The site's configuration: defaults for flags not given, the cache, the off-switch.
   auto cfg = load_config();
   if (!cfg) return fail(cfg.error(), kExitExecFailed);
-  apply_config(app, *cfg, o);
-  if (!cfg->binding) {
-    if (!o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: running the command unbound\n", cfg->path.c_str());
-    if (dry_run) {
-      std::printf("exec %s\n", join(command, " ").c_str());
-      return kExitOk;
-    }
-    std::fflush(stdout);
-    sys::ExecFailure f = sys::real_binder()->exec(command);
-    std::fprintf(stderr, "gpubind: error: %s\n", f.message.c_str());
-    return f.exit_code;
-  }
-
-  // 1. Which local rank this process is.
-  bind::LocalRank lr;
-  if (local_rank) {
-    lr.rank = *local_rank;
-    lr.source = "--local-rank";
-  } else {
-    auto found = bind::detect_local_rank(environment_of(bind::local_rank_env_names()));
-    if (!found) return fail(found.error(), kExitExecFailed);
-    if (!*found)
-      return fail(Error{"exec", "cannot tell this process's local rank: no launcher variable (SLURM_LOCALID, "
-                                "OMPI_COMM_WORLD_LOCAL_RANK, LOCAL_RANK...) is set; give --local-rank N"},
-                  kExitExecFailed);
-    lr = **found;
-  }
-  if (local_size) lr.size = local_size;
-
-  // 2. The machine: this one. A topology file (an admin's corrected copy of this machine) may
-  // be bound with when it describes this machine; any other only previewed with --dry-run.
-  std::string source = topology_source(o.topology);
-  std::string label = (o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  std::string cache = no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or(""));
-  std::vector<std::string> cache_notes;
-  auto topo = dry_run && !source.empty() ? discover::load_topology(source)
-                                         : discover::load_for_binding(source, label, cache, cfg->cache_max_files, &cache_notes);
-  print_warnings(cache_notes, o.quiet);
-  if (!topo) return fail(topo.error(), kExitExecFailed);
-  if (!(dry_run && !source.empty())) add_runtime_identity(*topo, o.quiet);  // this machine's GPUs by UUID
-
-  // 3. The same plan `gpubind plan` makes, for this node's ranks.
-  if (!o.ranks && lr.size) o.ranks = lr.size;
-  // MPI launchers and srun may have pinned this rank already; plan over the node's (cgroup's)
-  // CPUs so every rank of the node sees the same set. torchrun-style launchers do not pin.
-  bool launcher_pins = lr.source != "LOCAL_RANK" && lr.source != "--local-rank";
-  AllowedFrom from = dry_run && !source.empty() ? AllowedFrom::topology
-                     : launcher_pins                ? AllowedFrom::cgroup
-                                                    : AllowedFrom::affinity;
-  auto req = make_request(o, *topo, from);
-  if (!req) return fail(req.error(), kExitExecFailed);
-  // The launcher's binding, read before anything is applied.
-  auto machine = dry_run ? Result<bind::MachineState>(bind::MachineState{topo->cpus, topo->allowed_cpus, CpuSet::range(0, 4095)})
-                         : bind::live_machine_state();
-  if (!machine) return fail(machine.error(), kExitExecFailed);
-  // A launcher that gave every rank whole NUMA nodes (--bind-to numa, --cpu-bind=ldoms) expects a
-  // node's worth of cores per rank: plan socket-split rather than halving the GPU's node.
-  bool by_numa = from == AllowedFrom::cgroup && !dry_run && req->policy == plan::Policy::closest && app.count("--policy") == 0 &&
-                 !cfg->policy && bind::pinned_to_whole_numa_nodes(*topo, machine->allowed_cpus, topo->allowed_cpus);
-  if (by_numa) req->policy = plan::Policy::socket_split;
-  auto plan = plan::make_plan(*topo, *req);
-  if (!plan) return fail(plan.error(), kExitExecFailed);
-  auto mine = bind::rank_binding(*plan, lr.rank, lr.source, "give --local-size or -n");
-  if (!mine) return fail(mine.error(), kExitExecFailed);
-  plan::RankBinding& rb = *mine;  // judge_launcher_binding may keep the launcher's CPUs
-  print_warnings(plan::warnings_for_rank(*plan, lr.rank), o.quiet);
-
-  // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
-  // --cpu-bind): kept on request, otherwise replaced with a note, never silently.
-  if (by_numa && !o.quiet)
-    std::fprintf(stderr, "gpubind: note: local rank %u: the launcher bound ranks to whole NUMA nodes; planned socket-split so "
-                         "no rank gets fewer cores than a node's share (--policy closest overrides)\n", lr.rank);
-  if (from == AllowedFrom::cgroup && !dry_run) {
-    bind::LauncherBinding lb = bind::judge_launcher_binding(*topo, rb, machine->allowed_cpus, topo->allowed_cpus, keep_launcher);
-    if (!lb.note.empty() && !o.quiet)
-      std::fprintf(stderr, "gpubind: note: %s\n", one_line(lb.note).c_str());
-  }
-  if (report) {
-    auto env = environment_of(bind::global_rank_env_names());
-    long g = bind::global_rank(env);
-    std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
-                 one_line(topo->hostname.empty() ? "localhost" : topo->hostname).c_str(), sys::current_pid(),
-                 g < 0 ? "?" : std::to_string(g).c_str(), lr.rank, plan->ranks.size(), describe(rb).c_str(),
-                 render::core_map(*topo, rb.cpus).c_str());
-  }
-
-  if (dry_run) {
-    std::printf("local rank %u of %zu (%s): %s\n", lr.rank, plan->ranks.size(), lr.source.c_str(), describe(rb).c_str());
-    std::string env = render::plan_env(*plan, lr.rank);
-    std::fputs(env.c_str(), stdout);
-    std::printf("exec %s\n", join(command, " ").c_str());
-    return kExitOk;
-  }
-
-  // 4. Apply, all or nothing, then exec.
-  bind::MachineState m = *machine;
-  // sched_setaffinity may widen a launcher's pinning up to the cgroup's CPUs, never beyond.
-  if (from == AllowedFrom::cgroup) m.allowed_cpus = topo->allowed_cpus;
+  apply_config(app, *cfg, f.o);
   auto binder = sys::real_binder();
-  std::vector<std::string> warnings;
-  Status applied = bind::apply_binding(*plan, rb, m, *binder, best_effort ? bind::BestEffort::yes : bind::BestEffort::no, warnings);
-  if (!applied) return fail(Error{"binding local rank " + std::to_string(lr.rank), applied.error().message()}, kExitExecFailed);
-  print_warnings(warnings, o.quiet);
-  if (verbose)
-    std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", lr.rank,
-                 plan->ranks.size(), lr.source.c_str(), from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
-                 (req->allowed ? *req->allowed : topo->allowed_cpus).to_list().c_str(), describe(rb).c_str());
-  std::fflush(stdout);
-  sys::ExecFailure f = binder->exec(command);
-  std::fprintf(stderr, "gpubind: error: %s\n", f.message.c_str());
-  return f.exit_code;
+  if (!cfg->binding) {
+    if (!f.o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: running the command unbound\n", cfg->path.c_str());
+    return exec_command(*binder, f);
+  }
+  auto lr = local_rank_of(f);
+  if (!lr) return fail(lr.error(), kExitExecFailed);
+  bool preview = f.dry_run && !topology_source(f.o.topology).empty();
+  auto topo = machine_topology(f, *cfg, preview);
+  if (!topo) return fail(topo.error(), kExitExecFailed);
+  auto r = rank_request(f, *lr, *topo, preview, app.count("--policy") == 0 && !cfg->policy);
+  if (!r) return fail(r.error(), kExitExecFailed);
+  auto bound = bind::bind_rank(*topo, *r, *binder);
+  if (!bound) return fail(bound.error(), kExitExecFailed);
+  print_notes(f, *topo, *bound, lr->rank);
+  if (f.dry_run) {
+    std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
+                describe(bound->binding).c_str());
+    std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
+    return exec_command(*binder, f);
+  }
+  if (!bound->applied)
+    return fail(Error{"binding local rank " + std::to_string(lr->rank), bound->applied.error().message()}, kExitExecFailed);
+  print_warnings(bound->apply_warnings, f.o.quiet);
+  if (f.verbose) print_applied(*r, *topo, *bound);
+  return exec_command(*binder, f);
 }
 
 }  // namespace gpubind::cli

@@ -26,6 +26,7 @@ extern "C" {
 #include <vector>
 
 #include "bind/apply.hpp"
+#include "bind/bind_rank.hpp"
 #include "bind/config.hpp"
 #include "bind/local_rank.hpp"
 #include "bind/request.hpp"
@@ -163,42 +164,37 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   };
   for (const std::string& n : discover::add_runtime_identity(*topo, task_value))
     std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
-  // The same options, request and plan as `gpubind exec` under srun (bind/request.hpp): planned
-  // over the step's cgroup CPUs; dryrun plans over the whole file machine.
-  bind::PlanOptions o = g_args.plan;
-  o.ranks = (*lr)->size;
-  o.policy = g_mode;
-  if (g_args.mem_set) o.mem = plan::to_string(g_args.mem);
-  bind::apply_config(cfg, o, {true, g_args.mem_set, false});
-  std::map<std::string, std::string> gpu_env;
+  // The same options and binding as `gpubind exec` under srun (bind/bind_rank.hpp): planned over
+  // the step's cgroup CPUs; dryrun plans over the whole file machine and exports GPUBIND_* only.
+  bind::RankRequest r;
+  r.options = g_args.plan;
+  r.options.ranks = (*lr)->size;
+  r.options.policy = g_mode;
+  if (g_args.mem_set) r.options.mem = plan::to_string(g_args.mem);
+  bind::apply_config(cfg, r.options, {true, g_args.mem_set, false});
+  r.local = **lr;
+  r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
   for (const std::string& n : plan::gpu_env_names())
-    if (auto it = env.find(n); it != env.end()) gpu_env.insert(*it);
-  auto req = bind::make_request(o, *topo, g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup, gpu_env);
-  if (!req) return req.error();
-  auto p = plan::make_plan(*topo, *req);
-  if (!p) return p.error();
-  auto mine = bind::rank_binding(*p, (*lr)->rank, (*lr)->source);
-  if (!mine) return mine.error();
-  const plan::RankBinding& rb = *mine;
-  bind::MachineState m;
+    if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
   if (g_args.dry_run) {
-    m = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
+    r.machine = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
   } else {
     auto cur = bind::live_machine_state();
     if (!cur) return cur.error();
-    m = *cur;
-    m.allowed_cpus = topo->allowed_cpus;  // the step's cgroup, as `gpubind exec` under srun
+    r.machine = *cur;
   }
   SpankBinder binder(sp, sys::real_binder(), g_args.dry_run);
-  std::vector<std::string> warnings;
-  Status s = bind::apply_binding(*p, rb, m, binder, bind::BestEffort::no, warnings);
-  if (!s) return s;
-  std::vector<std::string> all = plan::warnings_for_rank(*p, rb.local_rank);
-  all.insert(all.end(), warnings.begin(), warnings.end());
+  auto bound = bind::bind_rank(*topo, r, binder);
+  if (!bound) return bound.error();
+  if (!bound->applied) return bound->applied;
+  const plan::RankBinding& rb = bound->binding;
+  std::vector<std::string> all = bound->plan_warnings;
+  all.insert(all.end(), bound->apply_warnings.begin(), bound->apply_warnings.end());
   for (const std::string& w : all) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
-  if (site_default && rb.cpus != m.allowed_cpus)
+  const CpuSet& step = g_args.dry_run ? topo->cpus : topo->allowed_cpus;
+  if (site_default && rb.cpus != step)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
-                 plan::to_string(req->policy), rb.local_rank, rb.cpus.to_list().c_str(), m.allowed_cpus.to_list().c_str());
+                 plan::to_string(bound->request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
   if (g_opt.verbose)
     std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
                  rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
