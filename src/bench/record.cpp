@@ -20,7 +20,7 @@ Result<StrategySpec> parse_strategy(const std::string& name) {
   auto p = plan::policy_from_string(policy);
   if (!p)
     return Error{"strategy " + name, "expected a policy (closest, socket-split, socket, numa, l3, cpu-only, none), "
-                                     "with -2x for a doubled batch"};
+                                     "with -2x for a doubled batch", ErrorKind::usage};
   s.policy = *p;
   return s;
 }

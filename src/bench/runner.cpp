@@ -428,7 +428,7 @@ Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const p
     plan::Request r = base;
     r.policy = s.policy;
     auto p = plan::make_plan(t, r);
-    if (!p) return Error{"strategy " + s.name, p.error().message(), ErrorKind::usage};
+    if (!p) return Error{"strategy " + s.name, p.error().message(), p.error().kind};
     if (gpu)
       for (const plan::RankBinding& rb : p->ranks)
         if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))

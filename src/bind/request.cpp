@@ -18,12 +18,12 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   r.ranks = o.ranks;
   r.gpus_per_rank = o.gpus_per_rank;
   auto policy = plan::policy_from_string(o.policy);
-  if (!policy) return Error{"policy " + o.policy, "expected closest, socket-split, socket, numa, l3, cpu-only or none"};
+  if (!policy) return Error{"policy " + o.policy, "expected closest, socket-split, socket, numa, l3, cpu-only or none", ErrorKind::usage};
   r.policy = *policy;
   r.smt = !o.no_smt;
   r.balanced = o.balanced;
   auto mem = plan::mem_policy_from_string(o.mem);
-  if (!mem) return Error{"mem " + o.mem, "expected preferred, bind, interleave or none"};
+  if (!mem) return Error{"mem " + o.mem, "expected preferred, bind, interleave or none", ErrorKind::usage};
   r.mem = *mem;
   r.mem_node = o.mem_node;
   r.nic_env = o.nic_env;
@@ -32,12 +32,12 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   r.require_gpu = o.require_gpu;
   if (!o.reserve.empty()) {
     auto s = CpuSet::parse_list(o.reserve);
-    if (!s) return Error{"--reserve", s.error().message()};
+    if (!s) return Error{"--reserve", s.error().message(), ErrorKind::usage};
     r.reserve = *s;
   }
   if (!o.allowed.empty()) {
     auto s = CpuSet::parse_list(o.allowed);
-    if (!s) return Error{"--allowed", s.error().message()};
+    if (!s) return Error{"--allowed", s.error().message(), ErrorKind::usage};
     r.allowed = *s;
   } else if (from == AllowedFrom::affinity) {
     // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
@@ -47,7 +47,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   }
   if (!o.allowed_mems.empty()) {
     auto s = CpuSet::parse_list(o.allowed_mems);
-    if (!s) return Error{"--allowed-mems", s.error().message()};
+    if (!s) return Error{"--allowed-mems", s.error().message(), ErrorKind::usage};
     r.allowed_mems = *s;
   } else if (from != AllowedFrom::topology) {
     // Live: the cgroup's cpuset.mems, as Linux reports it for this process. A memory node outside
@@ -72,7 +72,7 @@ Result<plan::RankBinding> rank_binding(const plan::Plan& plan, unsigned local_ra
                                        const std::string& hint) {
   if (local_rank >= plan.ranks.size())
     return Error{rank_source + "=" + std::to_string(local_rank),
-                 "the plan has only " + std::to_string(plan.ranks.size()) + " local ranks" + (hint.empty() ? "" : "; " + hint)};
+                 "the plan has only " + std::to_string(plan.ranks.size()) + " local ranks" + (hint.empty() ? "" : "; " + hint), ErrorKind::usage};
   return plan.ranks[local_rank];
 }
 

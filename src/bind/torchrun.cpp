@@ -8,7 +8,7 @@ namespace {
 
 Result<unsigned> small_number(const std::string& flag, std::string_view v, uint64_t max) {
   auto n = parse_uint(trim(v));
-  if (!n || *n > max) return Error{flag + " '" + std::string(v) + "'", "expected a number from 0 to " + std::to_string(max)};
+  if (!n || *n > max) return Error{flag + " '" + std::string(v) + "'", "expected a number from 0 to " + std::to_string(max), ErrorKind::usage};
   return unsigned(*n);
 }
 
@@ -20,7 +20,7 @@ Result<NodeRange> parse_nnodes(const std::string& s) {
   if (!lo) return lo.error();
   auto hi = colon == std::string::npos ? lo : small_number("--nnodes", std::string_view(s).substr(colon + 1), 100000);
   if (!hi) return hi.error();
-  if (*lo == 0 || *lo > *hi) return Error{"--nnodes " + s, "expected N or MIN:MAX with 1 <= MIN <= MAX"};
+  if (*lo == 0 || *lo > *hi) return Error{"--nnodes " + s, "expected N or MIN:MAX with 1 <= MIN <= MAX", ErrorKind::usage};
   return NodeRange{*lo, *hi};
 }
 
@@ -39,7 +39,7 @@ Result<StreamSelection> parse_stream_selection(const std::string& flag, const st
   }
   for (std::string_view part : split(s, ',')) {
     size_t colon = part.find(':');
-    if (colon == std::string_view::npos) return Error{flag + " '" + s + "'", "expected 0-3 or LOCAL_RANK:0-3,... (1 stdout, 2 stderr, 3 both)"};
+    if (colon == std::string_view::npos) return Error{flag + " '" + s + "'", "expected 0-3 or LOCAL_RANK:0-3,... (1 stdout, 2 stderr, 3 both)", ErrorKind::usage};
     auto rank = small_number(flag, part.substr(0, colon), 1000000);
     auto v = small_number(flag, part.substr(colon + 1), 3);
     if (!rank) return rank.error();
@@ -55,7 +55,7 @@ Result<std::map<std::string, std::string>> parse_key_values(const std::string& f
   for (std::string_view part : split(s, ',')) {
     size_t eq = part.find('=');
     if (eq == std::string_view::npos || trim(part.substr(0, eq)).empty())
-      return Error{flag + " '" + s + "'", "expected KEY=VALUE[,KEY=VALUE...]"};
+      return Error{flag + " '" + s + "'", "expected KEY=VALUE[,KEY=VALUE...]", ErrorKind::usage};
     out[std::string(trim(part.substr(0, eq)))] = std::string(trim(part.substr(eq + 1)));
   }
   return out;

@@ -80,7 +80,7 @@ int Args::parse(const std::vector<std::string>& args, int usage_exit) {
     // App names are "gpubind <command>"; the error line names just the command.
     std::string name = app.get_name();
     if (name.starts_with("gpubind ")) name = name.substr(8);
-    fail(Error{name, e.what()}, usage_exit);
+    fail_with(Error{name, e.what()}, usage_exit);
     std::fprintf(stderr, "hint: see '%s --help'\n", app.get_name().c_str());
     return usage_exit;
   }
@@ -94,10 +94,10 @@ int Args::parse_with_command(const std::vector<std::string>& args, int usage_exi
                     std::find(options.begin(), options.end(), "-h") != options.end();
   std::string name = m_name.starts_with("gpubind ") ? m_name.substr(8) : m_name;
   if (dashes == args.end() && !wants_help)
-    return fail(Error{name, "missing '--' before the command (" + m_name + " [options] -- CMD [ARGS...])"}, usage_exit);
+    return fail_with(Error{name, "missing '--' before the command (" + m_name + " [options] -- CMD [ARGS...])"}, usage_exit);
   if (int rc = parse(options, usage_exit); rc >= 0) return rc;
   command.assign(dashes + 1, args.end());
-  if (command.empty()) return fail(Error{name, "no command after '--'"}, usage_exit);
+  if (command.empty()) return fail_with(Error{name, "no command after '--'"}, usage_exit);
   return -1;
 }
 

@@ -68,8 +68,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run)");
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (!plot.empty() && !plot.ends_with(".svg"))
-    return fail(Error{"--plot " + plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)"},
-                kExitUsage);
+    return fail(Error{"--plot " + plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
 
   bench::Record record;
   if (!input.empty()) {
@@ -79,10 +78,9 @@ int cmd_bench(const std::vector<std::string>& args) {
                              "--allowed-mems", "--mem-node", "--no-smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
                              "--require-gpu"})
       if (app.count(flag))
-        return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)"},
-                    kExitUsage);
+        return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage});
     auto r = read_record(input);
-    if (!r) return fail(r.error(), kExitFailure);
+    if (!r) return fail(r.error());
     record = std::move(*r);
   } else {
     std::vector<std::string> names = bench::default_strategies();
@@ -92,16 +90,16 @@ int cmd_bench(const std::vector<std::string>& args) {
     }
     for (const std::string& name : names) {
       auto s = bench::parse_strategy(name);
-      if (!s) return fail(Error{"--strategies", s.error().message()}, kExitUsage);
+      if (!s) return fail(Error{"--strategies", s.error().message(), ErrorKind::usage});
       run.strategies.push_back(*s);
     }
     if (buffer_mib) run.buffer_bytes = uint64_t(*buffer_mib) << 20;
     std::vector<std::string> cache_notes;
     auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
     print_warnings(cache_notes, o.quiet);
-    if (!topo) return fail(topo.error(), kExitFailure);
+    if (!topo) return fail(topo.error());
     auto req = make_request(o, *topo, AllowedFrom::affinity);
-    if (!req) return fail(req.error(), kExitUsage);
+    if (!req) return fail(req.error());
     unsigned last_round = ~0u;
     if (!o.quiet)
       run.progress = [&](const std::string&, unsigned round) {
@@ -109,13 +107,13 @@ int cmd_bench(const std::vector<std::string>& args) {
         last_round = round;
       };
     auto r = bench::run_bench(*topo, *req, run);
-    if (!r) return fail(r.error(), r.error().kind == ErrorKind::usage ? kExitUsage : kExitFailure);
+    if (!r) return fail(r.error());
     record = std::move(*r);
   }
 
   bench::Report report = bench::make_report(record);
   if (!plot.empty())
-    if (auto st = sys::replace_file(plot, render::bench_svg(record, report)); !st) return fail(st.error(), kExitFailure);
+    if (auto st = sys::replace_file(plot, render::bench_svg(record, report)); !st) return fail(st.error());
   std::string out = json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report, per_rank);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;

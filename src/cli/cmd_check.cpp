@@ -44,18 +44,18 @@ int cmd_check(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
 
   auto sel = make_selection(which, root_dir.empty());
-  if (!sel) return fail(sel.error(), kExitUsage);
+  if (!sel) return fail(sel.error());
 
   std::string source = topology_source(topology);
   if (!root_dir.empty() && source.empty())
-    return fail(Error{"--root " + root_dir, "needs --topology (the machine the captured processes ran on)"}, kExitUsage);
+    return fail(Error{"--root " + root_dir, "needs --topology (the machine the captured processes ran on)", ErrorKind::usage});
   std::vector<std::string> cache_notes;
   auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes)
                              : discover::load_topology(source);
   print_warnings(cache_notes, false);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
-  if (!root) return fail(root.error(), kExitFailure);
+  if (!root) return fail(root.error());
 
   // The GPU libraries know which GPU each process has a context on (CUDA opens every visible
   // GPU's device file): asked for this machine's processes only.
@@ -74,7 +74,7 @@ int cmd_check(const std::vector<std::string>& args) {
         s.context_gpus.push_back(c.pci);
   std::vector<Error> errors = std::move(probed.errors);
   check::Report report = check::judge(*topo, std::move(states), errors);
-  for (const Error& e : report.errors) fail(e, kExitFailure);
+  for (const Error& e : report.errors) fail(e);
   if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
   if (json) format = "json";
   std::string out;

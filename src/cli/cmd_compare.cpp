@@ -31,12 +31,12 @@ int cmd_compare(const std::vector<std::string>& args) {
 
   std::string source = topology_source(o.topology);
   auto topo = discover::load_topology(source);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
-  if (!req) return fail(req.error(), kExitUsage);
+  if (!req) return fail(req.error());
 
   auto comparison = plan::compare_strategies(*topo, *req);
-  if (!comparison) return fail(comparison.error(), kExitUsage);
+  if (!comparison) return fail(comparison.error());
   print_warnings(comparison->warnings, o.quiet);
   if (json) format = "json";
   std::string out = format == "json"  ? render::json_text(render::compare_json(*comparison))

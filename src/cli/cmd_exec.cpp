@@ -165,7 +165,7 @@ int cmd_exec(const std::vector<std::string>& args) {
 
   // The site's configuration: defaults for flags not given, the cache, the off-switch.
   auto cfg = load_config();
-  if (!cfg) return fail(cfg.error(), kExitExecFailed);
+  if (!cfg) return fail_exec(cfg.error());
   apply_config(app, *cfg, f.o);
   auto binder = sys::real_binder();
   if (!cfg->binding) {
@@ -173,14 +173,14 @@ int cmd_exec(const std::vector<std::string>& args) {
     return exec_command(*binder, f);
   }
   auto lr = local_rank_of(f);
-  if (!lr) return fail(lr.error(), kExitExecFailed);
+  if (!lr) return fail_exec(lr.error());
   bool preview = f.dry_run && !topology_source(f.o.topology).empty();
   auto topo = machine_topology(f, *cfg, preview);
-  if (!topo) return fail(topo.error(), kExitExecFailed);
+  if (!topo) return fail_exec(topo.error());
   auto r = rank_request(f, *lr, *topo, preview, app.count("--policy") == 0 && !cfg->policy);
-  if (!r) return fail(r.error(), kExitExecFailed);
+  if (!r) return fail_exec(r.error());
   auto bound = bind::bind_rank(*topo, *r, *binder);
-  if (!bound) return fail(bound.error(), kExitExecFailed);
+  if (!bound) return fail_exec(bound.error());
   print_notes(f, *topo, *bound, lr->rank);
   if (f.dry_run) {
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
@@ -189,7 +189,7 @@ int cmd_exec(const std::vector<std::string>& args) {
     return exec_command(*binder, f);
   }
   if (!bound->applied)
-    return fail(Error{"binding local rank " + std::to_string(lr->rank), bound->applied.error().message()}, kExitExecFailed);
+    return fail_exec(Error{"binding local rank " + std::to_string(lr->rank), bound->applied.error().message()});
   print_warnings(bound->apply_warnings, f.o.quiet);
   if (f.verbose) print_applied(*r, *topo, *bound);
   return exec_command(*binder, f);

@@ -74,16 +74,16 @@ int cmd_k8s(const std::vector<std::string>& args) {
   gpubind k8s check --kubelet-config /etc/kubernetes/kubelet.yaml)");
   if (int rc = app.parse(args); rc >= 0) return rc;
 
-  if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime"}, kExitUsage);
+  if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime", ErrorKind::usage});
   bool live = topology_source(topology).empty() && root_dir.empty();
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
-  if (!root) return fail(root.error(), kExitFailure);
+  if (!root) return fail(root.error());
   auto t = node_topology(topology, root_dir, **root, gpu_runtime || (live && !no_gpu_runtime), quiet);
-  if (!t) return fail(t.error(), t.error().kind == ErrorKind::usage ? kExitUsage : kExitFailure);
+  if (!t) return fail(t.error());
   print_warnings(t->warnings, quiet);
   options.use_pod_resources = !no_pod_resources;
   auto state = k8s::read_node_state(**root, options);
-  if (!state) return fail(state.error(), kExitFailure);
+  if (!state) return fail(state.error());
   k8s::Report report = k8s::judge(std::move(*state), *t);
   std::string out = json || format == "json" ? render::json_text(render::k8s_json(report)) : render::k8s_text(report);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -96,14 +96,13 @@ int cmd_launch(const std::vector<std::string>& args) {
     rest.erase(rest.begin());
     torchrun_form = false;
   } else if (!rest.empty() && rest[0].starts_with("-")) {
-    return fail(Error{"launch", "unknown option " + rest[0]}, kExitUsage);
+    return fail(Error{"launch", "unknown option " + rest[0], ErrorKind::usage});
   }
   if (rest.empty())
-    return fail(Error{"launch", "no command (gpubind launch [options] -- CMD [ARGS...], or gpubind launch [options] SCRIPT.py)"},
-                kExitUsage);
+    return fail(Error{"launch", "no command (gpubind launch [options] -- CMD [ARGS...], or gpubind launch [options] SCRIPT.py)", ErrorKind::usage});
 
   auto cfg = load_config();
-  if (!cfg) return fail(cfg.error(), kExitFailure);
+  if (!cfg) return fail(cfg.error());
   apply_config(app, *cfg, o);
   if (!cfg->binding && !no_bind) {
     if (!o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg->path.c_str());
@@ -113,29 +112,27 @@ int cmd_launch(const std::vector<std::string>& args) {
   // Flags that cannot be honoured are refused by name, never ignored.
   if (run_path)
     return fail(Error{"--run-path", "not supported: gpubind starts each worker as its own process (python SCRIPT), never "
-                                    "inside the launcher's interpreter"},
-                kExitUsage);
+                                    "inside the launcher's interpreter", ErrorKind::usage});
   if (!torchrun_form && (module || no_python))
-    return fail(Error{module ? "--module" : "--no-python", "applies to torchrun's SCRIPT form, not to '-- CMD'"}, kExitUsage);
+    return fail(Error{module ? "--module" : "--no-python", "applies to torchrun's SCRIPT form, not to '-- CMD'", ErrorKind::usage});
   if (rdzv_backend != "static" && rdzv_backend != "c10d")
     return fail(Error{"--rdzv-backend " + rdzv_backend, "not supported: gpubind rendezvous is static (MASTER_ADDR:MASTER_PORT, "
-                                                        "node ranks known); c10d is accepted when the node rank is known"},
-                kExitUsage);
+                                                        "node ranks known); c10d is accepted when the node rank is known", ErrorKind::usage});
   if ((!redirects_s.empty() || !tee_s.empty()) && log_dir.empty())
-    return fail(Error{redirects_s.empty() ? "--tee" : "--redirects", "needs --log-dir DIR (where the per-rank files go)"}, kExitUsage);
+    return fail(Error{redirects_s.empty() ? "--tee" : "--redirects", "needs --log-dir DIR (where the per-rank files go)", ErrorKind::usage});
 
   // Ranks on this node: -n or --nproc-per-node (N, gpu, cpu, auto).
   if (!nproc.empty()) {
-    if (o.ranks) return fail(Error{"--nproc-per-node", "give -n or --nproc-per-node, not both"}, kExitUsage);
+    if (o.ranks) return fail(Error{"--nproc-per-node", "give -n or --nproc-per-node, not both", ErrorKind::usage});
     if (auto v = parse_uint(nproc); v && *v > 0 && *v <= 65536) o.ranks = unsigned(*v);
     else if (nproc != "gpu" && nproc != "cpu" && nproc != "auto")
-      return fail(Error{"--nproc-per-node " + nproc, "expected a number, gpu, cpu or auto"}, kExitUsage);
+      return fail(Error{"--nproc-per-node " + nproc, "expected a number, gpu, cpu or auto", ErrorKind::usage});
   }
 
   spec.bind = !no_bind;
   spec.tag_output = tag_output;
   if (!(grace_seconds >= 0 && grace_seconds <= 86400))  // NaN fails every comparison
-    return fail(Error{"--grace", "expected seconds from 0 to 86400"}, kExitUsage);
+    return fail(Error{"--grace", "expected seconds from 0 to 86400", ErrorKind::usage});
   spec.grace = std::chrono::milliseconds(long(grace_seconds * 1000));
   spec.best_effort = best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
   spec.quiet = o.quiet;
@@ -146,22 +143,22 @@ int cmd_launch(const std::vector<std::string>& args) {
   spec.log_dir = log_dir;
   if (!redirects_s.empty()) {
     auto r = bind::parse_stream_selection("--redirects", redirects_s);
-    if (!r) return fail(r.error(), kExitUsage);
+    if (!r) return fail(r.error());
     spec.redirects = *r;
   }
   if (!tee_s.empty()) {
     auto t = bind::parse_stream_selection("--tee", tee_s);
-    if (!t) return fail(t.error(), kExitUsage);
+    if (!t) return fail(t.error());
     spec.tee = *t;
   }
   auto conf = bind::parse_key_values("--rdzv-conf", rdzv_conf);
-  if (!conf) return fail(conf.error(), kExitUsage);
+  if (!conf) return fail(conf.error());
   double join_timeout = 600;  // torchrun's default join timeout
   for (const auto& [k, v] : *conf) {
     if (k != "join_timeout" && k != "timeout")
-      return fail(Error{"--rdzv-conf " + k, "not supported (only join_timeout / timeout, in seconds)"}, kExitUsage);
+      return fail(Error{"--rdzv-conf " + k, "not supported (only join_timeout / timeout, in seconds)", ErrorKind::usage});
     auto secs = parse_uint(v);
-    if (!secs || *secs > 86400) return fail(Error{"--rdzv-conf " + k + "=" + v, "expected seconds (0-86400)"}, kExitUsage);
+    if (!secs || *secs > 86400) return fail(Error{"--rdzv-conf " + k + "=" + v, "expected seconds (0-86400)", ErrorKind::usage});
     join_timeout = double(*secs);
   }
 
@@ -170,33 +167,31 @@ int cmd_launch(const std::vector<std::string>& args) {
   bind::NodeRange nodes{1, 1};
   if (!nnodes_s.empty()) {
     auto r = bind::parse_nnodes(nnodes_s);
-    if (!r) return fail(r.error(), kExitUsage);
+    if (!r) return fail(r.error());
     nodes = *r;
     if (nodes.min != nodes.max)
-      return fail(Error{"--nnodes " + nnodes_s, "elastic membership (MIN < MAX) is not supported: give a fixed node count"},
-                  kExitUsage);
+      return fail(Error{"--nnodes " + nnodes_s, "elastic membership (MIN < MAX) is not supported: give a fixed node count", ErrorKind::usage});
   } else if (under_srun) {
     nodes.min = nodes.max = env_number("SLURM_NNODES").value_or(1);
   }
-  if (standalone && nodes.max > 1) return fail(Error{"--standalone", "is a single-node job; --nnodes says " + nnodes_s}, kExitUsage);
+  if (standalone && nodes.max > 1) return fail(Error{"--standalone", "is a single-node job; --nnodes says " + nnodes_s, ErrorKind::usage});
   spec.nnodes = nodes.max;
   if (!node_rank && under_srun) node_rank = env_number("SLURM_NODEID");
   if (rdzv_backend == "c10d" && spec.nnodes > 1 && !node_rank)
-    return fail(Error{"--rdzv-backend c10d", "node ranks are assigned by gpubind statically: give --node-rank (or run under srun)"},
-                kExitUsage);
+    return fail(Error{"--rdzv-backend c10d", "node ranks are assigned by gpubind statically: give --node-rank (or run under srun)", ErrorKind::usage});
   spec.node_rank = node_rank.value_or(0);
   if (spec.node_rank >= spec.nnodes)
-    return fail(Error{"--node-rank " + std::to_string(spec.node_rank), "not below --nnodes " + std::to_string(spec.nnodes)}, kExitUsage);
+    return fail(Error{"--node-rank " + std::to_string(spec.node_rank), "not below --nnodes " + std::to_string(spec.nnodes), ErrorKind::usage});
   if (!rdzv_endpoint.empty() && !standalone) {
     // HOST[:PORT]; torchrun's c10d default port is 29400.
     size_t colon = rdzv_endpoint.rfind(':');
     std::string host = colon == std::string::npos ? rdzv_endpoint : rdzv_endpoint.substr(0, colon);
     if (!master_addr.empty() || master_port)
-      return fail(Error{"--rdzv-endpoint", "give it or --master-addr/--master-port, not both"}, kExitUsage);
+      return fail(Error{"--rdzv-endpoint", "give it or --master-addr/--master-port, not both", ErrorKind::usage});
     master_addr = host;
     if (colon != std::string::npos) {
       auto p = parse_uint(rdzv_endpoint.substr(colon + 1));
-      if (!p || *p > 65535) return fail(Error{"--rdzv-endpoint " + rdzv_endpoint, "expected HOST[:PORT] with a port up to 65535"}, kExitUsage);
+      if (!p || *p > 65535) return fail(Error{"--rdzv-endpoint " + rdzv_endpoint, "expected HOST[:PORT] with a port up to 65535", ErrorKind::usage});
       if (*p) master_port = unsigned(*p);
     } else if (spec.nnodes > 1) {
       master_port = 29400;
@@ -211,16 +206,16 @@ int cmd_launch(const std::vector<std::string>& args) {
   } else if (under_srun && spec.nnodes > 1) {
     auto list = sys::env_value("SLURM_JOB_NODELIST");
     auto host = list ? bind::first_host(*list) : std::nullopt;
-    if (!host) return fail(Error{"SLURM_JOB_NODELIST", "cannot find the first host; give --master-addr"}, kExitUsage);
+    if (!host) return fail(Error{"SLURM_JOB_NODELIST", "cannot find the first host; give --master-addr", ErrorKind::usage});
     spec.master_addr = *host;
   } else if (spec.nnodes > 1) {
-    return fail(Error{"--nnodes " + std::to_string(spec.nnodes), "several nodes need --master-addr"}, kExitUsage);
+    return fail(Error{"--nnodes " + std::to_string(spec.nnodes), "several nodes need --master-addr", ErrorKind::usage});
   }
   if (master_port) {
     spec.master_port = *master_port;
   } else if (spec.nnodes == 1) {
     auto port = sys::free_tcp_port();
-    if (!port) return fail(port.error(), kExitFailure);
+    if (!port) return fail(port.error());
     spec.master_port = *port;
   }
   if (!rdzv_id.empty()) spec.run_id = rdzv_id;
@@ -244,30 +239,30 @@ int cmd_launch(const std::vector<std::string>& args) {
                                          no_cache ? "" : discover::default_cache_dir(cfg->cache_dir.value_or("")),
                                          cfg->cache_max_files, &cache_notes);
   print_warnings(cache_notes, o.quiet);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   add_runtime_identity(*topo, o.quiet, true);  // this machine's GPUs by UUID (once per node, not per rank)
-  if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU"}, kExitUsage);
+  if (nproc == "gpu" && topo->gpus.empty()) return fail(Error{"--nproc-per-node gpu", "this machine has no GPU", ErrorKind::usage});
   if (nproc == "cpu" || (nproc == "auto" && topo->gpus.empty())) {
     auto cpus = sys::current_affinity();
-    if (!cpus) return fail(cpus.error(), kExitFailure);
+    if (!cpus) return fail(cpus.error());
     o.ranks = unsigned(cpus->count());
   }
   auto req = make_request(o, *topo, AllowedFrom::affinity);
-  if (!req) return fail(req.error(), kExitUsage);
+  if (!req) return fail(req.error());
   auto plan = plan::make_plan(*topo, *req);
-  if (!plan) return fail(plan.error(), kExitUsage);
+  if (!plan) return fail(plan.error());
   if (spec.bind) print_warnings(plan->warnings, o.quiet);
 
   auto machine = bind::live_machine_state();
-  if (!machine) return fail(machine.error(), kExitFailure);
+  if (!machine) return fail(machine.error());
   // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.
   if (spec.node_rank > 0)
     if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port, std::chrono::milliseconds(long(join_timeout * 1000)), sys::steady_clock()); !s)
-      return fail(s.error(), kExitFailure);
+      return fail(s.error());
   auto spawner = sys::real_spawner();
-  if (!spawner) return fail(spawner.error(), kExitFailure);
+  if (!spawner) return fail(spawner.error());
   auto result = bind::launch(*plan, *machine, spec, **spawner, sys::steady_clock());
-  if (!result) return fail(result.error(), kExitFailure);
+  if (!result) return fail(result.error());
 
   // Closing summary, one row per rank.
   render::TextTable t({"RANK", "LOCAL", "PID", "STATUS", "WALL", "CPUS", "GPU"});

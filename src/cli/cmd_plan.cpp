@@ -42,20 +42,19 @@ int cmd_plan(const std::vector<std::string>& args) {
   gpubind plan --format env --rank 3 --nic-env  shell exports for local rank 3)");
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (json) format = "json";
-  if (format == "env" && !rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)"}, kExitUsage);
+  if (format == "env" && !rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)", ErrorKind::usage});
 
   std::string source = topology_source(o.topology);
   auto topo = discover::load_topology(source);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   if (source.empty() || gpu_runtime) add_runtime_identity(*topo, o.quiet, true);  // this machine's GPUs by UUID
   auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
-  if (!req) return fail(req.error(), kExitUsage);
+  if (!req) return fail(req.error());
   auto plan = plan::make_plan(*topo, *req);
   // A request the machine cannot satisfy is a usage error; no GPU where one is required is not.
-  if (!plan) return fail(plan.error(), plan.error().kind == ErrorKind::not_found ? kExitFailure : kExitUsage);
+  if (!plan) return fail(plan.error());
   if (rank && *rank >= plan->ranks.size())
-    return fail(Error{"--rank " + std::to_string(*rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1)},
-                kExitUsage);
+    return fail(Error{"--rank " + std::to_string(*rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1), ErrorKind::usage});
 
   print_warnings(plan->warnings, o.quiet);
   std::string out;
@@ -68,7 +67,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     std::vector<std::string> host_list = {topo->hostname.empty() ? "localhost" : topo->hostname};
     if (!hosts.empty()) {
       auto h = bind::expand_hosts(hosts);
-      if (!h) return fail(Error{"--hosts", h.error().message()}, kExitUsage);
+      if (!h) return fail(Error{"--hosts", h.error().message(), ErrorKind::usage});
       host_list = *h;
     }
     out = render::plan_rankfile(*plan, *topo, host_list, format == "rankfile-logical");

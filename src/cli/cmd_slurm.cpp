@@ -23,7 +23,7 @@ int cmd_slurm(const std::vector<std::string>& args) {
   gpubind slurm gres-conf --topology node.xml --node-name 'gpu[01-64]')");
   if (int rc = app.parse(args); rc >= 0) return rc;
   auto topo = discover::load_topology(topology_source(topology));
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
   std::string out = render::gres_conf(*topo, node_name);
   std::fwrite(out.data(), 1, out.size(), stdout);

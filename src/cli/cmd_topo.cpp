@@ -47,10 +47,10 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (json) format = "json";
 
-  if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime"}, kExitUsage);
+  if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime", ErrorKind::usage});
   std::string source = topology_source(topology);
   auto topo = discover::load_topology(source);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
 
   // The GPU runtime libraries' view, for the vendors the topology has: UUIDs and names filled in,

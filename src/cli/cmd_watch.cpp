@@ -85,7 +85,7 @@ class Outputs final : public watch::Sink {
         m_redraw(!f.json && !f.no_tty && f.roots.empty() && sys::stdout_is_terminal()) {}
 
   void sampled(const watch::Taken& t, unsigned index) override {
-    for (const Error& e : t.errors) fail(e, kExitFailure);
+    for (const Error& e : t.errors) fail(e);
     print_warnings(t.notes, false);
     if (index == 0 && t.snapshot.processes.empty()) std::fprintf(stderr, "gpubind: watch: no process matches yet; watching for one\n");
   }
@@ -128,21 +128,21 @@ int cmd_watch(const std::vector<std::string>& args) {
 
   // The selection is found again at every sample: ranks that start, restart or exit are followed.
   auto sel = make_selection(f.which, f.roots.empty());
-  if (!sel) return fail(sel.error(), kExitUsage);
+  if (!sel) return fail(sel.error());
   if (f.once) f.schedule.count = 1;
   // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
   std::string source = topology_source(f.topology);
   if (!f.roots.empty() && source.empty())
-    return fail(Error{"--root " + f.roots[0], "needs --topology (the machine the recorded processes ran on)"}, kExitUsage);
+    return fail(Error{"--root " + f.roots[0], "needs --topology (the machine the recorded processes ran on)", ErrorKind::usage});
   std::vector<std::string> cache_notes;
   auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes)
                              : discover::load_topology(source);
   print_warnings(cache_notes, false);
-  if (!topo) return fail(topo.error(), kExitFailure);
+  if (!topo) return fail(topo.error());
   auto opened = open_roots(f.roots);
-  if (!opened) return fail(opened.error(), kExitFailure);
+  if (!opened) return fail(opened.error());
   std::vector<const sys::FsRoot*> tree;
   for (const auto& r : *opened) tree.push_back(r.get());
   // A recorded sequence replays on a clock that moves only by the interval.
@@ -153,9 +153,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   std::unique_ptr<sys::MetricsEndpoint> endpoint;
   if (!f.listen.empty()) {
     auto where = sys::parse_listen_address(f.listen);
-    if (!where) return fail(where.error(), kExitUsage);
+    if (!where) return fail(where.error());
     auto e = sys::MetricsEndpoint::start(where->first, where->second);
-    if (!e) return fail(e.error(), kExitFailure);
+    if (!e) return fail(e.error());
     endpoint = std::move(*e);
     endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
   }
@@ -173,10 +173,10 @@ int cmd_watch(const std::vector<std::string>& args) {
   watch::Watcher watcher(*topo, f.th);
   Outputs outputs(f, node, endpoint.get());
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs);
-  if (o.stopped) return fail(*o.stopped, kExitFailure);
+  if (o.stopped) return fail(*o.stopped);
   std::string out = f.json ? render::json_line(render::summary_json(o.summary, node)) : render::summary_text(o.summary);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  if (!o.seen_any) return fail(Error{"watch", "no process to watch (none matched at any sample)"}, kExitFailure);
+  if (!o.seen_any) return fail(Error{"watch", "no process to watch (none matched at any sample)"});
   if (o.errors) return kExitFailure;
   return o.summary.any_finding ? kExitCheckFindings : kExitOk;
 }

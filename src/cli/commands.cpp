@@ -60,10 +60,10 @@ int run_main(int argc, char** argv) {
     try {
       return c.run(args);
     } catch (const std::exception& e) {
-      return fail(Error{c.name, std::string("internal error: ") + e.what()}, c.internal_error_exit);
+      return fail_with(Error{c.name, std::string("internal error: ") + e.what()}, c.internal_error_exit);
     }
   }
-  fail(Error{argv[1], "unknown command"}, kExitUsage);
+  fail(Error{argv[1], "unknown command", ErrorKind::usage});
   std::fprintf(stderr, "hint: 'gpubind help' lists the commands\n");
   return kExitUsage;
 }

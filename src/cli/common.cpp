@@ -11,10 +11,16 @@
 
 namespace gpubind::cli {
 
-int fail(const Error& e, int code) {
+int exit_status_of(const Error& e) { return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure; }
+
+int fail_with(const Error& e, int code) {
   std::fprintf(stderr, "gpubind: error: %s\n", e.message().c_str());
   return code;
 }
+
+int fail(const Error& e) { return fail_with(e, exit_status_of(e)); }
+
+int fail_exec(const Error& e) { return fail_with(e, kExitExecFailed); }
 
 std::string topology_source(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -63,19 +69,19 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live) {
   probe::Selection sel;
   for (const std::string& a : f.pids) {
     auto pid = parse_pid(a);
-    if (!pid) return Error{"--pid " + a, "not a process id"};
+    if (!pid) return Error{"--pid " + a, "not a process id", ErrorKind::usage};
     sel.pids.push_back(*pid);
   }
   if (!f.children_of.empty()) {
     sel.children_of = parse_pid(f.children_of);
-    if (!sel.children_of) return Error{"--children-of " + f.children_of, "not a process id"};
+    if (!sel.children_of) return Error{"--children-of " + f.children_of, "not a process id", ErrorKind::usage};
   }
   if (!f.match.empty()) {
     auto p = Pattern::compile(f.match);
-    if (!p) return Error{"--match '" + f.match + "'", "not a valid regular expression (" + p.error().why + ")"};
+    if (!p) return Error{"--match '" + f.match + "'", "not a valid regular expression (" + p.error().why + ")", ErrorKind::usage};
     sel.match = [re = *p](const std::string& c) { return re.search(c); };
   }
-  if (f.self && !live) return Error{"--self", "cannot be used with --root"};
+  if (f.self && !live) return Error{"--self", "cannot be used with --root", ErrorKind::usage};
   if (f.self) sel.pids.push_back(sys::current_pid());
   sel.all_gpu = f.all_gpu;
   if (live) sel.exclude = sys::current_pid();

@@ -14,8 +14,17 @@
 
 namespace gpubind::cli {
 
-// Prints "gpubind: error: what: why" to stderr and returns `code`.
-int fail(const Error& e, int code);
+// The one exit-status policy (docs/cli.md, "Exit codes"): an Error's kind decides, never the
+// call site. ErrorKind::usage (a flag, argument or request that cannot be satisfied as given) is
+// 2; every other kind (an unreadable input, a failed syscall, no GPU where one is required) 1.
+int exit_status_of(const Error& e);
+// Prints "gpubind: error: what: why" to stderr and returns exit_status_of(e).
+int fail(const Error& e);
+// `exec`: gpubind failed before the command started, whatever the kind: 125, as env(1).
+int fail_exec(const Error& e);
+// The same line with a status the caller owns: a command's own usage status (exec's is 125) and
+// its internal-error status.
+int fail_with(const Error& e, int code);
 
 // --topology wins; else GPUBIND_TOPOLOGY; else "" (this machine).
 std::string topology_source(const std::string& flag);

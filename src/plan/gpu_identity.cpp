@@ -34,7 +34,7 @@ std::string describe(const std::vector<const Gpu*>& gpus) {
 }
 
 Error env_error(const std::string& name, const std::string& value, const std::string& why) {
-  return Error{name + "='" + value + "'", why};
+  return Error{name + "='" + value + "'", why, ErrorKind::usage};
 }
 
 // The GPUs NVIDIA_VISIBLE_DEVICES names, in PCI order: indices (the host's), GPU UUIDs, or MIG

@@ -47,7 +47,7 @@ Result<std::vector<CpuSet>> slurm_task_cpus(const topo::Topology& t, const CpuSe
     cores.push_back({pkg, pus});
   }
   size_t per = cores.size() / ranks;
-  if (per == 0) return Error{"slurm", "fewer usable cores (" + std::to_string(cores.size()) + ") than tasks"};
+  if (per == 0) return Error{"slurm", "fewer usable cores (" + std::to_string(cores.size()) + ") than tasks", ErrorKind::usage};
   std::vector<CpuSet> out(ranks);
   std::vector<bool> used(cores.size(), false);
   size_t sockets = std::max<size_t>(1, t.packages.size());
@@ -101,9 +101,9 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   if (!vis) return vis.error();
   const std::vector<const topo::Gpu*>& gpus = *vis;
   unsigned ranks = req.ranks.value_or(unsigned(gpus.size()));
-  if (gpus.empty()) return Error{to_string(peer), "needs GPUs"};
+  if (gpus.empty()) return Error{to_string(peer), "needs GPUs", ErrorKind::usage};
   if (ranks > gpus.size()) return Error{to_string(peer), "one process per GPU only (" + std::to_string(ranks) + " ranks, " +
-                                                             std::to_string(gpus.size()) + " GPUs)"};
+                                                             std::to_string(gpus.size()) + " GPUs)", ErrorKind::usage};
   CpuSet allowed = usable_cpus(t, req);
   std::vector<CpuSet> cpus_of(gpus.size());
   std::vector<size_t> gpu_of(ranks);
@@ -112,7 +112,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   if (peer == Peer::slurm_block || peer == Peer::slurm_cyclic) {
     // The CPU mask comes first; the GPU follows it (Slurm picks the GPUs after the CPUs).
     auto tasks = slurm_task_cpus(t, allowed, ranks, peer == Peer::slurm_cyclic);
-    if (!tasks) return Error{to_string(peer), tasks.error().why};
+    if (!tasks) return Error{to_string(peer), tasks.error().why, ErrorKind::usage};
     gpu_of = slurm_closest_gpus(gpus, *tasks);
     for (unsigned r = 0; r < ranks; ++r) cpus_of[gpu_of[r]] = (*tasks)[r];
   } else if (peer == Peer::gpu_affinity_socket) {
@@ -127,7 +127,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
     }
     size_t per = SIZE_MAX;
     for (const auto& [cpus, members] : groups) per = std::min(per, cores_within(t, cpus).size() / members.size());
-    if (per == 0) return Error{to_string(peer), "a socket has fewer cores than GPUs"};
+    if (per == 0) return Error{to_string(peer), "a socket has fewer cores than GPUs", ErrorKind::usage};
     for (const auto& [cpus, members] : groups) {
       std::vector<CpuSet> cores = cores_within(t, cpus);
       for (size_t k = 0; k < members.size(); ++k)
@@ -139,11 +139,11 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
     for (size_t i = 0; i < gpus.size(); ++i) on_node[node_of(*gpus[i])].push_back(i);
     for (const auto& [node, members] : on_node) {
       CpuSet cpus = topo::cpus_of_nodes(t, {node}) & allowed;
-      if (cpus.empty()) return Error{to_string(peer), "GPU on NUMA node " + std::to_string(node) + ", which has no allowed CPU"};
+      if (cpus.empty()) return Error{to_string(peer), "GPU on NUMA node " + std::to_string(node) + ", which has no allowed CPU", ErrorKind::usage};
       if (peer == Peer::torchrun_exclusive) {
         std::vector<CpuSet> cores = cores_within(t, cpus);
         if (cores.size() < members.size())
-          return Error{to_string(peer), "fewer physical cores than GPUs on NUMA node " + std::to_string(node)};
+          return Error{to_string(peer), "fewer physical cores than GPUs on NUMA node " + std::to_string(node), ErrorKind::usage};
         size_t at = 0;
         for (size_t k = 0; k < members.size(); ++k) {
           size_t take = cores.size() / members.size() + (k < cores.size() % members.size() ? 1 : 0);

@@ -95,25 +95,25 @@ std::vector<std::vector<const Gpu*>> group_gpus(const Topology& t, const std::ve
 // --- the request and the plan's steps ------------------------------------------------------
 
 Status check_request(const Topology& t, const Request& req) {
-  if (req.ranks && *req.ranks == 0) return Error{"-n", "the number of ranks must be at least 1"};
-  if (req.ranks && *req.ranks > 65536) return Error{"-n", "more than 65536 ranks on one node"};
-  if (req.gpus_per_rank == 0) return Error{"--gpus-per-rank", "must be at least 1"};
+  if (req.ranks && *req.ranks == 0) return Error{"-n", "the number of ranks must be at least 1", ErrorKind::usage};
+  if (req.ranks && *req.ranks > 65536) return Error{"-n", "more than 65536 ranks on one node", ErrorKind::usage};
+  if (req.gpus_per_rank == 0) return Error{"--gpus-per-rank", "must be at least 1", ErrorKind::usage};
   if (!req.reserve.is_subset_of(t.cpus))
-    return Error{"--reserve " + req.reserve.to_list(), "CPUs " + (req.reserve - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")"};
+    return Error{"--reserve " + req.reserve.to_list(), "CPUs " + (req.reserve - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")", ErrorKind::usage};
   if (req.allowed && !req.allowed->is_subset_of(t.cpus))
-    return Error{"--allowed " + req.allowed->to_list(), "CPUs " + (*req.allowed - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")"};
-  if (req.allowed && req.allowed->empty()) return Error{"--allowed", "the allowed CPU set is empty"};
+    return Error{"--allowed " + req.allowed->to_list(), "CPUs " + (*req.allowed - t.cpus).to_list() + " are not in this machine (" + t.cpus.to_list() + ")", ErrorKind::usage};
+  if (req.allowed && req.allowed->empty()) return Error{"--allowed", "the allowed CPU set is empty", ErrorKind::usage};
   if (req.mem_node && !topo::find_numa(t, *req.mem_node))
-    return Error{"--mem-node " + std::to_string(*req.mem_node), "no such NUMA node"};
+    return Error{"--mem-node " + std::to_string(*req.mem_node), "no such NUMA node", ErrorKind::usage};
   if (req.allowed_mems) {
     CpuSet known;
     for (const topo::NumaNode& n : t.numa_nodes) known.set(n.os_index);
     if ((*req.allowed_mems & known).empty())
       return Error{"allowed memory nodes " + req.allowed_mems->to_list(), "none of them is a NUMA node of this machine (" +
-                                                                          known.to_list() + ")"};
+                                                                          known.to_list() + ")", ErrorKind::usage};
     if (req.mem_node && !req.allowed_mems->test(*req.mem_node))
       return Error{"--mem-node " + std::to_string(*req.mem_node),
-                   "outside the allowed memory nodes " + req.allowed_mems->to_list() + " (cgroup cpuset.mems)"};
+                   "outside the allowed memory nodes " + req.allowed_mems->to_list() + " (cgroup cpuset.mems)", ErrorKind::usage};
   }
   return Ok{};
 }
@@ -126,7 +126,7 @@ Status prepare(Ctx& c) {
   c.plan.mem = req.policy == Policy::none ? MemPolicy::none : req.mem;
   c.plan.topology_origin = t.origin;
   if (c.allowed.empty())
-    return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved"};
+    return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved", ErrorKind::usage};
   c.cores = make_core_table(t, c.allowed, req.smt);
   if (CpuSet reserve = whole_cores(t, req.reserve); reserve != req.reserve)
     c.plan.explain.push_back("--reserve " + req.reserve.to_list() + " reserves whole cores: " + reserve.to_list());
@@ -145,7 +145,7 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
       return Error{"--require-gpu", t.gpus.empty() ? "the topology has no GPUs" : "no GPU is visible", ErrorKind::not_found};
     c.plan.warnings.push_back(t.gpus.empty() ? "the topology has no GPUs: CPU-only plan"
                                              : "the environment hides every GPU: CPU-only plan");
-    if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible"};
+    if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible", ErrorKind::usage};
   }
   unsigned ranks;
   if (req.ranks) {
@@ -154,7 +154,7 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
     ranks = unsigned(visible.size()) / k;
     if (ranks == 0)
       return Error{"--gpus-per-rank " + std::to_string(k), "needs " + std::to_string(k) + " GPUs per rank but " +
-                                                           std::to_string(visible.size()) + " are visible"};
+                                                           std::to_string(visible.size()) + " are visible", ErrorKind::usage};
   } else {
     ranks = std::max<unsigned>(1, unsigned(cpu_numa_nodes(t).size()));
   }
@@ -166,7 +166,7 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
   if (k > 1 && size_t(ranks) * k > visible.size())
     return Error{"--gpus-per-rank " + std::to_string(k), std::to_string(ranks) + " ranks x " + std::to_string(k) + " GPUs need " +
                                                          std::to_string(ranks * k) + " GPUs but " + std::to_string(visible.size()) +
-                                                         " are visible"};
+                                                         " are visible", ErrorKind::usage};
   GpusOfRanks gpus_of(ranks);
   if (!visible.empty()) {
     if (k > 1) {

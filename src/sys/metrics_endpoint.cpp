@@ -62,7 +62,7 @@ Result<std::pair<std::string, unsigned>> parse_listen_address(const std::string&
   }
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);  // [::1]
   auto port = parse_uint(port_text);
-  if (!port || *port == 0 || *port > 65535) return Error{"--listen " + text, "expected [ADDR:]PORT with a port from 1 to 65535"};
+  if (!port || *port == 0 || *port > 65535) return Error{"--listen " + text, "expected [ADDR:]PORT with a port from 1 to 65535", ErrorKind::usage};
   return std::pair{host, unsigned(*port)};
 }
 
