@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "bind/local_rank.hpp"
+#include "topo/launcher_env.hpp"
 #include "discover/source.hpp"
 #include "fuzz_util.hpp"
 #include "util/strings.hpp"
@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (eq == std::string_view::npos) continue;
     env[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
-  (void)gpubind::bind::detect_local_rank(env);
+  (void)gpubind::topo::detect_local_rank(env);
   for (const auto& [k, v] : env) gpubind::bind::expand_slurm_counts(v);
   gpubind::plan::Request req;
   for (const std::string& name : gpubind::plan::gpu_env_names())

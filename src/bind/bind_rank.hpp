@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bind/apply.hpp"
-#include "bind/local_rank.hpp"
+#include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "plan/plan.hpp"
 #include "sys/binder.hpp"
@@ -22,7 +22,7 @@ namespace gpubind::bind {
 
 struct RankRequest {
   PlanOptions options;  // `ranks` the node's local ranks
-  LocalRank local;
+  topo::LocalRank local;
   AllowedFrom from = AllowedFrom::cgroup;
   std::map<std::string, std::string> gpu_env;  // the GPU-selection variables (plan::gpu_env_names())
   MachineState machine;                        // what Linux says now, or a dry run's stand-in

@@ -67,17 +67,4 @@ bool pinned_to_whole_numa_nodes(const topo::Topology& t, const CpuSet& launcher,
   return !nodes.empty() && nodes == launcher;
 }
 
-const std::vector<std::string>& global_rank_env_names() {
-  static const std::vector<std::string> names = {"RANK",     "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",  "PMIX_RANK",
-                                                 "PMI_RANK", "PALS_RANKID",          "FLUX_TASK_RANK"};
-  return names;
-}
-
-long global_rank(const std::map<std::string, std::string>& env) {
-  for (const std::string& n : global_rank_env_names())
-    if (auto it = env.find(n); it != env.end())
-      if (auto v = parse_uint(it->second); v && *v < 100000000) return long(*v);
-  return -1;
-}
-
 }  // namespace gpubind::bind

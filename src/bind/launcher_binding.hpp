@@ -38,9 +38,4 @@ LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBindin
 // the GPU's package, disjoint) instead of halving a GPU node between its ranks.
 bool pinned_to_whole_numa_nodes(const topo::Topology& t, const CpuSet& launcher, const CpuSet& allowed);
 
-// The job-wide rank of this process from the launcher's environment (RANK, OMPI_COMM_WORLD_RANK,
-// SLURM_PROCID, PMIX_RANK, PMI_RANK, PALS_RANKID, FLUX_TASK_RANK), or -1 when none says.
-long global_rank(const std::map<std::string, std::string>& env);
-const std::vector<std::string>& global_rank_env_names();
-
 }  // namespace gpubind::bind

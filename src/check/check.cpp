@@ -4,23 +4,30 @@
 #include <map>
 
 #include "topo/binding_env.hpp"
+#include "topo/launcher_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::check {
 
 namespace {
-std::string first_env(const probe::ProcessState& p, std::initializer_list<const char*> names) {
+std::string first_env(const probe::ProcessState& p, const auto& names) {
   for (const char* n : names)
     if (auto it = p.env.find(n); it != p.env.end() && !it->second.empty()) return it->second;
   return "";
 }
 }  // namespace
 
+// What gpubind bound it as, else what its launcher says (the rule `exec` binds by); a value the
+// launcher set to nonsense is shown as it is.
 std::string local_rank_of(const probe::ProcessState& p) {
-  return first_env(p, {topo::binding_env::kLocalRank, "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"});
+  if (auto it = p.env.find(topo::binding_env::kLocalRank); it != p.env.end() && !it->second.empty()) return it->second;
+  if (auto lr = topo::detect_local_rank(p.env); lr && *lr) return p.env.at((*lr)->source);
+  std::vector<const char*> ranks;
+  for (const auto& v : topo::launcher_env::kLocalRank) ranks.push_back(v.rank);
+  return first_env(p, ranks);
 }
-std::string global_rank_of(const probe::ProcessState& p) { return first_env(p, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}); }
-std::string job_of(const probe::ProcessState& p) { return first_env(p, {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}); }
+std::string global_rank_of(const probe::ProcessState& p) { return first_env(p, topo::launcher_env::kGlobalRank); }
+std::string job_of(const probe::ProcessState& p) { return first_env(p, topo::launcher_env::kJob); }
 
 const char* to_string(Verdict v) {
   switch (v) {

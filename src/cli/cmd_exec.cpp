@@ -3,7 +3,7 @@
 
 #include "bind/bind_rank.hpp"
 #include "bind/launcher_binding.hpp"
-#include "bind/local_rank.hpp"
+#include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -73,13 +73,13 @@ int exec_command(sys::Binder& binder, const ExecFlags& f) {
 }
 
 // Which local rank this process is: --local-rank, else the launcher's variables.
-Result<bind::LocalRank> local_rank_of(const ExecFlags& f) {
-  bind::LocalRank lr;
+Result<topo::LocalRank> local_rank_of(const ExecFlags& f) {
+  topo::LocalRank lr;
   if (f.local_rank) {
     lr.rank = *f.local_rank;
     lr.source = "--local-rank";
   } else {
-    auto found = bind::detect_local_rank(environment_of(bind::local_rank_env_names()));
+    auto found = topo::detect_local_rank(environment_of(topo::local_rank_env_names()));
     if (!found) return found.error();
     if (!*found)
       return Error{"exec", "cannot tell this process's local rank: no launcher variable (SLURM_LOCALID, "
@@ -105,7 +105,7 @@ Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& 
 }
 
 // The same plan `gpubind plan` makes, for this node's ranks, applied unless a dry run.
-Result<bind::RankRequest> rank_request(const ExecFlags& f, const bind::LocalRank& lr, const topo::Topology& t, bool preview,
+Result<bind::RankRequest> rank_request(const ExecFlags& f, const topo::LocalRank& lr, const topo::Topology& t, bool preview,
                                        bool policy_open) {
   bind::RankRequest r;
   r.options = f.o;
@@ -140,7 +140,7 @@ void print_notes(const ExecFlags& f, const topo::Topology& t, const bind::BoundR
                          "no rank gets fewer cores than a node's share (--policy closest overrides)\n", local_rank);
   if (!b.launcher_note.empty() && !f.o.quiet) std::fprintf(stderr, "gpubind: note: %s\n", one_line(b.launcher_note).c_str());
   if (!f.report) return;
-  long g = bind::global_rank(environment_of(bind::global_rank_env_names()));
+  long g = topo::global_rank(environment_of(topo::global_rank_env_names()));
   std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
                one_line(t.hostname.empty() ? "localhost" : t.hostname).c_str(), sys::current_pid(),
                g < 0 ? "?" : std::to_string(g).c_str(), local_rank, b.plan.ranks.size(), describe(b.binding).c_str(),

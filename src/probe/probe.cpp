@@ -5,6 +5,7 @@
 #include <set>
 
 #include "topo/binding_env.hpp"
+#include "topo/launcher_env.hpp"
 #include "util/strings.hpp"
 #include "util/sweep.hpp"
 
@@ -235,10 +236,10 @@ void ThreadMemo::sweep() {
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v(std::begin(topo::binding_env::kAll), std::end(topo::binding_env::kAll));
-    for (const char* n : {"LOCAL_RANK", "RANK", "SLURM_LOCALID", "SLURM_PROCID", "OMPI_COMM_WORLD_LOCAL_RANK",
-                          "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "CUDA_VISIBLE_DEVICES",
-                          "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
-      v.push_back(n);
+    for (const std::string& n : topo::local_rank_env_names()) v.push_back(n);
+    for (const char* n : topo::launcher_env::kGlobalRank) v.push_back(n);
+    for (const char* n : topo::launcher_env::kJob) v.push_back(n);
+    for (const char* n : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) v.push_back(n);
     return v;
   }();
   return names;

@@ -28,7 +28,7 @@ extern "C" {
 #include "bind/apply.hpp"
 #include "bind/bind_rank.hpp"
 #include "bind/config.hpp"
-#include "bind/local_rank.hpp"
+#include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "bind/spank_args.hpp"
 #include "discover/gpu_runtime.hpp"
@@ -114,7 +114,7 @@ const char* const kUserBindingVars[] = {"SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND",
 
 std::map<std::string, std::string> task_env(spank_t sp) {
   std::map<std::string, std::string> env;
-  std::vector<std::string> names = bind::local_rank_env_names();
+  std::vector<std::string> names = topo::local_rank_env_names();
   for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
   for (const char* n : kUserBindingVars) names.push_back(n);
   char buf[4096];
@@ -132,7 +132,7 @@ std::map<std::string, std::string> task_env(spank_t sp) {
 //   - any narrowing below the step's CPUs is said on stderr.
 Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   std::map<std::string, std::string> env = task_env(sp);
-  auto lr = bind::detect_local_rank(env);
+  auto lr = topo::detect_local_rank(env);
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
   if (site_default) {

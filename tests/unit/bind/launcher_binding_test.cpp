@@ -104,11 +104,4 @@ TEST(LauncherBinding, WholeNumaNodePinningIsRecognised) {
   EXPECT_TRUE(pinned_to_whole_numa_nodes(*t, CpuSet::range(0, 7) | CpuSet::range(128, 135), allowed));
 }
 
-TEST(GlobalRank, FromTheLaunchersVariable) {
-  EXPECT_EQ(global_rank({{"OMPI_COMM_WORLD_RANK", "11"}}), 11);
-  EXPECT_EQ(global_rank({{"RANK", "3"}, {"SLURM_PROCID", "9"}}), 3);
-  EXPECT_EQ(global_rank({{"SLURM_PROCID", "x"}}), -1);
-  EXPECT_EQ(global_rank({}), -1);
-}
-
 }  // namespace gpubind::bind

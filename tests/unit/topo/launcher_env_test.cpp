@@ -1,8 +1,10 @@
-#include "bind/local_rank.hpp"
+#include "topo/launcher_env.hpp"
 
 #include <gtest/gtest.h>
 
-namespace gpubind::bind {
+#include <algorithm>
+
+namespace gpubind::topo {
 
 namespace {
 LocalRank must(const std::map<std::string, std::string>& env) {
@@ -58,11 +60,48 @@ TEST(LocalRank, TorchrunStyle) {
 }
 
 TEST(LocalRank, FirstMatchWins) {
-  // torchrun started by srun: Slurm's task id is the process's place on the node.
-  LocalRank lr = must({{"SLURM_LOCALID", "0"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}});
+  // Eight srun tasks on this node, one of them the process: Slurm's task id is its place here.
+  LocalRank lr = must({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "8"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}});
   EXPECT_EQ(lr.source, "SLURM_LOCALID");
   LocalRank ompi = must({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"LOCAL_RANK", "0"}});
   EXPECT_EQ(ompi.rank, 1u);
+}
+
+TEST(LocalRank, ALauncherInsideAOneTaskSlurmStepWins) {
+  // srun --ntasks-per-node=1 torchrun --nproc-per-node=8: every worker inherits SLURM_LOCALID 0.
+  LocalRank lr = must({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}});
+  EXPECT_EQ(lr.source, "LOCAL_RANK");
+  EXPECT_EQ(lr.rank, 5u);
+  EXPECT_EQ(*lr.size, 8u);
+  // Slurm's counts unknown: the same.
+  EXPECT_EQ(must({{"SLURM_LOCALID", "0"}, {"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}}).source, "LOCAL_RANK");
+  // A launcher of one rank inside it says nothing new: Slurm's stays.
+  EXPECT_EQ(must({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}}).source,
+            "SLURM_LOCALID");
+  // mpirun inside an srun task (one per node): Open MPI's.
+  EXPECT_EQ(must({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})
+                .rank,
+            3u);
+}
+
+TEST(LocalRank, EveryVariableItReadsIsListedForCopying) {
+  const auto& names = local_rank_env_names();
+  for (const auto& v : launcher_env::kLocalRank) {
+    EXPECT_NE(std::find(names.begin(), names.end(), v.rank), names.end()) << v.rank;
+    if (v.size) {
+      EXPECT_NE(std::find(names.begin(), names.end(), v.size), names.end()) << v.size;
+    }
+  }
+  for (const char* n : launcher_env::kSlurmCounts) EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(GlobalRank, FromTheLaunchersVariable) {
+  EXPECT_EQ(global_rank({{"OMPI_COMM_WORLD_RANK", "11"}}), 11);
+  EXPECT_EQ(global_rank({{"RANK", "3"}, {"SLURM_PROCID", "9"}}), 3);
+  EXPECT_EQ(global_rank({{"SLURM_PROCID", "x"}}), -1);
+  EXPECT_EQ(global_rank({}), -1);
+  EXPECT_EQ(global_rank_env_names().size(), std::size(launcher_env::kGlobalRank));
 }
 
 TEST(LocalRank, NoneSet) {
@@ -99,4 +138,4 @@ TEST(LocalRank, SlurmCountsNamingMoreThanTheNodeLimitAreRefused) {
   EXPECT_TRUE(expand_slurm_counts(fits + ",1(x48576)").has_value());
 }
 
-}  // namespace gpubind::bind
+}  // namespace gpubind::topo
