@@ -11,7 +11,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test test-load deps deps-build build build-run build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
+.PHONY: run test test-load mutation deps deps-build build build-run build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
 
 deps:
 	@scripts/install-deps.sh
@@ -71,8 +71,9 @@ run: build-run
 	wait $$job; jrc=$$?; [ $$jrc -eq 0 ] || echo "make run: the watched job exited $$jrc" >&2; \
 	{ [ $$rc -eq 0 ] || [ $$rc -eq 3 ]; } && [ $$jrc -eq 0 ]
 
-# Every pass runs whatever an earlier one did (main build and all its tests, the sanitizer build
-# and its tests, the fuzz regression), then one summary names every failure (scripts/test-all.sh).
+# Every pass runs whatever an earlier one did (main build and all its tests, the mutation check,
+# the sanitizer build and its tests, the fuzz regression), then one summary names every failure
+# (scripts/test-all.sh).
 test: deps
 	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" scripts/test-all.sh
 
@@ -81,6 +82,10 @@ TEST_LOAD ?= 2
 test-load: deps
 	@GPUBIND_TEST_LOAD=$(TEST_LOAD) BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" \
 	  scripts/test-all.sh
+
+# Deliberate breakages the suite must fail on (tests/mutation/mutate.py; part of `make test`).
+mutation: build
+	JOBS=$(JOBS) /usr/bin/python3 tests/mutation/mutate.py $(BUILD)
 
 $(ASAN_BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON -DGPUBIND_FAULT_POINTS=ON \

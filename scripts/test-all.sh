@@ -2,9 +2,11 @@
 # `make test`: every pass, whatever an earlier one did, then one summary of all failures.
 #
 #   1. the main build (-Werror) and every ctest test (unit, cli, live, integration, qemu, ...)
-#   2. the AddressSanitizer + UndefinedBehaviorSanitizer build (ASAN_BUILD) and its unit, cli and
+#   2. the mutation check (tests/mutation/mutate.py): deliberate breakages of the planner, the
+#      binder, watch's rules and loop and the exit policy, each of which the suite must fail on
+#   3. the AddressSanitizer + UndefinedBehaviorSanitizer build (ASAN_BUILD) and its unit, cli and
 #      faults tests
-#   3. the fuzz targets' regression inputs (scripts/fuzz.sh regress)
+#   4. the fuzz targets' regression inputs (scripts/fuzz.sh regress)
 #
 # A failing pass no longer hides the next: each runs, its wall time and failures are kept, and
 # the script exits 1 at the end if any failed, naming each failed test. ctest's own per-label
@@ -80,6 +82,8 @@ run_ctest() {  # DIR LOG [ctest args]
 mkdir -p "$BUILD"
 if pass "build ($BUILD)" "$MAKE" --no-print-directory build; then
   pass "ctest ($BUILD)" run_ctest "$BUILD" "$BUILD/ctest.log" || while IFS= read -r t; do failed+=("ctest ($BUILD): $t"); done < <(ctest_failures "$BUILD")
+  pass "mutation check ($BUILD)" /usr/bin/python3 tests/mutation/mutate.py "$BUILD" \
+    || failed+=("mutation check ($BUILD): a breakage survived or no longer applies (see 'mutation:' lines above)")
 else
   failed+=("build ($BUILD): did not build; its tests did not run")
 fi

@@ -104,8 +104,8 @@ Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& 
   auto status = r.read(dir + "/status");
   if (!status) return status.error();
   t.comm = key_value(*status, "Name");
-  auto cpus = list_field(*status, "Cpus_allowed_list", dir + "/status");
-  auto mems = list_field(*status, "Mems_allowed_list", dir + "/status");
+  auto cpus = list_field(*status, "Cpus_allowed_list", r.root.path_of(dir + "/status"));
+  auto mems = list_field(*status, "Mems_allowed_list", r.root.path_of(dir + "/status"));
   if (!cpus) return cpus.error();
   if (!mems) return mems.error();
   t.cpus_allowed = *cpus;
@@ -344,8 +344,8 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   }
   if (kthread)
     return Error{"PID " + std::to_string(pid), kKernelThread + one_line(p.comm) + "), not a process to judge", ErrorKind::unsupported};
-  auto cpus = list_field(*status, "Cpus_allowed_list", "/" + dir + "/status");
-  auto mems = list_field(*status, "Mems_allowed_list", "/" + dir + "/status");
+  auto cpus = list_field(*status, "Cpus_allowed_list", root.path_of(dir + "/status"));
+  auto mems = list_field(*status, "Mems_allowed_list", root.path_of(dir + "/status"));
   if (!cpus) return cpus.error();
   if (!mems) return mems.error();
   p.cpus_allowed = *cpus;

@@ -52,6 +52,11 @@ TEST(ApplyBinding, BindAndInterleaveModes) {
   std::vector<std::string> w;
   ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
   EXPECT_EQ(b.calls.at(1), "mempolicy bind 0");
+  r.mem = plan::MemPolicy::interleave;
+  Fixture g = dgx(r);
+  testing::RecordingBinder c;
+  ASSERT_TRUE(apply_binding(g.plan, g.plan.ranks[0], g.machine, c, BestEffort::no, w).ok());
+  EXPECT_EQ(c.calls.at(1), "mempolicy interleave 0");
 }
 
 TEST(ApplyBinding, CpusOutsideTheAllowedSetStopBeforeAnySyscall) {

@@ -2,7 +2,9 @@
 // fallback, named after it.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <stdexcept>
 
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
@@ -17,10 +19,12 @@ topo::Topology example(const std::string& name) {
   return *t;
 }
 
+// The plan, or the test fails here: the exception ends the test (GoogleTest reports it) before
+// it can index into a plan that was never made.
 Plan must_plan(const topo::Topology& t, const Request& r) {
   auto p = make_plan(t, r);
-  EXPECT_TRUE(p.ok()) << p.error().message();
-  return p.ok() ? *p : Plan{};
+  if (!p.ok()) throw std::runtime_error("make_plan failed: " + p.error().message());
+  return std::move(p).value();
 }
 
 Request with_env(std::map<std::string, std::string> env) {
@@ -346,7 +350,9 @@ TEST(PodAlignment, PodCpusOffItsGpusNodeAreTheKubeletsMisalignment) {
 TEST(GpuIdentity, MalformedCudaVisibleDevicesIsAnError) {
   for (const char* bad : {"abc", "0,,1", "1,1", "zero"}) {
     auto p = make_plan(example("dgx-h100"), with_env({{"CUDA_VISIBLE_DEVICES", bad}}));
-    EXPECT_FALSE(p.ok()) << bad;
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.error().kind, ErrorKind::usage) << bad;
+    EXPECT_EQ(p.error().what, std::string("CUDA_VISIBLE_DEVICES='") + bad + "'");
   }
 }
 
@@ -580,7 +586,11 @@ TEST(Fallback, MoreRanksThanCoresShareCores) {
   r.allowed = CpuSet::range(0, 3);
   r.env = {{"CUDA_VISIBLE_DEVICES", "0"}};
   Plan p = must_plan(example("gh200"), r);
-  for (const auto& rb : p.ranks) EXPECT_FALSE(rb.cpus.empty());
+  ASSERT_EQ(p.ranks.size(), 100u);
+  // Spread evenly: 25 ranks on each of the 4 cores, never all on one.
+  std::map<std::string, unsigned> per_core;
+  for (const auto& rb : p.ranks) ++per_core[rb.cpus.to_list()];
+  EXPECT_EQ(per_core, (std::map<std::string, unsigned>{{"0", 25}, {"1", 25}, {"2", 25}, {"3", 25}}));
   EXPECT_TRUE(has_warning(p, "share cores"));
 }
 
@@ -985,7 +995,11 @@ TEST(NoGpu, RequireGpuMakesItAnError) {
   ASSERT_TRUE(t.ok());
   Request r;
   r.require_gpu = true;
-  EXPECT_FALSE(make_plan(*t, r).ok());
+  auto p = make_plan(*t, r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().what, "--require-gpu");
+  EXPECT_EQ(p.error().why, "the topology has no GPUs");
+  EXPECT_EQ(p.error().kind, ErrorKind::not_found);  // no GPU is a runtime condition (exit 1), not a usage error
 }
 
 TEST(BadRequest, Rejected) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The mutation check: each deliberate breakage below is applied to the source in turn, the
+targets it touches rebuilt in BUILD, and the tests of its labels run; the suite must fail for
+every one (the breakage is "killed"). The source is restored after each, whatever happens, and the
+targets rebuilt from it at the end. A breakage that no longer applies (its text is not found
+exactly once) fails the check too, so the list stays true as the code moves.
+
+Usage: tests/mutation/mutate.py BUILD [NAME...]   (from the repository root; JOBS for the build)
+"""
+import os
+import subprocess
+import sys
+import time
+
+UNIT = (["gpubind_unit_tests"], "unit")
+CLI = (["gpubind"], "cli")
+
+# name, file, text, replacement, (targets, ctest label): one breakage each, named after what it breaks.
+MUTATIONS = [
+    ("plan: oversubscribed ranks all on one core", "src/plan/cpu_split.cpp",
+     "s.blocks[r] = cores[r % n]->pus & domain;", "s.blocks[r] = cores[0]->pus & domain;", UNIT),
+    ("plan: socket policy planned as numa", "src/plan/rank_cpus.cpp",
+     "return pkg.empty() ? node : pkg;", "return node;", UNIT),
+    ("bind: interleave applied as preferred", "src/bind/apply.cpp",
+     ": rb.mem_policy == MemPolicy::interleave ? sys::MemMode::interleave", ": rb.mem_policy == MemPolicy::interleave ? sys::MemMode::preferred", UNIT),
+    ("bind: a launcher inside a one-task Slurm step ignored", "src/topo/launcher_env.cpp",
+     "if ((*lr)->size.value_or(1) > 1) return *lr;", "if (false) return *lr;", UNIT),
+    ("watch: MIGRATING at the threshold", "src/watch/rules.cpp",
+     "r.migrations_per_second <= th.migrations_per_second", "r.migrations_per_second < th.migrations_per_second", UNIT),
+    ("watch: DRIFTED threads ignored", "src/watch/rules.cpp",
+     "if (!e.drifted_threads.empty())", "if (false)", UNIT),
+    ("watch: IMBALANCE of CPU time never judged", "src/watch/rules.cpp",
+     "if (cpu && cpu->imbalance > th.imbalance)", "if (cpu && cpu->imbalance > 1.0)", UNIT),
+    ("watch: samples drift by their own cost", "src/watch/run.cpp",
+     "clock.sleep_for(std::chrono::duration_cast<Ms>(due - at));", "clock.sleep_for(step);", UNIT),
+    ("cli: every error exits 1", "src/cli/common.cpp",
+     "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
+]
+
+
+def run(cmd, cwd=None):
+    return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    build = sys.argv[1]
+    wanted = sys.argv[2:]
+    jobs = os.environ.get("JOBS", str(os.cpu_count() or 1))
+    chosen = [m for m in MUTATIONS if not wanted or m[0] in wanted]
+    bad = 0
+    targets_touched = set()
+    for name, path, text, replacement, (targets, label) in chosen:
+        t0 = time.time()
+        original = open(path).read()
+        count = original.count(text)
+        if count != 1:
+            print(f"mutation: {name}: no longer applies ('{text}' found {count} times in {path})")
+            bad += 1
+            continue
+        targets_touched.update(targets)
+        try:
+            with open(path, "w") as f:
+                f.write(original.replace(text, replacement))
+            b = run(["cmake", "--build", build, "-j", jobs, "--target", *targets])
+            if b.returncode != 0:
+                print(f"mutation: {name}: does not build (fix the mutation):\n{b.stdout[-3000:]}")
+                bad += 1
+                continue
+            t = run(["ctest", "-j", jobs, "-L", label, "--timeout", "120"], cwd=build)
+            failed = [l for l in t.stdout.splitlines() if "***Failed" in l or "***Exception" in l or "***Timeout" in l]
+            secs = time.time() - t0
+            if t.returncode != 0 and failed:
+                first = failed[0].split(":", 1)[1].split("...")[0].strip() if ":" in failed[0] else failed[0]
+                print(f"mutation: {name}: killed by {len(failed)} {label} test(s), e.g. {first} ({secs:.0f} s)")
+            else:
+                print(f"mutation: {name}: SURVIVED: every {label} test passed with it ({secs:.0f} s)")
+                bad += 1
+        finally:
+            with open(path, "w") as f:
+                f.write(original)
+    if targets_touched:
+        r = run(["cmake", "--build", build, "-j", jobs, "--target", *sorted(targets_touched)])
+        if r.returncode != 0:
+            print("mutation: the restored source does not build:\n" + r.stdout[-3000:])
+            bad += 1
+    print(f"mutation: {len(chosen) - bad} of {len(chosen)} breakages killed" if not bad else f"mutation: {bad} problem(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
