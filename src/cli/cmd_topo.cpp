@@ -4,15 +4,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "render/json_text.hpp"
-#include "render/node_svg.hpp"
-#include "render/hwloc_xml.hpp"
-#include "discover/gpu_measure.hpp"
-#include "discover/gpu_runtime.hpp"
 #include "discover/source.hpp"
+#include "discover/topo_report.hpp"
 #include "render/topo_text.hpp"
-#include "topo/cross_check.hpp"
-#include "topo/json.hpp"
 #include "util/exit_status.hpp"
 
 namespace gpubind::cli {
@@ -53,69 +47,11 @@ int cmd_topo(const std::vector<std::string>& args) {
   if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
 
-  // The GPU runtime libraries' view, for the vendors the topology has: UUIDs and names filled in,
-  // disagreements reported (topo/cross_check.hpp says which side is kept).
-  std::optional<std::vector<topo::CrossCheckFinding>> findings;
-  std::vector<topo::RuntimeView> views;
-  if (!no_gpu_runtime && (gpu_runtime || source.empty())) {
-    discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(*topo, "no cross-check against the GPU runtime");
-    print_warnings(runtimes.notes, quiet);
-    if (!runtimes.empty()) {
-      views = runtimes.views();
-      findings = topo::cross_check(*topo, views);
-      std::vector<std::string> lines;
-      for (const auto& f : *findings) lines.push_back(topo::to_line(f));
-      print_warnings(lines, quiet);
-    }
-  }
-
-  // Measured locality: copies from each NUMA node with CPUs to each GPU (topo::cross_check_measured).
-  std::optional<std::vector<topo::MeasuredGpu>> measured;
-  if (measure) {
-    discover::MeasureOptions mo;
-    for (const topo::NumaNode& n : topo->numa_nodes)
-      if (!n.cpus.empty()) mo.nodes.push_back({n.os_index, n.cpus & topo->allowed_cpus});
-    bool nvidia = topo::has_gpu_of(*topo, topo::Vendor::nvidia), amd = topo::has_gpu_of(*topo, topo::Vendor::amd);
-    if (!nvidia && !amd) {
-      print_warnings({"--measure: the topology has no NVIDIA or AMD GPU to measure"}, quiet);
-    } else {
-      discover::Measurements m = discover::measure_copy_bandwidth(nvidia, amd, mo);
-      print_warnings(m.notes, quiet);
-      std::vector<std::string> lines;
-      for (const auto& f : topo::cross_check_measured(*topo, m.gpus)) lines.push_back(topo::to_line(f));
-      print_warnings(lines, quiet);
-      measured = std::move(m.gpus);
-    }
-  }
-
-  std::string out;
-  if (format == "table") {
-    out = render::topo_table(*topo);
-    if (measured && !measured->empty()) out += render::measured_table(*topo, *measured);
-  }
-  else if (format == "matrix") out = render::topo_matrix(*topo);
-  else if (format == "svg") out = render::node_svg(*topo);
-  else if (format == "json") {
-    auto j = topo::to_json(*topo);
-    if (findings) {
-      j["gpu_runtime"] = nlohmann::ordered_json::array();
-      for (const topo::RuntimeView& v : views) j["gpu_runtime"].push_back(topo::to_json(v));
-      j["cross_check"] = nlohmann::ordered_json::array();
-      for (const auto& f : *findings) j["cross_check"].push_back({{"gpu", f.gpu.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.gpu)}, {"source", f.source}, {"finding", f.what}});
-    }
-    if (measured) {
-      j["measured"] = nlohmann::ordered_json::array();
-      for (const topo::MeasuredGpu& m : *measured) {
-        nlohmann::ordered_json per_node = nlohmann::ordered_json::object();
-        for (const auto& [n, bw] : m.bytes_per_second) per_node[std::to_string(n)] = bw;
-        std::optional<unsigned> nearest = topo::nearest_measured(m);
-        j["measured"].push_back({{"gpu", m.pci}, {"source", m.source}, {"bytes_per_second", per_node},
-                                 {"nearest_node", nearest ? nlohmann::ordered_json(*nearest) : nlohmann::ordered_json()}});
-      }
-    }
-    out = render::json_text(j);
-  }
-  else out = render::to_hwloc_xml(*topo);
+  // The topology, cross-checked against the GPU runtime libraries (the default on this machine)
+  // and measured where asked for.
+  auto report = discover::describe_topology(std::move(*topo), {!no_gpu_runtime && (gpu_runtime || source.empty()), measure});
+  print_warnings(report.warnings, quiet);
+  std::string out = render::topo_report(report, format);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
