@@ -7,8 +7,6 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "discover/gpu_runtime.hpp"
-#include "discover/live_cache.hpp"
-#include "discover/source.hpp"
 #include "render/json_text.hpp"
 #include "render/metrics.hpp"
 #include "render/watch_render.hpp"
@@ -133,13 +131,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
-  std::string source = topology_source(f.topology);
-  if (!f.roots.empty() && source.empty())
-    return fail(Error{"--root " + f.roots[0], "needs --topology (the machine the recorded processes ran on)", ErrorKind::usage});
-  std::vector<std::string> cache_notes;
-  auto topo = source.empty() ? discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes)
-                             : discover::load_topology(source);
-  print_warnings(cache_notes, false);
+  auto topo = topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded");
   if (!topo) return fail(topo.error());
   auto opened = open_roots(f.roots);
   if (!opened) return fail(opened.error());

@@ -5,6 +5,8 @@
 #include "discover/gpu_runtime.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
+#include "discover/live_cache.hpp"
+#include "discover/source.hpp"
 #include "util/exit_status.hpp"
 #include "util/pattern.hpp"
 #include "util/strings.hpp"
@@ -86,6 +88,17 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live) {
   sel.all_gpu = f.all_gpu;
   if (live) sel.exclude = sys::current_pid();
   return sel;
+}
+
+Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what) {
+  std::string source = topology_source(topology_flag);
+  if (!root.empty() && source.empty())
+    return Error{"--root " + root, "needs --topology (the machine the " + what + " processes ran on)", ErrorKind::usage};
+  if (!source.empty()) return discover::load_topology(source);
+  std::vector<std::string> cache_notes;
+  auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
+  print_warnings(cache_notes, false);
+  return topo;
 }
 
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }

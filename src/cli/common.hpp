@@ -58,6 +58,11 @@ void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb
 // selector), else a recorded tree (--self is refused). Errors are usage errors.
 Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
 
+// check's and watch's machine: --topology (or $GPUBIND_TOPOLOGY), else this one from the
+// topology cache (its notes printed). A captured tree (--root `root`) needs --topology: a usage
+// error otherwise, naming the root.
+Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what);
+
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
 

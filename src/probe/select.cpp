@@ -99,4 +99,11 @@ Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const P
   return out;
 }
 
+void add_context_gpus(std::vector<ProcessState>& states, const std::vector<GpuProcess>& contexts) {
+  for (ProcessState& s : states)
+    for (const GpuProcess& c : contexts)
+      if (c.pid == s.pid && std::find(s.context_gpus.begin(), s.context_gpus.end(), c.pci) == s.context_gpus.end())
+        s.context_gpus.push_back(c.pci);
+}
+
 }  // namespace gpubind::probe

@@ -45,4 +45,8 @@ struct Probed {
 // is launch's group reaper (not a rank); a named one is always reported.
 Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const ProbeOptions& options);
 
+// The GPUs the runtime libraries say each process has a context on, into its context_gpus (once
+// each).
+void add_context_gpus(std::vector<ProcessState>& states, const std::vector<GpuProcess>& contexts);
+
 }  // namespace gpubind::probe
