@@ -29,20 +29,18 @@ Result<bench::Record> read_record(const std::string& path) {
   return r;
 }
 
-}  // namespace
-
-int cmd_bench(const std::vector<std::string>& args) {
-  Args app("Run a synthetic synchronous data-parallel job (N ranks of T threads: a memory-bound pass over a first-touched "
-           "buffer, a compute part, a barrier across ranks) under several binding strategies in interleaved rounds, and "
-           "report step time, jitter, barrier idle, migrations and locality per strategy, against closest.",
-           "gpubind bench");
+struct BenchFlags {
   PlanOptions o;
   bench::RunOptions run;
   std::string strategies, plot, input;
   std::optional<unsigned> buffer_mib;
   bool json = false, per_rank = false;
-  add_plan_options(app, o, false);
-  app.option("--strategies", strategies,
+};
+
+void add_bench_options(Args& app, BenchFlags& f) {
+  bench::RunOptions& run = f.run;
+  add_plan_options(app, f.o, false);
+  app.option("--strategies", f.strategies,
              "Comma-separated policies to run (POLICY-2x doubles the batch); default closest,cpu-only,none,numa,socket,none-2x");
   app.option("--threads", run.threads, "Threads per rank (default: the cores of the smallest rank under closest, 1 to 8)")
       .range(1, 256);
@@ -52,69 +50,79 @@ int cmd_bench(const std::vector<std::string>& args) {
   app.option("--noise", run.noise, "Unbound background processes during the runs: CPU hogs and memory streamers, "
                                     "alternately (default 0)")
       .range(0, 1024);
-  app.option("--buffer-mib", buffer_mib, "MiB streamed per thread per step (default: about half the L3 over all threads, "
-                                         "1 to 8)")
+  app.option("--buffer-mib", f.buffer_mib, "MiB streamed per thread per step (default: about half the L3 over all threads, "
+                                           "1 to 8)")
       .range(1, 4096);
   app.option("--compute", run.compute, "Dependent multiply-adds per thread per step (default 20000)").range(0, 1000000000);
   app.flag("--gpu", run.gpu, "Every step, also copy each rank's buffer to its GPU through the CUDA or HIP runtime "
                              "(GPUBIND_CUDA_RUNTIME / GPUBIND_HIP_RUNTIME name the library), timed on the GPU");
-  app.flag("--per-rank", per_rank, "Also show each rank's CPUs, memory, home node, migrations, idle and locality");
-  app.flag("--json", json, "JSON output: the report and the raw samples (which --input reads back)");
-  app.option("--plot", plot, "Write an SVG box plot of the step times per strategy to FILE");
-  app.option("--input", input, "Report a saved run (gpubind bench --json output) instead of running one");
+  app.flag("--per-rank", f.per_rank, "Also show each rank's CPUs, memory, home node, migrations, idle and locality");
+  app.flag("--json", f.json, "JSON output: the report and the raw samples (which --input reads back)");
+  app.option("--plot", f.plot, "Write an SVG box plot of the step times per strategy to FILE");
+  app.option("--input", f.input, "Report a saved run (gpubind bench --json output) instead of running one");
   app.footer(R"(Examples:
   gpubind bench -n 2 --noise 2                   this machine, the six strategies, two noisy neighbours
   gpubind bench --strategies closest,none --steps 1000 --plot steps.svg
   gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run)");
-  if (int rc = app.parse(args); rc >= 0) return rc;
-  if (!plot.empty() && !plot.ends_with(".svg"))
-    return fail(Error{"--plot " + plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
+}
 
-  bench::Record record;
-  if (!input.empty()) {
-    // A saved run is reported as it was: flags that would change a run are refused, not ignored.
-    for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
-                             "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
-                             "--allowed-mems", "--mem-node", "--no-smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
-                             "--require-gpu"})
-      if (app.count(flag))
-        return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage});
-    auto r = read_record(input);
-    if (!r) return fail(r.error());
-    record = std::move(*r);
-  } else {
-    std::vector<std::string> names = bench::default_strategies();
-    if (!strategies.empty()) {
-      names.clear();
-      for (std::string_view v : split(strategies, ',')) names.emplace_back(trim(v));
-    }
-    for (const std::string& name : names) {
-      auto s = bench::parse_strategy(name);
-      if (!s) return fail(Error{"--strategies", s.error().message(), ErrorKind::usage});
-      run.strategies.push_back(*s);
-    }
-    if (buffer_mib) run.buffer_bytes = uint64_t(*buffer_mib) << 20;
-    std::vector<std::string> cache_notes;
-    auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
-    print_warnings(cache_notes, o.quiet);
-    if (!topo) return fail(topo.error());
-    auto req = make_request(o, *topo, AllowedFrom::affinity);
-    if (!req) return fail(req.error());
-    unsigned last_round = ~0u;
-    if (!o.quiet)
-      run.progress = [&](const std::string&, unsigned round) {
-        if (round != last_round) std::fprintf(stderr, "gpubind: bench: round %u of %u\n", round + 1, run.rounds);
-        last_round = round;
-      };
-    auto r = bench::run_bench(*topo, *req, run);
-    if (!r) return fail(r.error());
-    record = std::move(*r);
+// A saved run is reported as it was: flags that would change a run are refused, not ignored.
+Result<bench::Record> saved_run(const Args& app, const std::string& input) {
+  for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
+                           "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
+                           "--allowed-mems", "--mem-node", "--no-smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
+                           "--require-gpu"})
+    if (app.count(flag))
+      return Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage};
+  return read_record(input);
+}
+
+// A run on this machine: the strategies, each planned from the same request.
+Result<bench::Record> new_run(BenchFlags& f) {
+  std::vector<std::string> names = bench::default_strategies();
+  if (!f.strategies.empty()) {
+    names.clear();
+    for (std::string_view v : split(f.strategies, ',')) names.emplace_back(trim(v));
   }
+  for (const std::string& name : names) {
+    auto s = bench::parse_strategy(name);
+    if (!s) return Error{"--strategies", s.error().message(), ErrorKind::usage};
+    f.run.strategies.push_back(*s);
+  }
+  if (f.buffer_mib) f.run.buffer_bytes = uint64_t(*f.buffer_mib) << 20;
+  std::vector<std::string> cache_notes;
+  auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
+  print_warnings(cache_notes, f.o.quiet);
+  if (!topo) return topo.error();
+  auto req = make_request(f.o, *topo, AllowedFrom::affinity);
+  if (!req) return req.error();
+  unsigned last_round = ~0u;
+  if (!f.o.quiet)
+    f.run.progress = [&](const std::string&, unsigned round) {
+      if (round != last_round) std::fprintf(stderr, "gpubind: bench: round %u of %u\n", round + 1, f.run.rounds);
+      last_round = round;
+    };
+  return bench::run_bench(*topo, *req, f.run);
+}
 
-  bench::Report report = bench::make_report(record);
-  if (!plot.empty())
-    if (auto st = sys::replace_file(plot, render::bench_svg(record, report)); !st) return fail(st.error());
-  std::string out = json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report, per_rank);
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  Args app("Run a synthetic synchronous data-parallel job (N ranks of T threads: a memory-bound pass over a first-touched "
+           "buffer, a compute part, a barrier across ranks) under several binding strategies in interleaved rounds, and "
+           "report step time, jitter, barrier idle, migrations and locality per strategy, against closest.",
+           "gpubind bench");
+  BenchFlags f;
+  add_bench_options(app, f);
+  if (int rc = app.parse(args); rc >= 0) return rc;
+  if (!f.plot.empty() && !f.plot.ends_with(".svg"))
+    return fail(Error{"--plot " + f.plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
+  auto record = f.input.empty() ? new_run(f) : saved_run(app, f.input);
+  if (!record) return fail(record.error());
+  bench::Report report = bench::make_report(*record);
+  if (!f.plot.empty())
+    if (auto st = sys::replace_file(f.plot, render::bench_svg(*record, report)); !st) return fail(st.error());
+  std::string out = f.json ? render::json_text(render::bench_json(*record, report)) : render::bench_text(*record, report, f.per_rank);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
