@@ -214,6 +214,177 @@ bool cuda_fastest_first(std::vector<const Gpu*>& physical, const std::map<std::s
   return true;
 }
 
+// What the GPU resolution knows, stage by stage: the vendor's GPUs in the runtime's order, which
+// of them this process may open, what the runtime enumerates, and at the end what is visible.
+struct GpuView {
+  GpuView(const Topology& topology, const std::map<std::string, std::string>& environment, std::vector<std::string>& ex,
+          std::vector<std::string>& warn)
+      : t(topology), env(environment), explain(ex), warnings(warn) {}
+  const Topology& t;
+  const std::map<std::string, std::string>& env;
+  std::vector<std::string>& explain;
+  std::vector<std::string>& warnings;
+  Vendor vendor = Vendor::other;
+  std::vector<const Gpu*> physical;   // the runtime's order (CUDA: fastest first with mixed models)
+  std::vector<const Gpu*> pci_order;  // the same GPUs by index
+  bool reordered = false;             // physical differs from pci_order
+  std::optional<std::vector<const Gpu*>> openable;  // the GPUs this process may open, when known
+  bool confined = false;                            // openable hides some GPUs
+  std::vector<const Gpu*> base;                     // what the runtime enumerates
+  std::optional<std::set<unsigned>> slurm_set;      // Slurm's allocation, physical indices
+  std::vector<const Gpu*> visible;
+};
+
+// Where CUDA enumerates a subset (a confined allocation), it orders that subset the same way.
+std::vector<const Gpu*> in_cuda_order(const GpuView& v, std::vector<const Gpu*> subset) {
+  if (v.reordered)
+    std::stable_sort(subset.begin(), subset.end(), [&](const Gpu* a, const Gpu* b) {
+      return std::find(v.physical.begin(), v.physical.end(), a) < std::find(v.physical.begin(), v.physical.end(), b);
+    });
+  return subset;
+}
+
+// The GPUs this process may open, when the caller could tell (live): a device cgroup or a
+// container hides the others, and the runtime numbers what is left from 0.
+void device_confinement(GpuView& v, const Request& req) {
+  if (!req.openable_gpus) return;
+  v.openable.emplace();
+  for (const Gpu* g : v.physical)
+    if (std::find(req.openable_gpus->begin(), req.openable_gpus->end(), g->pci) != req.openable_gpus->end()) v.openable->push_back(g);
+}
+
+// A container's GPUs as the NVIDIA container toolkit was told them (NVIDIA_VISIBLE_DEVICES, set
+// by the Kubernetes device plugin): it gives the container those GPUs' device files only, and the
+// runtime numbers them from 0. The device files are believed when they can tell.
+Status container(GpuView& v) {
+  if (v.vendor != Vendor::nvidia || !env_has(v.env, "NVIDIA_VISIBLE_DEVICES")) return Ok{};
+  auto named = container_gpus(v.t, v.physical, env_get(v.env, "NVIDIA_VISIBLE_DEVICES"));
+  std::string given = "NVIDIA_VISIBLE_DEVICES=" + env_get(v.env, "NVIDIA_VISIBLE_DEVICES");
+  if (!named && named.error().kind != ErrorKind::not_found) return named.error();
+  if (!named) {
+    std::string how = v.openable ? "the device files say which GPUs it has" : "planning with every GPU";
+    (v.openable ? v.explain : v.warnings)
+        .push_back(given + " names GPUs by UUID and the topology has none (NVML is not asked for this variable): " + how);
+  } else if (!*named) {
+    v.explain.push_back(given + ": every GPU");
+  } else if (!v.openable) {
+    v.openable = **named;
+    v.explain.push_back(given + ": the container's GPUs are " + describe(**named));
+  } else if (std::set<const Gpu*>(v.openable->begin(), v.openable->end()) != std::set<const Gpu*>((*named)->begin(), (*named)->end())) {
+    v.warnings.push_back(given + " names GPU(s) " + describe(**named) + " but this process may open " + describe(*v.openable) +
+                         (v.openable->size() == v.physical.size() ? " (a privileged container sees every GPU)" : "") +
+                         ": planning for the ones it can open");
+  }
+  return Ok{};
+}
+
+// What the runtime enumerates: the GPUs this process may open, when that hides some.
+void enumerated(GpuView& v) {
+  v.confined = v.openable && v.openable->size() < v.physical.size();
+  v.base = v.confined ? *v.openable : v.physical;
+  if (v.confined)
+    v.explain.push_back("devices: this process may open only GPU(s) " + describe(*v.openable) +
+                        " (device cgroup or container): the runtime enumerates those, numbered from 0");
+  else if (v.openable)
+    v.explain.push_back("devices: every GPU's device file can be opened (no device confinement)");
+}
+
+// Slurm's allocation, in physical indices. With ConstrainDevices the runtime only enumerates
+// these and numbers them from 0, so CUDA_VISIBLE_DEVICES=0,1 then means SLURM_STEP_GPUS[0..1].
+Status scheduler_allocation(GpuView& v) {
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    if (!env_has(v.env, name)) continue;
+    std::string value = env_get(v.env, name);
+    auto idx = parse_indices(value);
+    if (!idx) return env_error(name, value, "expected a comma-separated list of GPU indices");
+    std::vector<const Gpu*> alloc;
+    for (unsigned i : *idx) {
+      auto it = std::find_if(v.pci_order.begin(), v.pci_order.end(), [&](const Gpu* g) { return g->index == i; });
+      if (it == v.pci_order.end()) return env_error(name, value, "GPU " + std::to_string(i) + " is not in the topology");
+      alloc.push_back(*it);
+    }
+    v.slurm_set = std::set<unsigned>(idx->begin(), idx->end());
+    v.explain.push_back(std::string(name) + "=" + value + ": the job's GPUs are " + describe(alloc));
+    if (!v.confined) {
+      v.base = alloc;
+    } else if (std::set<const Gpu*>(alloc.begin(), alloc.end()) != std::set<const Gpu*>(v.openable->begin(), v.openable->end())) {
+      v.warnings.push_back(std::string(name) + "=" + value + " names GPU(s) " + describe(alloc) + " but this process may open " +
+                           describe(*v.openable) + ": planning for the ones it can open");
+    }
+    break;
+  }
+  return Ok{};
+}
+
+// Without device confinement the runtime enumerates every GPU and Slurm writes physical indices
+// into the variable; with it, indices are positions in the allocation. Which GPUs NAME indexes.
+std::vector<const Gpu*> indexed_by(GpuView& v, const char* name, const std::string& value) {
+  auto idx = parse_indices(value);
+  if (v.openable) {
+    v.explain.push_back(std::string(name) + (v.confined ? " indexes the GPUs this process may open (devices confined)"
+                                                        : " holds physical indices (every GPU can be opened)"));
+    return v.confined ? v.base : v.physical;
+  }
+  if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *v.slurm_set && !idx->empty()) {
+    v.explain.push_back(std::string(name) + " holds the allocation's physical indices (no device confinement)");
+    // Read as positions in a confined allocation the same value would select other GPUs (or
+    // none): the topology cannot tell which reading the runtime uses, so say it is a guess.
+    bool identity = true;
+    for (size_t k = 0; k < idx->size(); ++k) identity = identity && (*idx)[k] < v.base.size() && v.base[(*idx)[k]]->index == (*idx)[k];
+    if (!identity)
+      v.warnings.push_back(std::string(name) + "=" + value + " equals the allocation's GPU indices, so they are taken as physical "
+                           "indices (no device confinement); with ConstrainDevices the runtime would number the allocation "
+                           "from 0 and read them differently. This is a guess: the topology does not show which devices the "
+                           "job can open (run gpubind on the node to check them)");
+    return v.physical;
+  }
+  if (idx) v.explain.push_back(std::string(name) + " indexes the allocation (devices confined and renumbered from 0)");
+  return v.base;
+}
+
+// The runtime's selection variable NAME over `from`, what it enumerates.
+Status apply_variable(GpuView& v, const char* name, const std::vector<const Gpu*>& from, bool repeats) {
+  std::string value = env_get(v.env, name);
+  std::vector<const Gpu*> enumerated = v.slurm_set && from == v.base ? indexed_by(v, name, value) : from;
+  auto sel = select(name, value, enumerated, repeats, v.warnings);
+  if (!sel) return sel.error();
+  v.visible = *sel;
+  v.explain.push_back(std::string(name) + "=" + value + " -> visible: " + describe(v.visible));
+  return Ok{};
+}
+
+// The runtime's own variables: CUDA_VISIBLE_DEVICES; ROCR_ then HIP_VISIBLE_DEVICES; ZE_AFFINITY_MASK.
+Status runtime_variables(GpuView& v) {
+  v.visible = v.base;
+  if (v.vendor == Vendor::nvidia || v.vendor == Vendor::other) {
+    v.base = v.visible = in_cuda_order(v, v.base);
+    if (env_has(v.env, "CUDA_VISIBLE_DEVICES")) return apply_variable(v, "CUDA_VISIBLE_DEVICES", v.base, false);
+  } else if (v.vendor == Vendor::amd) {
+    // ROCR_VISIBLE_DEVICES filters what the ROCm runtime enumerates; HIP_VISIBLE_DEVICES (or
+    // CUDA_VISIBLE_DEVICES, which HIP also reads) then indexes that list.
+    if (env_has(v.env, "ROCR_VISIBLE_DEVICES"))
+      if (Status s = apply_variable(v, "ROCR_VISIBLE_DEVICES", v.base, false); !s) return s;
+    const char* hip = env_has(v.env, "HIP_VISIBLE_DEVICES")    ? "HIP_VISIBLE_DEVICES"
+                      : env_has(v.env, "CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES"
+                                                               : nullptr;
+    if (hip) return apply_variable(v, hip, std::vector<const Gpu*>(v.visible), false);
+  } else if (v.vendor == Vendor::intel && env_has(v.env, "ZE_AFFINITY_MASK")) {
+    // "0,1" devices or "0.0,0.1" sub-devices (tiles): a tile belongs to its parent device.
+    std::string value = env_get(v.env, "ZE_AFFINITY_MASK");
+    std::string parents;
+    for (std::string_view tok : split(value, ',')) {
+      std::string_view dev = trim(tok).substr(0, trim(tok).find('.'));
+      if (!parents.empty()) parents += ',';
+      parents += std::string(dev);
+    }
+    auto r = select("ZE_AFFINITY_MASK", parents, v.base, true, v.warnings);
+    if (!r) return env_error("ZE_AFFINITY_MASK", value, r.error().why);
+    v.visible = *r;
+    v.explain.push_back("ZE_AFFINITY_MASK=" + value + " -> visible: " + describe(v.visible));
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 const std::vector<std::string>& gpu_env_names() {
@@ -225,160 +396,27 @@ const std::vector<std::string>& gpu_env_names() {
 
 Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& req, std::vector<std::string>& explain,
                                             std::vector<std::string>& warnings) {
-  const std::map<std::string, std::string>& env = req.env;
-  std::vector<const Gpu*> physical;
-  Vendor vendor = pick_vendor(t, env);
+  GpuView v(t, req.env, explain, warnings);
+  v.vendor = pick_vendor(t, req.env);
   for (const Gpu& g : t.gpus)
-    if (g.vendor == vendor) physical.push_back(&g);
-  std::sort(physical.begin(), physical.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
-  if (physical.empty()) {
+    if (g.vendor == v.vendor) v.physical.push_back(&g);
+  std::sort(v.physical.begin(), v.physical.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
+  if (v.physical.empty()) {
     explain.push_back("GPUs: the topology has none");
-    return physical;
+    return v.physical;
   }
-  explain.push_back(std::string("GPUs: ") + std::to_string(physical.size()) + " " + to_string(vendor) +
-                    " GPU(s) by index: " + describe(physical));
+  explain.push_back(std::string("GPUs: ") + std::to_string(v.physical.size()) + " " + to_string(v.vendor) +
+                    " GPU(s) by index: " + describe(v.physical));
   size_t first_warning = warnings.size();
-  std::vector<const Gpu*> pci_order = physical;
-  bool reordered = vendor == Vendor::nvidia && cuda_fastest_first(physical, env, explain, warnings);
-  // Where CUDA enumerates a subset (a confined allocation), it orders that subset the same way.
-  auto in_cuda_order = [&](std::vector<const Gpu*> subset) {
-    if (reordered)
-      std::stable_sort(subset.begin(), subset.end(), [&](const Gpu* a, const Gpu* b) {
-        return std::find(physical.begin(), physical.end(), a) < std::find(physical.begin(), physical.end(), b);
-      });
-    return subset;
-  };
-
-  // The GPUs this process may open, when the caller could tell (live): a device cgroup or a
-  // container hides the others, and the runtime numbers what is left from 0.
-  std::optional<std::vector<const Gpu*>> openable;
-  if (req.openable_gpus) {
-    openable.emplace();
-    for (const Gpu* g : physical)
-      if (std::find(req.openable_gpus->begin(), req.openable_gpus->end(), g->pci) != req.openable_gpus->end()) openable->push_back(g);
-  }
-  // A container's GPUs as the NVIDIA container toolkit was told them (NVIDIA_VISIBLE_DEVICES, set
-  // by the Kubernetes device plugin): it gives the container those GPUs' device files only, and
-  // the runtime numbers them from 0. The device files are believed when they can tell.
-  if (vendor == Vendor::nvidia && env_has(env, "NVIDIA_VISIBLE_DEVICES")) {
-    auto named = container_gpus(t, physical, env_get(env, "NVIDIA_VISIBLE_DEVICES"));
-    std::string given = "NVIDIA_VISIBLE_DEVICES=" + env_get(env, "NVIDIA_VISIBLE_DEVICES");
-    if (!named && named.error().kind != ErrorKind::not_found) return named.error();
-    if (!named) {
-      std::string how = openable ? "the device files say which GPUs it has" : "planning with every GPU";
-      (openable ? explain : warnings)
-          .push_back(given + " names GPUs by UUID and the topology has none (NVML is not asked for this variable): " + how);
-    } else if (!*named) {
-      explain.push_back(given + ": every GPU");
-    } else if (!openable) {
-      openable = **named;
-      explain.push_back(given + ": the container's GPUs are " + describe(**named));
-    } else if (std::set<const Gpu*>(openable->begin(), openable->end()) != std::set<const Gpu*>((*named)->begin(), (*named)->end())) {
-      warnings.push_back(given + " names GPU(s) " + describe(**named) + " but this process may open " + describe(*openable) +
-                         (openable->size() == physical.size() ? " (a privileged container sees every GPU)" : "") +
-                         ": planning for the ones it can open");
-    }
-  }
-  bool confined = openable && openable->size() < physical.size();
-  std::vector<const Gpu*> base = confined ? *openable : physical;
-  if (confined)
-    explain.push_back("devices: this process may open only GPU(s) " + describe(*openable) +
-                      " (device cgroup or container): the runtime enumerates those, numbered from 0");
-  else if (openable)
-    explain.push_back("devices: every GPU's device file can be opened (no device confinement)");
-
-  // Slurm's allocation, in physical indices. With ConstrainDevices the runtime only enumerates
-  // these and numbers them from 0, so CUDA_VISIBLE_DEVICES=0,1 then means SLURM_STEP_GPUS[0..1].
-  std::optional<std::set<unsigned>> slurm_set;
-  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
-    if (!env_has(env, name)) continue;
-    std::string value = env_get(env, name);
-    auto idx = parse_indices(value);
-    if (!idx) return env_error(name, value, "expected a comma-separated list of GPU indices");
-    std::vector<const Gpu*> alloc;
-    for (unsigned i : *idx) {
-      auto it = std::find_if(pci_order.begin(), pci_order.end(), [&](const Gpu* g) { return g->index == i; });
-      if (it == pci_order.end()) return env_error(name, value, "GPU " + std::to_string(i) + " is not in the topology");
-      alloc.push_back(*it);
-    }
-    slurm_set = std::set<unsigned>(idx->begin(), idx->end());
-    explain.push_back(std::string(name) + "=" + value + ": the job's GPUs are " + describe(alloc));
-    if (!confined) {
-      base = alloc;
-    } else if (std::set<const Gpu*>(alloc.begin(), alloc.end()) != std::set<const Gpu*>(openable->begin(), openable->end())) {
-      warnings.push_back(std::string(name) + "=" + value + " names GPU(s) " + describe(alloc) + " but this process may open " +
-                         describe(*openable) + ": planning for the ones it can open");
-    }
-    break;
-  }
-
-  std::vector<const Gpu*> visible = base;
-  auto apply = [&](const char* name, const std::vector<const Gpu*>& from, bool repeats) -> Status {
-    std::string value = env_get(env, name);
-    std::vector<const Gpu*> enumerated = from;
-    // Without device confinement the runtime enumerates every GPU and Slurm writes physical
-    // indices into the variable; with it, indices are positions in the allocation.
-    if (slurm_set && from == base) {
-      auto idx = parse_indices(value);
-      if (openable) {
-        if (!confined) enumerated = physical;
-        explain.push_back(std::string(name) + (confined ? " indexes the GPUs this process may open (devices confined)"
-                                                        : " holds physical indices (every GPU can be opened)"));
-      } else if (idx && std::set<unsigned>(idx->begin(), idx->end()) == *slurm_set && !idx->empty()) {
-        enumerated = physical;
-        explain.push_back(std::string(name) + " holds the allocation's physical indices (no device confinement)");
-        // Read as positions in a confined allocation the same value would select other GPUs (or
-        // none): the topology cannot tell which reading the runtime uses, so say it is a guess.
-        bool identity = true;
-        for (size_t k = 0; k < idx->size(); ++k) identity = identity && (*idx)[k] < base.size() && base[(*idx)[k]]->index == (*idx)[k];
-        if (!identity)
-          warnings.push_back(std::string(name) + "=" + value + " equals the allocation's GPU indices, so they are taken as physical "
-                             "indices (no device confinement); with ConstrainDevices the runtime would number the allocation "
-                             "from 0 and read them differently. This is a guess: the topology does not show which devices the "
-                             "job can open (run gpubind on the node to check them)");
-      } else if (idx) {
-        explain.push_back(std::string(name) + " indexes the allocation (devices confined and renumbered from 0)");
-      }
-    }
-    auto sel = select(name, value, enumerated, repeats, warnings);
-    if (!sel) return sel.error();
-    visible = *sel;
-    explain.push_back(std::string(name) + "=" + value + " -> visible: " + describe(visible));
-    return Ok{};
-  };
-
-  if (vendor == Vendor::nvidia || vendor == Vendor::other) {
-    base = visible = in_cuda_order(base);
-    if (env_has(env, "CUDA_VISIBLE_DEVICES")) {
-      if (Status s = apply("CUDA_VISIBLE_DEVICES", base, false); !s) return s.error();
-    }
-  } else if (vendor == Vendor::amd) {
-    // ROCR_VISIBLE_DEVICES filters what the ROCm runtime enumerates; HIP_VISIBLE_DEVICES (or
-    // CUDA_VISIBLE_DEVICES, which HIP also reads) then indexes that list.
-    if (env_has(env, "ROCR_VISIBLE_DEVICES")) {
-      if (Status s = apply("ROCR_VISIBLE_DEVICES", base, false); !s) return s.error();
-    }
-    const char* hip = env_has(env, "HIP_VISIBLE_DEVICES") ? "HIP_VISIBLE_DEVICES"
-                      : env_has(env, "CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES" : nullptr;
-    if (hip) {
-      if (Status s = apply(hip, std::vector<const Gpu*>(visible), false); !s) return s.error();
-    }
-  } else if (vendor == Vendor::intel && env_has(env, "ZE_AFFINITY_MASK")) {
-    // "0,1" devices or "0.0,0.1" sub-devices (tiles): a tile belongs to its parent device.
-    std::string value = env_get(env, "ZE_AFFINITY_MASK");
-    std::string parents;
-    for (std::string_view tok : split(value, ',')) {
-      std::string_view dev = trim(tok).substr(0, trim(tok).find('.'));
-      if (!parents.empty()) parents += ',';
-      parents += std::string(dev);
-    }
-    auto r = select("ZE_AFFINITY_MASK", parents, base, true, warnings);
-    if (!r) return env_error("ZE_AFFINITY_MASK", value, r.error().why);
-    visible = *r;
-    explain.push_back("ZE_AFFINITY_MASK=" + value + " -> visible: " + describe(visible));
-  }
+  v.pci_order = v.physical;
+  v.reordered = v.vendor == Vendor::nvidia && cuda_fastest_first(v.physical, req.env, explain, warnings);
+  device_confinement(v, req);
+  if (Status s = container(v); !s) return s.error();
+  enumerated(v);
+  if (Status s = scheduler_allocation(v); !s) return s.error();
+  if (Status s = runtime_variables(v); !s) return s.error();
   for (size_t i = first_warning; i < warnings.size(); ++i) explain.push_back("warning: " + warnings[i]);
-  return visible;
+  return v.visible;
 }
 
 }  // namespace gpubind::plan
