@@ -1,6 +1,7 @@
 #pragma once
 // /etc/gpubind.conf: a site's defaults for exec, launch and the SPANK plugin, and their
-// off-switch. Pure: the text is passed in. Precedence: a command-line flag, then the
+// off-switch. parse_config is pure (the text is passed in); read_config reads the file through
+// sys::read_file. Precedence: a command-line flag, then the
 // environment (GPUBIND_CACHE_DIR...), then this file, then the built-in default.
 //
 //   # comment

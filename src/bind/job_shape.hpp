@@ -1,7 +1,8 @@
 #pragma once
-// The shape of a `gpubind launch` job, pure: launch's flags (torchrun's names and defaults) and
-// the launcher variables of its environment (Slurm's under srun) in; this node's part of the job
-// out: nodes, node rank, rendezvous host and port, run id, restarts, logs, the command. Every
+// The shape of a `gpubind launch` job, a function of its arguments only (no syscall, no
+// environment read; the lint's pure set leaves it out because LaunchSpec comes with
+// bind/launcher.hpp): launch's flags (torchrun's names and defaults) and the launcher variables of
+// its environment (Slurm's under srun) in; this node's part of the job out: nodes, node rank, rendezvous host and port, run id, restarts, logs, the command. Every
 // flag that cannot be honoured is an error naming it (ErrorKind::usage), never ignored.
 #include <map>
 #include <optional>

@@ -72,10 +72,6 @@ Result<std::vector<SysfsPciDevice>> scan_sysfs_pci(const sys::FsRoot& root) {
     d.vendor_id = uint16_t(read_hex(root, dir + "/vendor").value_or(0));
     d.device_id = uint16_t(read_hex(root, dir + "/device").value_or(0));
     d.class_id = uint32_t(read_hex(root, dir + "/class").value_or(0) >> 8);  // 0x030200 -> 0x0302
-    if (auto node = root.read(dir + "/numa_node")) {
-      std::string_view v = trim(*node);
-      if (auto n = parse_uint(v)) d.numa_node = unsigned(*n);
-    }
     if (auto cpus = root.read(dir + "/local_cpulist")) {
       auto set = CpuSet::parse_list(*cpus);
       if (set && !set->empty()) d.local_cpus = *set;

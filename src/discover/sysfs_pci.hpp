@@ -1,7 +1,7 @@
 #pragma once
 // PCI devices from Linux sysfs (/sys/bus/pci/devices) through an FsRoot: class and ids, the
-// kernel's locality (numa_node, local_cpulist), the bridge path from the device's sysfs location,
-// and the OS devices hanging off it (net/, infiniband/, drm/). This replaces hwloc's PCI
+// kernel's locality (local_cpulist, which the kernel derives from numa_node: every CPU for -1),
+// the bridge path from the device's sysfs location, and the OS devices hanging off it (net/, infiniband/, drm/). This replaces hwloc's PCI
 // discovery for live machines: hwloc reads every function's config space (~15-20 ms in a VM),
 // sysfs attributes cost well under a millisecond (docs/PERFORMANCE.md).
 #include <optional>
@@ -19,7 +19,6 @@ struct SysfsPciDevice {
   uint16_t vendor_id = 0;
   uint16_t device_id = 0;
   uint32_t class_id = 0;            // class/subclass, e.g. 0x0302
-  std::optional<unsigned> numa_node;  // nullopt for -1 (the firmware did not say)
   std::optional<CpuSet> local_cpus;
   std::vector<std::string> pcie_path;  // "hb:0000:17", then bridges, as in topo::PciDevice
   std::vector<std::string> os_names;   // sorted

@@ -1,5 +1,5 @@
 #pragma once
-// Time as a seam: the supervisor of `launch` (and later `watch`) asks a Clock, so tests drive
+// Time as a seam: the supervisor of `launch` and the loop of `watch` ask a Clock, so tests drive
 // grace periods and intervals with a fake one instead of sleeping. Only src/sys reads a clock
 // or sleeps (lint rule R8).
 #include <chrono>

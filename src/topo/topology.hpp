@@ -59,7 +59,9 @@ struct Gpu : PciDevice {
   Vendor vendor = Vendor::other;
   unsigned index = 0;              // ordinal in the vendor's default enumeration
   std::string uuid;                // "GPU-..." when the source knows it
-  std::vector<unsigned> memory_numa;  // CPU-less NUMA nodes holding this GPU's memory (GH200, POWER9)
+  // CPU-less NUMA nodes holding this GPU's memory (GH200, POWER9). Only a gpubind JSON file fills
+  // it today: no loader reads it from sysfs or NVML yet (issue 33).
+  std::vector<unsigned> memory_numa;
   std::vector<std::string> mig_uuids;  // "MIG-..." ids of its MIG instances, when the source knows them
 };
 
