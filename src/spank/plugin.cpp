@@ -123,6 +123,84 @@ std::map<std::string, std::string> task_env(spank_t sp) {
   return env;
 }
 
+// The site default never fights what the user or Slurm chose (bind_task says which).
+bool site_default_stands_back(const std::map<std::string, std::string>& env, const topo::LocalRank& lr) {
+  for (const char* v : kUserBindingVars)
+    if (env.count(v)) {
+      if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
+      return true;
+    }
+  if (lr.size == 1) {
+    if (g_opt.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
+    return true;
+  }
+  return false;
+}
+
+void warn(const std::vector<std::string>& lines) {
+  for (const std::string& n : lines) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
+}
+
+// The admin's topology= is used for binding only when it describes this node; with dryrun it may
+// be any machine (nothing is applied). GPUs named by UUID in the task's CUDA_VISIBLE_DEVICES
+// (Slurm's gres UniqueId, MIG instances): this node's NVML / ROCm SMI says which GPU each is,
+// also in dryrun; nothing is loaded otherwise.
+Result<topo::Topology> task_topology(const bind::Config& cfg, const std::map<std::string, std::string>& env) {
+  std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
+  std::vector<std::string> cache_notes;
+  auto topo = g_args.dry_run ? (g_args.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
+                                                         : discover::load_topology(g_args.topology))
+                             : discover::load_for_binding(g_args.topology, "plugstack.conf topology=" + g_args.topology, cache,
+                                                          cfg.cache_max_files, &cache_notes);
+  warn(cache_notes);
+  if (!topo) return topo;
+  auto task_value = [&env](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  warn(discover::add_runtime_identity(*topo, task_value));
+  return topo;
+}
+
+// The same options and binding as `gpubind exec` under srun (bind/bind_rank.hpp): planned over
+// the step's cgroup CPUs; dryrun plans over the whole file machine and exports GPUBIND_* only.
+Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<std::string, std::string>& env,
+                                       const topo::LocalRank& lr, const topo::Topology& t) {
+  bind::RankRequest r;
+  r.options = g_args.plan;
+  r.options.ranks = lr.size;
+  r.options.policy = g_mode;
+  if (g_args.mem_set) r.options.mem = plan::to_string(g_args.mem);
+  bind::apply_config(cfg, r.options, {true, g_args.mem_set, false});
+  r.local = lr;
+  r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
+  for (const std::string& n : plan::gpu_env_names())
+    if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
+  if (g_args.dry_run) {
+    r.machine = {t.cpus, t.cpus, CpuSet::range(0, 4095)};
+    return r;
+  }
+  auto cur = bind::live_machine_state();
+  if (!cur) return cur.error();
+  r.machine = *cur;
+  return r;
+}
+
+// The warnings, then what the site default narrowed (always said) and --gpubind=verbose's line.
+void report(const bind::BoundRank& b, const topo::Topology& t, bool site_default) {
+  warn(b.plan_warnings);
+  warn(b.apply_warnings);
+  const plan::RankBinding& rb = b.binding;
+  const CpuSet& step = g_args.dry_run ? t.cpus : t.allowed_cpus;
+  if (site_default && rb.cpus != step)
+    std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
+                 plan::to_string(b.request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
+  if (g_opt.verbose)
+    std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
+                 rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
+                 join_numbers(rb.mem_nodes).c_str(), g_args.dry_run ? " (dry run)" : "");
+}
+
 // The task's binding; an Error says why it could not be made or applied. `site_default`: the
 // mode comes from plugstack.conf, not from the user's --gpubind, so it must never fight what the
 // user or Slurm chose:
@@ -135,70 +213,16 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   auto lr = topo::detect_local_rank(env);
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
-  if (site_default) {
-    for (const char* v : kUserBindingVars)
-      if (env.count(v)) {
-        if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
-        return Ok{};
-      }
-    if ((*lr)->size == 1) {
-      if (g_opt.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
-      return Ok{};
-    }
-  }
-  // The admin's topology= is used for binding only when it describes this node; with dryrun it
-  // may be any machine (nothing is applied).
-  std::string cache = discover::default_cache_dir(cfg.cache_dir.value_or(""));
-  std::vector<std::string> cache_notes;
-  auto topo = g_args.dry_run ? (g_args.topology.empty() ? discover::load_live_cached(cache, cfg.cache_max_files, &cache_notes)
-                                                         : discover::load_topology(g_args.topology))
-                             : discover::load_for_binding(g_args.topology, "plugstack.conf topology=" + g_args.topology, cache,
-                                                          cfg.cache_max_files, &cache_notes);
-  for (const std::string& n : cache_notes) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
+  if (site_default && site_default_stands_back(env, **lr)) return Ok{};
+  auto topo = task_topology(cfg, env);
   if (!topo) return topo.error();
-  // GPUs named by UUID in the task's CUDA_VISIBLE_DEVICES (Slurm's gres UniqueId, MIG instances):
-  // this node's NVML / ROCm SMI says which GPU each is, also in dryrun. Loads nothing otherwise.
-  auto task_value = [&env](const char* name) {
-    auto it = env.find(name);
-    return it == env.end() ? std::string() : it->second;
-  };
-  for (const std::string& n : discover::add_runtime_identity(*topo, task_value))
-    std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
-  // The same options and binding as `gpubind exec` under srun (bind/bind_rank.hpp): planned over
-  // the step's cgroup CPUs; dryrun plans over the whole file machine and exports GPUBIND_* only.
-  bind::RankRequest r;
-  r.options = g_args.plan;
-  r.options.ranks = (*lr)->size;
-  r.options.policy = g_mode;
-  if (g_args.mem_set) r.options.mem = plan::to_string(g_args.mem);
-  bind::apply_config(cfg, r.options, {true, g_args.mem_set, false});
-  r.local = **lr;
-  r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
-  for (const std::string& n : plan::gpu_env_names())
-    if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
-  if (g_args.dry_run) {
-    r.machine = {topo->cpus, topo->cpus, CpuSet::range(0, 4095)};
-  } else {
-    auto cur = bind::live_machine_state();
-    if (!cur) return cur.error();
-    r.machine = *cur;
-  }
+  auto r = task_request(cfg, env, **lr, *topo);
+  if (!r) return r.error();
   SpankBinder binder(sp, sys::real_binder(), g_args.dry_run);
-  auto bound = bind::bind_rank(*topo, r, binder);
+  auto bound = bind::bind_rank(*topo, *r, binder);
   if (!bound) return bound.error();
   if (!bound->applied) return bound->applied;
-  const plan::RankBinding& rb = bound->binding;
-  std::vector<std::string> all = bound->plan_warnings;
-  all.insert(all.end(), bound->apply_warnings.begin(), bound->apply_warnings.end());
-  for (const std::string& w : all) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
-  const CpuSet& step = g_args.dry_run ? topo->cpus : topo->allowed_cpus;
-  if (site_default && rb.cpus != step)
-    std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
-                 plan::to_string(bound->request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
-  if (g_opt.verbose)
-    std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
-                 rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
-                 join_numbers(rb.mem_nodes).c_str(), g_args.dry_run ? " (dry run)" : "");
+  report(*bound, *topo, site_default);
   return Ok{};
 }
 
