@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     env[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
   (void)gpubind::topo::detect_local_rank(env);
-  for (const auto& [k, v] : env) gpubind::bind::expand_slurm_counts(v);
+  for (const auto& [k, v] : env) gpubind::topo::expand_slurm_counts(v);
   gpubind::plan::Request req;
   for (const std::string& name : gpubind::plan::gpu_env_names())
     if (auto it = env.find(name); it != env.end()) req.env[name] = it->second;
