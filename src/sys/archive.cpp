@@ -38,6 +38,7 @@ Result<TempDir> extract_archive(const std::string& archive) {
   if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
   TempDir dir(tmpl);
 
+  std::string local = archive.starts_with("/") ? archive : "./" + archive;
   // tar's own diagnostics go to a pipe so a broken archive gives one gpubind line, not tar noise.
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
@@ -47,7 +48,12 @@ Result<TempDir> extract_archive(const std::string& archive) {
     ::dup2(err_pipe[1], STDERR_FILENO);
     int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    const char* argv[] = {"tar", "-xf", archive.c_str(), "-C", dir.path().c_str(), "--no-same-owner", nullptr};
+    // A name is a local file, never a remote archive (GNU tar reads HOST:FILE as one and runs a
+    // remote shell to HOST), never "-" (stdin), never an option; and no TAR_OPTIONS from the
+    // environment adds any (--to-command, --checkpoint-action).
+    ::unsetenv("TAR_OPTIONS");
+    const char* argv[] = {"tar", "--force-local", "--extract", "--no-same-owner", "--no-same-permissions",
+                          "--directory", dir.path().c_str(), "--file", local.c_str(), nullptr};
     ::execvp("tar", const_cast<char* const*>(argv));
     ::_exit(127);
   }
