@@ -61,7 +61,12 @@ struct Fixture {
     }
     for (const auto& r : opened) roots.push_back(r.get());
   }
-  Sampler sampler(const sys::Clock& clock, probe::Selection sel) { return Sampler(roots, clock, {std::move(sel), 0, {}}); }
+  // A watch of the recorded trees: `sel` sampled on `clock`, judged on the DGX H100 example.
+  Outcome watch(const sys::Clock& clock, probe::Selection sel, const Schedule& schedule, Sink& sink) {
+    Sampler sampler(roots, clock, {std::move(sel), 0, {}});
+    Watcher watcher(topo, {});
+    return run(sampler, watcher, clock, schedule, sink);
+  }
   topo::Topology topo = *discover::load_topology("example:dgx-h100");
   std::vector<std::unique_ptr<sys::FsRoot>> opened;
   std::vector<const sys::FsRoot*> roots;
@@ -76,10 +81,8 @@ probe::Selection children_of_launcher() {
 TEST(WatchRun, ACountOfIntervalsTakesOneSampleMoreAndHandsEachIntervalToTheSink) {
   Fixture fx;
   StepClock clock;
-  Sampler sampler = fx.sampler(clock, children_of_launcher());
-  Watcher watcher(fx.topo, {});
   Recorder sink;
-  Outcome o = run(sampler, watcher, clock, {1.0, 2u, 0}, sink);
+  Outcome o = fx.watch(clock, children_of_launcher(), {1.0, 2u, 0}, sink);
   EXPECT_EQ(sink.indices, (std::vector<unsigned>{0, 1, 2}));
   ASSERT_EQ(sink.intervals.size(), 2u);
   EXPECT_EQ(sink.so_far, (std::vector<unsigned>{1, 2}));  // the watcher had judged each before the sink saw it
@@ -94,10 +97,8 @@ TEST(WatchRun, ACountOfIntervalsTakesOneSampleMoreAndHandsEachIntervalToTheSink)
 TEST(WatchRun, SamplesFallDueOnTheScheduleWhateverTheyCost) {
   Fixture fx;
   CostlyClock clock;
-  Sampler sampler = fx.sampler(clock, children_of_launcher());
-  Watcher watcher(fx.topo, {});
   Recorder sink(&clock, std::chrono::milliseconds(42));  // NVML's PCIe counters on one H200
-  run(sampler, watcher, clock, {1.0, 3u, 0}, sink);
+  fx.watch(clock, children_of_launcher(), {1.0, 3u, 0}, sink);
   // 0, 1, 2, 3 s: not 0, 1.042, 2.084, 3.126 as a loop that sleeps a whole interval drifts.
   EXPECT_EQ(sink.sample_times, (std::vector<double>{0.0, 1.0, 2.0, 3.0}));
   EXPECT_EQ(clock.m_slept, (std::vector<std::chrono::milliseconds>(3, std::chrono::milliseconds(958))));
@@ -107,10 +108,8 @@ TEST(WatchRun, SamplesFallDueOnTheScheduleWhateverTheyCost) {
 TEST(WatchRun, ASampleDueWhileTheOneBeforeStillRanIsSkippedNotTakenLate) {
   Fixture fx;
   CostlyClock clock;
-  Sampler sampler = fx.sampler(clock, children_of_launcher());
-  Watcher watcher(fx.topo, {});
   Recorder sink(&clock, std::chrono::milliseconds(2500));  // each sample outlasts two intervals
-  run(sampler, watcher, clock, {1.0, 2u, 0}, sink);
+  fx.watch(clock, children_of_launcher(), {1.0, 2u, 0}, sink);
   // Due at 0, then at 3 (1 and 2 passed while the first ran), then at 6.
   EXPECT_EQ(sink.sample_times, (std::vector<double>{0.0, 3.0, 6.0}));
   EXPECT_EQ(clock.m_slept, (std::vector<std::chrono::milliseconds>(2, std::chrono::milliseconds(500))));
@@ -119,10 +118,8 @@ TEST(WatchRun, ASampleDueWhileTheOneBeforeStillRanIsSkippedNotTakenLate) {
 TEST(WatchRun, ADurationEndsWithTheIntervalThatEndsByIt) {
   Fixture fx;
   StepClock clock;
-  Sampler sampler = fx.sampler(clock, children_of_launcher());
-  Watcher watcher(fx.topo, {});
   Recorder sink;
-  Outcome o = run(sampler, watcher, clock, {0.5, std::nullopt, 2.0}, sink);
+  Outcome o = fx.watch(clock, children_of_launcher(), {0.5, std::nullopt, 2.0}, sink);
   EXPECT_EQ(sink.sample_times, (std::vector<double>{0.0, 0.5, 1.0, 1.5, 2.0}));
   EXPECT_EQ(o.summary.intervals, 4u);
 }
@@ -130,11 +127,9 @@ TEST(WatchRun, ADurationEndsWithTheIntervalThatEndsByIt) {
 TEST(WatchRun, ASinksErrorEndsTheWatchAndIsReturned) {
   Fixture fx;
   StepClock clock;
-  Sampler sampler = fx.sampler(clock, children_of_launcher());
-  Watcher watcher(fx.topo, {});
   Recorder sink;
   sink.fail_at = 1;
-  Outcome o = run(sampler, watcher, clock, {1.0, 5u, 0}, sink);
+  Outcome o = fx.watch(clock, children_of_launcher(), {1.0, 5u, 0}, sink);
   ASSERT_TRUE(o.stopped);
   EXPECT_EQ(o.stopped->message(), "--textfile: No space left on device");
   EXPECT_EQ(sink.intervals.size(), 1u);
@@ -146,10 +141,8 @@ TEST(WatchRun, ANamedProcessThatCannotBeReadIsAnErrorOnceAndTheRestIsWatched) {
   StepClock clock;
   probe::Selection sel;
   sel.pids = {2030, 99999};
-  Sampler sampler = fx.sampler(clock, sel);
-  Watcher watcher(fx.topo, {});
   Recorder sink;
-  Outcome o = run(sampler, watcher, clock, {1.0, 2u, 0}, sink);
+  Outcome o = fx.watch(clock, sel, {1.0, 2u, 0}, sink);
   EXPECT_EQ(sink.errors, 1u);
   EXPECT_TRUE(o.errors);
   EXPECT_TRUE(o.seen_any);
@@ -162,10 +155,8 @@ TEST(WatchRun, NothingMatchingIsReportedAsNothingSeen) {
   StepClock clock;
   probe::Selection sel;
   sel.match = [](const std::string&) { return false; };
-  Sampler sampler = fx.sampler(clock, sel);
-  Watcher watcher(fx.topo, {});
   Recorder sink;
-  Outcome o = run(sampler, watcher, clock, {1.0, 2u, 0}, sink);
+  Outcome o = fx.watch(clock, sel, {1.0, 2u, 0}, sink);
   EXPECT_FALSE(o.seen_any);
   EXPECT_FALSE(o.summary.any_finding);
   EXPECT_EQ(sink.indices.size(), 3u);
