@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "sys/fault.hpp"
@@ -242,11 +243,26 @@ size_t raise_open_file_limit() {
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 
 Status replace_file(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // What would be replaced: nothing, or a regular file. A device node (--textfile /dev/full as
+  // root), a FIFO, a directory or a symlink is left alone.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Error{path, "exists and is not a regular file: refusing to replace it", ErrorKind::unsupported};
+  // Where: a directory other users may write without the sticky bit lets them swap the file
+  // between our write and a reader's.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) return errno_error(path, errno);
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+    return Error{path, "its directory " + dir + " is writable by every user and not sticky: another user could replace the file",
+                 ErrorKind::permission};
+  // The temporary name is unpredictable and created exclusively (mkostemp: O_CREAT|O_EXCL), so no
+  // other user can have made it first.
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   // Errors name the file the caller asked for, not the temporary one.
   if (fd < 0) return errno_error(path, errno);
-  Status s = write_fully(fd, data);
+  Status s = ::fchmod(fd, 0644) == 0 ? write_fully(fd, data) : errno_error(path, errno);
   if (::close(fd) != 0 && s) s = errno_error(path, errno);
   if (s && ::rename(tmp.c_str(), path.c_str()) != 0) s = errno_error(path, errno);
   if (!s) ::unlink(tmp.c_str());

@@ -92,7 +92,9 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
 // `fault_point` names its libfiu point (docs/FAULTS.md).
 Status write_fully(int fd, std::string_view data, const char* fault_point = "gpubind/write");
 // Replaces the file at `path` with `data` atomically: a reader sees the old content or the new,
-// never half of it (a temporary file beside it, then rename). Mode 0644.
+// never half of it (a temporary file beside it, created exclusively under an unpredictable name,
+// then renamed over it). Mode 0644. Refuses a `path` that exists and is not a regular file, and a
+// directory every user may write that is not sticky.
 Status replace_file(const std::string& path, std::string_view data);
 std::string hostname();
 // Whether standard output is a terminal (a person watching, not a pipe or a file).

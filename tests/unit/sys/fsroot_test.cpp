@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <filesystem>
 
 #include "../../support/fake_tree.hpp"
 
@@ -126,6 +129,80 @@ TEST(KeptOpenFiles, BeyondItsLimitFilesAreReadWithoutBeingKept) {
   EXPECT_EQ(*kept.read("a"), "1");
   EXPECT_EQ(*kept.read("b"), "2");
   EXPECT_EQ(kept.open_count(), 1u);
+}
+
+}  // namespace gpubind::sys
+
+namespace gpubind::sys {
+
+// replace_file: what `watch --textfile` and `bench --plot` write with.
+namespace {
+std::string read_all(const std::string& path) {
+  auto r = read_file(path);
+  return r ? *r : "<" + r.error().message() + ">";
+}
+size_t entries(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(ReplaceFile, WritesAtomicallyWithMode0644AndLeavesNoTemporary) {
+  testing::FakeTree t;
+  std::string path = t.root() + "/gpubind.prom";
+  ASSERT_TRUE(replace_file(path, "a 1\n").ok());
+  ASSERT_TRUE(replace_file(path, "a 2\n").ok());
+  EXPECT_EQ(read_all(path), "a 2\n");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  EXPECT_EQ(entries(t.root()), 1u);
+}
+
+TEST(ReplaceFile, AnotherUsersPrecreatedTemporaryNameIsNotUsed) {
+  testing::FakeTree t;
+  std::string path = t.root() + "/gpubind.prom";
+  // The name the old code always used: another user in the directory could own it.
+  std::string predictable = path + ".tmp." + std::to_string(::getpid());
+  t.file("gpubind.prom.tmp." + std::to_string(::getpid()), "planted\n");
+  ASSERT_TRUE(replace_file(path, "a 1\n").ok());
+  EXPECT_EQ(read_all(path), "a 1\n");
+  EXPECT_EQ(read_all(predictable), "planted\n");  // untouched, and not what was published
+}
+
+TEST(ReplaceFile, AnExistingPathThatIsNotARegularFileIsRefusedAndLeftAlone) {
+  testing::FakeTree t;
+  std::string fifo = t.root() + "/fifo.prom", dir = t.root() + "/dir.prom", link = t.root() + "/link.prom";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  t.dir("dir.prom");
+  t.file("target", "kept\n");
+  t.link("link.prom", t.root() + "/target");
+  for (const std::string& p : {fifo, dir, link}) {
+    auto s = replace_file(p, "a 1\n");
+    ASSERT_FALSE(s.ok()) << p;
+    EXPECT_EQ(s.error().why, "exists and is not a regular file: refusing to replace it") << p;
+  }
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(read_all(t.root() + "/target"), "kept\n");
+  EXPECT_EQ(entries(t.root()), 4u);  // fifo, dir, target, link: no temporary left
+}
+
+TEST(ReplaceFile, ADirectoryEveryUserMayWriteMustBeSticky) {
+  testing::FakeTree t;
+  t.dir("open");
+  std::string open = t.root() + "/open";
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  auto s = replace_file(open + "/gpubind.prom", "a 1\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().why.find("writable by every user and not sticky"), std::string::npos) << s.error().why;
+  EXPECT_EQ(entries(open), 0u);
+  ASSERT_EQ(::chmod(open.c_str(), 01777), 0);  // as /tmp: others cannot rename or remove our files
+  EXPECT_TRUE(replace_file(open + "/gpubind.prom", "a 1\n").ok());
 }
 
 }  // namespace gpubind::sys
