@@ -35,7 +35,9 @@ namespace {
 sigset_t watched_signals() {
   sigset_t s;
   sigemptyset(&s);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&s, sig);
+  // SIGPIPE too: a write to a closed pipe (the group reaper killed, launch's stdout closed by
+  // `| head`) then fails with EPIPE instead of killing launch; children get the original mask.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&s, sig);
   return s;
 }
 
@@ -264,6 +266,14 @@ class SignalWatch {
   ~SignalWatch() {
     if (m_fd < 0) return;
     ::close(m_fd);
+    // A SIGPIPE still pending (a write to a closed pipe since the last drain) would be delivered
+    // as soon as the mask is restored and kill the process on its way out: consume it first.
+    sigset_t pipe;
+    ::sigemptyset(&pipe);
+    ::sigaddset(&pipe, SIGPIPE);
+    timespec now{};
+    while (::sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+    }
     ::sigprocmask(SIG_SETMASK, &m_original, nullptr);
   }
   int fd() const { return m_fd; }
@@ -318,7 +328,7 @@ class RealSpawner final : public Spawner {
     if (::poll(p.data(), p.size(), ms) > 0) {
       if (p[0].revents & POLLIN)
         for (int sig : m_watch.drain())
-          if (sig != SIGCHLD) ev.signals.push_back(sig);
+          if (sig != SIGCHLD && sig != SIGPIPE) ev.signals.push_back(sig);
       for (size_t i = 1; i < p.size(); ++i)
         if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) ev.readable.push_back(p[i].fd);
     }

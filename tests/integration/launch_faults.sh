@@ -102,4 +102,24 @@ if [ $rc = 0 ] && grep -q "^\[0\] first$" "$WORK/out" && grep -q "^\[0\] last$" 
   pass "--tag-output returns after the rank exits although a detached grandchild holds the pipe"
 else fail "--tag-output with a detached grandchild: exit $rc (124: still waiting after 30 s), output: $(cat "$WORK/out")"; fi
 kill "$(cat "$WORK/detached" 2>/dev/null)" 2>/dev/null
+
+# 9. SIGPIPE (issue 29): with --tag-output, a reader that goes away (`| head`) made launch's next
+# write kill launch: no summary, no status of its own. Now the write fails, the rank runs to its
+# end, and launch reports it. The pipeline's first status is launch's.
+timeout 60 "$GPUBIND" launch -n 1 --tag-output -- sh -c 'i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done; sleep 0.5' \
+  2>"$WORK/err" | head -n 1 >/dev/null
+rc=${PIPESTATUS[0]}
+[ $rc = 0 ] && grep -q "1 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
+  && pass "--tag-output into a closed pipe: launch exits 0 with its summary" || fail "closed stdout -> launch exited $rc: $(tail -2 "$WORK/err")"
+# The group reaper killed: launch's next word to it (a rank's group to forget) found no reader.
+rm -f "$WORK"/pid.*
+timeout 60 "$GPUBIND" launch -n 2 -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; sleep 2" 2>"$WORK/err" &
+launcher=$!
+wait_until 20 have_pids 2 || fail "ranks did not start"
+gp=$(pgrep -P $launcher -x gpubind)  # launch, under timeout
+pkill -KILL -P "$gp" -x gpubind-reaper || fail "no group reaper under launch $gp"
+wait $launcher
+rc=$?
+[ $rc = 0 ] && grep -q "2 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
+  && pass "group reaper killed: launch still supervises, exits 0 with its summary" || fail "reaper killed -> launch exited $rc: $(tail -2 "$WORK/err")"
 finish
