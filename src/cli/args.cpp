@@ -1,5 +1,9 @@
 #include "cli/args.hpp"
 
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -40,9 +44,22 @@ Args::Option& Args::Option::one_of(const std::vector<std::string>& values) {
   return *this;
 }
 
+namespace {
+// NaN passes every range check (each comparison with it is false) and infinity is no count of
+// seconds: a number flag takes finite values only.
+const CLI::Validator kFinite(
+    [](std::string& text) -> std::string {
+      double v = std::strtod(text.c_str(), nullptr);
+      return std::isfinite(v) ? std::string() : "expected a finite number, not " + text;
+    },
+    "FINITE", "finite");
+}  // namespace
+
 template <class T>
 Args::Option Args::option(const std::string& names, T& target, const std::string& help) {
-  return Option(m_impl->app->add_option(names, target, help));
+  CLI::Option* o = m_impl->app->add_option(names, target, help);
+  if constexpr (std::is_floating_point_v<T>) o->check(kFinite);
+  return Option(o);
 }
 
 template Args::Option Args::option(const std::string&, std::string&, const std::string&);

@@ -78,7 +78,11 @@ int cmd_check(const std::vector<std::string>& args) {
   if (!root) return fail(root.error());
   std::vector<probe::GpuProcess> contexts;
   if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel);
-  probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, *sel), {f.numa_maps});
+  probe::Selected selected = probe::select_processes(**root, *sel);
+  // A parent that is not there and has no descendant (a captured tree may hold children only).
+  if (sel->children_of && selected.pids.empty() && !(*root)->exists("proc/" + std::to_string(*sel->children_of)))
+    return fail(Error{"--children-of " + std::to_string(*sel->children_of), "no such process", ErrorKind::not_found});
+  probe::Probed probed = probe::probe_selected(**root, selected, {f.numa_maps});
   probe::add_context_gpus(probed.states, contexts);
   check::Report report = check::judge(*topo, std::move(probed.states), std::move(probed.errors));
   for (const Error& e : report.errors) fail(e);

@@ -1,11 +1,14 @@
 // gpubind slurm: helpers for Slurm sites. `gres-conf` writes gres.conf lines for the GPUs.
+#include <cctype>
 #include <cstdio>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "discover/source.hpp"
 #include "render/gres_conf.hpp"
 #include "util/exit_status.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::cli {
 
@@ -22,6 +25,11 @@ int cmd_slurm(const std::vector<std::string>& args) {
   gpubind slurm gres-conf > /etc/slurm/gres.conf         this node (its last line: the slurm.conf Gres=)
   gpubind slurm gres-conf --topology node.xml --node-name 'gpu[01-64]')");
   if (int rc = app.parse(args); rc >= 0) return rc;
+  // A Slurm host list ("gpu[01-64]"): nothing that could end a gres.conf line or start a key.
+  for (char c : node_name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-_.[],").find(c) == std::string_view::npos)
+      return fail(Error{"--node-name", "'" + one_line(node_name) + "' is not a Slurm host list (letters, digits, - _ . [ ] ,)",
+                        ErrorKind::usage});
   auto topo = discover::load_topology(topology_source(topology));
   if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
