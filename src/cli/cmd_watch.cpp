@@ -10,6 +10,7 @@
 #include "render/json_text.hpp"
 #include "render/metrics.hpp"
 #include "render/watch_render.hpp"
+#include "sys/clock.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/metrics_endpoint.hpp"
 #include "sys/process.hpp"
@@ -72,6 +73,18 @@ Result<std::vector<std::unique_ptr<sys::FsRoot>>> open_roots(const std::vector<s
     opened.push_back(std::move(*root));
   }
   return opened;
+}
+
+// /metrics and /healthz on --listen's address, serving an empty exposition until the first
+// interval; none without --listen.
+Result<std::unique_ptr<sys::MetricsEndpoint>> start_endpoint(const std::string& listen, const std::string& node) {
+  if (listen.empty()) return std::unique_ptr<sys::MetricsEndpoint>();
+  auto where = sys::parse_listen_address(listen);
+  if (!where) return where.error();
+  auto e = sys::MetricsEndpoint::start(where->first, where->second);
+  if (!e) return e.error();
+  (*e)->publish(render::metrics_text({node, nullptr, nullptr, 0}));
+  return std::move(*e);
 }
 
 // Each interval to stdout (on a terminal the latest replaces the one before, as top does; into a
@@ -138,19 +151,16 @@ int cmd_watch(const std::vector<std::string>& args) {
   std::vector<const sys::FsRoot*> tree;
   for (const auto& r : *opened) tree.push_back(r.get());
   // A recorded sequence replays on a clock that moves only by the interval.
+  // Live, SIGINT, SIGTERM and SIGHUP end the watch at its next wait, with its summary and status
+  // (a service's stop); made before the HTTP server's threads, which inherit the blocked mask.
   watch::StepClock replay_clock;
-  const sys::Clock& clock = f.roots.empty() ? sys::steady_clock() : static_cast<const sys::Clock&>(replay_clock);
+  auto live_clock = f.roots.empty() ? sys::InterruptibleClock::create() : std::unique_ptr<sys::InterruptibleClock>();
+  if (!live_clock) return fail(live_clock.error());
+  const sys::Clock& clock = *live_clock ? static_cast<const sys::Clock&>(**live_clock) : replay_clock;
   std::string node = topo->hostname.empty() ? sys::hostname() : topo->hostname;
 
-  std::unique_ptr<sys::MetricsEndpoint> endpoint;
-  if (!f.listen.empty()) {
-    auto where = sys::parse_listen_address(f.listen);
-    if (!where) return fail(where.error());
-    auto e = sys::MetricsEndpoint::start(where->first, where->second);
-    if (!e) return fail(e.error());
-    endpoint = std::move(*e);
-    endpoint->publish(render::metrics_text({node, nullptr, nullptr, 0}));
-  }
+  auto endpoint = start_endpoint(f.listen, node);
+  if (!endpoint) return fail(endpoint.error());
 
   // GPU utilization from NVML and ROCm SMI, on the live system, for the vendors it has; a library
   // missing (or failing) is one note, and the rest works.
@@ -163,8 +173,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   }
   watch::Sampler sampler(tree, clock, std::move(sampling));
   watch::Watcher watcher(*topo, f.th);
-  Outputs outputs(f, node, endpoint.get());
-  watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs);
+  Outputs outputs(f, node, endpoint->get());
+  watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs,
+                                [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);
   std::string out = f.json ? render::json_line(render::summary_json(o.summary, node)) : render::summary_text(o.summary);
   std::fwrite(out.data(), 1, out.size(), stdout);

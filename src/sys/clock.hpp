@@ -3,6 +3,9 @@
 // grace periods and intervals with a fake one instead of sleeping. Only src/sys reads a clock
 // or sleeps (lint rule R8).
 #include <chrono>
+#include <memory>
+
+#include "util/result.hpp"
 
 namespace gpubind::sys {
 
@@ -17,5 +20,27 @@ class Clock {
 
 // The monotonic clock (CLOCK_MONOTONIC through std::chrono::steady_clock).
 const Clock& steady_clock();
+
+// The monotonic clock whose sleeps end early at SIGINT, SIGTERM or SIGHUP: a service's loop
+// (`watch`) stops at its next wait and finishes its output instead of dying of the signal. The
+// signals are blocked from construction (make it before any thread starts: threads inherit the
+// mask) and taken through a signalfd; the mask is restored on destruction.
+class InterruptibleClock final : public Clock {
+ public:
+  static Result<std::unique_ptr<InterruptibleClock>> create();
+  ~InterruptibleClock() override;
+  InterruptibleClock(const InterruptibleClock&) = delete;
+  InterruptibleClock& operator=(const InterruptibleClock&) = delete;
+  time_point now() const override;
+  void sleep_for(std::chrono::milliseconds d) const override;
+  // The stop signal received, or 0.
+  int stopped_by() const { return m_signal; }
+
+ private:
+  InterruptibleClock(int fd, const void* original);
+  int m_fd = -1;
+  std::unique_ptr<unsigned char[]> m_original;  // the sigset_t to restore
+  mutable int m_signal = 0;
+};
 
 }  // namespace gpubind::sys

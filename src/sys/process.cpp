@@ -370,6 +370,50 @@ const Clock& steady_clock() {
   return clock;
 }
 
+Result<std::unique_ptr<InterruptibleClock>> InterruptibleClock::create() {
+  sigset_t s, original;
+  ::sigemptyset(&s);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&s, sig);
+  if (::sigprocmask(SIG_BLOCK, &s, &original) != 0) return Error{"sigprocmask", std::strerror(errno)};
+  int fd = ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) {
+    int e = errno;
+    ::sigprocmask(SIG_SETMASK, &original, nullptr);
+    return Error{"signalfd", std::strerror(e)};
+  }
+  return std::unique_ptr<InterruptibleClock>(new InterruptibleClock(fd, &original));
+}
+
+InterruptibleClock::InterruptibleClock(int fd, const void* original) : m_fd(fd), m_original(new unsigned char[sizeof(sigset_t)]) {
+  std::memcpy(m_original.get(), original, sizeof(sigset_t));
+}
+
+InterruptibleClock::~InterruptibleClock() {
+  ::close(m_fd);
+  ::sigprocmask(SIG_SETMASK, reinterpret_cast<const sigset_t*>(m_original.get()), nullptr);
+}
+
+Clock::time_point InterruptibleClock::now() const { return std::chrono::steady_clock::now(); }
+
+void InterruptibleClock::sleep_for(std::chrono::milliseconds d) const {
+  if (m_signal) return;
+  auto until = now() + d;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now()).count();
+    pollfd p{m_fd, POLLIN, 0};
+    int r = ::poll(&p, 1, int(std::clamp<long long>(left, 0, 1000000)));
+    if (r > 0) {
+      signalfd_siginfo info;
+      if (::read(m_fd, &info, sizeof info) == ssize_t(sizeof info)) {
+        m_signal = int(info.ssi_signo);
+        return;
+      }
+    }
+    if (r == 0 || left <= 0) return;
+    // EINTR (a signal outside the set): wait out the rest.
+  }
+}
+
 Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env) {
   auto forked = fork_with_pipe();
   if (!forked) return forked.error();

@@ -17,7 +17,8 @@ sys::Clock::time_point next_due(sys::Clock::time_point due, sys::Clock::time_poi
 
 }  // namespace
 
-Outcome run(Sampler& sampler, Watcher& watcher, const sys::Clock& clock, const Schedule& schedule, Sink& sink) {
+Outcome run(Sampler& sampler, Watcher& watcher, const sys::Clock& clock, const Schedule& schedule, Sink& sink,
+            const std::function<bool()>& stop) {
   Outcome out;
   const Ms step(long(schedule.interval * 1000 + 0.5));
   sys::Clock::time_point due = clock.now();
@@ -39,6 +40,7 @@ Outcome run(Sampler& sampler, Watcher& watcher, const sys::Clock& clock, const S
     sys::Clock::time_point at = clock.now();
     due = next_due(due, at, step);
     clock.sleep_for(std::chrono::duration_cast<Ms>(due - at));
+    if (stop && stop()) break;
   }
   out.summary = watcher.summary();
   return out;

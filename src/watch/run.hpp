@@ -4,6 +4,7 @@
 // own cost (NVML's PCIe counters block about 20 ms per GPU and counter) does not stretch the
 // intervals, and a sample due while the one before still ran is skipped, not taken late in a burst.
 // The clock is a seam: watch::StepClock replays a recorded sequence, tests drive it by hand.
+#include <functional>
 #include <optional>
 
 #include "sys/clock.hpp"
@@ -37,6 +38,9 @@ struct Outcome {
   std::optional<Error> stopped;  // the Sink's error that ended the watch
 };
 
-Outcome run(Sampler& sampler, Watcher& watcher, const sys::Clock& clock, const Schedule& schedule, Sink& sink);
+// `stop`, asked after every wait: a stop signal arrived (sys::InterruptibleClock), so the watch
+// ends there, with the intervals it has, as if its count or duration were reached.
+Outcome run(Sampler& sampler, Watcher& watcher, const sys::Clock& clock, const Schedule& schedule, Sink& sink,
+            const std::function<bool()>& stop = {});
 
 }  // namespace gpubind::watch

@@ -129,6 +129,22 @@ else
   echo "skipped: the terminal redraw (script(1) from util-linux not found)"
 fi
 
+# As a service (issue 29): SIGTERM or SIGINT ends the watch at its next wait with its summary,
+# the last JSON line, and its 0/3 status, not death by the signal (143, no summary). With --listen
+# too: the HTTP server's threads must not take the signal either.
+for sig in TERM INT; do
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$GPUBIND" watch --self --interval 0.2 --json --listen 127.0.0.1:$port >"$WORK/svc.$sig" 2>"$WORK/svc.$sig.err" &
+  svc=$!
+  wait_until 10 test -s "$WORK/svc.$sig" || fail "no first interval from watch"
+  kill -$sig $svc
+  wait $svc
+  rc=$?
+  last=$(tail -n 1 "$WORK/svc.$sig")
+  if { [ $rc = 0 ] || [ $rc = 3 ]; } && [[ $last == *'"type":"summary"'* ]]; then pass "SIG$sig: watch ends with its summary line and status $rc"
+  else fail "SIG$sig: exit $rc, last line: $last $(cat "$WORK/svc.$sig.err")"; fi
+done
+
 # Nothing to watch: a clear error, not a silent empty table.
 "$GPUBIND" watch --match 'no-such-process-[0-9]{9}' --count 1 --interval 0.1 >"$WORK/none" 2>&1
 rc=$?

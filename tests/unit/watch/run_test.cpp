@@ -62,10 +62,11 @@ struct Fixture {
     for (const auto& r : opened) roots.push_back(r.get());
   }
   // A watch of the recorded trees: `sel` sampled on `clock`, judged on the DGX H100 example.
-  Outcome watch(const sys::Clock& clock, probe::Selection sel, const Schedule& schedule, Sink& sink) {
+  Outcome watch(const sys::Clock& clock, probe::Selection sel, const Schedule& schedule, Sink& sink,
+                const std::function<bool()>& stop = {}) {
     Sampler sampler(roots, clock, {std::move(sel), 0, {}});
     Watcher watcher(topo, {});
-    return run(sampler, watcher, clock, schedule, sink);
+    return run(sampler, watcher, clock, schedule, sink, stop);
   }
   topo::Topology topo = *discover::load_topology("example:dgx-h100");
   std::vector<std::unique_ptr<sys::FsRoot>> opened;
@@ -160,6 +161,25 @@ TEST(WatchRun, NothingMatchingIsReportedAsNothingSeen) {
   EXPECT_FALSE(o.seen_any);
   EXPECT_FALSE(o.summary.any_finding);
   EXPECT_EQ(sink.indices.size(), 3u);
+}
+
+}  // namespace
+}  // namespace gpubind::watch
+
+namespace gpubind::watch {
+namespace {
+
+TEST(WatchRun, AStopSignalEndsTheWatchAtItsNextWaitWithTheIntervalsItHas) {
+  Fixture fx;
+  StepClock clock;
+  Recorder sink;
+  unsigned waits = 0;
+  // SIGTERM arrives during the second wait: two samples judged, one interval, then the summary.
+  Outcome o = fx.watch(clock, children_of_launcher(), {1.0, std::nullopt, 0}, sink, [&] { return ++waits == 2; });
+  EXPECT_EQ(sink.indices, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(o.summary.intervals, 1u);
+  EXPECT_EQ(o.summary.ranks.size(), 8u);
+  EXPECT_FALSE(o.stopped);
 }
 
 }  // namespace
