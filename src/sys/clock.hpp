@@ -21,6 +21,8 @@ class Clock {
 // The monotonic clock (CLOCK_MONOTONIC through std::chrono::steady_clock).
 const Clock& steady_clock();
 
+class SignalWatch;  // sys/process.cpp
+
 // The monotonic clock whose sleeps end early at SIGINT, SIGTERM or SIGHUP: a service's loop
 // (`watch`) stops at its next wait and finishes its output instead of dying of the signal. The
 // signals are blocked from construction (make it before any thread starts: threads inherit the
@@ -37,9 +39,8 @@ class InterruptibleClock final : public Clock {
   int stopped_by() const { return m_signal; }
 
  private:
-  InterruptibleClock(int fd, const void* original);
-  int m_fd = -1;
-  std::unique_ptr<unsigned char[]> m_original;  // the sigset_t to restore
+  explicit InterruptibleClock(std::unique_ptr<SignalWatch> watch);
+  std::unique_ptr<SignalWatch> m_watch;
   mutable int m_signal = 0;
 };
 

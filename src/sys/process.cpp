@@ -32,14 +32,6 @@ namespace gpubind::sys {
 
 namespace {
 
-sigset_t watched_signals() {
-  sigset_t s;
-  sigemptyset(&s);
-  // SIGPIPE too: a write to a closed pipe (the group reaper killed, launch's stdout closed by
-  // `| head`) then fails with EPIPE instead of killing launch; children get the original mask.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) sigaddset(&s, sig);
-  return s;
-}
 
 [[noreturn]] void child_fail(int code, const std::string& msg) {
   std::string line = "gpubind: error: " + msg + "\n";
@@ -242,14 +234,14 @@ Result<int> create_log_file(const std::string& path) {
 
 void write_all(int fd, std::string_view data) { static_cast<void>(write_fully(fd, data)); }
 
-namespace {
-
-// SIGINT, SIGTERM, SIGHUP and SIGCHLD delivered through a signalfd instead of handlers. The
-// signals stay blocked while it lives; original() is the mask to give children.
+// Signals delivered through a signalfd instead of handlers (launch's supervisor, watch's
+// InterruptibleClock). They stay blocked while it lives; original() is the mask to give children.
 class SignalWatch {
  public:
-  static Result<SignalWatch> create() {
-    sigset_t s = watched_signals();
+  static Result<SignalWatch> create(std::initializer_list<int> signals) {
+    sigset_t s;
+    ::sigemptyset(&s);
+    for (int sig : signals) ::sigaddset(&s, sig);
     sigset_t original;
     if (::sigprocmask(SIG_BLOCK, &s, &original) != 0) return Error{"sigprocmask", std::strerror(errno)};
     int fd = faultable("gpubind/signalfd", [&] { return ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK); });
@@ -258,9 +250,9 @@ class SignalWatch {
       ::sigprocmask(SIG_SETMASK, &original, nullptr);
       return Error{"signalfd", std::strerror(e)};
     }
-    return SignalWatch(fd, original);
+    return SignalWatch(fd, s, original);
   }
-  SignalWatch(SignalWatch&& o) noexcept : m_fd(o.m_fd), m_original(o.m_original) { o.m_fd = -1; }
+  SignalWatch(SignalWatch&& o) noexcept : m_fd(o.m_fd), m_set(o.m_set), m_original(o.m_original) { o.m_fd = -1; }
   SignalWatch& operator=(SignalWatch&&) = delete;
   SignalWatch(const SignalWatch&) = delete;
   ~SignalWatch() {
@@ -268,11 +260,13 @@ class SignalWatch {
     ::close(m_fd);
     // A SIGPIPE still pending (a write to a closed pipe since the last drain) would be delivered
     // as soon as the mask is restored and kill the process on its way out: consume it first.
-    sigset_t pipe;
-    ::sigemptyset(&pipe);
-    ::sigaddset(&pipe, SIGPIPE);
-    timespec now{};
-    while (::sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+    if (::sigismember(&m_set, SIGPIPE) == 1) {
+      sigset_t pipe;
+      ::sigemptyset(&pipe);
+      ::sigaddset(&pipe, SIGPIPE);
+      timespec now{};
+      while (::sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
+      }
     }
     ::sigprocmask(SIG_SETMASK, &m_original, nullptr);
   }
@@ -287,10 +281,13 @@ class SignalWatch {
   }
 
  private:
-  SignalWatch(int fd, const sigset_t& original) : m_fd(fd), m_original(original) {}
+  SignalWatch(int fd, const sigset_t& set, const sigset_t& original) : m_fd(fd), m_set(set), m_original(original) {}
   int m_fd = -1;
+  sigset_t m_set;
   sigset_t m_original;
 };
+
+namespace {
 
 // Every child that has ended, without blocking.
 std::vector<ChildExit> reap_children() {
@@ -354,7 +351,9 @@ class RealSpawner final : public Spawner {
 }  // namespace
 
 Result<std::unique_ptr<Spawner>> real_spawner() {
-  auto watch = SignalWatch::create();
+  // SIGPIPE too: a write to a closed pipe (the group reaper killed, launch's stdout closed by
+  // `| head`) then fails with EPIPE instead of killing launch; children get the original mask.
+  auto watch = SignalWatch::create({SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE});
   if (!watch) return watch.error();
   auto reaper = GroupReaper::start();
   if (!reaper) return reaper.error();
@@ -371,27 +370,14 @@ const Clock& steady_clock() {
 }
 
 Result<std::unique_ptr<InterruptibleClock>> InterruptibleClock::create() {
-  sigset_t s, original;
-  ::sigemptyset(&s);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&s, sig);
-  if (::sigprocmask(SIG_BLOCK, &s, &original) != 0) return Error{"sigprocmask", std::strerror(errno)};
-  int fd = ::signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0) {
-    int e = errno;
-    ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    return Error{"signalfd", std::strerror(e)};
-  }
-  return std::unique_ptr<InterruptibleClock>(new InterruptibleClock(fd, &original));
+  auto watch = SignalWatch::create({SIGINT, SIGTERM, SIGHUP});
+  if (!watch) return watch.error();
+  return std::unique_ptr<InterruptibleClock>(new InterruptibleClock(std::make_unique<SignalWatch>(std::move(*watch))));
 }
 
-InterruptibleClock::InterruptibleClock(int fd, const void* original) : m_fd(fd), m_original(new unsigned char[sizeof(sigset_t)]) {
-  std::memcpy(m_original.get(), original, sizeof(sigset_t));
-}
+InterruptibleClock::InterruptibleClock(std::unique_ptr<SignalWatch> watch) : m_watch(std::move(watch)) {}
 
-InterruptibleClock::~InterruptibleClock() {
-  ::close(m_fd);
-  ::sigprocmask(SIG_SETMASK, reinterpret_cast<const sigset_t*>(m_original.get()), nullptr);
-}
+InterruptibleClock::~InterruptibleClock() = default;
 
 Clock::time_point InterruptibleClock::now() const { return std::chrono::steady_clock::now(); }
 
@@ -400,15 +386,13 @@ void InterruptibleClock::sleep_for(std::chrono::milliseconds d) const {
   auto until = now() + d;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now()).count();
-    pollfd p{m_fd, POLLIN, 0};
+    pollfd p{m_watch->fd(), POLLIN, 0};
     int r = ::poll(&p, 1, int(std::clamp<long long>(left, 0, 1000000)));
-    if (r > 0) {
-      signalfd_siginfo info;
-      if (::read(m_fd, &info, sizeof info) == ssize_t(sizeof info)) {
-        m_signal = int(info.ssi_signo);
+    if (r > 0)
+      if (std::vector<int> got = m_watch->drain(); !got.empty()) {
+        m_signal = got.front();
         return;
       }
-    }
     if (r == 0 || left <= 0) return;
     // EINTR (a signal outside the set): wait out the rest.
   }
