@@ -92,8 +92,7 @@ Result<topo::LocalRank> local_rank_of(const ExecFlags& f) {
 
 // The machine: this one. A topology file (an admin's corrected copy of this machine) may be
 // bound with when it describes this machine; any other only previewed with --dry-run.
-Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, bool preview) {
-  std::string source = topology_source(f.o.topology);
+Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, const std::string& source, bool preview) {
   std::string label = (f.o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
   std::string cache = f.no_cache ? "" : discover::default_cache_dir(cfg.cache_dir.value_or(""));
   std::vector<std::string> cache_notes;
@@ -174,8 +173,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   }
   auto lr = local_rank_of(f);
   if (!lr) return fail_exec(lr.error());
-  bool preview = f.dry_run && !topology_source(f.o.topology).empty();
-  auto topo = machine_topology(f, *cfg, preview);
+  std::string source = topology_source(f.o.topology);
+  bool preview = f.dry_run && !source.empty();
+  auto topo = machine_topology(f, *cfg, source, preview);
   if (!topo) return fail_exec(topo.error());
   auto r = rank_request(f, *lr, *topo, preview, app.count("--policy") == 0 && !cfg->policy);
   if (!r) return fail_exec(r.error());

@@ -16,6 +16,9 @@ int points(double share) { return int(share * 100 + 0.5); }
 
 bool over(const std::optional<double>& share, double threshold) { return share && *share > threshold; }
 
+// Where CROSS_SOCKET holds: its GPU's CPUs known and too much CPU time on another package.
+bool off_package(const RankEvidence& e, const Thresholds& th) { return e.gpu_cpus && over(e.rank.cross_socket, th.cross_numa); }
+
 }  // namespace
 
 std::optional<RankFinding> migrating(const RankEvidence& e, const Thresholds& th) {
@@ -28,13 +31,13 @@ std::optional<RankFinding> migrating(const RankEvidence& e, const Thresholds& th
 }
 
 std::optional<RankFinding> cross_socket(const RankEvidence& e, const Thresholds& th) {
-  if (!e.gpu_cpus || !over(e.rank.cross_socket, th.cross_numa)) return std::nullopt;
+  if (!off_package(e, th)) return std::nullopt;
   return RankFinding{Finding::cross_socket, percent(*e.rank.cross_socket) + " of its CPU time on another package than its GPU's (CPUs " +
                                                 e.gpu_cpus->to_list() + " are the GPU's node)"};
 }
 
 std::optional<RankFinding> cross_numa(const RankEvidence& e, const Thresholds& th) {
-  if (!e.gpu_cpus || !over(e.rank.cross_numa, th.cross_numa) || cross_socket(e, th)) return std::nullopt;
+  if (!e.gpu_cpus || !over(e.rank.cross_numa, th.cross_numa) || off_package(e, th)) return std::nullopt;
   return RankFinding{Finding::cross_numa, percent(*e.rank.cross_numa) + " of its CPU time off its GPU's NUMA node " +
                                               join_numbers(e.gpu_nodes) + " (CPUs " + e.gpu_cpus->to_list() + ")"};
 }
