@@ -105,19 +105,28 @@ kill "$(cat "$WORK/detached" 2>/dev/null)" 2>/dev/null
 
 # 9. SIGPIPE (issue 29): with --tag-output, a reader that goes away (`| head`) made launch's next
 # write kill launch: no summary, no status of its own. Now the write fails, the rank runs to its
-# end, and launch reports it. The pipeline's first status is launch's.
-timeout 60 "$GPUBIND" launch -n 1 --tag-output -- sh -c 'i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done; sleep 0.5' \
-  2>"$WORK/err" | head -n 1 >/dev/null
+# end, and launch reports it. The reader closes its end before it says so, and the rank writes
+# again only then: the write after the close is certain. The pipeline's first status is launch's.
+rm -f "$WORK/reader-gone"
+timeout 60 "$GPUBIND" launch -n 1 --tag-output -- sh -c "echo first; while [ ! -e $WORK/reader-gone ]; do sleep 0.05; done; echo after" \
+  2>"$WORK/err" | { head -n 1 >/dev/null; exec 0<&-; touch "$WORK/reader-gone"; }
 rc=${PIPESTATUS[0]}
 [ $rc = 0 ] && grep -q "1 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
   && pass "--tag-output into a closed pipe: launch exits 0 with its summary" || fail "closed stdout -> launch exited $rc: $(tail -2 "$WORK/err")"
 # The group reaper killed: launch's next word to it (a rank's group to forget) found no reader.
-rm -f "$WORK"/pid.*
-timeout 60 "$GPUBIND" launch -n 2 -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; sleep 2" 2>"$WORK/err" &
+# The ranks end only once the reaper is gone.
+rm -f "$WORK"/pid.* "$WORK/reaper-gone"
+timeout 60 "$GPUBIND" launch -n 2 -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; while [ ! -e $WORK/reaper-gone ]; do sleep 0.05; done" \
+  2>"$WORK/err" &
 launcher=$!
 wait_until 20 have_pids 2 || fail "ranks did not start"
 gp=$(pgrep -P $launcher -x gpubind)  # launch, under timeout
-pkill -KILL -P "$gp" -x gpubind-reaper || fail "no group reaper under launch $gp"
+rp=$(pgrep -P "$gp" -x gpubind-reaper) || fail "no group reaper under launch $gp"
+kill -KILL $rp
+# Dead (its end of the pipe closed) once it is a zombie or reaped.
+reaper_dead() { [ ! -e /proc/$rp ] || [ "$(sed 's/.*) //' /proc/$rp/stat 2>/dev/null | cut -c1)" = Z ]; }
+wait_until 10 reaper_dead || fail "the group reaper did not end"
+touch "$WORK/reaper-gone"
 wait $launcher
 rc=$?
 [ $rc = 0 ] && grep -q "2 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
