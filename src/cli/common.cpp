@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "discover/gpu_runtime.hpp"
-#include "sys/environment.hpp"
-#include "sys/process.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
+#include "sys/environment.hpp"
+#include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/pattern.hpp"
 #include "util/strings.hpp"
