@@ -4,7 +4,7 @@
 #                                 directory, man pages generated from the CLI's own --help, bash and
 #                                 zsh completion, the deploy/ examples; Depends only on what exec
 #                                 needs (libhwloc, libc)
-#   exporter -> gpubind-exporter: watch --listen's HTTP server (libcpp-httplib) and the
+#   exporter -> gpubind-exporter: watch --listen's HTTP server (our own, libc only) and the
 #                                 gpubind-watch systemd unit, where systemd finds it
 #   k8s      -> gpubind-k8s:      k8s check's YAML reader (libyaml) and pod-resources API client
 #                                 (gRPC)

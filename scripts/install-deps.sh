@@ -10,8 +10,6 @@ set -euo pipefail
 build_packages=(
   cmake g++ make pkg-config
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
-  # watch --listen: the /metrics HTTP server
-  libcpp-httplib-dev
   # k8s check: the kubelet's config.yaml, read by libyaml, and its pod-resources API, asked through
   # gRPC (each in a module only that command loads)
   libyaml-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -8,8 +8,7 @@ cmake --build build --target gpubind -j"$(nproc)" >/dev/null
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .git/info
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo /.gpu/ >>.git/info/exclude
 cp build/src/gpubind build/src/gpubind-hwloc.so build/src/gpubind-http.so .gpu/bin/ && strip .gpu/bin/*
-# --listen's module needs cpp-httplib, which the machine lacks too.
-cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 /lib/x86_64-linux-gnu/libudev.so.1 /lib/x86_64-linux-gnu/libcpp-httplib.so.0.11 .gpu/lib/
+cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 /lib/x86_64-linux-gnu/libudev.so.1 .gpu/lib/
 cp scripts/device/nvml-probe.py scripts/device/run.sh scripts/device/watch-check.sh .gpu/
 cp ../shared/device/gpu-verify.sh .gpu/
 du -sh .gpu

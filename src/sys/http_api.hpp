@@ -1,8 +1,8 @@
 #pragma once
-// The C interface of gpubind-http.so, the module that serves `watch --listen` (cpp-httplib and the
-// libraries it pulls in: OpenSSL, zlib, brotli). It is loaded only by `watch --listen`, so no
-// other command maps any of them (exec starts as fast as before). Only C types cross it: the
-// module's C++ runtime is its own.
+// The C interface of gpubind-http.so, the module that serves `watch --listen` (http_module.cpp).
+// It is loaded only by `watch --listen` and shipped in the package gpubind-exporter, so a node
+// that only binds carries no network listener. Only C types cross it: the module's C++ runtime is
+// its own (linked statically).
 #include <cstddef>
 
 extern "C" {
