@@ -38,6 +38,8 @@ test_packages=(
   libfiu-dev fiu-utils
   # the cache-forgery test creates and removes a second user
   passwd util-linux
+  # the exporter's unit read by systemd itself: systemd-analyze verify and security (exposure score)
+  systemd
   # watch --listen scraped by a real Prometheus; promtool checks the exposition and the alert rules
   prometheus
   # the qemu tier: Debian's kernel in a multi-socket, multi-NUMA VM (TCG), a busybox initramfs;
