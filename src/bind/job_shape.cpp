@@ -1,5 +1,7 @@
 #include "bind/job_shape.hpp"
 
+#include <algorithm>
+
 #include "bind/hostlist.hpp"
 #include "bind/torchrun.hpp"
 #include "util/strings.hpp"
@@ -138,6 +140,10 @@ Status rendezvous(const LaunchFlags& f, const std::map<std::string, std::string>
   shape.needs_free_port = !master_port && spec.nnodes == 1;
   if (!f.rdzv_id.empty()) spec.run_id = f.rdzv_id;
   else if (auto job = value(env, "SLURM_JOB_ID")) spec.run_id = "slurm-" + *job;
+  // The run id names a directory under --log-dir (RUN_ID/attempt_N/LOCAL_RANK): one plain name.
+  if (spec.run_id == "." || spec.run_id == ".." || spec.run_id.size() > 255 ||
+      std::any_of(spec.run_id.begin(), spec.run_id.end(), [](char c) { return c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return usage(f.rdzv_id.empty() ? "SLURM_JOB_ID" : "--rdzv-id", "the run id names one directory under --log-dir: no '/', no control character, not '.' or '..', at most 255 bytes");
   return Ok{};
 }
 

@@ -54,9 +54,9 @@ Status wait_for_master(const std::string& host, unsigned port, std::chrono::mill
 
 namespace {
 
-// torchrun's layout: LOG_DIR/RUN_ID/attempt_N/LOCAL_RANK.
-std::string log_dir_of(const LaunchSpec& spec, unsigned local_rank) {
-  return spec.log_dir + "/" + spec.run_id + "/attempt_" + std::to_string(spec.restart_count) + "/" + std::to_string(local_rank);
+// torchrun's layout: LOG_DIR/RUN_ID/attempt_N/LOCAL_RANK, this being the part below LOG_DIR.
+std::string log_subdir_of(const LaunchSpec& spec, unsigned local_rank) {
+  return spec.run_id + "/attempt_" + std::to_string(spec.restart_count) + "/" + std::to_string(local_rank);
 }
 
 // One attempt of the worker group: the ranks' output files, environment and binding, then the
@@ -80,7 +80,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       Sink& s = bit == 1 ? r.out : r.err;
       s.console = (redirected & bit) && !(teed & bit) ? nullptr : bit == 1 ? stdout : stderr;
       if (!((redirected | teed) & bit)) continue;
-      auto fd = sys::create_log_file(log_dir_of(spec, i) + (bit == 1 ? "/stdout.log" : "/stderr.log"));
+      auto fd = sys::create_log_file(spec.log_dir, log_subdir_of(spec, i) + (bit == 1 ? "/stdout.log" : "/stderr.log"));
       if (!fd) {
         close_logs();
         return Error{"--log-dir", fd.error().message()};
@@ -91,7 +91,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
     sys::SpawnRequest& req = r.request;
     req.argv = spec.substitute_local_rank ? substitute_local_rank(spec.command, i) : spec.command;
     req.env = launcher_environment(spec, i, n);
-    if (!spec.log_dir.empty()) req.env.push_back({"TORCHELASTIC_ERROR_FILE", log_dir_of(spec, i) + "/error.json"});
+    if (!spec.log_dir.empty()) req.env.push_back({"TORCHELASTIC_ERROR_FILE", spec.log_dir + "/" + log_subdir_of(spec, i) + "/error.json"});
     req.capture_output = spec.tag_output || r.out.file >= 0 || r.err.file >= 0;
     if (spec.bind) {
       const plan::RankBinding& rb = plan.ranks[i];

@@ -27,6 +27,7 @@
 #include "sys/fsroot.hpp"
 #include "sys/spawner.hpp"
 #include "util/exit_status.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::sys {
 
@@ -222,13 +223,49 @@ Result<bool> tcp_reachable(const std::string& host, unsigned port, int timeout_m
   return ok;
 }
 
-Result<int> create_log_file(const std::string& path) {
-  for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
-    std::string dir = path.substr(0, slash);
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Error{dir, std::strerror(errno)};
+Result<int> create_log_file(const std::string& base, const std::string& relative) {
+  std::vector<std::string> names;
+  for (std::string_view n : split(relative, '/')) names.emplace_back(n);
+  if (names.empty() || std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty() || n == "." || n == ".."; }))
+    return Error{base + "/" + relative, "not a plain path below the directory"};
+  // The directory the user named, created when missing (as torchrun does), links in it followed.
+  for (size_t slash = base.find('/', 1);; slash = base.find('/', slash + 1)) {
+    std::string prefix = base.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Error{prefix, std::strerror(errno)};
+    if (slash == std::string::npos) break;
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Error{path, std::strerror(errno)};
+  int dir = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return Error{base, std::strerror(errno)};
+  std::string so_far = base;
+  for (size_t i = 0; i + 1 < names.size(); ++i) {
+    so_far += "/" + names[i];
+    if (::mkdirat(dir, names[i].c_str(), 0755) != 0 && errno != EEXIST) {
+      int e = errno;
+      ::close(dir);
+      return Error{so_far, std::strerror(e)};
+    }
+    int next = ::openat(dir, names[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    ::close(dir);
+    if (next < 0) return Error{so_far, e == ELOOP || e == ENOTDIR ? "not a directory (a symbolic link is not followed here)" : std::strerror(e)};
+    dir = next;
+  }
+  so_far += "/" + names.back();
+  // O_NONBLOCK: opening a FIFO for writing would wait for a reader.
+  int fd = ::openat(dir, names.back().c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int e = errno;
+  ::close(dir);
+  if (fd < 0) return Error{so_far, e == ELOOP ? "a symbolic link (not followed)" : e == ENXIO ? "a FIFO (not a regular file)" : std::strerror(e)};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{so_far, "not a regular file"};
+  }
+  if (::ftruncate(fd, 0) != 0 || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    e = errno;
+    ::close(fd);
+    return Error{so_far, std::strerror(e)};
+  }
   return fd;
 }
 

@@ -55,9 +55,12 @@ Result<unsigned> free_tcp_port();
 // Whether a TCP connection to host:port can be made within `timeout_ms` (one attempt; the
 // connection is closed at once). An Error names a host that does not resolve.
 Result<bool> tcp_reachable(const std::string& host, unsigned port, int timeout_ms);
-// Creates the directories of `path` (mode 0755) and the file itself (0644, truncated); returns
-// its descriptor (close-on-exec).
-Result<int> create_log_file(const std::string& path);
+// Creates `relative` under the directory `base` (created first when missing): each directory of it (mode
+// 0755) and the file itself (0644, truncated); returns its descriptor (close-on-exec, blocking).
+// `base` is opened as given; below it no symbolic link is followed (another user who can write
+// there cannot redirect the file elsewhere), `relative` must be plain names (no "", "." or
+// ".."), and the file must be a regular one (a FIFO or device is refused without blocking).
+Result<int> create_log_file(const std::string& base, const std::string& relative);
 // Writes all of `data` to `fd` (retrying short writes and EINTR); errors are ignored, as for a
 // full disk under a log.
 void write_all(int fd, std::string_view data);
