@@ -4,6 +4,8 @@
 #include <csignal>
 #include <utility>
 
+#include "util/strings.hpp"
+
 namespace gpubind::bind {
 
 namespace {
@@ -93,7 +95,7 @@ LaunchResult Supervisor::run(std::vector<RankStart> starts) {
     auto proc = m_spawner.spawn(r.start.request);
     if (!proc) {
       r.outcome.exit_code = 125;
-      std::fprintf(m_diag, "gpubind: error: local rank %u: %s\n", r.outcome.local_rank, proc.error().message().c_str());
+      std::fprintf(m_diag, "gpubind: error: local rank %u: %s\n", r.outcome.local_rank, one_line(proc.error().message()).c_str());
       fail(r);
       break;
     }

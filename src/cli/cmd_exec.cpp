@@ -68,7 +68,7 @@ int exec_command(sys::Binder& binder, const ExecFlags& f) {
   }
   std::fflush(stdout);
   sys::ExecFailure failed = binder.exec(f.command);
-  std::fprintf(stderr, "gpubind: error: %s\n", failed.message.c_str());
+  std::fprintf(stderr, "gpubind: error: %s\n", one_line(failed.message).c_str());
   return failed.exit_code;
 }
 

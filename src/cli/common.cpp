@@ -16,7 +16,7 @@ namespace gpubind::cli {
 int exit_status_of(const Error& e) { return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure; }
 
 int fail_with(const Error& e, int code) {
-  std::fprintf(stderr, "gpubind: error: %s\n", e.message().c_str());
+  std::fprintf(stderr, "gpubind: error: %s\n", one_line(e.message()).c_str());
   return code;
 }
 

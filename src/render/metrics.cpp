@@ -6,13 +6,16 @@
 #include <optional>
 #include <set>
 
+#include "util/strings.hpp"
+
 namespace gpubind::render {
 
 namespace {
 
-// A label value as the exposition format writes it: backslash, double quote and newline escaped.
-std::string label_value(const std::string& v) {
-  std::string out;
+// A label value as the exposition format writes it: valid UTF-8 (Prometheus refuses the whole
+// scrape for one invalid byte), backslash, double quote and newline escaped.
+std::string label_value(const std::string& raw) {
+  std::string out, v = valid_utf8(raw);
   for (char c : v) {
     if (c == '\\') out += "\\\\";
     else if (c == '"') out += "\\\"";

@@ -35,7 +35,7 @@ namespace {
 
 
 [[noreturn]] void child_fail(int code, const std::string& msg) {
-  std::string line = "gpubind: error: " + msg + "\n";
+  std::string line = "gpubind: error: " + one_line(msg) + "\n";
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;
   ::_exit(code);

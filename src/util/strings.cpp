@@ -81,6 +81,13 @@ size_t utf8_length(std::string_view s, size_t i) {
   return 0;
 }
 
+// U+0080-U+009F (C2 80-C2 9F): C1 controls; U+009B is a terminal's CSI like ESC [.
+bool is_c1_control(std::string_view s, size_t i, size_t n) {
+  return n == 2 && static_cast<unsigned char>(s[i]) == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
+}
+
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+
 void append_hex(std::string& out, unsigned char u) {
   static const char hex[] = "0123456789abcdef";
   out += "\\x";
@@ -99,6 +106,19 @@ std::string one_line(std::string_view s) {
     if (s[i] == '\n') out += "\\n";
     else if (s[i] == '\t') out += "\\t";
     else if (n == 0 || u < 0x20 || u == 0x7f) append_hex(out, u);
+    else if (is_c1_control(s, i, n)) append_hex(out, u), append_hex(out, static_cast<unsigned char>(s[i + 1]));
+    else out.append(s.substr(i, n));
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_length(s, i);
+    if (n == 0) out += kReplacement;
     else out.append(s.substr(i, n));
     i += n == 0 ? 1 : n;
   }
@@ -134,14 +154,24 @@ std::string human_bytes(uint64_t bytes) {
 
 std::string xml_escape(std::string_view s) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_length(s, i);
+    char c = s[i];
+    if (n == 0 || (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f ||
+        is_c1_control(s, i, n)) {
+      out += kReplacement;  // XML 1.0 has no way to write these, even as a character reference
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '"') {
+      out += "&quot;";
+    } else {
+      out.append(s.substr(i, n));
     }
+    i += n == 0 ? 1 : n;
   }
   return out;
 }

@@ -18,13 +18,24 @@ std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
 std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
 std::string human_bytes(uint64_t bytes);
-// The text with control characters (newline, ESC...) and bytes that are not UTF-8 written as
-// \n, \x1b, \xff..., so it prints as one line, cannot move a terminal's cursor and is valid UTF-8.
+// The escaping rules, one per output kind, for values gpubind did not write itself (another
+// user's RANK, a process name, a file's contents, an environment variable):
+//   text (tables, reasons, error and warning lines): one_line;
+//   JSON: valid UTF-8 (render::json_text dumps with invalid bytes replaced by U+FFFD), the rest
+//         is JSON's own escaping;
+//   SVG and XML: xml_escape;
+//   Prometheus label values: valid_utf8, then the exposition's own escapes (render/metrics).
+// The text with control characters (newline, ESC, the C1 controls such as CSI U+009B) and bytes
+// that are not UTF-8 written as \n, \x1b, \xc2\x9b, \xff..., so it prints as one line, cannot
+// move a terminal's cursor and is valid UTF-8.
 std::string one_line(std::string_view s);
+// The text with every byte that is not part of well-formed UTF-8 replaced by U+FFFD.
+std::string valid_utf8(std::string_view s);
 // "" when `s` is well-formed UTF-8 without control characters; else what is wrong with it
 // ("a control character", "a byte that is not UTF-8"). Names read from files must pass.
 std::string text_problem(std::string_view s);
-// The text with & < > " written as XML entities, for an attribute value or element text.
+// The text with & < > " written as XML entities, for an attribute value or element text; bytes
+// that are not UTF-8 and characters XML 1.0 cannot carry (controls but tab, CR and LF) become U+FFFD.
 std::string xml_escape(std::string_view s);
 // Joins numbers with a separator: {0,1} -> "0,1".
 std::string join_numbers(const std::vector<unsigned>& v, std::string_view sep = ",");

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "util/strings.hpp"
+
 namespace gpubind::render {
 
 namespace {
@@ -37,6 +39,18 @@ TEST(Metrics, LabelValuesAreEscaped) {
   iv.ranks = {rank(7, "a\"b\\c\nd")};
   std::string text = metrics_text({"node\"x", nullptr, &iv, 0});
   EXPECT_NE(text.find("gpubind_rank_cross_numa_ratio{node=\"node\\\"x\",pid=\"7\",rank=\"a\\\"b\\\\c\\nd\""), std::string::npos) << text;
+}
+
+// Prometheus rejects the whole scrape ("invalid UTF-8 label value") for one bad byte, so a rank
+// variable another user sets to bytes that are not UTF-8 must reach the exposition as UTF-8.
+TEST(Metrics, LabelValuesAreValidUtf8WhateverTheProcessSet) {
+  watch::Interval iv;
+  iv.ranks = {rank(7, "3\xff\xc0\x80\xed\xa0\x80")};
+  iv.ranks[0].job = "job\xe2\x82";  // truncated sequence at the end
+  std::string text = metrics_text({"n1", nullptr, &iv, 0});
+  EXPECT_EQ(gpubind::valid_utf8(text), text) << "the exposition holds bytes that are not UTF-8";
+  EXPECT_NE(text.find("rank=\"3\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"), std::string::npos) << text;
+  EXPECT_NE(text.find("job=\"job\xef\xbf\xbd"), std::string::npos) << text;
 }
 
 TEST(Metrics, CountersComeFromTheSummaryAndOnlyForRanksStillThere) {

@@ -36,6 +36,28 @@ TEST(Strings, JoinNumberRunsShortensRunsOfThreeOrMore) {
 
 }  // namespace gpubind
 
+TEST(Strings, OneLineEscapesControlsIncludingC1AndBytesThatAreNotUtf8) {
+  EXPECT_EQ(gpubind::one_line("3\n\x1b[31mFORGED"), "3\\n\\x1b[31mFORGED");
+  EXPECT_EQ(gpubind::one_line("a\xc2\x9b" "2J"), "a\\xc2\\x9b" "2J");  // U+009B, CSI
+  EXPECT_EQ(gpubind::one_line("\xff"), "\\xff");
+  EXPECT_EQ(gpubind::one_line("gr\xc3\xbc\xc3\x9f" "e \xe2\x9c\x93"), "gr\xc3\xbc\xc3\x9f" "e \xe2\x9c\x93");  // UTF-8 kept
+  EXPECT_EQ(gpubind::one_line(gpubind::one_line("x\x1by")), gpubind::one_line("x\x1by"));
+}
+
+TEST(Strings, ValidUtf8ReplacesEachBadByteAndKeepsTheRest) {
+  EXPECT_EQ(gpubind::valid_utf8("ok \xe2\x9c\x93"), "ok \xe2\x9c\x93");
+  EXPECT_EQ(gpubind::valid_utf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(gpubind::valid_utf8("\xc0\x80"), "\xef\xbf\xbd\xef\xbf\xbd");  // overlong NUL
+  EXPECT_EQ(gpubind::valid_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // a surrogate
+  EXPECT_EQ(gpubind::valid_utf8("end\xe2\x82"), "end\xef\xbf\xbd\xef\xbf\xbd");  // truncated
+}
+
+TEST(Strings, XmlEscapeReplacesWhatXmlCannotCarry) {
+  EXPECT_EQ(gpubind::xml_escape("1\x01\x1b[2J\x7f"), "1\xef\xbf\xbd\xef\xbf\xbd[2J\xef\xbf\xbd");
+  EXPECT_EQ(gpubind::xml_escape("\xff<"), "\xef\xbf\xbd&lt;");
+  EXPECT_EQ(gpubind::xml_escape("tab\tok"), "tab\tok");
+}
+
 TEST(Strings, XmlEscapeWritesMarkupCharactersAsEntities) {
   EXPECT_EQ(gpubind::xml_escape("a<b & \"c\">"), "a&lt;b &amp; &quot;c&quot;&gt;");
   EXPECT_EQ(gpubind::xml_escape("plain"), "plain");
