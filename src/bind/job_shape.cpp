@@ -143,7 +143,7 @@ Status rendezvous(const LaunchFlags& f, const std::map<std::string, std::string>
   // The run id names a directory under --log-dir (RUN_ID/attempt_N/LOCAL_RANK): one plain name.
   if (spec.run_id == "." || spec.run_id == ".." || spec.run_id.size() > 255 ||
       std::any_of(spec.run_id.begin(), spec.run_id.end(), [](char c) { return c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-    return usage(f.rdzv_id.empty() ? "SLURM_JOB_ID" : "--rdzv-id", "the run id names one directory under --log-dir: no '/', no control character, not '.' or '..', at most 255 bytes");
+    return usage(f.rdzv_id.empty() ? "SLURM_JOB_ID " + spec.run_id.substr(6) : "--rdzv-id " + spec.run_id, "the run id names one directory under --log-dir: no '/', no control character, not '.' or '..', at most 255 bytes");
   return Ok{};
 }
 
