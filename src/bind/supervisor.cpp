@@ -22,14 +22,22 @@ struct Rank {
 };
 
 // Writes the complete lines of `s.pending` to the sink (the console copy prefixed with
-// "[RANK] " when tagging); keeps the incomplete tail unless `final_flush`.
-void emit_lines(Sink& s, bool tag, unsigned rank, bool final_flush) {
+// "[RANK] " when tagging); keeps the incomplete tail unless `final_flush`. The first line its log
+// file refuses (a full disk) is said on `diag`, once; every refused byte is counted.
+void emit_lines(Sink& s, bool tag, unsigned rank, bool final_flush, FILE* diag, const char* stream) {
   std::string& buf = s.pending;
   size_t start = 0;
   auto emit = [&](std::string_view line) {
     if (s.file >= 0) {
-      sys::write_all(s.file, line);
-      sys::write_all(s.file, "\n");
+      std::string with_newline = std::string(line) + "\n";
+      if (Status w = sys::write_all(s.file, with_newline); !w) {
+        if (s.lost == 0) {
+          s.error = w.error().why;
+          std::fprintf(diag, "gpubind: warning: rank %u: its %s log refuses output (%s): what it writes there is lost until the disk has room; the summary counts it\n",
+                       rank, stream, one_line(s.error).c_str());
+        }
+        s.lost += with_newline.size();
+      }
     }
     if (!s.console) return;
     if (tag) std::fprintf(s.console, "[%u] ", rank);
@@ -84,7 +92,7 @@ LaunchResult Supervisor::run(std::vector<RankStart> starts) {
   };
   auto close_pipe = [&](Rank& r, bool is_err) {
     int& fd = is_err ? r.proc.err_fd : r.proc.out_fd;
-    emit_lines(is_err ? r.start.err : r.start.out, m_tag, r.outcome.global_rank, true);
+    emit_lines(is_err ? r.start.err : r.start.out, m_tag, r.outcome.global_rank, true, m_diag, is_err ? "stderr" : "stdout");
     m_spawner.close_fd(fd);
     fd = -1;
   };
@@ -140,7 +148,7 @@ LaunchResult Supervisor::run(std::vector<RankStart> starts) {
           } else {
             Sink& sink = is_err ? r.start.err : r.start.out;
             sink.pending += chunk;
-            emit_lines(sink, m_tag, r.outcome.global_rank, false);
+            emit_lines(sink, m_tag, r.outcome.global_rank, false, m_diag, is_err ? "stderr" : "stdout");
           }
         }
     for (const sys::ChildExit& e : ev.exits) {
@@ -167,7 +175,11 @@ LaunchResult Supervisor::run(std::vector<RankStart> starts) {
       stop = Stop::killed;  // from here only a child's end and output wake the loop
     }
   }
-  for (Rank& r : ranks) result.ranks.push_back(r.outcome);
+  for (Rank& r : ranks) {
+    r.outcome.log_bytes_lost = r.start.out.lost + r.start.err.lost;
+    r.outcome.log_error = !r.start.out.error.empty() ? r.start.out.error : r.start.err.error;
+    result.ranks.push_back(r.outcome);
+  }
   if (!result.first_failure && result.forwarded_signal) result.exit_code = 128 + result.forwarded_signal;
   return result;
 }

@@ -14,6 +14,7 @@
 //   output    captured lines go to the console (prefixed "[RANK] " when tagged) and/or a log
 //             file; a rank's pipes are read until end of file or kDrainAfterExit after it ended.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@ struct RankOutcome {
   int signal = 0;
   bool started = false;
   double wall_seconds = 0;
+  uint64_t log_bytes_lost = 0;  // output its log files refused (stdout and stderr)
+  std::string log_error;        // the first refusal's reason
 };
 
 struct LaunchResult {
@@ -47,6 +50,8 @@ struct Sink {
   FILE* console = nullptr;  // nullptr: redirected to the file only
   int file = -1;            // a log file (owned by the caller), or -1
   std::string pending;      // an incomplete last line
+  uint64_t lost = 0;        // bytes the log file refused (a full disk); tried again with each line
+  std::string error;        // why, the first time
 };
 
 struct RankStart {

@@ -105,6 +105,10 @@ void print_summary(const bind::LaunchResult& result, const plan::Plan& plan, con
                result.restarts ? (", after " + std::to_string(result.restarts) + " restart(s)").c_str() : "",
                result.first_failure ? (" (first failure: local rank " + std::to_string(*result.first_failure) + ")").c_str() : "",
                t.str().c_str());
+  for (const bind::RankOutcome& r : result.ranks)
+    if (r.log_bytes_lost)
+      std::fprintf(stderr, "gpubind launch: rank %u lost %s of output its log files refused (%s)\n", r.global_rank,
+                   human_bytes(r.log_bytes_lost).c_str(), one_line(r.log_error).c_str());
 }
 
 }  // namespace

@@ -166,12 +166,12 @@ GroupReaper::~GroupReaper() {
 
 void GroupReaper::watch(pid_t pgid) {
   int32_t v = pgid;
-  write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
+  static_cast<void>(write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v)));
 }
 
 void GroupReaper::forget(pid_t pgid) {
   int32_t v = -pgid;
-  write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
+  static_cast<void>(write_all(m_fd, std::string_view(reinterpret_cast<const char*>(&v), sizeof v)));
 }
 
 void close_fd(int fd) {
@@ -269,7 +269,7 @@ Result<int> create_log_file(const std::string& base, const std::string& relative
   return fd;
 }
 
-void write_all(int fd, std::string_view data) { static_cast<void>(write_fully(fd, data)); }
+Status write_all(int fd, std::string_view data) { return write_fully(fd, data); }
 
 // Signals delivered through a signalfd instead of handlers (launch's supervisor, watch's
 // InterruptibleClock). They stay blocked while it lives; original() is the mask to give children.

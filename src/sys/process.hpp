@@ -61,9 +61,9 @@ Result<bool> tcp_reachable(const std::string& host, unsigned port, int timeout_m
 // there cannot redirect the file elsewhere), `relative` must be plain names (no "", "." or
 // ".."), and the file must be a regular one (a FIFO or device is refused without blocking).
 Result<int> create_log_file(const std::string& base, const std::string& relative);
-// Writes all of `data` to `fd` (retrying short writes and EINTR); errors are ignored, as for a
-// full disk under a log.
-void write_all(int fd, std::string_view data);
+// Writes all of `data` to `fd` (retrying short writes and EINTR); an Error (a full disk: "No
+// space left on device") when it cannot.
+Status write_all(int fd, std::string_view data);
 
 // An environment variable set (a value) or unset (nullopt).
 using EnvChange = std::pair<std::string, std::optional<std::string>>;

@@ -131,4 +131,29 @@ wait $launcher
 rc=$?
 [ $rc = 0 ] && grep -q "2 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
   && pass "group reaper killed: launch still supervises, exits 0 with its summary" || fail "reaper killed -> launch exited $rc: $(tail -2 "$WORK/err")"
+
+# 10. A full disk under --log-dir (issue 29): every write to the ranks' logs failed with ENOSPC
+# and launch said nothing and exited 0. Now each rank whose log refuses output says so once, the
+# job runs on, and the summary counts what was lost. A 64 KiB tmpfs in a mount namespace of its own.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  cat >"$WORK/full.sh" <<'FULL'
+mount -t tmpfs -o size=64k tmpfs "$2" || exit 77
+"$1" launch -n 2 --log-dir "$2" --rdzv-id r --redirects 3 -- \
+  sh -c 'i=0; while [ $i -lt 3000 ]; do echo "line $i of rank $LOCAL_RANK, padded to fill the disk quickly........"; i=$((i+1)); done'
+FULL
+  mkdir -p "$WORK/full"
+  unshare -m sh "$WORK/full.sh" "$GPUBIND" "$WORK/full" 2>"$WORK/err"
+  rc=$?
+  if [ $rc = 77 ]; then
+    echo "note: cannot mount a tmpfs here; the full-disk case skipped"
+  else
+    warned=$(grep -c "its stdout log refuses output (No space left on device)" "$WORK/err")
+    [ $rc = 0 ] && [ "$warned" -ge 1 ] && [ "$warned" -le 2 ] && grep -q "2 rank(s) on node 0 of 1, exit 0" "$WORK/err" \
+      && grep -qE "rank [01] lost [0-9.]+ [KM]?i?B of output its log files refused \(No space left on device\)" "$WORK/err" \
+      && pass "full disk under --log-dir: one warning per rank whose log refused ($warned), the loss in the summary, exit 0" \
+      || fail "full disk: exit $rc: $(cat "$WORK/err")"
+  fi
+else
+  echo "note: the full-disk case needs root and mount namespaces; skipped"
+fi
 finish
