@@ -182,6 +182,7 @@ Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const
     case SourceKind::fsroot: {
       auto dir = fsroot_dir(spec);
       if (!dir) return dir.error();
+      if (Status s = sys::refuse_special_files(*dir); !s) return Error{spec, "holds " + s.error().why};
       return load_with_hwloc({HwlocInput::Kind::fsroot, *dir, origin});
     }
     case SourceKind::archive: {

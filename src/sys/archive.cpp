@@ -1,13 +1,17 @@
 #include "sys/archive.hpp"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "sys/fsroot.hpp"
 
 namespace gpubind::sys {
 
@@ -34,6 +38,8 @@ Result<TempDir> extract_archive(const std::string& archive) {
     const char* env = std::getenv("TMPDIR");
     return Error{"temporary directory" + (env ? " TMPDIR=" + std::string(env) : std::string()), ec.message()};
   }
+  // tar would wait for ever on a FIFO named as the archive, and read a device.
+  if (PathKind k = path_kind(archive); k != PathKind::file && k != PathKind::missing) return Error{archive, "not a regular file"};
   std::string tmpl = (tmp / "gpubind-topo.XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
   TempDir dir(tmpl);
@@ -42,9 +48,13 @@ Result<TempDir> extract_archive(const std::string& archive) {
   // tar's own diagnostics go to a pipe so a broken archive gives one gpubind line, not tar noise.
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Error{"fork", std::strerror(errno)};
   if (pid == 0) {
+    // tar ends with gpubind (killed while tar reads a slow or endless file).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::dup2(err_pipe[1], STDERR_FILENO);
     int devnull = ::open("/dev/null", O_WRONLY);
     if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
@@ -72,7 +82,23 @@ Result<TempDir> extract_archive(const std::string& archive) {
     if (auto nl = err.find('\n'); nl != std::string::npos) err = err.substr(0, nl);
     return Error{archive, "not a readable archive" + (err.empty() ? std::string() : " (" + err + ")")};
   }
+  if (Status s = refuse_special_files(dir.path()); !s) return Error{archive, "holds " + s.error().why};
   return dir;
+}
+
+Status refuse_special_files(const std::string& tree) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  size_t seen = 0;
+  for (fs::recursive_directory_iterator it(tree, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
+    if (++seen > kMaxTreeEntries) return Error{tree, "more than " + std::to_string(kMaxTreeEntries) + " entries"};
+    fs::file_type t = it->symlink_status(ec).type();
+    if (t == fs::file_type::regular || t == fs::file_type::directory || t == fs::file_type::symlink) continue;
+    std::string what = t == fs::file_type::fifo ? "a FIFO" : t == fs::file_type::socket ? "a socket" : "a device file";
+    return Error{tree, what + " (" + fs::relative(it->path(), tree, ec).string() + "), which would block or mislead hwloc's reads"};
+  }
+  if (ec) return Error{tree, ec.message()};
+  return Ok{};
 }
 
 }  // namespace gpubind::sys

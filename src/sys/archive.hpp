@@ -22,7 +22,14 @@ class TempDir {
   std::string m_path;
 };
 
-// Runs tar(1) (which picks the decompressor itself) into a fresh temporary directory.
+// Runs tar(1) (which picks the decompressor itself) into a fresh temporary directory. The archive
+// must be a regular file, and what it unpacks must pass refuse_special_files.
 Result<TempDir> extract_archive(const std::string& archive);
+
+// A gathered tree (sys/, proc/) holds directories, regular files and symbolic links only: a FIFO,
+// socket or device in it is an Error naming it (hwloc's reads would block on a FIFO for ever).
+// At most kMaxTreeEntries entries are looked at.
+constexpr size_t kMaxTreeEntries = 1000000;
+Status refuse_special_files(const std::string& tree);
 
 }  // namespace gpubind::sys

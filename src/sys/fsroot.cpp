@@ -49,9 +49,9 @@ class DirFsRoot final : public FsRoot {
   }
 
   Result<int> open_read(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY); });
+    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_NONBLOCK); });
     if (fd < 0) return errno_error(path_of(rel), errno);
-    return fd;
+    return regular_only(fd, path_of(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
@@ -289,9 +289,30 @@ PathKind path_kind(const std::string& path) {
 }
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+  int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
   if (fd < 0) return errno_error(path, errno);
-  return read_to_end(fd, path, max_bytes);
+  auto regular = regular_only(fd, path);
+  if (!regular) return regular.error();
+  return read_to_end(*regular, path, max_bytes);
+}
+
+Result<int> regular_only(int fd, const std::string& what) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return errno_error(what, e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{what, S_ISFIFO(st.st_mode)  ? "a FIFO, not a regular file (it would block the read)"
+                       : S_ISDIR(st.st_mode) ? "a directory, not a file"
+                       : S_ISSOCK(st.st_mode) ? "a socket, not a regular file"
+                                              : "a device, not a regular file"};
+  }
+  // Opened non-blocking so that a FIFO could not hold the open; a regular file's reads ignore it.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 std::string user_id() { return std::to_string(::geteuid()); }

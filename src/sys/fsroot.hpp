@@ -83,8 +83,11 @@ Error errno_error(const std::string& what, int e);
 // --- plain file-system helpers for loaders (not under a root) ---
 enum class PathKind { missing, file, directory, other };
 PathKind path_kind(const std::string& path);
-// The whole file; an Error when it is larger than `max_bytes`.
+// The whole file; an Error when it is larger than `max_bytes`, or not a regular file (a FIFO is
+// refused without blocking; FsRoot::read and open_read refuse the same).
 Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
+// `fd` when it is a regular file (with O_NONBLOCK cleared); otherwise closes it and says what it is.
+Result<int> regular_only(int fd, const std::string& what);
 // Reads `fd` to its end and closes it. An Error naming `what` when a read fails or the content
 // grows past `max_bytes`.
 Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes = SIZE_MAX);

@@ -435,12 +435,17 @@ void InterruptibleClock::sleep_for(std::chrono::milliseconds d) const {
   }
 }
 
-Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env) {
+Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env,
+                                 std::chrono::seconds deadline) {
+  pid_t parent = ::getpid();
   auto forked = fork_with_pipe();
   if (!forked) return forked.error();
   auto [pid, fds] = *forked;
   if (pid == 0) {
     ::close(fds[0]);
+    // Ends with this process: gpubind killed while the library blocks must not leave the child.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     // Die of a crash, quietly: no handler inherited from the parent (a sanitizer's, a fuzzer's)
     // may report it as the parent's.
     for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP}) ::signal(sig, SIG_DFL);
@@ -453,12 +458,32 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
     ::_exit(0);
   }
   ::close(fds[1]);
-  // A read error leaves what was read; the caller judges the content.
-  auto read = read_to_end(fds[0], "child");
-  std::string out = read ? *read : std::string();
+  // What the child writes, until it closes its end or the deadline passes (a library blocked on
+  // a file, or building something enormous): then it is killed. A read error leaves what was
+  // read; the caller judges the content.
+  std::string out;
+  bool late = false;
+  auto until = std::chrono::steady_clock::now() + deadline;
+  for (char buf[16384];;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    pollfd p{fds[0], POLLIN, 0};
+    int r = left > 0 ? ::poll(&p, 1, int(std::min<long long>(left, 1000000))) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      late = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    ssize_t n = r > 0 ? faultable("gpubind/read", [&] { return ::read(fds[0], buf, sizeof buf); }) : -1;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (late) return Error{"child", "did not finish within " + std::to_string(deadline.count()) + " s, and was stopped"};
   if (WIFSIGNALED(status))
     return Error{"child", std::string("crashed (") + (sigabbrev_np(WTERMSIG(status)) ? "SIG" + std::string(sigabbrev_np(WTERMSIG(status)))
                                                                                     : "signal " + std::to_string(WTERMSIG(status))) + ")"};

@@ -3,6 +3,7 @@
 // checks of its rendezvous, and running a library call in a child process.
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -72,7 +73,11 @@ using EnvChange = std::pair<std::string, std::optional<std::string>>;
 // a malformed XML file) becomes an Error instead of killing this process: the Error says how the
 // child died. `env` is applied in the child before `work`: settings a library reads only from
 // the environment (hwloc's) never touch this process's environment, which other threads may be
-// reading. `work` runs in the child only and must not need locks other threads hold.
-Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env = {});
+// reading. `work` runs in the child only and must not need locks other threads hold. The child
+// dies with this process (PR_SET_PDEATHSIG), and is killed when it has not finished within
+// `deadline` (a library blocked on a FIFO in a tree, or building a topology of millions of PUs):
+// an Error that says so.
+Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env = {},
+                                 std::chrono::seconds deadline = std::chrono::seconds(120));
 
 }  // namespace gpubind::sys

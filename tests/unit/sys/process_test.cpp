@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 
 #include "sys/environment.hpp"
 
@@ -36,6 +42,51 @@ TEST(RunIsolated, ACrashInTheChildIsAnErrorThatNamesTheSignal) {
   });
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("SIGSEGV"), std::string::npos) << out.error().message();
+}
+
+TEST(RunIsolated, AChildPastItsDeadlineIsStoppedAndSaysSo) {
+  auto out = run_isolated(
+      []() -> std::string {
+        ::pause();
+        return "not reached";
+      },
+      {}, std::chrono::seconds(1));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("did not finish within 1 s"), std::string::npos) << out.error().message();
+}
+
+// gpubind killed while a library blocks in the child (hwloc reading a FIFO): the child must not
+// stay behind under PID 1.
+TEST(RunIsolated, TheChildDiesWithThisProcess) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  pid_t middle = ::fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {
+    ::close(p[0]);
+    static_cast<void>(run_isolated([&]() -> std::string {
+      pid_t self = ::getpid();
+      static_cast<void>(!::write(p[1], &self, sizeof self));
+      ::pause();
+      return "";
+    }));
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  pid_t child = 0;
+  ASSERT_EQ(::read(p[0], &child, sizeof child), ssize_t(sizeof child));
+  ::close(p[0]);
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  // Gone, or a zombie its new parent has not reaped yet: either way no longer running.
+  auto running = [child] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return false;
+    return line.substr(line.rfind(')') + 2, 1) != "Z";
+  };
+  for (int i = 0; i < 600 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(running()) << "the child " << child << " outlived its parent";
 }
 
 TEST(EnvValue, AnEmptyValueIsAValueAndUnsetIsNone) {
