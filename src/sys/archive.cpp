@@ -15,18 +15,71 @@
 
 namespace gpubind::sys {
 
+TempDir::TempDir(std::string path, bool guarded) : m_path(std::move(path)) {
+  if (!guarded) return;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;  // unguarded: removed by this process only
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    // Like launch's group reaper: a group of its own (a signal to gpubind's group does not end
+    // it), every catchable signal blocked, nothing of gpubind's held open.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_NAME, "gpubind-tmpclean");
+    sigset_t all;
+    ::sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, nullptr);
+    ::dup2(fds[0], 3);
+    ::close_range(4, ~0u, 0);
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      ::dup2(null, STDIN_FILENO);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+    }
+    char c;
+    while (::read(3, &c, 1) < 0 && errno == EINTR) {
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(m_path, ec);
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  m_cleaner_fd = fds[1];
+  m_cleaner_pid = pid;
+}
+
+TempDir::TempDir(TempDir&& o) noexcept : m_path(std::move(o.m_path)), m_cleaner_fd(o.m_cleaner_fd), m_cleaner_pid(o.m_cleaner_pid) {
+  o.m_path.clear();
+  o.m_cleaner_fd = -1;
+  o.m_cleaner_pid = -1;
+}
+
 TempDir::~TempDir() {
   if (!m_path.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(m_path, ec);
   }
+  if (m_cleaner_fd >= 0) ::close(m_cleaner_fd);
+  if (m_cleaner_pid > 0)
+    while (::waitpid(m_cleaner_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
 }
 
 TempDir& TempDir::operator=(TempDir&& o) noexcept {
   if (this != &o) {
     TempDir old(std::move(*this));
     m_path = std::move(o.m_path);
+    m_cleaner_fd = o.m_cleaner_fd;
+    m_cleaner_pid = o.m_cleaner_pid;
     o.m_path.clear();
+    o.m_cleaner_fd = -1;
+    o.m_cleaner_pid = -1;
   }
   return *this;
 }
@@ -42,7 +95,7 @@ Result<TempDir> extract_archive(const std::string& archive) {
   if (PathKind k = path_kind(archive); k != PathKind::file && k != PathKind::missing) return Error{archive, "not a regular file"};
   std::string tmpl = (tmp / "gpubind-topo.XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
-  TempDir dir(tmpl);
+  TempDir dir(tmpl, true);
 
   std::string local = archive.starts_with("/") ? archive : "./" + archive;
   // tar's own diagnostics go to a pipe so a broken archive gives one gpubind line, not tar noise.

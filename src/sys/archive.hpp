@@ -10,9 +10,12 @@ namespace gpubind::sys {
 class TempDir {
  public:
   TempDir() = default;
-  explicit TempDir(std::string path) : m_path(std::move(path)) {}
+  // Takes `path` (an existing directory) and, when `guarded`, forks a cleaner that removes it
+  // should this process end without doing so (SIGKILL, a crash): the cleaner waits on a pipe
+  // only this process writes, and removes the tree once that pipe closes.
+  explicit TempDir(std::string path, bool guarded = false);
   ~TempDir();
-  TempDir(TempDir&& o) noexcept : m_path(std::move(o.m_path)) { o.m_path.clear(); }
+  TempDir(TempDir&& o) noexcept;
   TempDir& operator=(TempDir&& o) noexcept;
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -20,6 +23,8 @@ class TempDir {
 
  private:
   std::string m_path;
+  int m_cleaner_fd = -1;  // the write end of the cleaner's pipe
+  int m_cleaner_pid = -1;
 };
 
 // Runs tar(1) (which picks the decompressor itself) into a fresh temporary directory. The archive
