@@ -84,7 +84,11 @@ std::string summary_text(const watch::Summary& s) {
     t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm) + (r.exited ? " (exited)" : ""),
            std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), findings_text(r.seen),
            r.worst_interval ? std::to_string(*r.worst_interval) : "-"});
-  return out + t.str();
+  out += t.str();
+  if (s.exited_not_listed)
+    out += "and " + std::to_string(s.exited_not_listed) + " earlier exited process(es) not listed (" +
+           std::to_string(s.exited_not_listed_with_findings) + " with findings)\n";
+  return out;
 }
 
 nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node) {
@@ -153,6 +157,8 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     e["exited"] = r.exited;
     j["ranks"].push_back(e);
   }
+  j["exited_not_listed"] = s.exited_not_listed;
+  j["exited_not_listed_with_findings"] = s.exited_not_listed_with_findings;
   j["any_finding"] = s.any_finding;
   return j;
 }

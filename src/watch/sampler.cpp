@@ -43,6 +43,14 @@ Taken Sampler::take() {
     if (m_seen.count(pid) && probe::is_not_a_live_process(probed.errors[i])) continue;
     if (m_reported.insert(pid).second) t.errors.push_back(probed.errors[i]);
   }
+  // Only PIDs this sample selected are remembered: a watch over processes that come and go (10,000
+  // short-lived ones) keeps its memory flat. An explicit --pid that is gone stays selected, so its
+  // error is still reported once.
+  std::set<int> selected(probed.error_pids.begin(), probed.error_pids.end());
+  for (const probe::ProcessState& p : t.snapshot.processes) selected.insert(p.pid);
+  std::erase_if(m_seen, [&](int pid) { return !selected.count(pid); });
+  std::erase_if(m_reported, [&](int pid) { return !selected.count(pid); });
+  std::erase_if(m_noted, [&](const auto& n) { return !selected.count(n.first); });
   t.cost_seconds = std::chrono::duration<double>(after - before).count();
   return t;
 }

@@ -52,9 +52,11 @@ class Sampler {
   SamplerOptions m_options;
   sys::Clock::time_point m_start;
   unsigned m_taken = 0;
-  std::set<int> m_seen;      // every PID a sample found
-  std::set<int> m_reported;  // PIDs whose error was reported
-  std::set<std::pair<int, std::string>> m_noted;  // (PID, note) reported
+  // Of the PIDs the last sample selected: those a sample found, those whose error was reported,
+  // the notes reported.
+  std::set<int> m_seen;
+  std::set<int> m_reported;
+  std::set<std::pair<int, std::string>> m_noted;
   std::unique_ptr<sys::KeptOpenFiles> m_kept;
   std::unique_ptr<sys::TaskCounters> m_counters;  // the live system only
   probe::ThreadMemo m_memo;                        // with m_counters

@@ -200,8 +200,19 @@ void Watcher::note_exited(const check::Report& judged, Interval& iv) {
     if (std::none_of(judged.processes.begin(), judged.processes.end(),
                      [&](const check::ProcessReport& q) { return q.state.pid == p.pid; })) {
       iv.exited.push_back(p.pid);
-      if (auto it = m_totals.find(p.pid); it != m_totals.end()) it->second.summary.exited = true;
+      if (auto it = m_totals.find(p.pid); it != m_totals.end() && !it->second.summary.exited) {
+        it->second.summary.exited = true;
+        m_exited.push_back(p.pid);
+      }
     }
+  while (m_exited.size() > kMaxExitedInSummary) {
+    auto it = m_totals.find(m_exited.front());
+    m_exited.pop_front();
+    if (it == m_totals.end()) continue;
+    ++m_dropped;
+    m_dropped_with_findings += !it->second.summary.seen.empty();
+    m_totals.erase(it);
+  }
 }
 
 RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double seconds, std::set<std::pair<int, int>>& present) {
@@ -212,6 +223,10 @@ RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double seconds,
   Placement placed;
   RankInterval r = measure(m_topo, pr, prev_process, seconds, placed);
   Totals& tot = m_totals[cur.pid];
+  if (tot.summary.exited) {  // the PID was reused by a new process: its totals start afresh
+    tot = Totals{};
+    std::erase(m_exited, cur.pid);
+  }
   tot.weight += placed.weight;
   tot.off_weight += placed.off_node;
 
@@ -279,6 +294,9 @@ Summary Watcher::summary() const {
     s.ranks.push_back(tot.summary);
     s.any_finding = s.any_finding || !tot.summary.seen.empty();
   }
+  s.exited_not_listed = m_dropped;
+  s.exited_not_listed_with_findings = m_dropped_with_findings;
+  s.any_finding = s.any_finding || m_dropped_with_findings > 0;
   return s;
 }
 

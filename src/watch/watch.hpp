@@ -23,6 +23,7 @@
 //                  Also when the ranks' GPUs' utilization (from the runtime library) differs by
 //                  more than imbalance: max - min, judged when the busiest GPU is at least
 //                  kMinBusyShare busy (the seed's "some GPUs at 100 %, others idle")
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -110,11 +111,17 @@ struct RankSummary {
   bool exited = false;
 };
 
+// How many exited processes the summary keeps: a watch that runs for months over processes that
+// come and go keeps the most recent ones and counts the others, so its memory stays flat.
+constexpr size_t kMaxExitedInSummary = 1000;
+
 struct Summary {
   double seconds = 0;
   unsigned intervals = 0;
   std::vector<RankSummary> ranks;  // by PID
-  bool any_finding = false;
+  bool any_finding = false;         // of every process seen, listed or not
+  uint64_t exited_not_listed = 0;   // exited processes dropped beyond kMaxExitedInSummary
+  uint64_t exited_not_listed_with_findings = 0;
 };
 
 class Watcher {
@@ -141,6 +148,8 @@ class Watcher {
   std::optional<Snapshot> m_prev;
   std::map<std::pair<int, int>, CpuSet> m_first_allowed;  // (pid, tid) -> allowed CPUs when first seen
   std::map<int, Totals> m_totals;              // by PID
+  std::deque<int> m_exited;                    // PIDs in m_totals that exited, oldest first
+  uint64_t m_dropped = 0, m_dropped_with_findings = 0;
   double m_first_t = 0;
   unsigned m_intervals = 0;
 };

@@ -186,6 +186,51 @@ TEST(Watch, ARankThatStartsIsNewAndOneThatExitsIsReportedOnce) {
   EXPECT_FALSE(iv->ranks[0].started);
 }
 
+// A watch that runs for months over processes that come and go: the summary keeps the most recent
+// kMaxExitedInSummary exited ones and counts the rest, with their findings, so memory stays flat.
+TEST(Watch, TheSummaryKeepsABoundedNumberOfExitedProcessesAndCountsTheRest) {
+  auto t = example("dgx-h100");
+  Thresholds th;
+  th.imbalance = 1e9;  // CPU time differs between the long- and short-lived ones: not judged here
+  Watcher w(t, th);
+  const int n = 10000;
+  auto long_lived = [](double run) { return process(100, "0000:3a:00.0", {{100, 30, 0, run, "28-41"}}); };
+  w.observe(at(0, {long_lived(0)}));
+  // Each short-lived process is seen in two samples, on GPU 0 or 1 by turns (two at a time, on
+  // CPUs of their own); the first three run off their GPU's node.
+  auto short_lived = [](int i, double run) {
+    bool off = i <= 3, odd = i % 2;
+    return process(1000 + i, odd ? kGpu0 : "0000:2a:00.0",
+                   {{1000 + i, off ? 60u : odd ? 3u : 17u, 0, run, off ? "56-111" : odd ? "0-13" : "14-27"}});
+  };
+  for (int i = 1; i <= n; ++i) {
+    std::vector<probe::ProcessState> ps = {long_lived(0.1 * i), short_lived(i, 0.1)};
+    if (i > 1) ps.push_back(short_lived(i - 1, 0.6));
+    w.observe(at(i, std::move(ps)));
+  }
+  Summary s = w.summary();
+  // The long-lived process, the two still running, and the most recent exited ones.
+  EXPECT_EQ(s.ranks.size(), kMaxExitedInSummary + 3);
+  EXPECT_EQ(s.exited_not_listed, uint64_t(n - 2 - kMaxExitedInSummary));
+  EXPECT_EQ(s.exited_not_listed_with_findings, 3u);
+  EXPECT_TRUE(s.any_finding);
+  EXPECT_TRUE(std::none_of(s.ranks.begin(), s.ranks.end(), [](const RankSummary& r) { return r.pid == 1001; }));
+  EXPECT_TRUE(std::any_of(s.ranks.begin(), s.ranks.end(), [&](const RankSummary& r) { return r.pid == 1000 + n; }));
+}
+
+TEST(Watch, APidReusedAfterItsProcessExitedStartsAFreshSummary) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}})}));
+  w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 0.5}})}));
+  w.observe(at(2, {}));                                      // 10 exited
+  w.observe(at(3, {process(10, kGpu0, {{10, 3, 0, 0.2}})}));  // a new process with the same PID
+  Summary s = w.summary();
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_FALSE(s.ranks[0].exited);
+  EXPECT_EQ(s.ranks[0].intervals, 1u);
+}
+
 TEST(Watch, TheSummaryAddsUpEveryIntervalAndNamesTheWorst) {
   auto t = example("dgx-h100");
   Watcher w(t, {});
