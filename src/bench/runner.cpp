@@ -52,6 +52,7 @@ class Children {
 };
 
 std::string exit_text(const sys::ChildExit& e) {
+  if (e.stopped) return "signal " + std::to_string(e.stopped) + ": a stopped rank never reaches the next step";
   return e.signal ? "killed by signal " + std::to_string(e.signal) : "exit " + std::to_string(e.exit_code);
 }
 
@@ -63,7 +64,7 @@ Status wait_count(const Shared& sh, std::atomic<uint32_t>& counter, uint32_t wan
     if (v >= want) return Ok{};
     for (size_t r = 0; r < ranks.pids().size(); ++r)
       if (auto e = sys::reap_child(ranks.pids()[r], false))
-        return Error{"bench", "rank " + std::to_string(r) + " ended " + stage + " (" + exit_text(*e) + ")"};
+        return Error{"bench", "rank " + std::to_string(r) + (e->stopped ? " was stopped " : " ended ") + stage + " (" + exit_text(*e) + ")"};
     sys::futex_wait(counter, v, std::chrono::milliseconds(100));
   }
 }
@@ -265,6 +266,18 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   c.compute = o.compute;
   c.gpu = o.gpu;
   rec.warnings = closest->warnings;
+  // Every rank's threads hold a buffer of buffer_bytes x batch: more than the machine's memory is
+  // refused here, not found by the ranks as an allocation that fails or an OOM kill.
+  uint64_t machine_memory = 0, max_batch = 1;
+  for (const topo::NumaNode& n : t.numa_nodes) machine_memory += n.memory_bytes;
+  for (const StrategySpec& s : o.strategies) max_batch = std::max<uint64_t>(max_batch, s.batch);
+  long double footprint = (long double)c.ranks * c.threads * c.buffer_bytes * max_batch;
+  if (machine_memory && footprint > 0.9L * machine_memory)
+    return Error{"--buffer-mib " + std::to_string(c.buffer_bytes >> 20),
+                 "the ranks' buffers would take " + human_bytes(uint64_t(std::min<long double>(footprint, 1e19L))) + " (" +
+                     std::to_string(c.ranks) + " ranks x " + std::to_string(c.threads) + " threads x batch " + std::to_string(max_batch) +
+                     "), more than 90% of the machine's " + human_bytes(machine_memory),
+                 ErrorKind::usage};
   // A run keeps every thread's step records in shared memory: bounded, so a request too big is
   // refused before anything starts.
   uint64_t record_bytes = uint64_t(c.ranks) * c.threads * ((c.steps + c.rounds - 1) / c.rounds) * sizeof(StepRecord);

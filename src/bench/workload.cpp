@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "discover/gpu_measure.hpp"
 #include "sys/binder.hpp"
+#include "util/strings.hpp"
 #include "sys/clock.hpp"
 #include "sys/node_memory.hpp"
 #include "sys/shared_memory.hpp"
@@ -99,7 +101,10 @@ void worker(const RunShape& s, const Shared& sh, const plan::RankBinding& rb, un
   uint32_t parties = s.ranks * s.threads;
   // Allocated here, first touched here: the pages land where this thread runs (or where the
   // rank's memory policy puts them), as a training process's buffers do.
-  std::unique_ptr<double[]> buf(new double[s.doubles]);
+  std::unique_ptr<double[]> buf(new (std::nothrow) double[s.doubles]);
+  if (!buf)
+    return report_failure(sh, rank, Error{"--buffer-mib", "cannot allocate " + human_bytes(s.doubles * sizeof(double)) + " for thread " +
+                                                              std::to_string(thread) + " (out of memory)"});
   for (size_t i = 0; i < s.doubles; ++i) buf[i] = double(i & 1023);
   double x = 1.0 + thread;
   std::unique_ptr<discover::GpuCopier> copier;

@@ -47,6 +47,7 @@ struct ChildExit {
   pid_t pid = -1;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, 0 when it exited
+  int stopped = 0;    // reap_child without waiting: the signal that stopped it (SIGSTOP), still alive
 };
 
 void close_fd(int fd);

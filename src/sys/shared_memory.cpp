@@ -56,7 +56,7 @@ Result<pid_t> fork_call(const std::function<int()>& body) {
 std::optional<ChildExit> reap_child(pid_t pid, bool wait) {
   int status = 0;
   pid_t r;
-  while ((r = ::waitpid(pid, &status, wait ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+  while ((r = ::waitpid(pid, &status, wait ? 0 : WNOHANG | WUNTRACED)) < 0 && errno == EINTR) {
   }
   if (r == 0) return std::nullopt;
   ChildExit e;
@@ -65,7 +65,8 @@ std::optional<ChildExit> reap_child(pid_t pid, bool wait) {
     e.exit_code = 70;  // not our child, or reaped already: report it as ended
     return e;
   }
-  if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+  if (WIFSTOPPED(status)) e.stopped = WSTOPSIG(status);
+  else if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
   else e.exit_code = WEXITSTATUS(status);
   return e;
 }

@@ -34,6 +34,8 @@ void futex_wake_all(std::atomic<uint32_t>& word);
 // child dies with this process (PR_SET_PDEATHSIG SIGKILL). Call from a single-threaded process.
 Result<pid_t> fork_call(const std::function<int()>& body);
 // The child's end, blocking (`wait` true) or nullopt while it runs.
+// Without `wait`, a child that was stopped (SIGSTOP, SIGTSTP) is reported too (`stopped`): it
+// would never reach the next barrier.
 std::optional<ChildExit> reap_child(pid_t pid, bool wait);
 // SIGKILL; a process that is gone is not an error.
 void kill_child(pid_t pid);

@@ -70,4 +70,30 @@ boxes = [r for r in root.iter(ns + "rect") if r.get("fill-opacity")]
 assert len(boxes) == 6, len(boxes)
 assert all(float(b.get("width")) > 0 for b in boxes)
 PYEOF
+# A rank stopped with SIGSTOP (issue 29): bench waited for it for ever. Now the stop is seen at the
+# next check of the ranks (every 0.1 s): bench ends with one line naming the rank, exit 1, and
+# no rank is left behind.
+"$GPUBIND" bench --steps 1000000 --noise 0 >/dev/null 2>"$WORK/stop.err" &
+bench_pid=$!
+rank_of_bench() { pgrep -P $bench_pid -x gpubind | head -1; }
+has_rank() { [ -n "$(rank_of_bench)" ]; }
+if wait_until 60 has_rank; then
+  rank_pid=$(rank_of_bench)
+  kill -STOP "$rank_pid"
+  wait_until 60 none_alive $bench_pid || { fail "bench still waits on a stopped rank"; kill -KILL $bench_pid; }
+  wait $bench_pid
+  rc=$?
+  [ $rc = 1 ] && grep -qE "rank [0-9]+ was stopped (before its first step|while stepping) \(signal 19" "$WORK/stop.err" \
+    && pass "a stopped rank: $(cat "$WORK/stop.err")" || fail "stopped rank -> exit $rc: $(cat "$WORK/stop.err")"
+  wait_until 10 none_alive "$rank_pid" && pass "the stopped rank was killed" || { fail "rank $rank_pid left behind"; kill -KILL "$rank_pid"; }
+else
+  fail "bench started no rank: $(cat "$WORK/stop.err")"
+  kill $bench_pid
+fi
+# Buffers beyond the machine's memory (issue 29): a rank died of an uncaught std::bad_alloc
+# (SIGABRT). Now bench compares them with the topology's memory first: one line, exit 2.
+"$GPUBIND" bench --buffer-mib 4096 --threads 64 --steps 10 --noise 0 >/dev/null 2>"$WORK/mem.err"
+rc=$?
+[ $rc = 2 ] && grep -q "the ranks' buffers would take .* more than 90% of the machine's" "$WORK/mem.err" && [ "$(wc -l <"$WORK/mem.err")" = 1 ] \
+  && pass "buffers beyond memory: $(cat "$WORK/mem.err")" || fail "buffers beyond memory -> exit $rc: $(cat "$WORK/mem.err")"
 finish
