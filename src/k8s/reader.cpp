@@ -16,8 +16,13 @@ std::string relative(const std::string& path) {
 // The file's text, nullopt when it does not exist; an Error when it cannot be read. Read, not
 // first looked for: a directory this user may not search (the kubelet's is root's) is a
 // permission error, not an absent file.
+// The kubelet's files are KiB to a few MiB (the device checkpoint grows with pods); a larger one
+// is refused before it is held whole.
+constexpr size_t kMaxKubeletFileBytes = 16 << 20;
+
 Result<std::optional<std::string>> read_optional(const sys::FsRoot& root, const std::string& rel) {
-  auto text = root.read(rel);
+  auto fd = root.open_read(rel);
+  auto text = fd ? sys::read_to_end(*fd, root.path_of(rel), kMaxKubeletFileBytes) : Result<std::string>(fd.error());
   if (!text && text.error().kind == ErrorKind::not_found) return std::optional<std::string>();
   if (!text) {
     Error e = text.error();

@@ -1,6 +1,7 @@
 // gpubind-yaml.so: YAML read by libyaml (its document loader) and handed back as JSON text.
 #include <yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@ namespace {
 // Bounds for text the tool did not write: nesting, and nodes after aliases are expanded (a few
 // aliases can otherwise name each other into billions of nodes).
 constexpr int kMaxDepth = 64;
+// A kubelet config.yaml is a few KiB.
+constexpr long kMaxYamlBytes = 4 << 20;
 constexpr long kMaxNodes = 200000;
 
 struct Failure {
@@ -106,7 +109,29 @@ std::string parser_error(const yaml_parser_t& p) {
   return where + ": " + (p.problem ? p.problem : "not YAML") + (p.context ? std::string(" (") + p.context + ")" : "");
 }
 
+// The deepest nesting of flow collections ([ and {), counted over every byte, quoted or not:
+// libyaml's scanner spends time in proportion to the open flow levels on every token (200 KB of
+// "[[[[..." took it 20-50 s), so text nested past kMaxDepth is refused before libyaml sees it.
+// Brackets inside quoted scalars count too: refusing a config with 64 unclosed brackets in one
+// string is the price of not parsing YAML twice.
+int flow_depth(const char* text, long len) {
+  int depth = 0, deepest = 0;
+  for (long i = 0; i < len; ++i) {
+    if (text[i] == '[' || text[i] == '{') deepest = std::max(deepest, ++depth);
+    else if ((text[i] == ']' || text[i] == '}') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
 char* to_json(const char* text, long len, char* err, long errcap) {
+  if (len > kMaxYamlBytes) {
+    copy_error(err, errcap, "larger than " + std::to_string(kMaxYamlBytes) + " bytes");
+    return nullptr;
+  }
+  if (flow_depth(text, len) > kMaxDepth) {
+    copy_error(err, errcap, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return nullptr;
+  }
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
     copy_error(err, errcap, "cannot start libyaml's parser (out of memory)");
