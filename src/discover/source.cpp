@@ -66,6 +66,25 @@ bool looks_synthetic(const std::string& s) {
   return false;
 }
 
+// The PUs a synthetic description makes: the product of every "type:count" level's count
+// (saturating at UINT64_MAX). Attributes ("numa:2(memory=1GB)") and memory children ("[numa]")
+// add no PU.
+uint64_t synthetic_pus(const std::string& s) {
+  uint64_t pus = 1;
+  for (std::string_view w : split(trim(s), ' ')) {
+    size_t colon = w.find(':');
+    if (w.empty() || w.front() == '[' || colon == std::string_view::npos) continue;
+    uint64_t count = 0;
+    for (size_t i = colon + 1; i < w.size() && std::isdigit(static_cast<unsigned char>(w[i])); ++i) {
+      uint64_t digit = uint64_t(w[i] - '0');
+      count = count > (UINT64_MAX - digit) / 10 ? UINT64_MAX : count * 10 + digit;
+    }
+    if (count == 0) continue;
+    pus = pus > UINT64_MAX / count ? UINT64_MAX : pus * count;
+  }
+  return pus;
+}
+
 Result<SourceKind> detect_file(const std::string& path, const std::string& text) {
   std::string_view t = trim(text);
   if (t.empty()) return Error{path, "file is empty"};
@@ -171,7 +190,15 @@ Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const
       if (t && t->hostname.empty()) t->hostname = sys::hostname();
       return t;
     }
-    case SourceKind::synthetic: return load_with_hwloc({HwlocInput::Kind::synthetic, spec, origin});
+    case SourceKind::synthetic: {
+      // hwloc builds the whole machine before gpubind can count it (minutes for "pack:1000
+      // core:1000 pu:1000"): the PUs are the product of the levels' counts, checked first.
+      uint64_t pus = synthetic_pus(spec);
+      if (pus > uint64_t(topo::kMaxCpuId) + 1)
+        return Error{spec, "describes " + (pus == UINT64_MAX ? std::string("2^64 or more") : std::to_string(pus)) +
+                               " PUs, beyond gpubind's limit of " + std::to_string(topo::kMaxCpuId + 1)};
+      return load_with_hwloc({HwlocInput::Kind::synthetic, spec, origin});
+    }
     case SourceKind::example: {
       std::string name = spec.substr(8);
       for (const EmbeddedExample& e : embedded_examples())
