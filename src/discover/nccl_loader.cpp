@@ -1,6 +1,7 @@
 #include "discover/nccl_loader.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,6 +38,21 @@ struct Walker {
   std::vector<RawLink> raw_links;
   std::optional<std::string> error;
 
+  // An attribute's number, when it fits T; a number that does not is an error (never wrapped:
+  // vendor 0x1ffff is not 0xffff, numaid 2^32 is not node 0), text that is not one gives nullopt.
+  template <typename T>
+  std::optional<T> number(const XmlElement& e, const char* name, int base = 10) {
+    auto text = attr(e, name);
+    if (!text) return std::nullopt;
+    auto v = parse_uint(*text, base);
+    if (!v) return std::nullopt;
+    if (*v > uint64_t(std::numeric_limits<T>::max())) {
+      if (!error) error = "<" + e.name + " " + name + "=\"" + *text + "\">: larger than " + std::to_string(std::numeric_limits<T>::max());
+      return std::nullopt;
+    }
+    return T(*v);
+  }
+
   void device_locality(topo::PciDevice& d, std::optional<unsigned> numa, const std::optional<CpuSet>& cpus) {
     if (numa) d.numa = std::vector<unsigned>{*numa};
     d.cpus = cpus;
@@ -53,9 +69,9 @@ struct Walker {
     std::string busid = to_lower(attr(pci, "busid").value_or(""));
     auto cls = attr(pci, "class");
     PciIdentity id;
-    if (auto v = attr(pci, "vendor")) id.vendor_id = uint16_t(parse_uint(*v, 16).value_or(0));
-    if (auto v = attr(pci, "device")) id.device_id = uint16_t(parse_uint(*v, 16).value_or(0));
-    if (cls) id.class_id = uint32_t(parse_uint(*cls, 16).value_or(0) >> 8);  // "0x030200": class/subclass/progif
+    if (attr(pci, "vendor")) id.vendor_id = number<uint16_t>(pci, "vendor", 16).value_or(0);
+    if (attr(pci, "device")) id.device_id = number<uint16_t>(pci, "device", 16).value_or(0);
+    if (cls) id.class_id = number<uint32_t>(pci, "class", 16).value_or(0) >> 8;  // "0x030200": class/subclass/progif
 
     const XmlElement* gpu = nullptr;
     const XmlElement* nic = nullptr;
@@ -95,7 +111,7 @@ struct Walker {
       topo::Gpu g;
       static_cast<topo::PciDevice&>(g) = d;
       g.vendor = topo::vendor_from_pci_id(id.vendor_id);
-      std::optional<uint64_t> dev = gpu ? parse_uint(attr(*gpu, "dev").value_or("")) : std::nullopt;
+      std::optional<unsigned> dev = gpu ? number<unsigned>(*gpu, "dev") : std::nullopt;
       has_index.push_back(dev.has_value());
       g.index = unsigned(dev.value_or(0));
       if (gpu)
@@ -103,8 +119,8 @@ struct Walker {
           bool nv = is(l, "nvlink"), xg = is(l, "xgmi");
           if (!nv && !xg) continue;
           std::string target = to_lower(attr(l, "target").value_or(""));
-          unsigned count = unsigned(parse_uint(attr(l, "count").value_or("0")).value_or(0));
-          uint64_t tclass = parse_uint(attr(l, "tclass").value_or("0"), 16).value_or(0);
+          unsigned count = number<unsigned>(l, "count").value_or(0);
+          uint64_t tclass = number<uint32_t>(l, "tclass", 16).value_or(0);
           if (target.empty() || target == busid) continue;
           raw_links.push_back({busid, target, count, tclass == 0x068000,
                                nv ? topo::GpuLink::Kind::nvlink : topo::GpuLink::Kind::xgmi});
@@ -119,9 +135,7 @@ struct Walker {
   }
 
   void walk_cpu(const XmlElement& cpu) {
-    std::optional<unsigned> numa;
-    if (auto v = attr(cpu, "numaid"))
-      if (auto n = parse_uint(*v)) numa = unsigned(*n);
+    std::optional<unsigned> numa = number<unsigned>(cpu, "numaid");
     std::optional<CpuSet> cpus;
     if (auto a = attr(cpu, "affinity")) {
       auto mask = CpuSet::parse_mask(*a);
@@ -136,6 +150,10 @@ struct Walker {
       node.os_index = *numa;
       if (cpus) node.cpus = *cpus;
       topo.numa_nodes.push_back(node);
+    } else if (numa && cpus) {
+      // A second <cpu> block of the same node: its CPUs are that node's too, not in no node.
+      for (topo::NumaNode& n : topo.numa_nodes)
+        if (n.os_index == *numa) n.cpus |= *cpus;
     }
     if (cpus) topo.cpus |= *cpus;
     std::vector<std::string> path{"cpu:" + (numa ? std::to_string(*numa) : std::string("?"))};

@@ -69,8 +69,10 @@ Result<std::vector<SysfsPciDevice>> scan_sysfs_pci(const sys::FsRoot& root) {
     std::string dir = "sys/bus/pci/devices/" + name;
     SysfsPciDevice d;
     d.pci = to_lower(name);
-    d.vendor_id = uint16_t(read_hex(root, dir + "/vendor").value_or(0));
-    d.device_id = uint16_t(read_hex(root, dir + "/device").value_or(0));
+    // Wider than 16 bits is no id the kernel writes: unknown (0), never wrapped.
+    auto id16 = [](std::optional<uint64_t> v) { return v && *v <= 0xffff ? uint16_t(*v) : uint16_t(0); };
+    d.vendor_id = id16(read_hex(root, dir + "/vendor"));
+    d.device_id = id16(read_hex(root, dir + "/device"));
     d.class_id = uint32_t(read_hex(root, dir + "/class").value_or(0) >> 8);  // 0x030200 -> 0x0302
     if (auto cpus = root.read(dir + "/local_cpulist")) {
       auto set = CpuSet::parse_list(*cpus);

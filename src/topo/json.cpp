@@ -1,6 +1,7 @@
 #include "topo/json.hpp"
 
 #include <cstdio>
+#include <limits>
 
 #include "util/strings.hpp"
 
@@ -54,13 +55,20 @@ Result<uint64_t> get_uint(const json& obj, const char* key, const std::string& w
   return (*f)->get<uint64_t>();
 }
 
-Result<uint64_t> get_hex(const json& obj, const char* key, const std::string& where) {
+// A value read for a field `max` wide: larger is an error, never wrapped (vendor 0x1ffff is not
+// 0xffff, a link count of 2^32+1 is not 1).
+Result<uint64_t> at_most(Result<uint64_t> v, uint64_t max, const std::string& where, const char* key) {
+  if (v && *v > max) return Error{"topology JSON " + where + "." + key, std::to_string(*v) + " is larger than " + std::to_string(max)};
+  return v;
+}
+
+Result<uint64_t> get_hex(const json& obj, const char* key, const std::string& where, uint64_t max) {
   auto s = get_string(obj, key, where, false);
   if (!s) return s.error();
   if (s->empty()) return uint64_t(0);
   auto v = parse_uint(*s, 16);
   if (!v) return Error{"topology JSON " + where + "." + key, "'" + *s + "' is not a hex number"};
-  return *v;
+  return at_most(*v, max, where, key);
 }
 
 Result<CpuSet> get_cpus(const json& obj, const char* key, const std::string& where) {
@@ -86,6 +94,8 @@ Result<std::vector<unsigned>> get_uint_array(const json& v, const std::string& w
   std::vector<unsigned> out;
   for (const json& e : v) {
     if (!e.is_number_unsigned()) return Error{"topology JSON " + where, "expected an array of non-negative integers"};
+    if (e.get<uint64_t>() > std::numeric_limits<unsigned>::max())
+      return Error{"topology JSON " + where, std::to_string(e.get<uint64_t>()) + " is larger than " + std::to_string(std::numeric_limits<unsigned>::max())};
     out.push_back(e.get<unsigned>());
   }
   return out;
@@ -109,9 +119,9 @@ Status read_device(const json& j, const std::string& where, PciDevice& d) {
   if (!pci) return pci.error();
   if (!(*pci)->is_null() && !(*pci)->is_string()) return Error{"topology JSON " + where + ".pci", "expected a string or null"};
   d.pci = (*pci)->is_null() ? "" : (*pci)->get<std::string>();
-  auto vid = get_hex(j, "vendor_id", where);
-  auto did = get_hex(j, "device_id", where);
-  auto cls = get_hex(j, "class_id", where);
+  auto vid = get_hex(j, "vendor_id", where, 0xffff);
+  auto did = get_hex(j, "device_id", where, 0xffff);
+  auto cls = get_hex(j, "class_id", where, 0xffffffff);
   if (!vid) return vid.error();
   if (!did) return did.error();
   if (!cls) return cls.error();
@@ -243,7 +253,8 @@ class Fields {
  public:
   Fields(const json& obj, std::string where) : m_obj(obj), m_where(std::move(where)) {}
   Fields& uint(const char* key, unsigned& out, bool required = true) {
-    return take(get_uint(m_obj, key, m_where, required), [&](uint64_t v) { out = unsigned(v); });
+    return take(at_most(get_uint(m_obj, key, m_where, required), std::numeric_limits<unsigned>::max(), m_where, key),
+                [&](uint64_t v) { out = unsigned(v); });
   }
   Fields& uint64(const char* key, uint64_t& out, bool required = true) {
     return take(get_uint(m_obj, key, m_where, required), [&](uint64_t v) { out = v; });
@@ -265,7 +276,8 @@ class Fields {
   // An integer, or nothing when the field is absent or null.
   Fields& optional_uint(const char* key, std::optional<unsigned>& out) {
     if (!m_status || !m_obj.contains(key) || m_obj[key].is_null()) return *this;
-    return take(get_uint(m_obj, key, m_where), [&](uint64_t v) { out = unsigned(v); });
+    return take(at_most(get_uint(m_obj, key, m_where), std::numeric_limits<unsigned>::max(), m_where, key),
+                [&](uint64_t v) { out = unsigned(v); });
   }
   Fields& device(PciDevice& d) {
     if (m_status) m_status = read_device(m_obj, m_where, d);

@@ -129,4 +129,37 @@ TEST(NcclLoader, CoresUnknownWhenTheNumberingCannotBeTold) {
   EXPECT_TRUE(warned);
 }
 
+namespace {
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+// Numbers past their field's width are errors, never wrapped: vendor 0x1ffff was read as 0xffff,
+// an NVLink count of 2^32+1 as 1, numaid 2^32 as node 0.
+TEST(NcclLoader, ANumberWiderThanItsFieldIsAnErrorNotWrapped) {
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"vendor=\"0x10de\"", "vendor=\"0x1ffff\""},
+           {"count=\"6\"", "count=\"4294967297\""},
+           {"numaid=\"0\"", "numaid=\"4294967296\""},
+           {"dev=\"0\" sm", "dev=\"4294967296\" sm"}}) {
+    auto t = load_nccl_xml(with(kTwoSocket, from, to), "test");
+    ASSERT_FALSE(t.ok()) << to;
+    EXPECT_NE(t.error().message().find("larger than"), std::string::npos) << t.error().message();
+  }
+}
+
+// Two <cpu> blocks of one node (NCCL writes one per CPU set it sees): the second block's CPUs are
+// that node's too.
+TEST(NcclLoader, TwoCpuBlocksOfOneNodeBothCount) {
+  auto t = load_nccl_xml(with(kTwoSocket, "<cpu numaid=\"1\"", "<cpu numaid=\"0\""), "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->numa_nodes.size(), 1u);
+  EXPECT_EQ(t->numa_nodes[0].cpus.to_list(), "0-15");
+}
+
 }  // namespace gpubind::discover
