@@ -72,6 +72,18 @@ struct spank_option g_option = {
                       "verbose]"),
     2, 0, option_cb};
 
+// A variable of the task's environment, whatever its length: a buffer too small for it is grown
+// (Linux caps one variable at 128 KiB, MAX_ARG_STRLEN), never cut or taken as unset.
+std::optional<std::string> spank_task_value(spank_t sp, const std::string& name) {
+  for (size_t size = 4096; size <= (1u << 20); size *= 2) {
+    std::vector<char> buf(size);
+    spank_err_t e = spank_getenv(sp, name.c_str(), buf.data(), int(buf.size()));
+    if (e == ESPANK_SUCCESS) return std::string(buf.data());
+    if (e != ESPANK_NOSPACE) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // Environment changes go to the task's environment (spank_setenv), not slurmstepd's.
 class SpankBinder final : public sys::Binder {
  public:
@@ -86,15 +98,7 @@ class SpankBinder final : public sys::Binder {
       return Error{"spank_setenv " + name, spank_strerror(e)};
     return Ok{};
   }
-  std::optional<std::string> get_env(const std::string& name) override {
-    for (size_t size = 4096; size <= (1u << 20); size *= 2) {  // a value too long for the buffer: a larger one
-      std::vector<char> buf(size);
-      spank_err_t e = spank_getenv(m_sp, name.c_str(), buf.data(), int(buf.size()));
-      if (e == ESPANK_SUCCESS) return std::string(buf.data());
-      if (e != ESPANK_NOSPACE) return std::nullopt;
-    }
-    return std::nullopt;
-  }
+  std::optional<std::string> get_env(const std::string& name) override { return spank_task_value(m_sp, name); }
   Status unset_env(const std::string& name) override {
     if (spank_err_t e = spank_unsetenv(m_sp, name.c_str()); e != ESPANK_SUCCESS) return Error{"spank_unsetenv " + name, spank_strerror(e)};
     return Ok{};
@@ -117,9 +121,8 @@ std::map<std::string, std::string> task_env(spank_t sp) {
   std::vector<std::string> names = topo::local_rank_env_names();
   for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
   for (const char* n : kUserBindingVars) names.push_back(n);
-  char buf[4096];
   for (const std::string& n : names)
-    if (spank_getenv(sp, n.c_str(), buf, sizeof buf) == ESPANK_SUCCESS) env[n] = buf;
+    if (auto v = spank_task_value(sp, n)) env[n] = *v;
   return env;
 }
 

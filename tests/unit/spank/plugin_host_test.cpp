@@ -156,6 +156,17 @@ TEST_F(SpankHost, BindsTheTaskAndExportsItsBinding) {
 
 // The plugin takes exec's planning options (bind/request.hpp): each changes the task's binding
 // as `gpubind exec --FLAG` would. Planned (dryrun) on the DGX H100-like example, 8 tasks.
+// A task variable longer than the plugin's first 4096-byte buffer was dropped as if unset: here
+// the user's own --cpu-bind (SLURM_CPU_BIND with a long mask list), so the site default bound the
+// task over it. The plugin now grows its buffer and stands back.
+TEST_F(SpankHost, ALongTaskVariableIsReadWhole) {
+  std::string masks = "quiet,mask_cpu:";
+  while (masks.size() < 6000) masks += "0x1,";
+  g_host.env["SLURM_CPU_BIND"] = masks;
+  ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+  expect_unbound();
+}
+
 TEST_F(SpankHost, ExecsPlanningOptionsApplyInThePlugin) {
   std::string topology = "topology=" GPUBIND_SOURCE_DIR "/data/examples/dgx-h100.json";
   g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "8";
