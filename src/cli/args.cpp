@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <type_traits>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,11 @@ struct Args::Impl {
   std::unique_ptr<CLI::App> owned;  // the top-level command's
   CLI::App* app = nullptr;          // a subcommand's belongs to its parent
   std::vector<std::unique_ptr<Args>> subcommands;
+  struct Alias {
+    std::string flag, option, value;
+  };
+  std::vector<Alias> aliases;  // `flag` means `option value`
+  std::deque<bool> negations;  // the storage of negating flags ("--smt" of "--no-smt,!--smt")
 };
 
 Args::Args(const std::string& description, const std::string& name) : m_impl(std::make_unique<Impl>()), m_name(name) {
@@ -70,7 +76,25 @@ template Args::Option Args::option(const std::string&, std::optional<unsigned>&,
 template Args::Option Args::option(const std::string&, std::optional<int>&, const std::string&);
 template Args::Option Args::option(const std::string&, std::vector<std::string>&, const std::string&);
 
-void Args::flag(const std::string& names, bool& target, const std::string& help) { m_impl->app->add_flag(names, target, help); }
+void Args::flag(const std::string& names, bool& target, const std::string& help) {
+  // "--no-smt,!--smt": two flags, so that giving both is a usage error, not the last one winning.
+  size_t bang = names.find(",!");
+  if (bang == std::string::npos) {
+    m_impl->app->add_flag(names, target, help);
+    return;
+  }
+  std::string negation = names.substr(bang + 2);
+  CLI::Option* yes = m_impl->app->add_flag(names.substr(0, bang), target, help);
+  bool& said = m_impl->negations.emplace_back(false);
+  CLI::Option* no = m_impl->app->add_flag(negation, said, "The opposite of " + names.substr(0, bang) + " (the default)");
+  no->excludes(yes);
+  yes->excludes(no);
+}
+
+void Args::same_as(const std::string& flag, const std::string& option, const std::string& value) {
+  m_impl->aliases.push_back({flag, option, value});
+}
+
 
 Args& Args::subcommand(const std::string& name, const std::string& description) {
   auto impl = std::make_unique<Impl>();
@@ -85,6 +109,31 @@ void Args::prefix_command() { m_impl->app->prefix_command(); }
 size_t Args::count(const std::string& name) const { return m_impl->app->count(name); }
 std::vector<std::string> Args::remaining() const { return m_impl->app->remaining(); }
 
+int Args::usage_error(const std::string& why, int usage_exit) const {
+  // App names are "gpubind <command>"; the error line names just the command.
+  CLI::App& app = *m_impl->app;
+  std::string name = app.get_name();
+  if (name.starts_with("gpubind ")) name = name.substr(8);
+  fail_with(Error{name, why}, usage_exit);
+  std::fprintf(stderr, "hint: see '%s --help'\n", app.get_name().c_str());
+  return usage_exit;
+}
+
+// A flag and the option it is short for, given with another value ("--json and --format table
+// contradict each other"); then the subcommands that were given.
+std::optional<std::string> Args::conflicts() const {
+  CLI::App& app = *m_impl->app;
+  for (const auto& a : m_impl->aliases) {
+    if (app.count(a.flag) == 0 || app.count(a.option) == 0) continue;
+    std::string given = app.get_option(a.option)->as<std::string>();
+    if (given != a.value) return a.flag + " and " + a.option + " " + given + " contradict each other";
+  }
+  for (const auto& s : m_impl->subcommands)
+    if (s->m_impl->app->parsed())
+      if (auto why = s->conflicts()) return why;
+  return std::nullopt;
+}
+
 int Args::parse(const std::vector<std::string>& args, int usage_exit) {
   CLI::App& app = *m_impl->app;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
@@ -94,13 +143,9 @@ int Args::parse(const std::vector<std::string>& args, int usage_exit) {
     std::fputs(app.help().c_str(), stdout);
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    // App names are "gpubind <command>"; the error line names just the command.
-    std::string name = app.get_name();
-    if (name.starts_with("gpubind ")) name = name.substr(8);
-    fail_with(Error{name, e.what()}, usage_exit);
-    std::fprintf(stderr, "hint: see '%s --help'\n", app.get_name().c_str());
-    return usage_exit;
+    return usage_error(e.what(), usage_exit);
   }
+  if (auto why = conflicts()) return usage_error(*why, usage_exit);
   return -1;
 }
 

@@ -34,8 +34,12 @@ class Args {
   // std::optional<unsigned>, std::optional<int> or std::vector<std::string> (one value per use).
   template <class T>
   Option option(const std::string& names, T& target, const std::string& help);
-  // A flag without a value; "--no-smt,!--smt" also gives the negating name.
+  // A flag without a value; "--no-smt,!--smt" also gives the negating name (both at once are a
+  // usage error).
   void flag(const std::string& names, bool& target, const std::string& help);
+  // `flag` is short for `option value` ("--json" for "--format json"): both given with another
+  // value is a usage error.
+  void same_as(const std::string& flag, const std::string& option, const std::string& value);
   // A subcommand with its own options ("gpubind slurm gres-conf"); owned by this Args.
   Args& subcommand(const std::string& name, const std::string& description);
   // Exactly one subcommand must be given.
@@ -61,6 +65,8 @@ class Args {
  private:
   struct Impl;
   Args(std::unique_ptr<Impl> impl, const std::string& name);
+  int usage_error(const std::string& why, int usage_exit) const;
+  std::optional<std::string> conflicts() const;  // of this command and its given subcommands
   std::unique_ptr<Impl> m_impl;
   std::string m_name;
 };

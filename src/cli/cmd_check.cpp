@@ -31,6 +31,7 @@ void add_check_options(Args& app, CheckFlags& f) {
   app.flag("--numa-maps", f.numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
   app.flag("--verbose", f.verbose, "Per-thread detail");
   app.flag("--json", f.json, "JSON output (same as --format json)");
+  app.same_as("--json", "--format", "json");
   app.option("--format", f.format, "text, json, svg (the node drawn with each process on it, findings in red)")
       .one_of({"text", "json", "svg"});
   app.flag("--no-gpu-runtime", f.no_gpu_runtime,

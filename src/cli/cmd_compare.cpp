@@ -23,6 +23,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   add_topology_option(app, o.topology);
   add_plan_options(app, o, false);
   app.flag("--json", json, "JSON output (same as --format json)");
+  app.same_as("--json", "--format", "json");
   app.option("--format", format, "table, json, svg (each strategy's plan drawn small, side by side)").one_of({"table", "json", "svg"});
   app.footer(R"(Examples:
   gpubind compare                               this machine, one rank per GPU

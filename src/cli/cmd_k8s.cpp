@@ -67,6 +67,7 @@ int cmd_k8s(const std::vector<std::string>& args) {
              "Ask this machine's NVML / ROCm SMI for the GPUs' UUIDs also for a --topology file (the default for this machine)");
   check.flag("--no-gpu-runtime", no_gpu_runtime, "Do not ask NVML / ROCm SMI for this node's GPU UUIDs");
   check.flag("--json", json, "JSON output (same as --format json)");
+  check.same_as("--json", "--format", "json");
   check.option("--format", format, "text, json").one_of({"text", "json"});
   check.footer(R"(Examples:
   gpubind k8s check                                 this node, as root

@@ -31,6 +31,7 @@ void add_plan_flags(Args& app, PlanFlags& f) {
       .one_of({"table", "json", "env", "slurm", "rankfile", "rankfile-logical", "numactl", "svg"});
   app.option("--hosts", f.hosts, "Rankfile hosts, a Slurm host list (node[01-04]): the node's plan on each (default: this host)");
   app.flag("--json", f.json, "Same as --format json");
+  app.same_as("--json", "--format", "json");
   app.flag("--gpu-runtime", f.gpu_runtime,
            "The --topology file describes this machine: where CUDA_VISIBLE_DEVICES (NVIDIA_, ROCR_, HIP_VISIBLE_DEVICES) names GPUs by "
            "UUID and the file has none, take them from this machine's NVML / ROCm SMI (automatic for this machine)");

@@ -24,6 +24,7 @@ int cmd_topo(const std::vector<std::string>& args) {
              "table (per NUMA node), matrix (like nvidia-smi topo -m), json, xml (hwloc 2 XML), svg (a drawing, as lstopo's)")
       .one_of({"table", "matrix", "json", "xml", "svg"});
   app.flag("--json", json, "Same as --format json");
+  app.same_as("--json", "--format", "json");
   app.flag("--gpu-runtime", gpu_runtime,
            "Cross-check the topology against this machine's GPU runtime libraries (NVML, ROCm SMI): the default for "
            "this machine; for a --topology file, when the file describes this machine");
