@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -438,11 +439,18 @@ void InterruptibleClock::sleep_for(std::chrono::milliseconds d) const {
 Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env,
                                  std::chrono::seconds deadline) {
   pid_t parent = ::getpid();
+  // What the library prints on its own (hwloc's assertion text, its warnings) goes here, not to
+  // this process's stderr beside gpubind's own line; a crash's error quotes its first line.
+  int chatter = ::memfd_create("gpubind-child-stderr", MFD_CLOEXEC);
   auto forked = fork_with_pipe();
-  if (!forked) return forked.error();
+  if (!forked) {
+    if (chatter >= 0) ::close(chatter);
+    return forked.error();
+  }
   auto [pid, fds] = *forked;
   if (pid == 0) {
     ::close(fds[0]);
+    if (chatter >= 0) ::dup2(chatter, STDERR_FILENO);
     // Ends with this process: gpubind killed while the library blocks must not leave the child.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
@@ -483,11 +491,21 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  std::string said;  // the first line the child printed on stderr
+  if (chatter >= 0) {
+    char buf[512];
+    ssize_t n = ::pread(chatter, buf, sizeof buf, 0);
+    std::string_view text(buf, size_t(std::max<ssize_t>(n, 0)));
+    said = std::string(trim(text.substr(0, text.find('\n'))));
+    ::close(chatter);
+  }
+  std::string quoted = said.empty() ? "" : "; it said: " + one_line(said);
   if (late) return Error{"child", "did not finish within " + std::to_string(deadline.count()) + " s, and was stopped"};
   if (WIFSIGNALED(status))
     return Error{"child", std::string("crashed (") + (sigabbrev_np(WTERMSIG(status)) ? "SIG" + std::string(sigabbrev_np(WTERMSIG(status)))
-                                                                                    : "signal " + std::to_string(WTERMSIG(status))) + ")"};
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Error{"child", "exited with status " + std::to_string(WEXITSTATUS(status))};
+                                                                                    : "signal " + std::to_string(WTERMSIG(status))) + quoted + ")"};
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Error{"child", "exited with status " + std::to_string(WEXITSTATUS(status)) + (said.empty() ? "" : " (it said: " + one_line(said) + ")")};
   return out;
 }
 

@@ -44,6 +44,28 @@ TEST(RunIsolated, ACrashInTheChildIsAnErrorThatNamesTheSignal) {
   EXPECT_NE(out.error().message().find("SIGSEGV"), std::string::npos) << out.error().message();
 }
 
+// A library's own text on stderr (hwloc's assertion message before it aborts) is not printed
+// beside gpubind's line: the error quotes its first line instead.
+TEST(RunIsolated, TheChildsStderrIsQuotedInTheErrorNotPrinted) {
+  ::testing::internal::CaptureStderr();
+  auto out = run_isolated([]() -> std::string {
+    std::fprintf(stderr, "topology.c:42: hwloc_insert: Assertion `obj->cpuset' failed.\nsecond line\n");
+    std::fflush(stderr);
+    std::abort();
+  });
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(printed, "");
+  EXPECT_NE(out.error().why.find("crashed (SIGABRT; it said: topology.c:42: hwloc_insert: Assertion `obj->cpuset' failed.)"), std::string::npos)
+      << out.error().why;
+  auto quiet = run_isolated([]() -> std::string {
+    std::fprintf(stderr, "hwloc: a warning of its own\n");
+    return "fine";
+  });
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_EQ(*quiet, "fine");
+}
+
 TEST(RunIsolated, AChildPastItsDeadlineIsStoppedAndSaysSo) {
   auto out = run_isolated(
       []() -> std::string {
