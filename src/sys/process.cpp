@@ -482,7 +482,8 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
       ::kill(pid, SIGKILL);
       break;
     }
-    ssize_t n = r > 0 ? faultable("gpubind/read", [&] { return ::read(fds[0], buf, sizeof buf); }) : -1;
+    int from = fds[0];  // a structured binding cannot be captured (clang)
+    ssize_t n = r > 0 ? faultable("gpubind/read", [&] { return ::read(from, buf, sizeof buf); }) : -1;
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, size_t(n));
