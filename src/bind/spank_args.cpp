@@ -71,9 +71,31 @@ Result<GpubindOption> parse_gpubind_option(const char* optarg) {
   // 22.05 prints the missing optional argument into SLURM_SPANK__SLURM_SPANK_OPTION_gpubind_gpubind).
   std::string v = optarg && std::strcmp(optarg, "(null)") != 0 ? optarg : "";
   GpubindOption o;
-  o.defaulted = v.empty() || v == "verbose";
-  if (!parse_mode(v, o.mode, o.verbose))
-    return Error{"--gpubind=" + one_line(v), "expected closest, socket-split, socket, numa, none or verbose"};
+  o.mode = "closest";
+  o.defaulted = true;
+  auto bad = [&v](const std::string& why) {
+    return Error{"--gpubind=" + one_line(v),
+                 why + "; expected a comma-separated list of at most one mode (closest, socket-split, socket, numa, none) and "
+                       "verbose, report, mem=preferred|bind|interleave|none, nic-env"};
+  };
+  if (v.empty()) return o;
+  for (std::string_view item : split(v, ',')) {
+    std::string w(item);
+    if (w == "verbose" || w == "report") {
+      o.verbose = true;
+    } else if (w == "nic-env") {
+      o.nic_env = true;
+    } else if (w.starts_with("mem=")) {
+      auto m = plan::mem_policy_from_string(w.substr(4));
+      if (!m) return bad("unknown memory policy '" + one_line(w.substr(4)) + "'");
+      o.mem = *m;
+    } else if (bool ignored = false; parse_mode(w, o.mode, ignored) && !w.empty()) {
+      if (!o.defaulted) return bad("two modes");
+      o.defaulted = false;
+    } else {
+      return bad("unknown word '" + one_line(w) + "'");
+    }
+  }
   return o;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What the SPANK plugin is told, parsed without Slurm so it can be tested and fuzzed: its
 // plugstack.conf arguments (an admin's) and the user's `srun --gpubind[=MODE]` option.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,16 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
 
 struct GpubindOption {
   std::string mode;        // closest, socket-split, socket, numa or none
-  bool defaulted = false;  // bare --gpubind (or =verbose): gpubind.conf's policy may choose
-  bool verbose = false;
+  bool defaulted = false;  // no mode named (bare --gpubind, =verbose...): gpubind.conf's policy may choose
+  bool verbose = false;    // verbose or report: one line per task on the job's stderr
+  std::optional<plan::MemPolicy> mem;  // mem=...: the user's memory policy, over plugstack.conf's
+  bool nic_env = false;                // nic-env: export the rank's NIC variables
 };
 
-// The value of --gpubind; `optarg` may be null or Slurm's literal "(null)" for a bare option.
+// The value of --gpubind: a comma-separated list of at most one mode (closest, socket-split,
+// socket, numa, none) and the words verbose, report, mem=POLICY and nic-env, in any order
+// ("numa,verbose", "mem=interleave,report"). `optarg` may be null or Slurm's literal "(null)" for
+// a bare option.
 Result<GpubindOption> parse_gpubind_option(const char* optarg);
 
 }  // namespace gpubind::bind

@@ -1,4 +1,4 @@
-// gpubind_spank.so: `srun --gpubind[=closest|socket-split|socket|numa|none|verbose]` binds every task the way
+// gpubind_spank.so: `srun --gpubind[=MODE][,verbose][,mem=POLICY][,nic-env]` binds every task the way
 // `gpubind exec` would, inside slurmstepd, after fork and before exec. A thin C ABI shim over the
 // same library calls; no exception crosses it, and it never crashes slurmstepd.
 //
@@ -68,8 +68,8 @@ int option_cb(int, const char* optarg, int) {
 
 struct spank_option g_option = {
     const_cast<char*>("gpubind"), const_cast<char*>("mode"),
-    const_cast<char*>("Bind every task to its GPU's cores, memory and NIC [mode: closest (default), socket-split, socket, numa, none, "
-                      "verbose]"),
+    const_cast<char*>("Bind every task to its GPU's cores, memory and NIC [mode: closest (default), socket-split, socket, numa, none; "
+                      "combined by commas with verbose, report, mem=POLICY, nic-env]"),
     2, 0, option_cb};
 
 // A variable of the task's environment, whatever its length: a buffer too small for it is grown
@@ -174,7 +174,9 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   r.options.ranks = lr.size;
   r.options.policy = g_mode;
   if (g_args.mem_set) r.options.mem = plan::to_string(g_args.mem);
-  bind::apply_config(cfg, r.options, {true, g_args.mem_set, false});
+  if (g_opt.mem) r.options.mem = plan::to_string(*g_opt.mem);  // the user's, for their own job
+  r.options.nic_env = r.options.nic_env || g_opt.nic_env;
+  bind::apply_config(cfg, r.options, {true, g_args.mem_set || g_opt.mem.has_value(), false});
   r.local = lr;
   r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
   for (const std::string& n : plan::gpu_env_names())
@@ -248,6 +250,15 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
   } catch (...) {
     return -1;
   }
+}
+
+// The end of the step: its option is forgotten (one slurmstepd serves one step, and a plugin
+// loaded again in the same process, as the tests' host does, starts clean).
+extern "C" int slurm_spank_exit(spank_t, int, char**) {
+  g_opt = bind::GpubindOption{};
+  g_requested = false;
+  g_mode.clear();
+  return 0;
 }
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {

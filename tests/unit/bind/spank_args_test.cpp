@@ -62,4 +62,31 @@ TEST(SpankArgs, GpubindOption) {
   EXPECT_FALSE(parse_gpubind_option("sockets").ok());
 }
 
+// --gpubind=numa,verbose was refused (exit 255 from srun): a mode combines with verbose/report,
+// mem= and nic-env, in any order; one mode at most.
+TEST(SpankArgs, GpubindOptionWordsCombine) {
+  auto o = parse_gpubind_option("numa,verbose");
+  ASSERT_TRUE(o.ok()) << o.error().message();
+  EXPECT_EQ(o->mode, "numa");
+  EXPECT_FALSE(o->defaulted);
+  EXPECT_TRUE(o->verbose);
+  auto m = parse_gpubind_option("report,mem=interleave,nic-env");
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->mode, "closest");
+  EXPECT_TRUE(m->defaulted);
+  EXPECT_TRUE(m->verbose && m->nic_env);
+  ASSERT_TRUE(m->mem.has_value());
+  EXPECT_EQ(*m->mem, plan::MemPolicy::interleave);
+  auto s = parse_gpubind_option("nic-env,socket-split");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->mode, "socket-split");
+  EXPECT_FALSE(s->verbose);
+  auto two = parse_gpubind_option("numa,socket");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.error().why.find("two modes"), std::string::npos) << two.error().why;
+  EXPECT_FALSE(parse_gpubind_option("numa,mem=nearest").ok());
+  EXPECT_FALSE(parse_gpubind_option("numa,,verbose").ok());
+  EXPECT_FALSE(parse_gpubind_option("numa,loud").ok());
+}
+
 }  // namespace gpubind::bind

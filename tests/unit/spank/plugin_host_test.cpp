@@ -32,6 +32,7 @@ extern "C" {
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av);
 extern "C" int slurm_spank_task_init(spank_t sp, int ac, char** av);
+extern "C" int slurm_spank_exit(spank_t sp, int ac, char** av);
 
 namespace {
 
@@ -42,12 +43,16 @@ struct Host {
   std::vector<std::string> slurm_errors;
 };
 Host g_host;
+struct spank_option* g_registered = nullptr;  // the plugin's --gpubind, as it registered it
 
 }  // namespace
 
 extern "C" {
 spank_context_t spank_context(void) { return S_CTX_REMOTE; }
-spank_err_t spank_option_register(spank_t, struct spank_option*) { return spank_err_t(ESPANK_SUCCESS); }
+spank_err_t spank_option_register(spank_t, struct spank_option* o) {
+  g_registered = o;
+  return spank_err_t(ESPANK_SUCCESS);
+}
 spank_err_t spank_getenv(spank_t, const char* var, char* buf, int len) {
   auto it = g_host.env.find(var);
   if (it == g_host.env.end()) return spank_err_t(ESPANK_ENV_NOEXIST);
@@ -102,6 +107,7 @@ class SpankHost : public ::testing::Test {
     std::ofstream(m_config) << "cache_dir = off\n";
   }
   void TearDown() override {
+    slurm_spank_exit(nullptr, 0, nullptr);  // the step's option forgotten, as slurmstepd ends
     // What a failed test left (a binding) must not narrow the tests after it.
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -115,11 +121,16 @@ class SpankHost : public ::testing::Test {
 
   // slurm_spank_init with these plugstack.conf arguments, then slurm_spank_task_init; stderr in
   // m_stderr.
-  int run_task(std::vector<std::string> args) {
+  // `gpubind`: the user's --gpubind=VALUE, given to the plugin's option callback as slurmstepd does.
+  int run_task(std::vector<std::string> args, const char* gpubind = nullptr) {
     args.push_back("config=" + m_config);
     std::vector<char*> av;
     for (std::string& a : args) av.push_back(a.data());
     if (int rc = slurm_spank_init(nullptr, int(av.size()), av.data()); rc != 0) return rc;
+    if (gpubind) {
+      if (!g_registered) return -100;
+      if (int rc = g_registered->cb(g_registered->val, gpubind, 1); rc != 0) return rc;
+    }
     ::testing::internal::CaptureStderr();
     int rc = slurm_spank_task_init(nullptr, 0, nullptr);
     m_stderr = ::testing::internal::GetCapturedStderr();
@@ -156,6 +167,15 @@ TEST_F(SpankHost, BindsTheTaskAndExportsItsBinding) {
 
 // The plugin takes exec's planning options (bind/request.hpp): each changes the task's binding
 // as `gpubind exec --FLAG` would. Planned (dryrun) on the DGX H100-like example, 8 tasks.
+// --gpubind=numa,mem=interleave,verbose: the mode, the user's memory policy and the task's line,
+// all from one option (a mode with verbose was refused before).
+TEST_F(SpankHost, AModeCombinesWithMemAndVerbose) {
+  ASSERT_EQ(run_task({}, "numa,mem=interleave,verbose"), 0) << m_stderr;
+  EXPECT_EQ(g_host.env["GPUBIND_POLICY"], "numa");
+  EXPECT_EQ(g_host.env["GPUBIND_MEM_POLICY"], "interleave");
+  EXPECT_NE(m_stderr.find("gpubind: task local rank 0:"), std::string::npos) << m_stderr;
+}
+
 // A task variable longer than the plugin's first 4096-byte buffer was dropped as if unset: here
 // the user's own --cpu-bind (SLURM_CPU_BIND with a long mask list), so the site default bound the
 // task over it. The plugin now grows its buffer and stands back.
