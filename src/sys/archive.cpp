@@ -12,46 +12,22 @@
 #include <filesystem>
 
 #include "sys/fsroot.hpp"
+#include "sys/process.hpp"
 
 namespace gpubind::sys {
 
 TempDir::TempDir(std::string path, bool guarded) : m_path(std::move(path)) {
   if (!guarded) return;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return;  // unguarded: removed by this process only
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return;
-  }
-  if (pid == 0) {
-    // Like launch's group reaper: a group of its own (a signal to gpubind's group does not end
-    // it), every catchable signal blocked, nothing of gpubind's held open.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_NAME, "gpubind-tmpclean");
-    sigset_t all;
-    ::sigfillset(&all);
-    ::sigprocmask(SIG_BLOCK, &all, nullptr);
-    ::dup2(fds[0], 3);
-    ::close_range(4, ~0u, 0);
-    int null = ::open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      ::dup2(null, STDIN_FILENO);
-      ::dup2(null, STDOUT_FILENO);
-      ::dup2(null, STDERR_FILENO);
-    }
+  auto cleaner = start_watcher("gpubind-tmpclean", [dir = m_path](int fd) {
     char c;
-    while (::read(3, &c, 1) < 0 && errno == EINTR) {
+    while (::read(fd, &c, 1) < 0 && errno == EINTR) {
     }
     std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-    ::_exit(0);
-  }
-  ::close(fds[0]);
-  m_cleaner_fd = fds[1];
-  m_cleaner_pid = pid;
+    std::filesystem::remove_all(dir, ec);
+  });
+  if (!cleaner) return;  // unguarded: removed by this process only
+  m_cleaner_pid = cleaner->first;
+  m_cleaner_fd = cleaner->second;
 }
 
 TempDir::TempDir(TempDir&& o) noexcept : m_path(std::move(o.m_path)), m_cleaner_fd(o.m_cleaner_fd), m_cleaner_pid(o.m_cleaner_pid) {

@@ -117,15 +117,16 @@ Result<std::pair<pid_t, std::array<int, 2>>> fork_with_pipe() {
 
 }  // namespace
 
-Result<GroupReaper> GroupReaper::start() {
+Result<std::pair<pid_t, int>> start_watcher(const char* name, const std::function<void(int)>& body) {
   auto forked = fork_with_pipe();
   if (!forked) return forked.error();
   auto [pid, fds] = *forked;
   if (pid == 0) {
-    // Its own group (a signal launch sends to rank groups never reaches it), nothing of launch's
-    // open (a pipe launch's reader waits on must not stay open), every catchable signal blocked.
+    // Its own group (a signal sent to this process's group or to rank groups never reaches it),
+    // nothing of this process's open (a pipe a reader waits on must not stay open), every
+    // catchable signal blocked.
     ::setpgid(0, 0);
-    ::prctl(PR_SET_NAME, kGroupReaperName);
+    ::prctl(PR_SET_NAME, name);
     sigset_t all;
     ::sigfillset(&all);
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
@@ -137,20 +138,28 @@ Result<GroupReaper> GroupReaper::start() {
     }
     ::dup2(fds[0], 3);
     ::close_range(4, ~0u, 0);
+    body(3);
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  return std::make_pair(pid, fds[1]);
+}
+
+Result<GroupReaper> GroupReaper::start() {
+  auto started = start_watcher(kGroupReaperName, [](int fd) {
     std::vector<pid_t> groups;
     int32_t v;
     for (;;) {
-      ssize_t n = ::read(3, &v, sizeof v);
+      ssize_t n = ::read(fd, &v, sizeof v);
       if (n < 0 && errno == EINTR) continue;
       if (n != ssize_t(sizeof v)) break;  // end of file: launch is gone
       if (v > 0) groups.push_back(v);
       else groups.erase(std::remove(groups.begin(), groups.end(), -v), groups.end());
     }
     for (pid_t g : groups) ::kill(-g, SIGKILL);
-    ::_exit(0);
-  }
-  ::close(fds[0]);
-  return GroupReaper(fds[1], pid);
+  });
+  if (!started) return started.error();
+  return GroupReaper(started->second, started->first);
 }
 
 GroupReaper::GroupReaper(GroupReaper&& o) noexcept : m_fd(o.m_fd), m_pid(o.m_pid) {
@@ -257,17 +266,14 @@ Result<int> create_log_file(const std::string& base, const std::string& relative
   int e = errno;
   ::close(dir);
   if (fd < 0) return Error{so_far, e == ELOOP ? "a symbolic link (not followed)" : e == ENXIO ? "a FIFO (not a regular file)" : std::strerror(e)};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error{so_far, "not a regular file"};
-  }
-  if (::ftruncate(fd, 0) != 0 || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+  auto regular = regular_only(fd, so_far);  // a FIFO with a reader opens: refused here
+  if (!regular) return regular.error();
+  if (::ftruncate(*regular, 0) != 0) {
     e = errno;
-    ::close(fd);
+    ::close(*regular);
     return Error{so_far, std::strerror(e)};
   }
-  return fd;
+  return *regular;
 }
 
 Status write_all(int fd, std::string_view data) { return write_fully(fd, data); }
