@@ -26,7 +26,7 @@ std::string verdicts(const ProcessReport& p) {
 
 std::string rank_of(const ProcessReport& p) {
   std::string r = check::local_rank_of(p.state);
-  return r.empty() ? "-" : one_line(r);
+  return r.empty() ? "-" : r;
 }
 
 std::string switches(const probe::ThreadState& t) {
@@ -39,7 +39,7 @@ std::string switches(const probe::ThreadState& t) {
 std::string check_text(const check::Report& r, bool verbose) {
   TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU NODE", "CPUS ALLOWED", "THREADS", "VERDICT"});
   for (const ProcessReport& p : r.processes)
-    t.add({std::to_string(p.state.pid), rank_of(p), one_line(p.state.comm), p.gpus.empty() ? "-" : join(p.gpus, ","),
+    t.add({std::to_string(p.state.pid), rank_of(p), p.state.comm, p.gpus.empty() ? "-" : join(p.gpus, ","),
            p.gpu_nodes.empty() ? (p.gpus.empty() ? "-" : "unknown") : join_numbers(p.gpu_nodes), p.state.cpus_allowed.to_list(),
            std::to_string(p.state.threads.size()), verdicts(p)});
   std::string out = t.str();
@@ -62,7 +62,7 @@ std::string check_text(const check::Report& r, bool verbose) {
         if (std::find(p.threads_off_node.begin(), p.threads_off_node.end(), x.tid) != p.threads_off_node.end()) note = "off GPU node";
         if (std::find(p.threads_drifted.begin(), p.threads_drifted.end(), x.tid) != p.threads_drifted.end())
           note += std::string(note.empty() ? "" : ", ") + "drifted";
-        th.add({std::to_string(x.tid), one_line(x.comm), x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
+        th.add({std::to_string(x.tid), x.comm, x.cpus_allowed.to_list(), x.mems_allowed.to_list(),
                 x.last_cpu ? std::to_string(*x.last_cpu) : "?", x.migrations ? std::to_string(*x.migrations) : "?",
                 switches(x), note.empty() ? "-" : note});
       }

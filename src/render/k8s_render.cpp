@@ -83,7 +83,7 @@ std::string k8s_text(const k8s::Report& r) {
   } else {
     TextTable t({"POD", "CONTAINER", "GPU", "GPU NODE", "CPUS", "EXCLUSIVE", "CPU NODE", "MEM NODE", "VERDICT"});
     for (const ContainerReport& x : r.containers)
-      t.add({pod_of(x), one_line(x.container), device_column(x.gpus), nodes(x.gpu_nodes), x.cpus.to_list(), x.exclusive ? "yes" : "no",
+      t.add({pod_of(x), x.container, device_column(x.gpus), nodes(x.gpu_nodes), x.cpus.to_list(), x.exclusive ? "yes" : "no",
              nodes(x.cpu_nodes), x.memory_nodes ? join_numbers(*x.memory_nodes) : "-", verdict_column(x)});
     out += t.str();
     std::vector<std::string> reasons;
@@ -95,9 +95,7 @@ std::string k8s_text(const k8s::Report& r) {
   std::vector<std::string> findings;
   for (const k8s::NodeFinding& f : r.findings) findings.push_back(std::string(f.problem ? "problem: " : "advice: ") + f.text);
   out += text_block("Node", findings);
-  std::vector<std::string> notes;
-  for (const std::string& n : s.notes) notes.push_back(one_line(n));
-  out += text_block("Notes", notes);
+  out += text_block("Notes", s.notes);
   std::map<std::string, unsigned> count;
   size_t pods = 0;
   std::string last;

@@ -62,7 +62,7 @@ std::string interval_text(const watch::Interval& iv) {
     TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CSW/S", "CROSS-NUMA", "REMOTE-MEM",
                  "FINDINGS"});
     for (const watch::RankInterval& r : iv.ranks)
-      t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm), r.gpus.empty() ? "-" : join(r.gpus, ","),
+      t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","),
              share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
              r.started ? "-" : fixed(r.context_switches_per_second, 0),
              share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
@@ -81,7 +81,7 @@ std::string summary_text(const watch::Summary& s) {
   if (s.ranks.empty()) return out;
   TextTable t({"PID", "RANK", "COMMAND", "MIGRATIONS", "CPU-S", "CROSS-NUMA", "REMOTE-MEM", "SEEN", "WORST"});
   for (const watch::RankSummary& r : s.ranks)
-    t.add({std::to_string(r.pid), who(r.rank, r.local_rank), one_line(r.comm) + (r.exited ? " (exited)" : ""),
+    t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm + (r.exited ? " (exited)" : ""),
            std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), findings_text(r.seen),
            r.worst_interval ? std::to_string(*r.worst_interval) : "-"});
   out += t.str();
