@@ -70,7 +70,7 @@ void add_bench_options(Args& app, BenchFlags& f) {
 Result<bench::Record> saved_run(const Args& app, const std::string& input) {
   for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
                            "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
-                           "--allowed-mems", "--mem-node", "--no-smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
+                           "--allowed-mems", "--mem-node", "--no-smt", "--smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
                            "--require-gpu"})
     if (app.count(flag))
       return Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage};
