@@ -17,6 +17,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   plan::Request r;
   r.ranks = o.ranks;
   r.gpus_per_rank = o.gpus_per_rank;
+  r.rank_gpus = o.rank_gpus;
   auto policy = plan::policy_from_string(o.policy);
   if (!policy) return Error{"policy " + o.policy, "expected closest, socket-split, socket, numa, l3, cpu-only or none", ErrorKind::usage};
   r.policy = *policy;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bind/config.hpp"
 #include "plan/plan.hpp"
@@ -30,6 +31,9 @@ struct PlanOptions {
   bool omp = false;
   bool balanced = false;
   bool require_gpu = false;
+  // Each rank's GPUs as positions in the visible list (plan::Request::rank_gpus): Slurm's
+  // per-task GPU binding, read by the SPANK plugin (bind/slurm_step.hpp).
+  std::vector<std::vector<unsigned>> rank_gpus;
 };
 
 // Which of policy, mem and reserve the user gave explicitly (they win over gpubind.conf).

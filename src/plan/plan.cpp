@@ -135,6 +135,46 @@ Status prepare(Ctx& c) {
   return Ok{};
 }
 
+void warn_unknown_locality(Ctx& c, const std::vector<const Gpu*>& visible) {
+  if (!visible.empty() && !locality_known(visible))
+    c.plan.warnings.push_back("GPU locality is unknown (the source gives no NUMA node for the GPUs, as in most VMs): "
+                              "ranks are spread over packages in GPU order, which may not match the hardware");
+}
+
+void name_ranks(Ctx& c, const GpusOfRanks& gpus_of) {
+  c.plan.ranks.resize(gpus_of.size());
+  for (unsigned r = 0; r < gpus_of.size(); ++r) {
+    c.plan.ranks[r].local_rank = r;
+    for (const Gpu* g : gpus_of[r]) c.plan.ranks[r].gpus.push_back({g->index, g->pci, g->vendor});
+  }
+}
+
+// 2a. Each rank's GPUs as the launcher chose them (Request::rank_gpus): taken as they are, shared
+// or not; a rank given no GPU plans CPU-only.
+Result<GpusOfRanks> given_gpus(Ctx& c, const std::vector<const Gpu*>& visible, unsigned ranks) {
+  const Request& req = c.req;
+  if (req.rank_gpus.size() != ranks)
+    return Error{"the ranks' GPUs", std::to_string(req.rank_gpus.size()) + " ranks' GPUs given for " + std::to_string(ranks) + " ranks",
+                 ErrorKind::usage};
+  GpusOfRanks gpus_of(ranks);
+  std::vector<std::string> said;
+  for (unsigned r = 0; r < ranks; ++r) {
+    for (unsigned pos : req.rank_gpus[r]) {
+      if (pos >= visible.size())
+        return Error{"rank " + std::to_string(r) + "'s GPUs", "position " + std::to_string(pos) + " of " + std::to_string(visible.size()) +
+                                                              " visible GPUs", ErrorKind::usage};
+      gpus_of[r].push_back(visible[pos]);
+    }
+    std::vector<unsigned> idx;
+    for (const Gpu* g : gpus_of[r]) idx.push_back(g->index);
+    said.push_back(std::to_string(r) + ":" + (idx.empty() ? std::string("-") : join_numbers(idx, "+")));
+  }
+  c.plan.explain.push_back("each rank's GPUs as the launcher bound them (rank:GPU): " + join(said, " "));
+  name_ranks(c, gpus_of);
+  warn_unknown_locality(c, visible);
+  return gpus_of;
+}
+
 // 2. The rank count and each rank's GPUs, from the visible GPUs (in the workers' order).
 Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) {
   const Topology& t = c.t;
@@ -147,6 +187,7 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
                                              : "the environment hides every GPU: CPU-only plan");
     if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible", ErrorKind::usage};
   }
+  if (!req.rank_gpus.empty()) return given_gpus(c, visible, req.ranks.value_or(unsigned(req.rank_gpus.size())));
   unsigned ranks;
   if (req.ranks) {
     ranks = *req.ranks;
@@ -180,14 +221,8 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
                                 " GPUs: consecutive ranks share a GPU; CPUs are still split");
     }
   }
-  c.plan.ranks.resize(ranks);
-  for (unsigned r = 0; r < ranks; ++r) {
-    c.plan.ranks[r].local_rank = r;
-    for (const Gpu* g : gpus_of[r]) c.plan.ranks[r].gpus.push_back({g->index, g->pci, g->vendor});
-  }
-  if (!visible.empty() && !locality_known(visible))
-    c.plan.warnings.push_back("GPU locality is unknown (the source gives no NUMA node for the GPUs, as in most VMs): "
-                              "ranks are spread over packages in GPU order, which may not match the hardware");
+  name_ranks(c, gpus_of);
+  warn_unknown_locality(c, visible);
 
   return gpus_of;
 }

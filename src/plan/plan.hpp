@@ -43,6 +43,10 @@ struct Request {
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
   // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
   std::map<std::string, std::string> env;
+  // Each rank's GPUs as positions in the visible list, when a launcher chose them per rank
+  // (Slurm's --gpus-per-task and --gpu-bind narrow each task to its own GPUs of the step's);
+  // empty: rank r gets visible GPU r, or consecutive ranks share one.
+  std::vector<std::vector<unsigned>> rank_gpus;
   // PCI addresses of the GPUs whose device files the caller may open, when known (live: a device
   // cgroup or container hides the rest, and the runtime renumbers what is left); default unknown.
   std::optional<std::vector<std::string>> openable_gpus;

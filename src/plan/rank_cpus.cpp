@@ -142,6 +142,15 @@ void split_pool(Ctx& c, const CrowdedPool& pool) {
   if (s.shared) c.plan.warnings.push_back(who + ": more ranks than CPUs in " + cpus_text(domain) + "; ranks share cores");
 }
 
+// A pool's ranks take their blocks in the order of their GPUs in the visible list: with the GPUs
+// the launcher gave each rank (Request::rank_gpus), the rank on GPU g gets what the default plan
+// (rank r on visible GPU r) gives g's rank. Without them the order is the ranks' own.
+void in_gpu_order(const Request& req, std::vector<size_t>& members) {
+  if (req.rank_gpus.empty()) return;
+  auto key = [&req](size_t r) { return req.rank_gpus[r].empty() ? size_t(-1) : size_t(req.rank_gpus[r][0]); };
+  std::stable_sort(members.begin(), members.end(), [&key](size_t a, size_t b) { return key(a) < key(b); });
+}
+
 // Ranks whose GPUs sit near each other share a pool of cores. A crowded pool (fewer cores than
 // ranks) is handled by rules, each tried only when the one before cannot give every rank a CPU of
 // its own, so ranks stay on their GPU's node whenever sharing cannot be avoided anyway:
@@ -171,9 +180,10 @@ void split_pools(Ctx& c, std::vector<CpuSet> targets) {
     c.plan.explain.push_back(ranks_text(members) + ": fewer cores than ranks near their GPU; widened to their NUMA node");
   }
   std::vector<CrowdedPool> pools;
-  for (const auto& members : pool_ranks(targets)) {
+  for (auto& members : pool_ranks(targets)) {
     CpuSet domain;
     for (size_t i : members) domain |= targets[i];
+    in_gpu_order(c.req, members);
     pools.push_back({members, domain, false});
   }
   // 2-4. Settle the crowded pools: SMT siblings, the minimal spill, or sharing.

@@ -30,6 +30,7 @@ extern "C" {
 #include "bind/config.hpp"
 #include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
+#include "bind/slurm_step.hpp"
 #include "bind/spank_args.hpp"
 #include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
@@ -37,6 +38,7 @@ extern "C" {
 #include "plan/plan.hpp"
 #include "sys/affinity.hpp"
 #include "sys/binder.hpp"
+#include "sys/fsroot.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -57,6 +59,10 @@ bind::PlugstackArgs g_args;
 bind::GpubindOption g_opt;
 bool g_requested = false;  // --gpubind given
 std::string g_mode;        // the mode this task is bound with (set in task_init)
+// The step's environment as srun sent it, read in slurm_spank_user_init before slurmstepd adds
+// each task's binding and GPU variables (bind/slurm_step.hpp says what tells them apart).
+bind::EnvMap g_step;
+bool g_step_seen = false;
 
 int option_cb(int, const char* optarg, int) {
   auto o = bind::parse_gpubind_option(optarg);
@@ -111,28 +117,28 @@ class SpankBinder final : public sys::Binder {
   bool m_dry;
 };
 
-// The variables srun exports to a task when the user chose a CPU or GPU binding of their own
-// (--cpu-bind, or SLURM_GPU_BIND in srun's environment; --gpu-bind itself is not visible to
-// tasks in Slurm 22.05).
-const char* const kUserBindingVars[] = {"SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND", "SLURM_GPU_BIND"};
-
+// The task's own variables: its rank, its GPUs (narrowed by Slurm's per-task GPU binding), the
+// rule Slurm narrowed them by, and the CPU binding variables (read when the step's were not seen).
 std::map<std::string, std::string> task_env(spank_t sp) {
   std::map<std::string, std::string> env;
   std::vector<std::string> names = topo::local_rank_env_names();
-  for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
-  for (const char* n : kUserBindingVars) names.push_back(n);
+  for (const std::string& n : bind::slurm_step_env_names()) names.push_back(n);
+  names.push_back("SLURMD_TRES_BIND");
   for (const std::string& n : names)
     if (auto v = spank_task_value(sp, n)) env[n] = *v;
   return env;
 }
 
-// The site default never fights what the user or Slurm chose (bind_task says which).
+// The site default never fights what the user chose (bind_task says which). The user's
+// --cpu-bind is told apart from task/affinity's automatic binding by the step's environment
+// (srun exports the user's there; task/affinity writes its own into each task only). A Slurm
+// that did not call slurm_spank_user_init leaves only the task's, where both look the same: the
+// site default then stands back from any CPU binding.
 bool site_default_stands_back(const std::map<std::string, std::string>& env, const topo::LocalRank& lr) {
-  for (const char* v : kUserBindingVars)
-    if (env.count(v)) {
-      if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s is set: the user's binding wins over the site default\n", v);
-      return true;
-    }
+  if (auto user = bind::user_cpu_binding(g_step_seen ? g_step : env)) {
+    if (g_opt.verbose) std::fprintf(stderr, "gpubind: srun --cpu-bind=%s: the user's binding wins over the site default\n", user->c_str());
+    return true;
+  }
   if (lr.size == 1) {
     if (g_opt.verbose) std::fprintf(stderr, "gpubind: one task on this node: left to its own launcher (site default)\n");
     return true;
@@ -165,6 +171,26 @@ Result<topo::Topology> task_topology(const bind::Config& cfg, const std::map<std
   return topo;
 }
 
+std::string env_value(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+// Slurm's per-task GPU binding (--gpus-per-task, --gpu-bind) narrowed the task's GPUs below the
+// step's: the node is planned over the step's GPUs with each task on the GPUs Slurm gave it, so a
+// rank gets the same CPUs as without the narrowing, and they are its own GPU's.
+void per_task_gpus(const std::map<std::string, std::string>& env, const topo::LocalRank& lr, bind::RankRequest& r) {
+  if (!g_step_seen || !lr.size) return;
+  auto gpus = bind::slurm_task_gpus(env_value(g_step, "SLURM_STEP_GPUS"), env_value(env, "SLURM_STEP_GPUS"),
+                                    env_value(env, "SLURMD_TRES_BIND"), *lr.size, lr.rank);
+  if (!gpus) return;
+  r.gpu_env.clear();
+  for (const std::string& n : plan::gpu_env_names())
+    if (auto it = g_step.find(n); it != g_step.end()) r.gpu_env.insert(*it);
+  r.options.rank_gpus = gpus->rows;
+  if (!gpus->exact) warn({gpus->how + ": tasks sharing a NUMA node may overlap"});
+}
+
 // The same options and binding as `gpubind exec` under srun (bind/bind_rank.hpp): planned over
 // the step's cgroup CPUs; dryrun plans over the whole file machine and exports GPUBIND_* only.
 Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<std::string, std::string>& env,
@@ -181,6 +207,7 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
   for (const std::string& n : plan::gpu_env_names())
     if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
+  per_task_gpus(env, lr, r);
   if (g_args.dry_run) {
     r.machine = {t.cpus, t.cpus, CpuSet::range(0, 4095)};
     return r;
@@ -191,8 +218,32 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   return r;
 }
 
-// The warnings, then what the site default narrowed (always said) and --gpubind=verbose's line.
-void report(const bind::BoundRank& b, const topo::Topology& t, bool site_default) {
+// One line of where the task runs and what it is bound to, like Open MPI's --report-bindings:
+// host, job and step, global and local rank, GPU (index, PCI address, UUID when known), CPUs,
+// memory policy and nodes, NIC.
+std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::Topology& t) {
+  uint32_t job = 0, step = 0, global = 0;
+  bool ids = spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS && spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
+             spank_get_item(sp, S_TASK_GLOBAL_ID, &global) == ESPANK_SUCCESS;
+  std::string where = sys::hostname();
+  if (ids) where += " job " + std::to_string(job) + "." + (step == 0xfffffffbu ? std::string("batch") : std::to_string(step)) +
+                    " rank " + std::to_string(global) + " (local " + std::to_string(rb.local_rank) + ")";
+  else where += " local rank " + std::to_string(rb.local_rank);
+  std::string gpu = "-";
+  if (!rb.gpus.empty()) {
+    gpu = std::to_string(rb.gpus[0].index) + " " + rb.gpus[0].pci;
+    for (const topo::Gpu& g : t.gpus)
+      if (g.pci == rb.gpus[0].pci && !g.uuid.empty()) gpu += " " + g.uuid;
+    if (rb.gpus.size() > 1) gpu += " (+" + std::to_string(rb.gpus.size() - 1) + " more)";
+  }
+  return one_line(where + ": GPU " + gpu + ", CPUs " + rb.cpus.to_list() + ", memory " + plan::to_string(rb.mem_policy) + " " +
+                  (rb.mem_nodes.empty() ? std::string("-") : join_numbers(rb.mem_nodes)) + ", NIC " +
+                  (rb.nics.empty() ? std::string("-") : rb.nics[0].name) + (g_args.dry_run ? " (dry run)" : ""));
+}
+
+// The warnings, then what the site default narrowed (always said), --gpubind=verbose's line on
+// the job's stderr, and the same line in slurmd's log at debug level.
+void report(spank_t sp, const bind::BoundRank& b, const topo::Topology& t, bool site_default) {
   warn(b.plan_warnings);
   warn(b.apply_warnings);
   const plan::RankBinding& rb = b.binding;
@@ -200,16 +251,18 @@ void report(const bind::BoundRank& b, const topo::Topology& t, bool site_default
   if (site_default && rb.cpus != step)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
                  plan::to_string(b.request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
-  if (g_opt.verbose)
-    std::fprintf(stderr, "gpubind: task local rank %u: GPU %s, CPUs %s, memory %s %s%s\n", rb.local_rank,
-                 rb.gpus.empty() ? "-" : rb.gpus[0].pci.c_str(), rb.cpus.to_list().c_str(), plan::to_string(rb.mem_policy),
-                 join_numbers(rb.mem_nodes).c_str(), g_args.dry_run ? " (dry run)" : "");
+  std::string line = binding_line(sp, rb, t);
+  if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s\n", line.c_str());
+  slurm_debug("gpubind: %s", line.c_str());
 }
 
 // The task's binding; an Error says why it could not be made or applied. `site_default`: the
 // mode comes from plugstack.conf, not from the user's --gpubind, so it must never fight what the
 // user or Slurm chose:
-//   - an explicit --cpu-bind (or SLURM_GPU_BIND) wins: the task is left as Slurm binds it;
+//   - the user's explicit --cpu-bind wins: the task is left as Slurm binds it (task/affinity's
+//     automatic binding does not: the site default replaces it);
+//   - Slurm's per-task GPU binding (--gpus-per-task, --gpu-bind) is followed: the task is bound
+//     near the GPU Slurm gave it, never moved to another;
 //   - a step with one task on this node is left to that task (it is usually a launcher,
 //     torchrun or `gpubind launch`, that binds the workers it starts within the allocation);
 //   - any narrowing below the step's CPUs is said on stderr.
@@ -227,7 +280,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   auto bound = bind::bind_rank(*topo, *r, binder);
   if (!bound) return bound.error();
   if (!bound->applied) return bound->applied;
-  report(*bound, *topo, site_default);
+  report(sp, *bound, *topo, site_default);
   return Ok{};
 }
 
@@ -252,12 +305,29 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
   }
 }
 
+// The step's environment as srun sent it: slurmstepd calls this once per step, before it forks
+// the tasks and adds each one's binding and GPU variables.
+extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
+  try {
+    g_step.clear();
+    for (const std::string& n : bind::slurm_step_env_names())
+      if (auto v = spank_task_value(sp, n)) g_step[n] = *v;
+    g_step_seen = true;
+    return 0;
+  } catch (...) {
+    g_step_seen = false;  // the task's own variables decide, as before
+    return 0;
+  }
+}
+
 // The end of the step: its option is forgotten (one slurmstepd serves one step, and a plugin
 // loaded again in the same process, as the tests' host does, starts clean).
 extern "C" int slurm_spank_exit(spank_t, int, char**) {
   g_opt = bind::GpubindOption{};
   g_requested = false;
   g_mode.clear();
+  g_step.clear();
+  g_step_seen = false;
   return 0;
 }
 

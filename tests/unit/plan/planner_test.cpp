@@ -161,6 +161,52 @@ TEST(Planner, OneRankOwnsEveryVisibleGpu) {
   EXPECT_EQ(one.ranks[0].cpus.to_list(), "0-55,112-167");
 }
 
+TEST(Planner, RanksGpusGivenByTheLauncherAreKept) {
+  // Slurm's --gpu-bind=map_gpu:5,0: rank 0 drives GPU 5 (socket 1), rank 1 GPU 0 (socket 0).
+  auto t = example("dgx-h100");
+  Request r;
+  r.ranks = 2;
+  r.rank_gpus = {{5}, {0}};
+  Plan p = must_plan(t, r);
+  ASSERT_EQ(p.ranks.size(), 2u);
+  ASSERT_EQ(p.ranks[0].gpus.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 0u);
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(t.numa_nodes[1].cpus)) << p.ranks[0].cpus.to_list();
+  EXPECT_TRUE(p.ranks[1].cpus.is_subset_of(t.numa_nodes[0].cpus)) << p.ranks[1].cpus.to_list();
+}
+
+TEST(Planner, RanksGpusGivenByTheLauncherGetTheCpusOfTheirGpuAsWithoutThem) {
+  // A rank gets the same CPUs whether Slurm narrows each task to its GPU or not: with the ranks
+  // permuted over the GPUs, the rank on GPU g gets what the default plan gives GPU g's rank.
+  auto t = example("dgx-h100");
+  Request plain;
+  plain.ranks = 8;
+  Plan base = must_plan(t, plain);
+  Request given = plain;
+  const std::vector<unsigned> gpu_of_rank = {3, 7, 0, 4, 1, 5, 2, 6};
+  for (unsigned g : gpu_of_rank) given.rank_gpus.push_back({g});
+  Plan p = must_plan(t, given);
+  for (unsigned r = 0; r < 8; ++r) {
+    EXPECT_EQ(p.ranks[r].gpus[0].index, gpu_of_rank[r]);
+    EXPECT_EQ(p.ranks[r].cpus, base.ranks[gpu_of_rank[r]].cpus) << "rank " << r;
+    EXPECT_EQ(p.ranks[r].mem_nodes, base.ranks[gpu_of_rank[r]].mem_nodes) << "rank " << r;
+  }
+}
+
+TEST(Planner, RanksGpusGivenMustNameEveryRankAndVisibleGpus) {
+  auto t = example("dgx-h100");
+  Request r;
+  r.ranks = 3;
+  r.rank_gpus = {{0}, {1}};
+  EXPECT_FALSE(make_plan(t, r).ok());
+  r.ranks = 2;
+  r.rank_gpus = {{0}, {8}};
+  auto p = make_plan(t, r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message().find("position 8 of 8 visible GPUs"), std::string::npos) << p.error().message();
+}
+
 // --- 2. GPU identity -------------------------------------------------------------------------
 
 TEST(GpuIdentity, CudaVisibleDevicesIndicesPickGpusInOrder) {

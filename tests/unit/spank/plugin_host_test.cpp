@@ -20,6 +20,7 @@ extern "C" {
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,14 @@ extern "C" {
 #include <fiu.h>
 #endif
 
+#include "discover/source.hpp"
+#include "plan/plan.hpp"
 #include "util/cpuset.hpp"
 
 extern "C" int slurm_spank_init(spank_t sp, int ac, char** av);
 extern "C" int slurm_spank_task_init(spank_t sp, int ac, char** av);
 extern "C" int slurm_spank_exit(spank_t sp, int ac, char** av);
+extern "C" int slurm_spank_user_init(spank_t sp, int ac, char** av);
 
 namespace {
 
@@ -41,6 +45,7 @@ struct Host {
   std::map<std::string, std::string> env;
   std::string refuse_setenv;  // spank_setenv of this variable fails
   std::vector<std::string> slurm_errors;
+  std::vector<std::string> slurm_debug;
 };
 Host g_host;
 struct spank_option* g_registered = nullptr;  // the plugin's --gpubind, as it registered it
@@ -68,6 +73,26 @@ spank_err_t spank_setenv(spank_t, const char* var, const char* val, int) {
 spank_err_t spank_unsetenv(spank_t, const char* var) {
   g_host.env.erase(var);
   return spank_err_t(ESPANK_SUCCESS);
+}
+// Job 42, step 7, global task 3.
+spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
+  va_list ap;
+  va_start(ap, item);
+  spank_err_t rc = spank_err_t(ESPANK_SUCCESS);
+  if (item == S_JOB_ID) *va_arg(ap, uint32_t*) = 42;
+  else if (item == S_JOB_STEPID) *va_arg(ap, uint32_t*) = 7;
+  else if (item == S_TASK_GLOBAL_ID) *va_arg(ap, uint32_t*) = 3;
+  else rc = spank_err_t(ESPANK_BAD_ARG);
+  va_end(ap);
+  return rc;
+}
+void slurm_debug(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_host.slurm_debug.push_back(buf);
 }
 const char* spank_strerror(spank_err_t e) { return e == ESPANK_ERROR ? "Generic error" : "other spank error"; }
 void slurm_error(const char* fmt, ...) {
@@ -127,6 +152,12 @@ class SpankHost : public ::testing::Test {
     std::vector<char*> av;
     for (std::string& a : args) av.push_back(a.data());
     if (int rc = slurm_spank_init(nullptr, int(av.size()), av.data()); rc != 0) return rc;
+    if (m_step_env) {  // the step's environment in slurm_spank_user_init, then the task's
+      std::map<std::string, std::string> task = g_host.env;
+      g_host.env = *m_step_env;
+      slurm_spank_user_init(nullptr, 0, nullptr);
+      g_host.env = task;
+    }
     if (gpubind) {
       if (!g_registered) return -100;
       if (int rc = g_registered->cb(g_registered->val, gpubind, 1); rc != 0) return rc;
@@ -152,6 +183,7 @@ class SpankHost : public ::testing::Test {
     EXPECT_NE(m_stderr.find(part), std::string::npos) << m_stderr;
   }
 
+  std::optional<std::map<std::string, std::string>> m_step_env;  // the step's, seen before the task's
   std::string m_affinity;  // as slurmstepd gave it
   std::string m_point;  // the failure point a test enabled
   std::string m_config;
@@ -173,7 +205,9 @@ TEST_F(SpankHost, AModeCombinesWithMemAndVerbose) {
   ASSERT_EQ(run_task({}, "numa,mem=interleave,verbose"), 0) << m_stderr;
   EXPECT_EQ(g_host.env["GPUBIND_POLICY"], "numa");
   EXPECT_EQ(g_host.env["GPUBIND_MEM_POLICY"], "interleave");
-  EXPECT_NE(m_stderr.find("gpubind: task local rank 0:"), std::string::npos) << m_stderr;
+  EXPECT_NE(m_stderr.find(" job 42.7 rank 3 (local 0): GPU "), std::string::npos) << m_stderr;
+  ASSERT_EQ(g_host.slurm_debug.size(), 1u);
+  EXPECT_NE(g_host.slurm_debug[0].find(" job 42.7 rank 3 (local 0): GPU "), std::string::npos) << g_host.slurm_debug[0];
 }
 
 // A task variable longer than the plugin's first 4096-byte buffer was dropped as if unset: here
@@ -185,6 +219,66 @@ TEST_F(SpankHost, ALongTaskVariableIsReadWhole) {
   g_host.env["SLURM_CPU_BIND"] = masks;
   ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
   expect_unbound();
+}
+
+// Issue 30: under TaskPlugin=task/affinity every task carries Slurm's automatic binding in
+// SLURM_CPU_BIND*, which the site default took for the user's --cpu-bind and stood back. srun
+// exports the user's to the step (seen in slurm_spank_user_init); task/affinity writes its own
+// into the task only.
+TEST_F(SpankHost, SiteDefaultReplacesTaskAffinitysAutomaticBinding) {
+  m_step_env = std::map<std::string, std::string>{{"SLURM_STEP_TASKS_PER_NODE", "2"}};
+  g_host.env.insert({{"SLURM_CPU_BIND", "quiet,mask_cpu:0x1,0x2"}, {"SLURM_CPU_BIND_TYPE", "mask_cpu:"}, {"SLURM_CPU_BIND_LIST", "0x1,0x2"}});
+  ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+  ASSERT_NE(g_host.env["GPUBIND_CPUS"], "from the user") << m_stderr;
+  EXPECT_EQ(affinity_now(), g_host.env["GPUBIND_CPUS"]);
+}
+
+TEST_F(SpankHost, SiteDefaultStandsBackForTheUsersCpuBind) {
+  std::map<std::string, std::string> user = {{"SLURM_CPU_BIND", "quiet,map_cpu:1,0"}, {"SLURM_CPU_BIND_TYPE", "map_cpu:"}, {"SLURM_CPU_BIND_LIST", "1,0"}};
+  m_step_env = user;
+  g_host.env.insert(user.begin(), user.end());
+  ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+  expect_unbound();
+  // --cpu-bind=verbose alone chooses no binding: the site default binds.
+  SetUp();
+  m_step_env = std::map<std::string, std::string>{{"SLURM_CPU_BIND", "verbose"}, {"SLURM_CPU_BIND_TYPE", ""}};
+  ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+  EXPECT_NE(g_host.env["GPUBIND_CPUS"], "from the user");
+}
+
+// Issue 30: with --gpus-per-task=1 (or --gpu-bind=map_gpu) each task sees only its own GPU, and
+// every task was planned as if all shared GPU 0. The plan is made over the step's GPUs, each task
+// on the GPU Slurm gave it: task 3 gets what `gpubind plan -n 8` gives that GPU's rank.
+TEST_F(SpankHost, PerTaskGpusArePlannedOverTheWholeStep) {
+  std::string topology = "topology=" GPUBIND_SOURCE_DIR "/data/examples/dgx-h100.json";
+  auto t = gpubind::discover::load_topology(GPUBIND_SOURCE_DIR "/data/examples/dgx-h100.json");
+  ASSERT_TRUE(t.ok());
+  gpubind::plan::Request eight;
+  eight.ranks = 8;
+  auto plan = gpubind::plan::make_plan(*t, eight);
+  ASSERT_TRUE(plan.ok());
+  struct Case {
+    const char* tres_bind;
+    const char* task_gpu;  // SLURM_STEP_GPUS of task 3
+    const char* cuda;      // its CUDA_VISIBLE_DEVICES (renumbered by Slurm under ConstrainDevices)
+    unsigned gpu;          // the GPU whose rank's CPUs it must get
+  };
+  for (const Case& c : {Case{"gpu:per_task:1", "3", "0", 3}, Case{"gpu:map_gpu:7,6,5,4,3,2,1,0", "4", "0", 4},
+                        Case{"gpu:closest", "6", "6", 6}}) {
+    SetUp();
+    m_step_env = std::map<std::string, std::string>{
+        {"SLURM_STEP_TASKS_PER_NODE", "8"}, {"SLURM_STEP_GPUS", "0,1,2,3,4,5,6,7"}, {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}};
+    g_host.env["SLURM_LOCALID"] = "3";
+    g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "8";
+    g_host.env["SLURM_STEP_GPUS"] = c.task_gpu;
+    g_host.env["CUDA_VISIBLE_DEVICES"] = c.cuda;
+    g_host.env["SLURMD_TRES_BIND"] = c.tres_bind;
+    ASSERT_EQ(run_task({"default=closest", "dryrun", topology}), 0) << m_stderr;
+    EXPECT_EQ(g_host.env["GPUBIND_CPUS"], plan->ranks[c.gpu].cpus.to_list()) << c.tres_bind << ": " << m_stderr;
+    EXPECT_EQ(g_host.env["GPUBIND_GPU"], plan->ranks[c.gpu].gpus[0].pci) << c.tres_bind;
+    // Only closest leaves the other tasks' GPUs unsaid, and says so.
+    EXPECT_EQ(m_stderr.find("are assumed") != std::string::npos, std::string(c.tres_bind) == "gpu:closest") << m_stderr;
+  }
 }
 
 TEST_F(SpankHost, ExecsPlanningOptionsApplyInThePlugin) {

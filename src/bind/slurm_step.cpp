@@ -1,0 +1,160 @@
+#include "bind/slurm_step.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "plan/plan.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::bind {
+
+namespace {
+
+const char* const kCpuBindVars[] = {"SLURM_CPU_BIND", "SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND_LIST"};
+
+std::optional<unsigned> number(std::string_view s, int base = 10) {
+  if (base == 16 && (s.substr(0, 2) == "0x" || s.substr(0, 2) == "0X")) s.remove_prefix(2);
+  unsigned v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// "0,1,3" or "0-3,6": gres indices in the order given.
+std::optional<std::vector<unsigned>> index_list(const std::string& text) {
+  std::vector<unsigned> out;
+  if (text.empty()) return std::nullopt;
+  for (std::string_view view : split(text, ',')) {
+    std::string item(view);
+    size_t dash = item.find('-');
+    auto lo = number(std::string_view(item).substr(0, dash));
+    auto hi = dash == std::string::npos ? lo : number(std::string_view(item).substr(dash + 1));
+    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) return std::nullopt;
+    for (unsigned i = *lo; i <= *hi; ++i) out.push_back(i);
+  }
+  return out;
+}
+
+// map_gpu/mask_gpu lists: "1,0", "0*2,1*2" (an item repeated), one item per task in turn.
+std::optional<std::vector<std::string>> repeated_items(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::string_view view : split(text, ',')) {
+    std::string item(view);
+    size_t star = item.find('*');
+    auto times = star == std::string::npos ? std::optional<unsigned>(1) : number(std::string_view(item).substr(star + 1));
+    if (!times || *times == 0 || *times > 65536 || out.size() + *times > 65536) return std::nullopt;
+    out.insert(out.end(), *times, item.substr(0, star));
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+// The task's GPUs under --gpu-bind=map_gpu or mask_gpu: the listed gres indices within the step's
+// GPUs, or, when none is (Slurm says "does not specify any devices within the allocation"), the
+// step's first GPU.
+std::optional<std::vector<unsigned>> listed_gpus(const std::string& item, bool mask, const std::vector<unsigned>& step) {
+  std::vector<unsigned> ids;
+  if (mask) {
+    auto bits = number(item, 16);
+    if (!bits) return std::nullopt;
+    for (unsigned b = 0; b < 32; ++b)
+      if (*bits & (1u << b)) ids.push_back(b);
+  } else {
+    auto id = number(item);
+    if (!id) return std::nullopt;
+    ids.push_back(*id);
+  }
+  std::vector<unsigned> rows;
+  for (unsigned id : ids) {
+    auto it = std::find(step.begin(), step.end(), id);
+    if (it != step.end()) rows.push_back(unsigned(it - step.begin()));
+  }
+  if (rows.empty()) rows.push_back(0);
+  return rows;
+}
+
+// Every task's GPUs by the rule SLURMD_TRES_BIND names, where it names them all.
+std::optional<std::vector<std::vector<unsigned>>> rule_rows(const std::string& tres_bind, const std::vector<unsigned>& step,
+                                                             unsigned tasks) {
+  std::string gpu;
+  for (std::string_view part : split(tres_bind, ';'))
+    if (part.substr(0, 4) == "gpu:") gpu = std::string(part.substr(4));
+  if (gpu.rfind("verbose,", 0) == 0) gpu = gpu.substr(8);
+  std::vector<std::vector<unsigned>> rows(tasks);
+  if (gpu.rfind("per_task:", 0) == 0) {
+    auto n = number(std::string_view(gpu).substr(9));
+    if (!n || *n == 0 || *n > step.size()) return std::nullopt;
+    for (unsigned t = 0; t < tasks; ++t)
+      for (unsigned k = 0; k < *n; ++k) rows[t].push_back(unsigned((size_t(t) * *n + k) % step.size()));
+    return rows;
+  }
+  bool mask = gpu.rfind("mask_gpu:", 0) == 0;
+  if (!mask && gpu.rfind("map_gpu:", 0) != 0) return std::nullopt;
+  auto items = repeated_items(gpu.substr(mask ? 9 : 8));
+  if (!items) return std::nullopt;
+  for (unsigned t = 0; t < tasks; ++t) {
+    auto r = listed_gpus((*items)[t % items->size()], mask, step);
+    if (!r) return std::nullopt;
+    rows[t] = *r;
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<std::string> slurm_step_env_names() {
+  std::vector<std::string> names(std::begin(kCpuBindVars), std::end(kCpuBindVars));
+  for (const std::string& n : plan::gpu_env_names()) names.push_back(n);
+  return names;
+}
+
+std::optional<std::string> user_cpu_binding(const EnvMap& step) {
+  auto type = step.find("SLURM_CPU_BIND_TYPE");
+  if (type != step.end()) {
+    // "mask_cpu:", "none", "cores"...; "" when the user gave only verbose or quiet.
+    if (type->second.empty()) return std::nullopt;
+    auto list = step.find("SLURM_CPU_BIND_LIST");
+    return type->second + (list == step.end() ? "" : list->second);
+  }
+  // SLURM_CPU_BIND alone (a script's environment): verbosity words are no binding.
+  auto bind = step.find("SLURM_CPU_BIND");
+  if (bind == step.end()) return std::nullopt;
+  std::vector<std::string> kept;
+  for (std::string_view w : split(bind->second, ','))
+    if (w != "verbose" && w != "quiet" && !w.empty()) kept.emplace_back(w);
+  if (kept.empty()) return std::nullopt;
+  return join(kept, ",");
+}
+
+std::optional<TaskGpus> slurm_task_gpus(const std::string& step_text, const std::string& task_text, const std::string& tres_bind,
+                                        unsigned local_tasks, unsigned local_id) {
+  auto step = index_list(step_text);
+  auto task = index_list(task_text);
+  if (!step || !task || local_id >= local_tasks || *step == *task) return std::nullopt;
+  std::vector<unsigned> own;
+  for (unsigned id : *task) {
+    auto it = std::find(step->begin(), step->end(), id);
+    if (it == step->end()) return std::nullopt;
+    own.push_back(unsigned(it - step->begin()));
+  }
+  TaskGpus out;
+  if (auto rows = rule_rows(tres_bind, *step, local_tasks); rows && (*rows)[local_id] == own) {
+    out.rows = std::move(*rows);
+    out.exact = true;
+    out.how = "Slurm's " + tres_bind + " over the step's GPUs " + step_text;
+    return out;
+  }
+  // Not said for the other tasks: the default (task t on the step's GPU t, or tasks sharing in
+  // turn), this task on its own GPUs, and the task that held them given this task's.
+  for (unsigned t = 0; t < local_tasks; ++t)
+    out.rows.push_back({unsigned(local_tasks <= step->size() ? t : size_t(t) * step->size() / local_tasks)});
+  std::vector<unsigned> mine = out.rows[local_id];
+  for (unsigned t = 0; t < local_tasks; ++t)
+    if (t != local_id && out.rows[t] == std::vector<unsigned>{own[0]}) out.rows[t] = mine;
+  out.rows[local_id] = own;
+  out.how = (tres_bind.empty() ? std::string("Slurm") : "Slurm's " + tres_bind) + " gave this task GPU(s) " + task_text + " of the step's " +
+            step_text + "; the other tasks' GPUs are not said and are assumed";
+  return out;
+}
+
+}  // namespace gpubind::bind

@@ -1,0 +1,48 @@
+#pragma once
+// What Slurm tells the SPANK plugin about a step, read without Slurm so it can be tested: the
+// step's environment as srun sent it, which the plugin sees in slurm_spank_user_init before
+// slurmstepd adds each task's own variables, and each task's environment in
+// slurm_spank_task_init. Measured on Slurm 22.05 (tests/slurm/spank_test.sh):
+//   - srun --cpu-bind=TYPE exports SLURM_CPU_BIND, SLURM_CPU_BIND_TYPE and SLURM_CPU_BIND_LIST
+//     to the step; task/affinity's automatic binding writes the same names into each task's
+//     environment only, after user_init. So the step's copy tells the user's choice apart.
+//   - --gpus-per-task=N and --gpu-bind=... narrow each task's SLURM_STEP_GPUS and
+//     CUDA_VISIBLE_DEVICES to its own GPUs; the step's copy still lists every GPU of the step on
+//     the node, and SLURMD_TRES_BIND (gpu:per_task:1, gpu:map_gpu:1,0...) says the rule.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpubind::bind {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// The names the plugin reads from the step's environment: the CPU binding variables and the GPU
+// selection variables (plan::gpu_env_names()).
+std::vector<std::string> slurm_step_env_names();
+
+// The CPU binding the user chose for the step (srun --cpu-bind=TYPE, or SLURM_CPU_BIND in srun's
+// environment), as Slurm writes it ("map_cpu:1,0", "none"); nullopt when the step's environment
+// has none, or only a verbosity (--cpu-bind=verbose chooses no binding).
+std::optional<std::string> user_cpu_binding(const EnvMap& step);
+
+// How each task of the step on this node was given its GPUs, as positions in the step's GPU list.
+struct TaskGpus {
+  std::vector<std::vector<unsigned>> rows;  // one per local task
+  bool exact = false;    // false: only this task's row is Slurm's; the others are assumed
+  std::string how;       // for the plan's explanation and warnings
+};
+
+// Each local task's GPUs when Slurm narrowed this task's GPUs below the step's (per-task GPU
+// binding); nullopt when it did not (every task sees the step's GPUs: the plan is made as without
+// Slurm) or the variables do not say (no SLURM_STEP_GPUS; a GPU of the task not in the step's).
+//   step, task: SLURM_STEP_GPUS of the step and of the task (gres indices); tres_bind:
+//   SLURMD_TRES_BIND. Rows follow Slurm's rule where it names them all (per_task:N, map_gpu,
+//   mask_gpu) and agrees with this task's own GPUs; otherwise (closest, single:K) the task's row
+//   is its own GPUs and the others keep the default (task t on the step's GPU t), exchanged with
+//   the task that held this task's GPU, and `exact` is false.
+std::optional<TaskGpus> slurm_task_gpus(const std::string& step, const std::string& task, const std::string& tres_bind,
+                                        unsigned local_tasks, unsigned local_id);
+
+}  // namespace gpubind::bind

@@ -1,0 +1,84 @@
+// What Slurm tells the SPANK plugin about a step (bind/slurm_step.hpp): the user's CPU binding
+// told apart from task/affinity's, and each task's GPUs under per-task GPU binding. The
+// variables are as Slurm 22.05 sets them (recorded on the test cluster, tests/slurm).
+#include <gtest/gtest.h>
+
+#include "bind/slurm_step.hpp"
+
+namespace gpubind::bind {
+
+using Rows = std::vector<std::vector<unsigned>>;
+
+TEST(SlurmStep, AnExplicitCpuBindIsTheUsers) {
+  // srun --cpu-bind=map_cpu:1,0 exports these to the step.
+  EnvMap step = {{"SLURM_CPU_BIND", "quiet,map_cpu:1,0"}, {"SLURM_CPU_BIND_TYPE", "map_cpu:"}, {"SLURM_CPU_BIND_LIST", "1,0"}};
+  EXPECT_EQ(user_cpu_binding(step), "map_cpu:1,0");
+  step = {{"SLURM_CPU_BIND", "quiet,none"}, {"SLURM_CPU_BIND_TYPE", "none"}, {"SLURM_CPU_BIND_LIST", ""}};
+  EXPECT_EQ(user_cpu_binding(step), "none");
+}
+
+TEST(SlurmStep, VerbosityAloneIsNoBinding) {
+  // srun --cpu-bind=verbose: a request to be told, not a binding.
+  EnvMap step = {{"SLURM_CPU_BIND", "verbose"}, {"SLURM_CPU_BIND_TYPE", ""}, {"SLURM_CPU_BIND_LIST", "verbose"}};
+  EXPECT_EQ(user_cpu_binding(step), std::nullopt);
+  EXPECT_EQ(user_cpu_binding({{"SLURM_CPU_BIND", "quiet"}}), std::nullopt);
+  EXPECT_EQ(user_cpu_binding({}), std::nullopt);
+  EXPECT_EQ(user_cpu_binding({{"SLURM_CPU_BIND", "verbose,cores"}}), "cores");
+}
+
+TEST(SlurmStep, NoPerTaskGpuBindingLeavesThePlanAsIs) {
+  EXPECT_EQ(slurm_task_gpus("0,1", "0,1", "", 2, 0), std::nullopt);
+  EXPECT_EQ(slurm_task_gpus("", "1", "gpu:per_task:1", 2, 0), std::nullopt);
+  EXPECT_EQ(slurm_task_gpus("0,1", "3", "gpu:per_task:1", 2, 0), std::nullopt);  // not a GPU of the step
+  EXPECT_EQ(slurm_task_gpus("0,x", "0", "gpu:per_task:1", 2, 0), std::nullopt);
+}
+
+TEST(SlurmStep, GpusPerTaskGiveTasksTheStepsGpusInTurn) {
+  // srun -n2 --gpus-per-task=1 on GPUs 0 and 2: task 0 gets 0, task 1 gets 2.
+  auto g = slurm_task_gpus("0,2", "2", "gpu:per_task:1", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
+  g = slurm_task_gpus("0-3", "2,3", "gpu:per_task:2", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rows, (Rows{{0, 1}, {2, 3}}));
+}
+
+TEST(SlurmStep, MapGpuNamesEveryTasksGpu) {
+  auto g = slurm_task_gpus("0,1", "1", "gpu:map_gpu:1,0", 2, 0);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{1}, {0}}));
+  // Repeats, and verbose before the rule.
+  g = slurm_task_gpus("0,1", "0", "gpu:verbose,map_gpu:1*2,0*2", 4, 2);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rows, (Rows{{1}, {1}, {0}, {0}}));
+  // A listed GPU outside the step: Slurm binds that task to the step's first GPU.
+  g = slurm_task_gpus("0,2", "0", "gpu:map_gpu:2,1", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rows, (Rows{{1}, {0}}));
+}
+
+TEST(SlurmStep, MaskGpuNamesEveryTasksGpus) {
+  auto g = slurm_task_gpus("0-3", "2,3", "gpu:mask_gpu:0x3,0xc", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{0, 1}, {2, 3}}));
+}
+
+TEST(SlurmStep, ClosestGivesThisTaskItsGpuAndAssumesTheOthers) {
+  // --gpu-bind=closest says nothing of the other tasks: this task on its GPU, the task that held
+  // it by default moved to this task's default GPU.
+  auto g = slurm_task_gpus("0,1", "1", "gpu:closest", 2, 0);
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{1}, {0}}));
+  EXPECT_NE(g->how.find("assumed"), std::string::npos) << g->how;
+  // A rule whose rows disagree with the task's own GPUs is not trusted either.
+  g = slurm_task_gpus("0,1", "0", "gpu:map_gpu:1,0", 2, 0);
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
+}
+
+}  // namespace gpubind::bind
