@@ -9,10 +9,19 @@
 #   cluster.sh stop DIR
 #   SLURMD_WRAP="CMD ARGS --" starts each slurmd under that command (which must exec slurmd),
 #   e.g. tests/slurm/seccomp_deny.py to refuse a system call to slurmd, slurmstepd and the tasks.
+#   TASK_PLUGIN (default task/none), e.g. task/affinity or task/cgroup,task/affinity: Slurm's own
+#   binding as production sites run it. SOCKETS, CORES (per socket) and GPUS shape each node
+#   (default 2 x 8, 8 GPUs, split evenly over the sockets); a shape of this machine's real CPU
+#   count (SOCKETS=2 CORES=1 on two CPUs) lets task/affinity really bind. NODE_EXTRA is added to
+#   every NodeName line (CoreSpecCount=1), CONF_EXTRA to slurm.conf.
 set -u
 cmd=${1:?start|stop}
 D=${2:?directory}
 NODES=${NODES:-2}
+TASK_PLUGIN=${TASK_PLUGIN:-task/none}
+SOCKETS=${SOCKETS:-2}
+CORES=${CORES:-8}
+GPUS=${GPUS:-8}
 [ -n "${PORT:-}" ] && PORT_PINNED=1
 PORT=${PORT:-17817}
 
@@ -75,13 +84,16 @@ start() {
     local n="n$i"
     nodes="$nodes${nodes:+,}$n"
     mkdir -p "$D/spool/$n" "$D/dev/$n"
-    for g in $(seq 0 7); do
+    for g in $(seq 0 $((GPUS - 1))); do
       mknod "$D/dev/$n/nvidia$g" c 195 "$g" 2>/dev/null || : > "$D/dev/$n/nvidia$g"
-      # GPUs 0-3 on socket 0 (cores 0-7), 4-7 on socket 1 (cores 8-15).
-      gres_lines="${gres_lines}NodeName=$n Name=gpu File=$D/dev/$n/nvidia$g Cores=$(( g < 4 ? 0 : 8 ))-$(( g < 4 ? 7 : 15 ))
+      # GPUs split evenly over the sockets, each near its socket's cores (the default: GPUs 0-3
+      # on socket 0, cores 0-7; 4-7 on socket 1, cores 8-15).
+      local s=$(( g * SOCKETS / GPUS ))
+      local first=$(( s * CORES )) last=$(( s * CORES + CORES - 1 ))
+      gres_lines="${gres_lines}NodeName=$n Name=gpu File=$D/dev/$n/nvidia$g Cores=$first$([ $last -gt $first ] && echo "-$last")
 "
     done
-    node_lines="${node_lines}NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:8 State=UNKNOWN
+    node_lines="${node_lines}NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) CPUs=$((SOCKETS * CORES)) Boards=1 SocketsPerBoard=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=1 RealMemory=2000 Gres=gpu:$GPUS ${NODE_EXTRA:+$NODE_EXTRA }State=UNKNOWN
 "
   done
   printf '%s' "$gres_lines" > "$D/etc/gres.conf"
@@ -96,7 +108,7 @@ start() {
       local gres
       gres=$(sed -n "s/^# slurm.conf: NodeName=n$i Gres=//p" "$D/etc/gres-n$i.conf")
       [ -n "$gres" ] || { log "no slurm.conf Gres= line from: $GRES_FROM"; return 1; }
-      node_lines=$(printf '%s' "$node_lines" | sed "/^NodeName=n$i /s/ Gres=gpu:8 / Gres=$gres /")
+      node_lines=$(printf '%s' "$node_lines" | sed "/^NodeName=n$i /s/ Gres=gpu:$GPUS / Gres=$gres /")
       node_lines="$node_lines
 "
     done
@@ -121,7 +133,7 @@ SlurmdLogFile=$D/log/slurmd-%n.log
 PlugStackConfig=$D/etc/plugstack.conf
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$TASK_PLUGIN
 SlurmdParameters=config_overrides
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -135,6 +147,7 @@ SchedulerParameters=batch_sched_delay=0
 KillWait=5
 InactiveLimit=0
 MinJobAge=60
+${CONF_EXTRA:-}
 $node_lines
 PartitionName=test Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
 CONF

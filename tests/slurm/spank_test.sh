@@ -225,4 +225,68 @@ elif SLURMD_WRAP="/usr/bin/python3 $HERE/seccomp_deny.py set_mempolicy EPERM --"
 else
   fail "cluster with a seccomp-filtered slurmd did not start"
 fi
+"$HERE/cluster.sh" stop "$D3"
+
+# 14. Slurm as sites run it (issue 30): TaskPlugin=task/affinity on a node shaped like this
+#     machine (2 sockets x 1 core on two CPUs, so Slurm's own masks are real), 2 GPUs, GPU 0 near
+#     CPU 0 and GPU 1 near CPU 1 in gres.conf and in the admin's topology (this machine's own with
+#     two stand-in GPUs), plugstack.conf default=closest. task/affinity binds every task
+#     (SLURM_CPU_BIND=quiet,mask_cpu:0x1,0x2); the site default must still bind, follow Slurm's
+#     per-task GPUs, and stand back for the user's --cpu-bind.
+D4="$WORK/cluster4"
+if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
+  echo "SKIP 14: task/affinity's case needs a machine of exactly CPUs 0-1 (this one: $(cat /sys/devices/system/cpu/online))"
+else
+  "$GPUBIND" topo --json >"$WORK/live.json"
+  /usr/bin/python3 - "$WORK/live.json" "$WORK/two-gpus.json" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+node = t["numa_nodes"][0]["os_index"]
+t["gpus"] = [{"index": i, "vendor": "nvidia", "name": "stand-in GPU", "uuid": "GPU-0000000%d-test" % i,
+              "pci": "0000:%02x:00.0" % (0xe1 + i), "vendor_id": "0x10de", "device_id": "0x2330", "class_id": "0x0302",
+              "os_names": [], "numa": [node], "cpus": str(i), "pcie_path": ["hb:0000:%02x" % (0xe0 + i)], "memory_numa": []}
+             for i in range(2)]
+json.dump(t, open(sys.argv[2], "w"))
+PYEOF
+  if TASK_PLUGIN=task/affinity SOCKETS=2 CORES=1 GPUS=2 NODES=1 CONF_EXTRA=SlurmdDebug=debug \
+    "$HERE/cluster.sh" start "$D4" "$PLUGIN" default=closest "topology=$WORK/two-gpus.json"; then
+    trap '"$HERE/cluster.sh" stop "$D4"; rm -rf "$WORK"' EXIT
+    export SLURM_CONF="$D4/etc/slurm.conf"
+    tprobe='echo "$SLURM_LOCALID $SLURM_CPU_BIND_LIST $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset} ${GPUBIND_GPU:-unset}"'
+    # Each task's line: local rank, Slurm's mask list, its CPUs now, GPUBIND_CPUS, GPUBIND_GPU.
+    expect_tasks() {  # expect_tasks WHAT OUT "CPUS GPU" (of task 0) "CPUS GPU" (of task 1)
+      local what=$1 out=$2 ok=1 r=0 want line
+      for want in "$3" "$4"; do
+        line=$(echo "$out" | awk -v r=$r '$1==r {print $3, $4, $5}')
+        set -- $want  # CPUS GPU: the task's CPUs, and GPUBIND_CPUS and GPUBIND_GPU (or both unset)
+        if [ "$2" = unset ]; then [ "$line" = "$1 unset unset" ] || ok=0; else [ "$line" = "$1 $1 $2" ] || ok=0; fi
+        r=$((r + 1))
+      done
+      [ $ok = 1 ] && pass "$what" || fail "$what: $out $(cat "$WORK/err")"
+    }
+    out=$(srun -Q -N1 -n2 sh -c "$tprobe" 2>"$WORK/err")
+    [ "$(echo "$out" | awk '{print $2}' | sort -u)" = "0x1,0x2" ] && pass "task/affinity binds every task itself (mask_cpu:0x1,0x2)" \
+      || fail "task/affinity's own masks: $out"
+    expect_tasks "task/affinity + site default: the plugin binds each task to its GPU's CPU" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
+    out=$(srun -Q -N1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "task/affinity + the user's --cpu-bind=map_cpu:1,0: the site default stands back" "$out" "1 unset" "0 unset"
+    out=$(srun -Q -N1 -n2 --gpus-per-task=1 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--gpus-per-task=1: each task on its own GPU's CPU" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
+    out=$(srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU 1, task 1 on GPU 0's CPU 0 (Slurm gave 0 and 1)" "$out" \
+      "1 0000:e2:00.0" "0 0000:e1:00.0"
+    grep -q "are assumed" "$WORK/err" && fail "map_gpu names every task's GPU, yet a guess was said: $(cat "$WORK/err")"
+    # --gpubind=verbose: one line per task with host, job.step, global and local rank, GPU, CPUs,
+    # memory, NIC; the same in slurmd's log at debug level.
+    out=$(srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --gpubind=verbose true 2>&1)
+    line='gpubind: [^ ]+ job [0-9]+\.0 rank 0 \(local 0\): GPU 1 0000:e2:00\.0 GPU-00000001-test, CPUs 1, memory preferred [0-9]+, NIC '
+    [ "$(echo "$out" | grep -Ec "$line")" = 1 ] && [ "$(echo "$out" | grep -c '^gpubind: .* job .* rank 1 (local 1): GPU 0 ')" = 1 ] \
+      && pass "--gpubind=verbose: $(echo "$out" | grep 'rank 0 ')" || fail "verbose lines: $out"
+    grep -Eq "gpubind: [^ ]+ job [0-9]+\.0 rank 1 \(local 1\): GPU 0 0000:e1:00\.0" "$D4/log/slurmd-n1.log" \
+      && pass "slurmd's log has the task's line at debug level" || fail "slurmd log: $(grep gpubind "$D4/log/slurmd-n1.log" | tail -3)"
+  else
+    fail "cluster with task/affinity did not start"
+  fi
+  "$HERE/cluster.sh" stop "$D4"
+fi
 finish
