@@ -48,6 +48,11 @@ struct Host {
   std::vector<std::string> slurm_debug;
 };
 Host g_host;
+std::string formatted(const char* fmt, va_list ap) {
+  char buf[1024];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  return buf;
+}
 struct spank_option* g_registered = nullptr;  // the plugin's --gpubind, as it registered it
 
 }  // namespace
@@ -87,21 +92,17 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
   return rc;
 }
 void slurm_debug(const char* fmt, ...) {
-  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  g_host.slurm_debug.push_back(formatted(fmt, ap));
   va_end(ap);
-  g_host.slurm_debug.push_back(buf);
 }
 const char* spank_strerror(spank_err_t e) { return e == ESPANK_ERROR ? "Generic error" : "other spank error"; }
 void slurm_error(const char* fmt, ...) {
-  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  g_host.slurm_errors.push_back(formatted(fmt, ap));
   va_end(ap);
-  g_host.slurm_errors.push_back(buf);
 }
 }
 
