@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "topo/topology.hpp"
+#include "util/cpuset.hpp"
+#include "util/result.hpp"
+
 namespace gpubind::bind {
 
 using EnvMap = std::map<std::string, std::string>;
@@ -44,5 +48,13 @@ struct TaskGpus {
 //   the task that held this task's GPU, and `exact` is false.
 std::optional<TaskGpus> slurm_task_gpus(const std::string& step, const std::string& task, const std::string& tres_bind,
                                         unsigned local_tasks, unsigned local_id);
+
+// The CPUs of the cores Slurm allocated to the step on this node (the plugin's
+// S_STEP_ALLOC_CORES, e.g. "0-3,8"). Slurm numbers a node's cores 0..N-1 socket by socket,
+// within a socket in hwloc's order (here: by lowest PU), whatever the OS numbers its CPUs; cores
+// it keeps for the system (CoreSpecCount, CpuSpecList, --core-spec) and other jobs' are never in
+// the list. An Error when a core is beyond this machine's (slurm.conf describes another layout)
+// or the topology gives no cores.
+Result<CpuSet> slurm_core_cpus(const topo::Topology& t, const std::string& cores);
 
 }  // namespace gpubind::bind

@@ -191,10 +191,25 @@ void per_task_gpus(const std::map<std::string, std::string>& env, const topo::Lo
   if (!gpus->exact) warn({gpus->how + ": tasks sharing a NUMA node may overlap"});
 }
 
+// The CPUs of the cores Slurm allocated to the step here (spank's S_STEP_ALLOC_CORES): the cores
+// it keeps for the system (CoreSpecCount, CpuSpecList, --core-spec) and other jobs' are not among
+// them, and without task/cgroup nothing else keeps the task off them. nullopt in a dry run (the
+// file machine is not this one) or when Slurm's numbering does not fit this machine (said).
+std::optional<CpuSet> step_cpus(spank_t sp, const topo::Topology& t) {
+  char* cores = nullptr;
+  if (g_args.dry_run || spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) != ESPANK_SUCCESS || !cores || !*cores) return std::nullopt;
+  auto cpus = bind::slurm_core_cpus(t, cores);
+  if (!cpus) {
+    warn({cpus.error().message() + ": planned over the step's cgroup CPUs " + t.allowed_cpus.to_list()});
+    return std::nullopt;
+  }
+  return *cpus;
+}
+
 // The same options and binding as `gpubind exec` under srun (bind/bind_rank.hpp): planned over
 // the step's cgroup CPUs; dryrun plans over the whole file machine and exports GPUBIND_* only.
 Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<std::string, std::string>& env,
-                                       const topo::LocalRank& lr, const topo::Topology& t) {
+                                       const topo::LocalRank& lr, const topo::Topology& t, const std::optional<CpuSet>& step) {
   bind::RankRequest r;
   r.options = g_args.plan;
   r.options.ranks = lr.size;
@@ -208,6 +223,7 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   for (const std::string& n : plan::gpu_env_names())
     if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
   per_task_gpus(env, lr, r);
+  if (step && !(*step & t.allowed_cpus).empty()) r.options.allowed = (*step & t.allowed_cpus).to_list();
   if (g_args.dry_run) {
     r.machine = {t.cpus, t.cpus, CpuSet::range(0, 4095)};
     return r;
@@ -243,15 +259,18 @@ std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::To
 
 // The warnings, then what the site default narrowed (always said), --gpubind=verbose's line on
 // the job's stderr, and the same line in slurmd's log at debug level.
-void report(spank_t sp, const bind::BoundRank& b, const topo::Topology& t, bool site_default) {
+// `held_back`: CPUs of the step's cgroup outside Slurm's allocation for the step.
+void report(spank_t sp, const bind::BoundRank& b, const topo::Topology& t, bool site_default, const CpuSet& held_back) {
   warn(b.plan_warnings);
   warn(b.apply_warnings);
   const plan::RankBinding& rb = b.binding;
-  const CpuSet& step = g_args.dry_run ? t.cpus : t.allowed_cpus;
+  CpuSet step = (g_args.dry_run ? t.cpus : t.allowed_cpus) - held_back;
   if (site_default && rb.cpus != step)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
                  plan::to_string(b.request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
   std::string line = binding_line(sp, rb, t);
+  if (!held_back.empty())
+    line += "; CPUs " + held_back.to_list() + " held back: not among the step's cores (Slurm's core specialization or other jobs')";
   if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s\n", line.c_str());
   slurm_debug("gpubind: %s", line.c_str());
 }
@@ -274,13 +293,14 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (site_default && site_default_stands_back(env, **lr)) return Ok{};
   auto topo = task_topology(cfg, env);
   if (!topo) return topo.error();
-  auto r = task_request(cfg, env, **lr, *topo);
+  std::optional<CpuSet> step = step_cpus(sp, *topo);
+  auto r = task_request(cfg, env, **lr, *topo, step);
   if (!r) return r.error();
   SpankBinder binder(sp, sys::real_binder(), g_args.dry_run);
   auto bound = bind::bind_rank(*topo, *r, binder);
   if (!bound) return bound.error();
   if (!bound->applied) return bound->applied;
-  report(sp, *bound, *topo, site_default);
+  report(sp, *bound, *topo, site_default, step ? topo->allowed_cpus - *step : CpuSet());
   return Ok{};
 }
 

@@ -81,4 +81,39 @@ TEST(SlurmStep, ClosestGivesThisTaskItsGpuAndAssumesTheOthers) {
   EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
 }
 
+// Two packages numbered round-robin (CPU 0 on package 0, CPU 1 on package 1...), two PUs per
+// core with siblings n and n+8: Slurm's core 0 is package 0's first core, its core 4 package 1's.
+topo::Topology round_robin_node() {
+  topo::Topology t;
+  t.cpus = t.allowed_cpus = CpuSet::range(0, 15);
+  for (unsigned p = 0; p < 2; ++p) {
+    CpuSet pkg;
+    for (unsigned c = p; c < 8; c += 2) {
+      t.cores.push_back({CpuSet::of({c, c + 8})});
+      pkg |= CpuSet::of({c, c + 8});
+    }
+    t.packages.push_back({p, pkg});
+  }
+  return t;
+}
+
+TEST(SlurmStep, SlurmsCoresAreNumberedSocketBySocket) {
+  topo::Topology t = round_robin_node();
+  auto cpus = slurm_core_cpus(t, "0-1");
+  ASSERT_TRUE(cpus.ok()) << cpus.error().message();
+  EXPECT_EQ(cpus->to_list(), "0,2,8,10");
+  cpus = slurm_core_cpus(t, "4,7");
+  ASSERT_TRUE(cpus.ok());
+  EXPECT_EQ(cpus->to_list(), "1,7,9,15");
+}
+
+TEST(SlurmStep, SlurmsCoresBeyondThisMachineAreRefused) {
+  topo::Topology t = round_robin_node();
+  auto cpus = slurm_core_cpus(t, "6-8");
+  ASSERT_FALSE(cpus.ok());
+  EXPECT_NE(cpus.error().message().find("core 8 is beyond this machine's 8 cores"), std::string::npos) << cpus.error().message();
+  EXPECT_FALSE(slurm_core_cpus(t, "x").ok());
+  EXPECT_FALSE(slurm_core_cpus(topo::Topology{}, "0").ok());
+}
+
 }  // namespace gpubind::bind

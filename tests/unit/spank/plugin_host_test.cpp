@@ -46,6 +46,7 @@ struct Host {
   std::string refuse_setenv;  // spank_setenv of this variable fails
   std::vector<std::string> slurm_errors;
   std::vector<std::string> slurm_debug;
+  std::string step_cores;  // S_STEP_ALLOC_CORES; "" = not answered
 };
 Host g_host;
 std::string formatted(const char* fmt, va_list ap) {
@@ -87,6 +88,7 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
   if (item == S_JOB_ID) *va_arg(ap, uint32_t*) = 42;
   else if (item == S_JOB_STEPID) *va_arg(ap, uint32_t*) = 7;
   else if (item == S_TASK_GLOBAL_ID) *va_arg(ap, uint32_t*) = 3;
+  else if (item == S_STEP_ALLOC_CORES && !g_host.step_cores.empty()) *va_arg(ap, char**) = g_host.step_cores.data();
   else rc = spank_err_t(ESPANK_BAD_ARG);
   va_end(ap);
   return rc;
@@ -280,6 +282,31 @@ TEST_F(SpankHost, PerTaskGpusArePlannedOverTheWholeStep) {
     // Only closest leaves the other tasks' GPUs unsaid, and says so.
     EXPECT_EQ(m_stderr.find("are assumed") != std::string::npos, std::string(c.tres_bind) == "gpu:closest") << m_stderr;
   }
+}
+
+// Issue 30: Slurm keeps specialized cores (CoreSpecCount=1) and other jobs' cores out of the
+// step's allocation, but without task/cgroup the task's cgroup is the whole node: a lone rank was
+// bound to every CPU, the specialized one included. The plan is made over the step's cores.
+TEST_F(SpankHost, OnlyTheStepsCoresArePlanned) {
+  CpuSet all = *CpuSet::parse_list(m_affinity);
+  if (all.count() < 2) GTEST_SKIP() << "needs two CPUs to hold one back (this process has " << m_affinity << ")";
+  g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "1";
+  g_host.step_cores = "0";
+  ASSERT_EQ(run_task({}, "verbose"), 0) << m_stderr;
+  std::string cpus = g_host.env["GPUBIND_CPUS"];
+  ASSERT_NE(cpus, "from the user");
+  EXPECT_FALSE(CpuSet::parse_list(cpus)->test(*all.ids().rbegin())) << cpus;
+  EXPECT_TRUE(CpuSet::parse_list(cpus)->is_subset_of(all)) << cpus;
+  EXPECT_NE(m_stderr.find("held back: not among the step's cores"), std::string::npos) << m_stderr;
+  // A core number beyond this machine (slurm.conf of another layout): said, and the step's
+  // cgroup CPUs are planned as before.
+  TearDown();  // the first task's binding undone before the next is planned
+  SetUp();
+  g_host.env["SLURM_STEP_TASKS_PER_NODE"] = "1";
+  g_host.step_cores = "4095";
+  ASSERT_EQ(run_task({}, "verbose"), 0) << m_stderr;
+  EXPECT_NE(m_stderr.find("core 4095 is beyond this machine's"), std::string::npos) << m_stderr;
+  EXPECT_EQ(g_host.env["GPUBIND_CPUS"], m_affinity);
 }
 
 TEST_F(SpankHost, ExecsPlanningOptionsApplyInThePlugin) {
