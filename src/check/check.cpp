@@ -195,4 +195,15 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   return rep;
 }
 
+std::string verdicts_of(const ProcessReport& p) {
+  if (!p.judged) return "NO_GPU";
+  if (p.findings.empty()) return "OK";
+  std::vector<std::string> v;
+  for (const Finding& f : p.findings) {
+    std::string s = to_string(f.verdict);
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  }
+  return join(v, ",");
+}
+
 }  // namespace gpubind::check

@@ -40,6 +40,10 @@ struct ProcessReport {
   std::vector<int> threads_drifted;    // threads allowed outside what gpubind applied
 };
 
+// The process's verdicts as check prints them: "OK", "NO_GPU" (not judged), or its findings'
+// verdicts, each once, joined by commas ("DRIFTED,OVERLAP").
+std::string verdicts_of(const ProcessReport& p);
+
 struct Report {
   std::vector<ProcessReport> processes;
   std::vector<Error> errors;             // PIDs that could not be read

@@ -2,6 +2,8 @@
 #include <cstdio>
 
 #include "check/check.hpp"
+#include "check/slurm_job.hpp"
+#include "cli/check_slurm_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "render/json_text.hpp"
@@ -10,6 +12,7 @@
 #include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "render/check_render.hpp"
+#include "sys/environment.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
@@ -19,7 +22,7 @@ namespace gpubind::cli {
 namespace {
 
 struct CheckFlags {
-  std::string topology, root_dir, format = "text";
+  std::string topology, root_dir, format = "text", slurm_job, slurm_node;
   SelectionFlags which;
   bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false;
 };
@@ -34,12 +37,17 @@ void add_check_options(Args& app, CheckFlags& f) {
   app.same_as("--json", "--format", "json");
   app.option("--format", f.format, "text, json, svg (the node drawn with each process on it, findings in red)")
       .one_of({"text", "json", "svg"});
+  app.option("--slurm-job", f.slurm_job,
+             "Every node of this running Slurm job, through srun --overlap (one task per node): one table for the job");
+  app.option("--slurm-node", f.slurm_node,
+             "This node's tasks of this Slurm job, one line each for --slurm-job to merge (what srun runs on every node)");
   app.flag("--no-gpu-runtime", f.no_gpu_runtime,
            "Do not ask NVML / ROCm SMI which processes have a context on which GPU (judge by open device files)");
   app.footer(R"(Examples:
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
-  gpubind check --match 'python.*train' --verbose)");
+  gpubind check --match 'python.*train' --verbose
+  gpubind check --slurm-job 4242               every node of Slurm job 4242, one table)");
 }
 
 // The GPU libraries know which GPU each process has a context on (CUDA opens every visible GPU's
@@ -61,6 +69,29 @@ std::string render_check(const check::Report& report, const topo::Topology& t, c
   return render::check_text(report, f.verbose);
 }
 
+// --slurm-job: the job's nodes checked through srun and merged; errors on stderr, the table on stdout.
+int check_job(const CheckFlags& f) {
+  if (!f.root_dir.empty() || !f.which.pids.empty() || f.which.self || !f.which.children_of.empty() || !f.which.match.empty() ||
+      !f.slurm_node.empty() || f.format == "svg")
+    return fail(Error{"--slurm-job " + f.slurm_job, "selects the job's tasks on every node by itself: --root, --pid, --self, --children-of, "
+                                                    "--match, --slurm-node and --format svg do not combine with it", ErrorKind::usage});
+  std::vector<std::string> pass;
+  if (f.no_gpu_runtime) pass.push_back("--no-gpu-runtime");
+  if (f.numa_maps) pass.push_back("--numa-maps");
+  auto report = check_slurm_job(f.slurm_job, pass);
+  if (!report) return fail(report.error());
+  for (const std::string& e : report->errors) fail(Error{"--slurm-job " + f.slurm_job, e});
+  std::string out = f.format == "json" ? render::json_text(render::job_json(*report)) : render::job_text(*report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!report->errors.empty()) return kExitFailure;
+  return report->has_findings() ? kExitCheckFindings : kExitOk;
+}
+
+// --slurm-node: which of this node's processes are the job's tasks (not the step gpubind runs in).
+probe::SlurmTasks node_tasks(const std::string& job) {
+  return {job, sys::env_value("SLURMD_NODENAME").value_or(""), sys::env_value("SLURM_STEP_ID").value_or("")};
+}
+
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -71,8 +102,10 @@ int cmd_check(const std::vector<std::string>& args) {
   add_check_options(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (f.json) f.format = "json";
+  if (!f.slurm_job.empty()) return check_job(f);
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
+  if (!f.slurm_node.empty()) sel->slurm_job = node_tasks(f.slurm_node);
   auto topo = topology_of_processes(f.topology, f.root_dir, "captured");
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
@@ -87,9 +120,9 @@ int cmd_check(const std::vector<std::string>& args) {
   probe::add_context_gpus(probed.states, contexts);
   check::Report report = check::judge(*topo, std::move(probed.states), std::move(probed.errors));
   for (const Error& e : report.errors) fail(e);
-  if (report.processes.empty() && report.errors.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
-  std::string out = render_check(report, *topo, f);
-  if (!report.processes.empty() || f.format != "text") std::fwrite(out.data(), 1, out.size(), stdout);
+  if (report.processes.empty() && report.errors.empty() && f.slurm_node.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
+  std::string out = f.slurm_node.empty() ? render_check(report, *topo, f) : check::node_rows(report, node_tasks(f.slurm_node).node);
+  if (!report.processes.empty() || f.format != "text" || !f.slurm_node.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
   if (!report.errors.empty()) return kExitFailure;
   return report.has_findings() ? kExitCheckFindings : kExitOk;
 }

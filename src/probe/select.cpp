@@ -46,6 +46,28 @@ std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(cons
   return out;
 }
 
+std::vector<int> slurm_job_tasks(const sys::FsRoot& root, const SlurmTasks& which) {
+  std::vector<int> out;
+  for (int p : list_pids(root)) {
+    auto env = root.read("proc/" + std::to_string(p) + "/environ");
+    if (!env) continue;
+    std::string job, step, node;
+    bool has_step = false;
+    for (std::string_view kv : split(*env, '\0')) {
+      if (kv.starts_with("SLURM_JOB_ID=")) {
+        job = kv.substr(13);
+      } else if (kv.starts_with("SLURM_STEP_ID=")) {
+        step = kv.substr(14);
+        has_step = true;
+      } else if (kv.starts_with("SLURMD_NODENAME=")) {
+        node = kv.substr(16);
+      }
+    }
+    if (job == which.job && has_step && step != which.skip_step && (which.node.empty() || node == which.node)) out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<int> gpu_processes(const sys::FsRoot& root) {
   std::vector<int> out;
   for (int p : list_pids(root)) {
@@ -73,7 +95,8 @@ Selected select_processes(const sys::FsRoot& root, const Selection& s) {
   };
   if (s.children_of) add_all(descendants_of(root, *s.children_of));
   if (s.match) add_all(matching(root, s.match));
-  bool selected = !s.pids.empty() || s.children_of || s.match;
+  if (s.slurm_job) add_all(slurm_job_tasks(root, *s.slurm_job));
+  bool selected = !s.pids.empty() || s.children_of || s.match || s.slurm_job;
   if (s.all_gpu || !selected) {
     add_all(gpu_processes(root));
     add_all(s.gpu_context_pids);

@@ -17,6 +17,17 @@ std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(cons
 // PIDs holding a GPU device file open (/dev/nvidiaN, /dev/dri/renderD*, /dev/kfd).
 std::vector<int> gpu_processes(const sys::FsRoot& root);
 
+// The tasks of a Slurm job on one node: processes whose environment has SLURM_JOB_ID=job and a
+// SLURM_STEP_ID (a step's tasks and their children, not the batch script or srun itself), other
+// than `skip_step` (the step gpubind itself runs in), and SLURMD_NODENAME=node when `node` is not
+// empty (several slurmd on one host, as the test cluster runs them, keep their tasks apart).
+struct SlurmTasks {
+  std::string job;
+  std::string node;
+  std::string skip_step;
+};
+std::vector<int> slurm_job_tasks(const sys::FsRoot& root, const SlurmTasks& which);
+
 // What the user asked to look at (check's and watch's --pid, --self, --children-of, --match,
 // --all-gpu-procs). Nothing asked: every GPU process.
 struct Selection {
@@ -24,6 +35,7 @@ struct Selection {
   std::optional<int> children_of;
   std::function<bool(const std::string&)> match;  // on the command line; empty: none
   bool all_gpu = false;
+  std::optional<SlurmTasks> slurm_job;  // check --slurm-node
   std::vector<int> gpu_context_pids;  // processes the GPU libraries list: GPU processes too
   int exclude = -1;  // never found by a selector (gpubind itself, on the live root)
 };

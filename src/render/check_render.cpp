@@ -1,6 +1,7 @@
 #include "render/check_render.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "render/table.hpp"
 #include "topo/binding_env.hpp"
@@ -12,17 +13,6 @@ using check::ProcessReport;
 using check::Verdict;
 
 namespace {
-
-std::string verdicts(const ProcessReport& p) {
-  if (!p.judged) return "NO_GPU";
-  if (p.findings.empty()) return "OK";
-  std::vector<std::string> v;
-  for (const auto& f : p.findings) {
-    std::string s = check::to_string(f.verdict);
-    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
-  }
-  return join(v, ",");
-}
 
 std::string rank_of(const ProcessReport& p) {
   std::string r = check::local_rank_of(p.state);
@@ -41,7 +31,7 @@ std::string check_text(const check::Report& r, bool verbose) {
   for (const ProcessReport& p : r.processes)
     t.add({std::to_string(p.state.pid), rank_of(p), p.state.comm, p.gpus.empty() ? "-" : join(p.gpus, ","),
            p.gpu_nodes.empty() ? (p.gpus.empty() ? "-" : "unknown") : join_numbers(p.gpu_nodes), p.state.cpus_allowed.to_list(),
-           std::to_string(p.state.threads.size()), verdicts(p)});
+           std::to_string(p.state.threads.size()), check::verdicts_of(p)});
   std::string out = t.str();
   bool any = false;
   for (const ProcessReport& p : r.processes) {
@@ -95,7 +85,7 @@ nlohmann::ordered_json check_json(const check::Report& r) {
     o["ppid"] = s.ppid;
     o["comm"] = s.comm;
     o["cmdline"] = s.cmdline;
-    o["verdict"] = verdicts(p);
+    o["verdict"] = check::verdicts_of(p);
     o["findings"] = oj::array();
     for (const auto& f : p.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
     o["gpus"] = p.gpus;
@@ -128,6 +118,44 @@ nlohmann::ordered_json check_json(const check::Report& r) {
   }
   j["errors"] = oj::array();
   for (const Error& e : r.errors) j["errors"].push_back(e.message());
+  return j;
+}
+
+std::string job_text(const check::JobReport& r) {
+  TextTable t({"NODE", "PID", "RANK", "LOCAL", "GPU", "CPUS ALLOWED", "VERDICT"});
+  auto dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+  for (const check::JobRow& x : r.rows)
+    t.add({x.node, std::to_string(x.pid), dash(x.rank), dash(x.local_rank), dash(x.gpus), x.cpus, x.verdict});
+  std::string out = t.str();
+  bool any = false;
+  std::map<std::string, size_t> counts;
+  for (const check::JobRow& x : r.rows) {
+    ++counts[x.verdict];
+    if (x.reason.empty()) continue;
+    if (!any) out += "\n";
+    any = true;
+    out += one_line(x.node + " PID " + std::to_string(x.pid) + (x.rank.empty() ? "" : " rank " + x.rank) + " " + x.verdict + ": " + x.reason) + "\n";
+  }
+  std::vector<std::string> tally;
+  for (const auto& [v, n] : counts) tally.push_back(std::to_string(n) + " " + v);
+  out += "\njob " + one_line(r.job) + ": " + std::to_string(r.rows.size()) + " process(es) on " + std::to_string(r.nodes.size()) + " of " +
+         std::to_string(r.nodes_expected) + " node(s)" + (tally.empty() ? "" : ": " + join(tally, ", "));
+  if (!r.errors.empty()) out += ", " + std::to_string(r.errors.size()) + " error(s)";
+  return out + "\n";
+}
+
+nlohmann::ordered_json job_json(const check::JobReport& r) {
+  using oj = nlohmann::ordered_json;
+  oj j;
+  j["schema_version"] = kCheckSchemaVersion;
+  j["job"] = r.job;
+  j["nodes_expected"] = r.nodes_expected;
+  j["nodes"] = r.nodes;
+  j["processes"] = oj::array();
+  for (const check::JobRow& x : r.rows)
+    j["processes"].push_back({{"node", x.node}, {"pid", x.pid}, {"rank", x.rank}, {"local_rank", x.local_rank}, {"gpus", x.gpus},
+                              {"cpus_allowed", x.cpus}, {"verdict", x.verdict}, {"reason", x.reason}});
+  j["errors"] = r.errors;
   return j;
 }
 

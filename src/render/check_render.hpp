@@ -7,6 +7,7 @@
 #include <string>
 
 #include "check/check.hpp"
+#include "check/slurm_job.hpp"
 
 namespace gpubind::render {
 
@@ -14,5 +15,10 @@ inline constexpr int kCheckSchemaVersion = 1;
 
 std::string check_text(const check::Report& r, bool verbose);
 nlohmann::ordered_json check_json(const check::Report& r);
+
+// `check --slurm-job`: one table for the job (node, PID, global and local rank, GPU, CPUs,
+// verdict), each finding's reason, and a summary line; and its JSON.
+std::string job_text(const check::JobReport& r);
+nlohmann::ordered_json job_json(const check::JobReport& r);
 
 }  // namespace gpubind::render

@@ -11,11 +11,15 @@
 
 namespace gpubind::sys {
 
-std::string executable_dir() {
+std::string executable_path() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "";
-  std::string path(buf, size_t(n));
+  return std::string(buf, size_t(n));
+}
+
+std::string executable_dir() {
+  std::string path = executable_path();
   return path.substr(0, path.rfind('/'));
 }
 

@@ -9,7 +9,9 @@
 
 namespace gpubind::sys {
 
-// The directory holding this process's executable (/proc/self/exe), "" when it cannot be read.
+// This process's executable (/proc/self/exe), "" when it cannot be read.
+std::string executable_path();
+// The directory holding it, "" when it cannot be read.
 std::string executable_dir();
 
 // Whether `path` exists and this process may read it.

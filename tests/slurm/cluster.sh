@@ -13,7 +13,8 @@
 #   binding as production sites run it. SOCKETS, CORES (per socket) and GPUS shape each node
 #   (default 2 x 8, 8 GPUs, split evenly over the sockets); a shape of this machine's real CPU
 #   count (SOCKETS=2 CORES=1 on two CPUs) lets task/affinity really bind. NODE_EXTRA is added to
-#   every NodeName line (CoreSpecCount=1), CONF_EXTRA to slurm.conf.
+#   every NodeName line (CoreSpecCount=1), CONF_EXTRA to slurm.conf, CGROUP_CONF is written as
+#   cgroup.conf beside it (for task/cgroup).
 set -u
 cmd=${1:?start|stop}
 D=${2:?directory}
@@ -151,6 +152,7 @@ ${CONF_EXTRA:-}
 $node_lines
 PartitionName=test Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
 CONF
+  [ -n "${CGROUP_CONF:-}" ] && printf '%s\n' "$CGROUP_CONF" > "$D/etc/cgroup.conf"
   echo "export SLURM_CONF=$D/etc/slurm.conf" > "$D/env.sh"
   export SLURM_CONF=$D/etc/slurm.conf
 

@@ -178,6 +178,39 @@ rc=$?
   || fail "broken argument (rc $rc): $(cat "$WORK/out")"
 plugstack
 
+# 11b. check --slurm-job: the whole job at once (issue 30). Two nodes, two tasks each bound by
+#      --gpubind; gpubind runs its node check on both through srun --overlap and prints one table.
+#      The batch script and its srun (no SLURM_STEP_ID) are not tasks. Then one node's rank is
+#      re-pinned to every CPU: DRIFTED, and OVERLAP with its neighbour, on that node only; exit 3.
+jobid=$(sbatch --parsable -N2 --ntasks-per-node=2 --gpubind -o /dev/null --wrap "srun -Q sleep 300" 2>"$WORK/err")
+tasks_up() { [ "$(grep -l "SLURM_JOB_ID=$jobid" /proc/[0-9]*/environ 2>/dev/null | xargs -r grep -l 'SLURM_STEP_ID=0' 2>/dev/null | wc -l)" -ge 4 ]; }
+if [ -n "$jobid" ] && wait_until 30 tasks_up; then
+  "$GPUBIND" check --slurm-job "$jobid" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  [ $rc = 0 ] && [ "$(grep -cE '^n[12] +[0-9]+ +[0-3] +[01] .* OK$' "$WORK/out")" = 4 ] && grep -q "4 process(es) on 2 of 2 node(s): 4 OK" "$WORK/out" \
+    && pass "check --slurm-job $jobid: 4 tasks on 2 nodes, one table, all OK" || fail "check --slurm-job (rc $rc): $(cat "$WORK/out" "$WORK/err")"
+  victim=$(awk '$1=="n2" && $3=="3" {print $2}' "$WORK/out")
+  if [ -n "$victim" ]; then
+    taskset -pc "0-$(($(nproc) - 1))" "$victim" >/dev/null
+    "$GPUBIND" check --slurm-job "$jobid" --json >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    got=$(/usr/bin/python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(" ".join(sorted("%s:%s:%s" % (p["node"], p["rank"], p["verdict"]) for p in j["processes"])))' "$WORK/out" 2>&1)
+    [ $rc = 3 ] && [ "$got" = "n1:0:OK n1:1:OK n2:2:OVERLAP n2:3:DRIFTED,OVERLAP" ] && pass "one node's rank re-pinned: $got, exit 3" \
+      || fail "re-pinned rank (rc $rc): $got $(cat "$WORK/err")"
+  else
+    fail "no rank 3 on n2 in: $(cat "$WORK/out")"
+  fi
+else
+  fail "the job's tasks did not start (job '$jobid'): $(cat "$WORK/err")"
+fi
+[ -n "$jobid" ] && scancel "$jobid"
+"$GPUBIND" check --slurm-job 99999999 >"$WORK/out" 2>&1
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l <"$WORK/out")" = 1 ] && grep -q "^gpubind: error: --slurm-job 99999999: " "$WORK/out" \
+  && pass "a job that is not running: $(cat "$WORK/out")" || fail "unknown job (rc $rc): $(cat "$WORK/out")"
+
 # 12. gres.conf written by `gpubind slurm gres-conf` for this node shape is accepted by slurmd.
 "$HERE/cluster.sh" stop "$D"
 D2="$WORK/cluster2"
@@ -288,5 +321,21 @@ PYEOF
     fail "cluster with task/affinity did not start"
   fi
   "$HERE/cluster.sh" stop "$D4"
+
+  # 15. Core specialization (CoreSpecCount=1: Slurm keeps the last core, CPU 1, for the system and
+  #     binds slurmd and slurmstepd there). Without task/cgroup the task's cgroup is the whole node;
+  #     the plugin plans over the step's cores (S_STEP_ALLOC_CORES) and says what it held back.
+  D5="$WORK/cluster5"
+  if TASK_PLUGIN=task/affinity SOCKETS=2 CORES=1 GPUS=2 NODES=1 NODE_EXTRA=CoreSpecCount=1 "$HERE/cluster.sh" start "$D5" "$PLUGIN"; then
+    trap '"$HERE/cluster.sh" stop "$D5"; rm -rf "$WORK"' EXIT
+    export SLURM_CONF="$D5/etc/slurm.conf"
+    out=$(srun -Q -N1 -n1 --gpubind=verbose sh -c 'echo "$(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"' 2>"$WORK/err")
+    [ "$out" = "0 0" ] && grep -q "CPUs 1 held back: not among the step's cores" "$WORK/err" \
+      && pass "CoreSpecCount=1: the rank gets CPU 0 only, and the specialized CPU 1 is said to be held back" \
+      || fail "core specialization: '$out' $(cat "$WORK/err")"
+  else
+    fail "cluster with CoreSpecCount=1 did not start"
+  fi
+  "$HERE/cluster.sh" stop "$D5"
 fi
 finish

@@ -1,0 +1,114 @@
+#include "check/slurm_job.hpp"
+
+#include <algorithm>
+
+#include "util/strings.hpp"
+
+namespace gpubind::check {
+
+namespace {
+
+constexpr const char* kRow = "gpubind-row";
+constexpr const char* kError = "gpubind-error";
+constexpr const char* kEnd = "gpubind-end";
+
+// A field of a node's line: one line, no tab.
+std::string field(const std::string& s) {
+  std::string out = one_line(s);
+  std::replace(out.begin(), out.end(), '\t', ' ');
+  return out;
+}
+
+// Every finding's reason, joined: "" when OK.
+std::string reasons(const ProcessReport& p) {
+  std::vector<std::string> out;
+  for (const Finding& f : p.findings) out.push_back(f.reason);
+  return join(out, "; ");
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+bool JobReport::has_findings() const {
+  return std::any_of(rows.begin(), rows.end(), [](const JobRow& r) { return r.verdict != "OK" && r.verdict != "NO_GPU"; });
+}
+
+bool valid_job_id(const std::string& job) {
+  size_t us = job.find('_');
+  if (us == std::string::npos) return all_digits(job);
+  return all_digits(std::string_view(job).substr(0, us)) && all_digits(std::string_view(job).substr(us + 1));
+}
+
+Result<unsigned> job_node_count(const std::string& job, const std::string& squeue_out) {
+  std::string line(trim(squeue_out));
+  if (line.empty()) return Error{"--slurm-job " + job, "squeue knows no such job (finished, or another cluster's)"};
+  line = line.substr(0, line.find('\n'));
+  size_t bar = line.find('|');
+  auto n = parse_uint(std::string_view(line).substr(0, bar));
+  std::string state = bar == std::string::npos ? "" : line.substr(bar + 1);
+  if (!n || *n == 0) return Error{"--slurm-job " + job, "squeue gave no node count ('" + one_line(line) + "')"};
+  if (state != "RUNNING")
+    return Error{"--slurm-job " + job, "the job is " + (state.empty() ? std::string("in an unknown state") : state) +
+                                       ": only a running job's tasks can be checked"};
+  return unsigned(*n);
+}
+
+std::vector<std::string> fanout_command(const std::string& job, unsigned nodes, const std::string& gpubind,
+                                        const std::vector<std::string>& pass) {
+  std::vector<std::string> argv = {"srun",         "--overlap", "--jobid=" + job, "--nodes=" + std::to_string(nodes),
+                                   "--ntasks-per-node=1", "--quiet", "--kill-on-bad-exit=0", gpubind,
+                                   "check",        "--slurm-node", job};
+  argv.insert(argv.end(), pass.begin(), pass.end());
+  return argv;
+}
+
+std::string node_rows(const Report& r, const std::string& node) {
+  std::string out;
+  std::string n = field(node);
+  for (const ProcessReport& p : r.processes) {
+    std::vector<std::string> f = {kRow,
+                                  n,
+                                  std::to_string(p.state.pid),
+                                  field(global_rank_of(p.state)),
+                                  field(local_rank_of(p.state)),
+                                  field(join(p.gpus, ",")),
+                                  p.state.cpus_allowed.to_list(),
+                                  verdicts_of(p),
+                                  field(reasons(p))};
+    out += join(f, "\t") + "\n";
+  }
+  for (const Error& e : r.errors) out += std::string(kError) + "\t" + n + "\t" + field(e.message()) + "\n";
+  out += std::string(kEnd) + "\t" + n + "\t" + std::to_string(r.processes.size()) + "\t" + std::to_string(r.errors.size()) + "\n";
+  return out;
+}
+
+JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const std::string& out) {
+  JobReport rep;
+  rep.job = job;
+  rep.nodes_expected = nodes_expected;
+  for (std::string_view line : split(out, '\n')) {
+    std::vector<std::string_view> f = split(line, '\t');
+    if (f.empty()) continue;
+    if (f[0] == kRow && f.size() == 9) {
+      auto pid = parse_uint(f[2]);
+      if (!pid) continue;
+      rep.rows.push_back({std::string(f[1]), int(*pid), std::string(f[3]), std::string(f[4]), std::string(f[5]), std::string(f[6]),
+                          std::string(f[7]), std::string(f[8])});
+    } else if (f[0] == kError && f.size() == 3) {
+      rep.errors.push_back(std::string(f[1]) + ": " + std::string(f[2]));
+    } else if (f[0] == kEnd && f.size() == 4) {
+      rep.nodes.emplace_back(f[1]);
+    }
+  }
+  if (rep.nodes.size() < nodes_expected)
+    rep.errors.push_back(std::to_string(nodes_expected - rep.nodes.size()) + " of the job's " + std::to_string(nodes_expected) +
+                         " nodes gave no answer");
+  std::stable_sort(rep.rows.begin(), rep.rows.end(),
+                   [](const JobRow& a, const JobRow& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
+  return rep;
+}
+
+}  // namespace gpubind::check

@@ -1,0 +1,54 @@
+#pragma once
+// `gpubind check --slurm-job JOBID`: the node-local check of every node of a running job, run by
+// Slurm itself (srun --overlap, one task per node), merged into one table with one exit status.
+// Slurm does the fan-out; gpubind only merges. Pure: srun's command line, the lines each node
+// prints, their merge.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check/check.hpp"
+
+namespace gpubind::check {
+
+// One process of the job as its node reported it.
+struct JobRow {
+  std::string node;
+  int pid = 0;
+  std::string rank, local_rank;  // "" when no launcher variable says
+  std::string gpus;              // what it was judged against, ","-joined; "" when none
+  std::string cpus;              // its allowed CPUs now
+  std::string verdict;           // verdicts_of(): "OK", "NO_GPU", "DRIFTED,OVERLAP"...
+  std::string reason;            // every finding's reason, joined by "; "; "" when OK
+};
+
+struct JobReport {
+  std::string job;
+  unsigned nodes_expected = 0;
+  std::vector<std::string> nodes;   // the nodes that answered, in the order they did
+  std::vector<JobRow> rows;         // by node, then PID
+  std::vector<std::string> errors;  // a node's unreadable processes, srun's failure, nodes silent
+  bool has_findings() const;        // a row judged and not OK
+};
+
+// A job id as squeue and srun take it: digits, or an array task "123_4".
+bool valid_job_id(const std::string& job);
+
+// What squeue says of the job ("%D|%T": node count and state) as the node count, or an Error
+// saying why nothing can be checked (no such job, not RUNNING).
+Result<unsigned> job_node_count(const std::string& job, const std::string& squeue_out);
+
+// srun's command line: one task on each of the job's `nodes` nodes, beside the job's own steps
+// (--overlap), running `gpubind check --slurm-node JOBID` with `pass` (check's flags to forward).
+std::vector<std::string> fanout_command(const std::string& job, unsigned nodes, const std::string& gpubind,
+                                        const std::vector<std::string>& pass);
+
+// What `check --slurm-node` prints on a node: one line per process, tab-separated fields, one
+// line per error, and a last line with the counts, so the merge knows the node answered whole.
+std::string node_rows(const Report& r, const std::string& node);
+
+// The job's report from the nodes' lines as srun relays them (interleaved line by line between
+// nodes; anything else, such as srun's own messages, is ignored).
+JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const std::string& out);
+
+}  // namespace gpubind::check

@@ -1,0 +1,97 @@
+// check --slurm-job's pure parts (check/slurm_job.hpp): the job id, squeue's answer, srun's
+// command line, the lines a node prints and their merge.
+#include <gtest/gtest.h>
+
+#include "check/slurm_job.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::check {
+
+namespace {
+
+ProcessReport process(int pid, const std::string& rank, std::vector<Finding> findings = {}) {
+  ProcessReport p;
+  p.state.pid = pid;
+  p.state.env["SLURM_PROCID"] = rank;
+  p.state.env["SLURM_LOCALID"] = std::to_string(std::stoi(rank) % 2);
+  p.state.cpus_allowed = CpuSet::of({unsigned(pid % 2)});
+  p.gpus = {"0000:e1:00.0"};
+  p.findings = std::move(findings);
+  return p;
+}
+
+}  // namespace
+
+TEST(SlurmJob, JobIdsAreDigitsOrArrayTasks) {
+  EXPECT_TRUE(valid_job_id("4242"));
+  EXPECT_TRUE(valid_job_id("4242_7"));
+  for (const char* bad : {"", "42a", "-1", "1;rm", "42_", "_4", "1 2"}) EXPECT_FALSE(valid_job_id(bad)) << bad;
+}
+
+TEST(SlurmJob, OnlyARunningJobIsChecked) {
+  auto n = job_node_count("7", "2|RUNNING\n");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  auto pending = job_node_count("7", "1|PENDING\n");
+  ASSERT_FALSE(pending.ok());
+  EXPECT_NE(pending.error().message().find("the job is PENDING"), std::string::npos) << pending.error().message();
+  EXPECT_FALSE(job_node_count("7", "").ok());
+  EXPECT_FALSE(job_node_count("7", "x|RUNNING").ok());
+}
+
+TEST(SlurmJob, SrunRunsOneCheckPerNodeBesideTheJob) {
+  auto argv = fanout_command("7", 2, "/opt/gpubind", {"--no-gpu-runtime"});
+  std::vector<std::string> want = {"srun", "--overlap", "--jobid=7", "--nodes=2", "--ntasks-per-node=1", "--quiet",
+                                   "--kill-on-bad-exit=0", "/opt/gpubind", "check", "--slurm-node", "7", "--no-gpu-runtime"};
+  EXPECT_EQ(argv, want);
+}
+
+TEST(SlurmJob, NodesLinesMergeIntoOneTable) {
+  Report n1, n2;
+  n1.processes = {process(101, "0"), process(102, "1")};
+  n2.processes = {process(201, "2"), process(202, "3", {{Verdict::drifted, "allowed CPUs 0-1, gpubind applied 1"}})};
+  n2.errors = {Error{"PID 203", "permission denied"}};
+  // srun relays the nodes' lines interleaved, with its own messages among them.
+  std::string rows1 = node_rows(n1, "n1"), rows2 = node_rows(n2, "n2");
+  std::vector<std::string_view> a = split(rows1, '\n'), b = split(rows2, '\n');
+  std::string out = "srun: a message of its own\n";
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i < a.size()) out += std::string(a[i]) + "\n";
+    if (i < b.size()) out += std::string(b[i]) + "\n";
+  }
+  JobReport r = merge_node_rows("7", 2, out);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].node, "n1");
+  EXPECT_EQ(r.rows[3].node, "n2");
+  EXPECT_EQ(r.rows[3].pid, 202);
+  EXPECT_EQ(r.rows[3].rank, "3");
+  EXPECT_EQ(r.rows[3].local_rank, "1");
+  EXPECT_EQ(r.rows[3].gpus, "0000:e1:00.0");
+  EXPECT_EQ(r.rows[3].verdict, "DRIFTED");
+  EXPECT_EQ(r.rows[3].reason, "allowed CPUs 0-1, gpubind applied 1");
+  EXPECT_EQ(r.nodes, (std::vector<std::string>{"n1", "n2"}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], "n2: PID 203: permission denied");
+  EXPECT_TRUE(r.has_findings());
+}
+
+TEST(SlurmJob, ASilentNodeIsAnError) {
+  Report n1;
+  n1.processes = {process(101, "0")};
+  JobReport r = merge_node_rows("7", 2, node_rows(n1, "n1"));
+  EXPECT_FALSE(r.has_findings());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], "1 of the job's 2 nodes gave no answer");
+}
+
+TEST(SlurmJob, AFieldCannotBreakTheLine) {
+  Report n1;
+  n1.processes = {process(101, "0", {{Verdict::misplaced, "a\treason\nwith a newline"}})};
+  JobReport r = merge_node_rows("7", 1, node_rows(n1, "n\t1"));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].node, "n\\t1");  // escaped, never a raw tab
+  EXPECT_EQ(r.rows[0].verdict, "MISPLACED");
+  EXPECT_TRUE(r.errors.empty()) << r.errors[0];
+}
+
+}  // namespace gpubind::check
