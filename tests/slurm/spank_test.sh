@@ -337,5 +337,34 @@ PYEOF
     fail "cluster with CoreSpecCount=1 did not start"
   fi
   "$HERE/cluster.sh" stop "$D5"
+
+  # 16. TaskPlugin=task/cgroup,task/affinity (cgroup v1 cpuset, as this VM mounts it): each step
+  #     runs in its own cpuset (slurm_n1/uid_0/job_N/step_M). Job A holds core 0; job B's single
+  #     task is given both GPUs, GPU 0 near CPU 0, yet must be bound inside its step's cpuset
+  #     (CPU 1), never outside it.
+  D6="$WORK/cluster6"
+  if ! grep -q ' /sys/fs/cgroup/cpuset cgroup .*cpuset' /proc/mounts; then
+    echo "SKIP 16: no cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset (Slurm 22.05's cgroup/v2 needs systemd's delegation)"
+  elif CGROUP_CONF=$'CgroupPlugin=cgroup/v1\nCgroupAutomount=no\nConstrainCores=yes' TASK_PLUGIN=task/cgroup,task/affinity SOCKETS=2 \
+    CORES=1 GPUS=2 NODES=1 "$HERE/cluster.sh" start "$D6" "$PLUGIN" "topology=$WORK/two-gpus.json"; then
+    trap '"$HERE/cluster.sh" stop "$D6"; rm -rf "$WORK"' EXIT
+    export SLURM_CONF="$D6/etc/slurm.conf"
+    srun -Q -N1 -n1 sleep 120 &
+    holder=$!
+    held() { [ "$(squeue -h -t R | wc -l)" -ge 1 ]; }
+    wait_until 20 held || fail "job A did not start"
+    cg='c=$(grep :cpuset: /proc/self/cgroup | cut -d: -f3); echo "$c $(cat /sys/fs/cgroup/cpuset$c/cpuset.cpus) $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"'
+    out=$(srun -Q -N1 -n1 --gres=gpu:2 --gpubind=verbose sh -c "$cg" 2>"$WORK/err")
+    set -- $out
+    case "$1" in */job_*/step_*) incg=1 ;; *) incg=0 ;; esac
+    [ $incg = 1 ] && [ "$2" = 1 ] && [ "$3" = 1 ] && [ "$4" = 1 ] && grep -q "GPU 0 0000:e1:00.0 .*CPUs 1," "$WORK/err" \
+      && pass "task/cgroup: the task in cpuset $1 (CPU 1) is bound to CPU 1, not to GPU 0's CPU 0 held by job A" \
+      || fail "task/cgroup: '$out' $(cat "$WORK/err")"
+    scancel --quiet "$(squeue -h -o %i | head -1)"
+    wait $holder 2>/dev/null
+  else
+    fail "cluster with task/cgroup did not start: $(tail -3 "$D6"/log/slurmd-n1.log 2>/dev/null)"
+  fi
+  "$HERE/cluster.sh" stop "$D6"
 fi
 finish
