@@ -45,7 +45,7 @@ install(DIRECTORY "${man_dir}/" DESTINATION "${CMAKE_INSTALL_MANDIR}/man1" COMPO
 install(FILES "${PROJECT_SOURCE_DIR}/deploy/completion/gpubind.bash"
         DESTINATION "${CMAKE_INSTALL_DATADIR}/bash-completion/completions" RENAME gpubind COMPONENT core)
 install(FILES "${PROJECT_SOURCE_DIR}/deploy/completion/_gpubind" DESTINATION "${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions" COMPONENT core)
-install(DIRECTORY "${PROJECT_SOURCE_DIR}/deploy/" DESTINATION "${CMAKE_INSTALL_DATADIR}/gpubind/deploy" COMPONENT core)
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/deploy/" DESTINATION "${CMAKE_INSTALL_DATADIR}/gpubind/deploy" USE_SOURCE_PERMISSIONS COMPONENT core)
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/docs/cli.md" "${PROJECT_SOURCE_DIR}/docs/ARCHITECTURE.md"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT core)
 # The exporter's unit where systemd looks for units (the prefix's lib/systemd/system: /usr for the

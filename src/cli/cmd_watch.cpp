@@ -11,6 +11,7 @@
 #include "render/metrics.hpp"
 #include "render/watch_render.hpp"
 #include "sys/clock.hpp"
+#include "sys/environment.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/metrics_endpoint.hpp"
 #include "sys/process.hpp"
@@ -24,7 +25,7 @@ namespace gpubind::cli {
 namespace {
 
 struct WatchFlags {
-  std::string topology, textfile, listen;
+  std::string topology, textfile, listen, slurm_node, summary_file;
   std::vector<std::string> roots;
   SelectionFlags which;
   bool json = false, once = false, no_tty = false;
@@ -55,6 +56,10 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--listen", f.listen,
              "Serve /metrics (Prometheus text format) and /healthz on [ADDR:]PORT; ADDR defaults to 127.0.0.1, any other "
              "only when given");
+  app.option("--slurm-node", f.slurm_node,
+             "This node's tasks of this Slurm job, including those that start later (a Prolog's watch; "
+             "deploy/slurm/gpubind-prolog.sh)");
+  app.option("--summary", f.summary_file, "At the end, also write the summary as text to FILE (replaced whole)");
   app.option("--textfile", f.textfile,
              "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
              "collector reads DIR/*.prom)");
@@ -140,6 +145,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   // The selection is found again at every sample: ranks that start, restart or exit are followed.
   auto sel = make_selection(f.which, f.roots.empty());
   if (!sel) return fail(sel.error());
+  if (!f.slurm_node.empty()) sel->slurm_job = probe::SlurmTasks{f.slurm_node, sys::env_value("SLURMD_NODENAME").value_or(""), ""};
   if (f.once) f.schedule.count = 1;
   // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
@@ -179,6 +185,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (o.stopped) return fail(*o.stopped);
   std::string out = f.json ? render::json_line(render::summary_json(o.summary, node)) : render::summary_text(o.summary);
   std::fwrite(out.data(), 1, out.size(), stdout);
+  Status kept = f.summary_file.empty() ? Status(Ok{}) : sys::replace_file(f.summary_file, render::summary_text(o.summary));
+  if (!kept) return fail(Error{"--summary", kept.error().message()});
   if (!o.seen_any) return fail(Error{"watch", "no process to watch (none matched at any sample)"});
   if (o.errors) return kExitFailure;
   return o.summary.any_finding ? kExitCheckFindings : kExitOk;

@@ -21,6 +21,10 @@ for f in usr/bin/gpubind usr/share/man/man1/gpubind.1.gz usr/share/man/man1/gpub
          usr/share/doc/gpubind/copyright usr/share/doc/gpubind/changelog.gz; do
   [ -f "$WORK/stage/$f" ] || fail "DESTDIR install lacks $f"
 done
+# The Slurm Prolog and Epilog are installed runnable, as slurm.conf names them.
+for f in gpubind-prolog.sh gpubind-epilog.sh; do
+  [ -x "$WORK/stage/usr/share/gpubind/deploy/slurm/$f" ] || fail "DESTDIR install: deploy/slurm/$f missing or not executable"
+done
 if [ -f "$(dirname "$GPUBIND")/gpubind_spank.so" ]; then
   [ -f "$WORK/stage/usr/lib/$arch/slurm-wlm/gpubind_spank.so" ] && pass "SPANK plugin installed in Debian's Slurm plugin dir (lib/$arch/slurm-wlm)" \
     || fail "plugin not in usr/lib/$arch/slurm-wlm: $(find "$WORK/stage" -name '*.so')"

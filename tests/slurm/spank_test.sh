@@ -367,4 +367,35 @@ PYEOF
   fi
   "$HERE/cluster.sh" stop "$D6"
 fi
+
+# 17. A per-job verdict after the fact (issue 30): deploy/slurm's Prolog starts a watch of the
+#     job's tasks on the node, its Epilog stops it, and the summary stays in the spool directory.
+#     A task re-pins itself after start: the finished job's summary says DRIFTED for rank 1 only.
+D7="$WORK/cluster7"
+DEPLOY=$(cd "$HERE/../../deploy/slurm" && pwd)
+printf '#!/bin/sh\nGPUBIND=%s GPUBIND_JOB_SPOOL=%s GPUBIND_JOB_INTERVAL=0.2 GPUBIND_JOB_LOG=intervals exec %s\n' \
+  "$GPUBIND" "$WORK/spool" "$DEPLOY/gpubind-prolog.sh" >"$WORK/prolog"
+printf '#!/bin/sh\nGPUBIND_JOB_SPOOL=%s exec %s\n' "$WORK/spool" "$DEPLOY/gpubind-epilog.sh" >"$WORK/epilog"
+chmod 755 "$WORK/prolog" "$WORK/epilog"
+if CONF_EXTRA="Prolog=$WORK/prolog
+Epilog=$WORK/epilog" NODES=1 "$HERE/cluster.sh" start "$D7" "$PLUGIN"; then
+  trap '"$HERE/cluster.sh" stop "$D7"; rm -rf "$WORK"' EXIT
+  export SLURM_CONF="$D7/etc/slurm.conf"
+  # Rank 1 re-pins itself, then both wait until the watch has judged an interval with the drift.
+  seen="$WORK/spool/*/n1.jsonl"
+  srun -Q -N1 -n2 --gpubind sh -c '[ "$SLURM_LOCALID" = 1 ] && taskset -pc 0-'"$(($(nproc) - 1))"' $$ >/dev/null
+    i=0; until grep -q DRIFTED '"$seen"' 2>/dev/null || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done' 2>"$WORK/err"
+  summary_done() { ls "$WORK"/spool/*/n1.summary >/dev/null 2>&1 && [ ! -e "$(ls -d "$WORK"/spool/* | head -1)/n1.pid" ]; }
+  wait_until 30 summary_done
+  sum=$(cat "$WORK"/spool/*/n1.summary 2>/dev/null)
+  r1=$(echo "$sum" | awk '$2=="1" && $4 ~ /^[0-9]/' | grep -c DRIFTED)
+  r0=$(echo "$sum" | awk '$2=="0"' | grep -c DRIFTED)
+  [ "$r1" -ge 1 ] && [ "$r0" = 0 ] && pass "Prolog/Epilog: the finished job's summary says rank 1 DRIFTED, rank 0 not" \
+    || fail "per-job summary: '$sum' $(cat "$WORK"/spool/*/n1.err 2>/dev/null) $(cat "$WORK/err")"
+  [ "$(stat -c %a "$(ls -d "$WORK"/spool/* | head -1)")" = 700 ] && pass "the job's spool directory is root's alone (0700)" \
+    || fail "spool mode: $(ls -ld "$WORK"/spool/*)"
+else
+  fail "cluster with gpubind's Prolog and Epilog did not start"
+fi
+"$HERE/cluster.sh" stop "$D7"
 finish
