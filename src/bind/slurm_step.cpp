@@ -138,6 +138,7 @@ std::optional<TaskGpus> slurm_task_gpus(const std::string& step_text, const std:
     own.push_back(unsigned(it - step->begin()));
   }
   TaskGpus out;
+  out.step_gpus = unsigned(step->size());
   if (auto rows = rule_rows(tres_bind, *step, local_tasks); rows && (*rows)[local_id] == own) {
     out.rows = std::move(*rows);
     out.exact = true;

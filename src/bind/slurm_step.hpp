@@ -33,7 +33,8 @@ std::optional<std::string> user_cpu_binding(const EnvMap& step);
 
 // How each task of the step on this node was given its GPUs, as positions in the step's GPU list.
 struct TaskGpus {
-  std::vector<std::vector<unsigned>> rows;  // one per local task
+  std::vector<std::vector<unsigned>> rows;  // one per local task, positions below step_gpus
+  unsigned step_gpus = 0;                   // how many GPUs the step has on this node
   bool exact = false;    // false: only this task's row is Slurm's; the others are assumed
   std::string how;       // for the plan's explanation and warnings
 };
