@@ -317,6 +317,18 @@ PYEOF
       && pass "--gpubind=verbose: $(echo "$out" | grep 'rank 0 ')" || fail "verbose lines: $out"
     grep -Eq "gpubind: [^ ]+ job [0-9]+\.0 rank 1 \(local 1\): GPU 0 0000:e1:00\.0" "$D4/log/slurmd-n1.log" \
       && pass "slurmd's log has the task's line at debug level" || fail "slurmd log: $(grep gpubind "$D4/log/slurmd-n1.log" | tail -3)"
+    # A shared node under task/affinity alone (no cgroup keeps a task in its job's CPUs): job A
+    # holds core 0; job B's lone task is bound to its own core 1, and CPU 0 is said held back.
+    srun -Q -N1 -n1 sleep 120 &
+    holder=$!
+    held() { [ "$(squeue -h -t R | wc -l)" -ge 1 ]; }
+    wait_until 20 held || fail "job A did not start"
+    out=$(srun -Q -N1 -n1 --gpubind=verbose sh -c 'echo "$(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"' 2>"$WORK/err")
+    [ "$out" = "1 1" ] && grep -q "CPUs 0 held back: not among the step's cores" "$WORK/err" \
+      && pass "shared node, task/affinity only: job B's rank stays on its own core 1, CPU 0 (job A's) held back" \
+      || fail "shared node: '$out' $(cat "$WORK/err")"
+    scancel --quiet "$(squeue -h -o %i | head -1)"
+    wait $holder 2>/dev/null
   else
     fail "cluster with task/affinity did not start"
   fi
