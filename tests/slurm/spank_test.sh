@@ -281,7 +281,7 @@ t["gpus"] = [{"index": i, "vendor": "nvidia", "name": "stand-in GPU", "uuid": "G
              for i in range(2)]
 json.dump(t, open(sys.argv[2], "w"))
 PYEOF
-  if TASK_PLUGIN=task/affinity SOCKETS=2 CORES=1 GPUS=2 NODES=1 CONF_EXTRA=SlurmdDebug=debug \
+  if TASK_PLUGIN=task/affinity SOCKETS=2 CORES=1 GPUS=2 NODES=2 CONF_EXTRA=SlurmdDebug=debug \
     "$HERE/cluster.sh" start "$D4" "$PLUGIN" default=closest "topology=$WORK/two-gpus.json"; then
     trap '"$HERE/cluster.sh" stop "$D4"; rm -rf "$WORK"' EXIT
     export SLURM_CONF="$D4/etc/slurm.conf"
@@ -297,21 +297,21 @@ PYEOF
       done
       [ $ok = 1 ] && pass "$what" || fail "$what: $out $(cat "$WORK/err")"
     }
-    out=$(srun -Q -N1 -n2 sh -c "$tprobe" 2>"$WORK/err")
+    out=$(srun -Q -w n1 -N1 -n2 sh -c "$tprobe" 2>"$WORK/err")
     [ "$(echo "$out" | awk '{print $2}' | sort -u)" = "0x1,0x2" ] && pass "task/affinity binds every task itself (mask_cpu:0x1,0x2)" \
       || fail "task/affinity's own masks: $out"
     expect_tasks "task/affinity + site default: the plugin binds each task to its GPU's CPU" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
-    out=$(srun -Q -N1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
+    out=$(srun -Q -w n1 -N1 -n2 --cpu-bind=map_cpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
     expect_tasks "task/affinity + the user's --cpu-bind=map_cpu:1,0: the site default stands back" "$out" "1 unset" "0 unset"
-    out=$(srun -Q -N1 -n2 --gpus-per-task=1 sh -c "$tprobe" 2>"$WORK/err")
+    out=$(srun -Q -w n1 -N1 -n2 --gpus-per-task=1 sh -c "$tprobe" 2>"$WORK/err")
     expect_tasks "--gpus-per-task=1: each task on its own GPU's CPU" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
-    out=$(srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
+    out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$tprobe" 2>"$WORK/err")
     expect_tasks "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU 1, task 1 on GPU 0's CPU 0 (Slurm gave 0 and 1)" "$out" \
       "1 0000:e2:00.0" "0 0000:e1:00.0"
     grep -q "are assumed" "$WORK/err" && fail "map_gpu names every task's GPU, yet a guess was said: $(cat "$WORK/err")"
     # --gpubind=verbose: one line per task with host, job.step, global and local rank, GPU, CPUs,
     # memory, NIC; the same in slurmd's log at debug level.
-    out=$(srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --gpubind=verbose true 2>&1)
+    out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --gpubind=verbose true 2>&1)
     line='gpubind: [^ ]+ job [0-9]+\.0 rank 0 \(local 0\): GPU 1 0000:e2:00\.0 GPU-00000001-test, CPUs 1, memory preferred [0-9]+, NIC '
     [ "$(echo "$out" | grep -Ec "$line")" = 1 ] && [ "$(echo "$out" | grep -c '^gpubind: .* job .* rank 1 (local 1): GPU 0 ')" = 1 ] \
       && pass "--gpubind=verbose: $(echo "$out" | grep 'rank 0 ')" || fail "verbose lines: $out"
@@ -319,16 +319,26 @@ PYEOF
       && pass "slurmd's log has the task's line at debug level" || fail "slurmd log: $(grep gpubind "$D4/log/slurmd-n1.log" | tail -3)"
     # A shared node under task/affinity alone (no cgroup keeps a task in its job's CPUs): job A
     # holds core 0; job B's lone task is bound to its own core 1, and CPU 0 is said held back.
-    srun -Q -N1 -n1 sleep 120 &
+    srun -Q -w n1 -N1 -n1 sleep 120 &
     holder=$!
     held() { [ "$(squeue -h -t R | wc -l)" -ge 1 ]; }
     wait_until 20 held || fail "job A did not start"
-    out=$(srun -Q -N1 -n1 --gpubind=verbose sh -c 'echo "$(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"' 2>"$WORK/err")
+    out=$(srun -Q -w n1 -N1 -n1 --gpubind=verbose sh -c 'echo "$(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"' 2>"$WORK/err")
     [ "$out" = "1 1" ] && grep -q "CPUs 0 held back: not among the step's cores" "$WORK/err" \
       && pass "shared node, task/affinity only: job B's rank stays on its own core 1, CPU 0 (job A's) held back" \
       || fail "shared node: '$out' $(cat "$WORK/err")"
     scancel --quiet "$(squeue -h -o %i | head -1)"
     wait $holder 2>/dev/null
+    # A heterogeneous step: --gpus-per-task=1 on n1, --gpu-bind=map_gpu:1,0 on n2; each
+    # component's tasks on their own GPU's CPU.
+    out=$(srun -Q -w n1 -N1 -n2 --gpus-per-task=1 : -w n2 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 \
+      sh -c 'echo "$SLURMD_NODENAME $SLURM_LOCALID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_GPU:-unset}"' 2>"$WORK/err" | sort)
+    want="n1 0 0 0000:e1:00.0
+n1 1 1 0000:e2:00.0
+n2 0 1 0000:e2:00.0
+n2 1 0 0000:e1:00.0"
+    [ "$out" = "$want" ] && pass "heterogeneous step: each component's tasks on their own GPU's CPU" \
+      || fail "heterogeneous step: '$out' $(cat "$WORK/err")"
   else
     fail "cluster with task/affinity did not start"
   fi
