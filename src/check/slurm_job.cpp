@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "util/strings.hpp"
 
 namespace gpubind::check {
@@ -24,6 +26,16 @@ std::string reasons(const ProcessReport& p) {
   std::vector<std::string> out;
   for (const Finding& f : p.findings) out.push_back(f.reason);
   return join(out, "; ");
+}
+
+// A member of a JSON object another node wrote, "" or false when absent or of another type.
+std::string text_of(const nlohmann::json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+bool flag_of(const nlohmann::json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
 }
 
 bool all_digits(std::string_view s) {
@@ -57,11 +69,10 @@ Result<unsigned> job_node_count(const std::string& job, const std::string& squeu
 }
 
 std::vector<std::string> fanout_command(const std::string& job, unsigned nodes, const std::string& gpubind,
-                                        const std::vector<std::string>& pass) {
-  std::vector<std::string> argv = {"srun",         "--overlap", "--jobid=" + job, "--nodes=" + std::to_string(nodes),
-                                   "--ntasks-per-node=1", "--quiet", "--kill-on-bad-exit=0", gpubind,
-                                   "check",        "--slurm-node", job};
-  argv.insert(argv.end(), pass.begin(), pass.end());
+                                        const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {"srun", "--overlap", "--jobid=" + job, "--nodes=" + std::to_string(nodes), "--ntasks-per-node=1",
+                                   "--quiet", "--kill-on-bad-exit=0", gpubind};
+  argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
@@ -108,6 +119,44 @@ JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const
                          " nodes gave no answer");
   std::stable_sort(rep.rows.begin(), rep.rows.end(),
                    [](const JobRow& a, const JobRow& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
+  return rep;
+}
+
+JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expected, const std::string& out) {
+  JobWatchReport rep;
+  rep.job = job;
+  rep.nodes_expected = nodes_expected;
+  for (std::string_view line : split(out, '\n')) {
+    if (line.find("\"summary\"") == std::string_view::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || text_of(j, "type") != "summary" || !j.contains("node") || !j["node"].is_string()) continue;
+    std::string node = text_of(j, "node");
+    rep.nodes.push_back(node);
+    if (flag_of(j, "any_finding")) rep.any_finding = true;
+    if (!j.contains("ranks") || !j["ranks"].is_array()) continue;
+    for (const auto& r : j["ranks"]) {
+      if (!r.is_object() || !r.contains("pid") || !r["pid"].is_number_integer()) continue;
+      JobWatchRow row;
+      row.node = node;
+      row.pid = r["pid"].get<int>();
+      row.rank = text_of(r, "rank");
+      row.local_rank = text_of(r, "local_rank");
+      row.comm = text_of(r, "comm");
+      std::vector<std::string> seen;
+      if (r.contains("seen") && r["seen"].is_array())
+        for (const auto& f : r["seen"])
+          if (f.is_string()) seen.push_back(f.get<std::string>());
+      row.seen = join(seen, ",");
+      if (r.contains("worst_interval") && r["worst_interval"].is_number_unsigned()) row.worst_interval = r["worst_interval"].get<unsigned>();
+      row.exited = flag_of(r, "exited");
+      rep.rows.push_back(row);
+    }
+  }
+  if (rep.nodes.size() < nodes_expected)
+    rep.errors.push_back(std::to_string(nodes_expected - rep.nodes.size()) + " of the job's " + std::to_string(nodes_expected) +
+                         " nodes gave no summary");
+  std::stable_sort(rep.rows.begin(), rep.rows.end(),
+                   [](const JobWatchRow& a, const JobWatchRow& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
   return rep;
 }
 

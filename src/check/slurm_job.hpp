@@ -39,9 +39,10 @@ bool valid_job_id(const std::string& job);
 Result<unsigned> job_node_count(const std::string& job, const std::string& squeue_out);
 
 // srun's command line: one task on each of the job's `nodes` nodes, beside the job's own steps
-// (--overlap), running `gpubind check --slurm-node JOBID` with `pass` (check's flags to forward).
+// (--overlap), running `gpubind COMMAND...` (`check --slurm-node JOBID` and check's flags to
+// forward, or watch's).
 std::vector<std::string> fanout_command(const std::string& job, unsigned nodes, const std::string& gpubind,
-                                        const std::vector<std::string>& pass);
+                                        const std::vector<std::string>& command);
 
 // What `check --slurm-node` prints on a node: one line per process, tab-separated fields, one
 // line per error, and a last line with the counts, so the merge knows the node answered whole.
@@ -50,5 +51,27 @@ std::string node_rows(const Report& r, const std::string& node);
 // The job's report from the nodes' lines as srun relays them (interleaved line by line between
 // nodes; anything else, such as srun's own messages, is ignored).
 JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const std::string& out);
+
+// `watch --slurm-job`: the summary each node's `watch --slurm-node JOBID --json` ends with (its
+// line of type "summary"), merged. One row per rank process a node watched.
+struct JobWatchRow {
+  std::string node;
+  int pid = 0;
+  std::string rank, local_rank, comm;
+  std::string seen;                       // its findings over the watch, ","-joined; "" when none
+  std::optional<unsigned> worst_interval;
+  bool exited = false;
+};
+
+struct JobWatchReport {
+  std::string job;
+  unsigned nodes_expected = 0;
+  std::vector<std::string> nodes;   // whose summary came, in that order
+  std::vector<JobWatchRow> rows;    // by node, then PID
+  std::vector<std::string> errors;  // nodes without a summary
+  bool any_finding = false;         // some node's summary says so
+};
+
+JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expected, const std::string& out);
 
 }  // namespace gpubind::check

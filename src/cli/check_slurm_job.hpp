@@ -1,7 +1,8 @@
 #pragma once
-// `check --slurm-job JOBID` run from anywhere a Slurm client runs: squeue says how many nodes the
-// job has, srun runs `gpubind check --slurm-node JOBID` on each beside the job's steps, and the
-// nodes' lines are merged (check/slurm_job.hpp).
+// `check --slurm-job JOBID` and `watch --slurm-job JOBID`, run from anywhere a Slurm client runs:
+// squeue says how many nodes the running job has, srun runs `gpubind check|watch --slurm-node
+// JOBID` on each beside the job's steps, and the nodes' lines are merged (check/slurm_job.hpp).
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,14 @@
 
 namespace gpubind::cli {
 
-// `pass`: check's flags every node gets. An Error when the job cannot be checked at all (bad id,
-// squeue or srun missing, the job not running); a node that fails is an error in the report.
+// `pass`: the flags every node's command gets. An Error when the job cannot be checked at all
+// (bad id, squeue or srun missing, the job not running); a node that fails is an error in the
+// report.
 Result<check::JobReport> check_slurm_job(const std::string& job, const std::vector<std::string>& pass);
+
+// The same for watch, whose nodes run for `expected` (their --duration or --count) before srun
+// returns and their summaries are merged.
+Result<check::JobWatchReport> watch_slurm_job(const std::string& job, const std::vector<std::string>& pass,
+                                              std::chrono::seconds expected);
 
 }  // namespace gpubind::cli

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/check_slurm_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "discover/gpu_runtime.hpp"
+#include "render/check_render.hpp"
 #include "render/json_text.hpp"
 #include "render/metrics.hpp"
 #include "render/watch_render.hpp"
@@ -25,7 +27,7 @@ namespace gpubind::cli {
 namespace {
 
 struct WatchFlags {
-  std::string topology, textfile, listen, slurm_node, summary_file;
+  std::string topology, textfile, listen, slurm_node, slurm_job, summary_file;
   std::vector<std::string> roots;
   SelectionFlags which;
   bool json = false, once = false, no_tty = false;
@@ -59,6 +61,9 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--slurm-node", f.slurm_node,
              "This node's tasks of this Slurm job, including those that start later (a Prolog's watch; "
              "deploy/slurm/gpubind-prolog.sh)");
+  app.option("--slurm-job", f.slurm_job,
+             "Every node of this running Slurm job, through srun --overlap, for --duration or --count: the nodes' "
+             "summaries as one table (--json: one object)");
   app.option("--summary", f.summary_file, "At the end, also write the summary as text to FILE (replaced whole)");
   app.option("--textfile", f.textfile,
              "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
@@ -132,6 +137,33 @@ class Outputs final : public watch::Sink {
   bool m_redraw;
 };
 
+// --slurm-job: each node watches the job's tasks for the whole --duration or --count, then srun
+// returns and their summaries are merged into one table (--json: one object).
+int watch_job(const WatchFlags& f) {
+  if (!f.schedule.count && f.schedule.duration == 0)
+    return fail(Error{"--slurm-job " + f.slurm_job, "needs --duration or --count: the nodes' summaries are merged when they end",
+                      ErrorKind::usage});
+  if (!f.roots.empty() || !f.which.pids.empty() || f.which.self || !f.which.children_of.empty() || !f.which.match.empty() ||
+      !f.slurm_node.empty() || !f.listen.empty() || !f.textfile.empty() || !f.summary_file.empty())
+    return fail(Error{"--slurm-job " + f.slurm_job, "selects the job's tasks on every node by itself: --root, --pid, --self, "
+                                                    "--children-of, --match, --slurm-node, --listen, --textfile and --summary do not "
+                                                    "combine with it", ErrorKind::usage});
+  auto number = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g", v); return std::string(b); };
+  std::vector<std::string> pass = {"--json", "--no-tty", "--interval", number(f.schedule.interval), "--mem-every", std::to_string(f.mem_every),
+                                   "--max-migrations", number(f.th.migrations_per_second), "--max-cross-numa", number(f.th.cross_numa),
+                                   "--max-remote-memory", number(f.th.remote_memory), "--max-imbalance", number(f.th.imbalance)};
+  if (f.schedule.count) pass.insert(pass.end(), {"--count", std::to_string(*f.schedule.count)});
+  if (f.schedule.duration > 0) pass.insert(pass.end(), {"--duration", number(f.schedule.duration)});
+  double expected = f.schedule.duration > 0 ? f.schedule.duration : f.schedule.interval * *f.schedule.count;
+  auto report = watch_slurm_job(f.slurm_job, pass, std::chrono::seconds(long(expected) + 1));
+  if (!report) return fail(report.error());
+  for (const std::string& e : report->errors) fail(Error{"--slurm-job " + f.slurm_job, e});
+  std::string out = f.json ? render::json_line(render::job_watch_json(*report)) : render::job_watch_text(*report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!report->errors.empty()) return kExitFailure;
+  return report->any_finding ? kExitCheckFindings : kExitOk;
+}
+
 }  // namespace
 
 int cmd_watch(const std::vector<std::string>& args) {
@@ -142,6 +174,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   add_watch_options(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;
 
+  if (!f.slurm_job.empty()) return watch_job(f);
   // The selection is found again at every sample: ranks that start, restart or exit are followed.
   auto sel = make_selection(f.which, f.roots.empty());
   if (!sel) return fail(sel.error());
@@ -164,6 +197,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (!live_clock) return fail(live_clock.error());
   const sys::Clock& clock = *live_clock ? static_cast<const sys::Clock&>(**live_clock) : replay_clock;
   std::string node = topo->hostname.empty() ? sys::hostname() : topo->hostname;
+  // A job's watch names the node as Slurm does (NodeName may differ from the host's name).
+  if (sel->slurm_job && !sel->slurm_job->node.empty()) node = sel->slurm_job->node;
 
   auto endpoint = start_endpoint(f.listen, node);
   if (!endpoint) return fail(endpoint.error());

@@ -159,4 +159,35 @@ nlohmann::ordered_json job_json(const check::JobReport& r) {
   return j;
 }
 
+std::string job_watch_text(const check::JobWatchReport& r) {
+  TextTable t({"NODE", "PID", "RANK", "LOCAL", "COMMAND", "SEEN", "WORST"});
+  auto dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+  size_t with = 0;
+  for (const check::JobWatchRow& x : r.rows) {
+    with += !x.seen.empty();
+    t.add({x.node, std::to_string(x.pid), dash(x.rank), dash(x.local_rank), x.comm + (x.exited ? " (exited)" : ""),
+           x.seen.empty() ? "OK" : x.seen, x.worst_interval ? std::to_string(*x.worst_interval) : "-"});
+  }
+  return t.str() + "\njob " + one_line(r.job) + ": " + std::to_string(r.rows.size()) + " process(es) watched on " +
+         std::to_string(r.nodes.size()) + " of " + std::to_string(r.nodes_expected) + " node(s), " + std::to_string(with) +
+         " with findings" + (r.errors.empty() ? "" : ", " + std::to_string(r.errors.size()) + " error(s)") + "\n";
+}
+
+nlohmann::ordered_json job_watch_json(const check::JobWatchReport& r) {
+  using oj = nlohmann::ordered_json;
+  oj j;
+  j["schema_version"] = kCheckSchemaVersion;
+  j["type"] = "job_summary";
+  j["job"] = r.job;
+  j["nodes_expected"] = r.nodes_expected;
+  j["nodes"] = r.nodes;
+  j["ranks"] = oj::array();
+  for (const check::JobWatchRow& x : r.rows)
+    j["ranks"].push_back({{"node", x.node}, {"pid", x.pid}, {"rank", x.rank}, {"local_rank", x.local_rank}, {"comm", x.comm},
+                          {"seen", x.seen}, {"worst_interval", x.worst_interval ? oj(*x.worst_interval) : oj()}, {"exited", x.exited}});
+  j["any_finding"] = r.any_finding;
+  j["errors"] = r.errors;
+  return j;
+}
+
 }  // namespace gpubind::render

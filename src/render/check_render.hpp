@@ -21,4 +21,9 @@ nlohmann::ordered_json check_json(const check::Report& r);
 std::string job_text(const check::JobReport& r);
 nlohmann::ordered_json job_json(const check::JobReport& r);
 
+// `watch --slurm-job`: the nodes' summaries as one table (node, PID, ranks, command, what was
+// seen, the worst interval) and a summary line; and its JSON.
+std::string job_watch_text(const check::JobWatchReport& r);
+nlohmann::ordered_json job_watch_json(const check::JobWatchReport& r);
+
 }  // namespace gpubind::render

@@ -182,6 +182,7 @@ plugstack
 #      --gpubind; gpubind runs its node check on both through srun --overlap and prints one table.
 #      The batch script and its srun (no SLURM_STEP_ID) are not tasks. Then one node's rank is
 #      re-pinned to every CPU: DRIFTED, and OVERLAP with its neighbour, on that node only; exit 3.
+#      watch --slurm-job merges the nodes' watch summaries the same way.
 jobid=$(sbatch --parsable -N2 --ntasks-per-node=2 --gpubind -o /dev/null --wrap "srun -Q sleep 300" 2>"$WORK/err")
 tasks_up() { [ "$(grep -l "SLURM_JOB_ID=$jobid" /proc/[0-9]*/environ 2>/dev/null | xargs -r grep -l 'SLURM_STEP_ID=0' 2>/dev/null | wc -l)" -ge 4 ]; }
 if [ -n "$jobid" ] && wait_until 30 tasks_up; then
@@ -199,6 +200,13 @@ j = json.load(open(sys.argv[1]))
 print(" ".join(sorted("%s:%s:%s" % (p["node"], p["rank"], p["verdict"]) for p in j["processes"])))' "$WORK/out" 2>&1)
     [ $rc = 3 ] && [ "$got" = "n1:0:OK n1:1:OK n2:2:OVERLAP n2:3:DRIFTED,OVERLAP" ] && pass "one node's rank re-pinned: $got, exit 3" \
       || fail "re-pinned rank (rc $rc): $got $(cat "$WORK/err")"
+    # watch --slurm-job: every node watches for two intervals; one table of the nodes' summaries.
+    "$GPUBIND" watch --slurm-job "$jobid" --count 2 --interval 0.2 >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    [ $rc = 3 ] && grep -Eq "^n2 +$victim +3 +1 .*DRIFTED" "$WORK/out" && [ "$(grep -cE '^n1 .* OK ' "$WORK/out")" = 2 ] \
+      && grep -q "4 process(es) watched on 2 of 2 node(s)" "$WORK/out" \
+      && pass "watch --slurm-job: the nodes' summaries in one table, n2's rank 3 DRIFTED, exit 3" \
+      || fail "watch --slurm-job (rc $rc): $(cat "$WORK/out" "$WORK/err")"
   else
     fail "no rank 3 on n2 in: $(cat "$WORK/out")"
   fi

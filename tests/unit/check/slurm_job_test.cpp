@@ -40,7 +40,7 @@ TEST(SlurmJob, OnlyARunningJobIsChecked) {
 }
 
 TEST(SlurmJob, SrunRunsOneCheckPerNodeBesideTheJob) {
-  auto argv = fanout_command("7", 2, "/opt/gpubind", {"--no-gpu-runtime"});
+  auto argv = fanout_command("7", 2, "/opt/gpubind", {"check", "--slurm-node", "7", "--no-gpu-runtime"});
   std::vector<std::string> want = {"srun", "--overlap", "--jobid=7", "--nodes=2", "--ntasks-per-node=1", "--quiet",
                                    "--kill-on-bad-exit=0", "/opt/gpubind", "check", "--slurm-node", "7", "--no-gpu-runtime"};
   EXPECT_EQ(argv, want);
@@ -92,6 +92,31 @@ TEST(SlurmJob, AFieldCannotBreakTheLine) {
   EXPECT_EQ(r.rows[0].node, "n\\t1");  // escaped, never a raw tab
   EXPECT_EQ(r.rows[0].verdict, "MISPLACED");
   EXPECT_TRUE(r.errors.empty()) << r.errors[0];
+}
+
+TEST(SlurmJob, WatchSummariesOfTheNodesMerge) {
+  // Each node's watch ends with its summary line among its interval lines; srun relays them.
+  std::string out =
+      R"({"schema_version":1,"type":"interval","node":"n1","ranks":[]})" "\n"
+      R"({"schema_version":1,"type":"summary","node":"n2","intervals":3,"ranks":[{"pid":202,"comm":"python","rank":"3","local_rank":"1","seen":["DRIFTED","OVERLAP"],"worst_interval":2,"exited":false}],"any_finding":true})" "\n"
+      "srun: something of its own\n"
+      R"({"schema_version":1,"type":"summary","node":"n1","intervals":3,"ranks":[{"pid":101,"comm":"python","rank":"0","local_rank":"0","seen":[],"worst_interval":null,"exited":true}],"any_finding":false})" "\n";
+  JobWatchReport r = merge_watch_summaries("7", 2, out);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_TRUE(r.any_finding);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].node, "n1");
+  EXPECT_TRUE(r.rows[0].exited);
+  EXPECT_EQ(r.rows[0].seen, "");
+  EXPECT_EQ(r.rows[1].seen, "DRIFTED,OVERLAP");
+  EXPECT_EQ(r.rows[1].worst_interval, 2u);
+  // A node without a summary, and members of the wrong type, are not trusted.
+  r = merge_watch_summaries("7", 2, R"({"type":"summary","node":"n1","ranks":[{"pid":"x"},{"pid":5,"exited":"yes","seen":[1]}],"any_finding":"no"})");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], "1 of the job's 2 nodes gave no summary");
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_FALSE(r.rows[0].exited);
+  EXPECT_FALSE(r.any_finding);
 }
 
 }  // namespace gpubind::check
