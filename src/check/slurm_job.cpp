@@ -38,6 +38,15 @@ bool flag_of(const nlohmann::json& o, const char* key) {
   return it != o.end() && it->is_boolean() && it->get<bool>();
 }
 
+// The end of a merge: nodes that sent no `what` are an error; rows by node, then PID.
+template <class Report>
+void close_merge(Report& rep, const char* what) {
+  if (rep.nodes.size() < rep.nodes_expected)
+    rep.errors.push_back(std::to_string(rep.nodes_expected - rep.nodes.size()) + " of the job's " + std::to_string(rep.nodes_expected) +
+                         " nodes gave no " + what);
+  std::stable_sort(rep.rows.begin(), rep.rows.end(), [](const auto& a, const auto& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
+}
+
 bool all_digits(std::string_view s) {
   return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -114,11 +123,7 @@ JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const
       rep.nodes.emplace_back(f[1]);
     }
   }
-  if (rep.nodes.size() < nodes_expected)
-    rep.errors.push_back(std::to_string(nodes_expected - rep.nodes.size()) + " of the job's " + std::to_string(nodes_expected) +
-                         " nodes gave no answer");
-  std::stable_sort(rep.rows.begin(), rep.rows.end(),
-                   [](const JobRow& a, const JobRow& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
+  close_merge(rep, "answer");
   return rep;
 }
 
@@ -152,11 +157,7 @@ JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expe
       rep.rows.push_back(row);
     }
   }
-  if (rep.nodes.size() < nodes_expected)
-    rep.errors.push_back(std::to_string(nodes_expected - rep.nodes.size()) + " of the job's " + std::to_string(nodes_expected) +
-                         " nodes gave no summary");
-  std::stable_sort(rep.rows.begin(), rep.rows.end(),
-                   [](const JobWatchRow& a, const JobWatchRow& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
+  close_merge(rep, "summary");
   return rep;
 }
 
