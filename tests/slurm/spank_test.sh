@@ -317,6 +317,17 @@ PYEOF
     expect_tasks "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU 1, task 1 on GPU 0's CPU 0 (Slurm gave 0 and 1)" "$out" \
       "1 0000:e2:00.0" "0 0000:e1:00.0"
     grep -q "are assumed" "$WORK/err" && fail "map_gpu names every task's GPU, yet a guess was said: $(cat "$WORK/err")"
+    out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=mask_gpu:0x2,0x1 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--gpu-bind=mask_gpu:0x2,0x1: each task on its GPU's CPU" "$out" "1 0000:e2:00.0" "0 0000:e1:00.0"
+    out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=none sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--gpu-bind=none: both GPUs seen by both tasks, rank i on GPU i" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
+    # single:1 narrows by the task's CPUs (task/affinity's masks): the others' GPUs are assumed, and said.
+    out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=single:1 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--gpu-bind=single:1: each task on its GPU's CPU" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
+    [ "$(grep -c "gpu:single:1 gave this task GPU(s) .* are assumed" "$WORK/err")" = 2 ] && pass "single:1: the assumption is said in each task" \
+      || fail "single:1 warning: $(cat "$WORK/err")"
+    out=$(srun -Q -w n1 -N1 -n2 --exclusive --gpus-per-task=1 sh -c "$tprobe" 2>"$WORK/err")
+    expect_tasks "--exclusive --gpus-per-task=1: as on a shared node" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
     # --gpubind=verbose: one line per task with host, job.step, global and local rank, GPU, CPUs,
     # memory, NIC; the same in slurmd's log at debug level.
     out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --gpubind=verbose true 2>&1)
