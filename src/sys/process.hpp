@@ -21,11 +21,6 @@ struct Spawned {
   int err_fd = -1;
 };
 
-// A helper process that outlives this one only to SIGKILL the process groups it was told about
-// when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
-// PR_SET_PDEATHSIG kills the rank, but not what the rank started in its group (a shell's
-// children); this kills the whole group. It notices the death by end of file on a pipe only this
-// process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
 // A helper process that outlives this one to clean up after it: forked into a process group of
 // its own, every catchable signal blocked, /dev/null as its stdio and nothing of this process's
 // open but the read end of a pipe (as fd 3); it runs `body(3)`, named `name`, and exits. This
@@ -33,6 +28,11 @@ struct Spawned {
 // when this process closes it, or ends in any way, even SIGKILL, is its cue.
 Result<std::pair<pid_t, int>> start_watcher(const char* name, const std::function<void(int)>& body);
 
+// A helper process that outlives this one only to SIGKILL the process groups it was told about
+// when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
+// PR_SET_PDEATHSIG kills the rank, but not what the rank started in its group (a shell's
+// children); this kills the whole group. It notices the death by end of file on a pipe only this
+// process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
 class GroupReaper {
  public:
   static constexpr const char* kGroupReaperName = "gpubind-reaper";  // its process name (comm)
