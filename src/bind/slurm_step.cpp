@@ -1,7 +1,8 @@
 #include "bind/slurm_step.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <cstdint>
+#include <limits>
 
 #include "plan/plan.hpp"
 #include "util/strings.hpp"
@@ -12,12 +13,11 @@ namespace {
 
 const char* const kCpuBindVars[] = {"SLURM_CPU_BIND", "SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND_LIST"};
 
+// util's parse_uint, within unsigned.
 std::optional<unsigned> number(std::string_view s, int base = 10) {
-  if (base == 16 && (s.substr(0, 2) == "0x" || s.substr(0, 2) == "0X")) s.remove_prefix(2);
-  unsigned v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
+  auto v = parse_uint(s, base);
+  if (!v || *v > std::numeric_limits<unsigned>::max()) return std::nullopt;
+  return unsigned(*v);
 }
 
 // "0,1,3" or "0-3,6": gres indices in the order given.
@@ -30,7 +30,7 @@ std::optional<std::vector<unsigned>> index_list(const std::string& text) {
     auto lo = number(std::string_view(item).substr(0, dash));
     auto hi = dash == std::string::npos ? lo : number(std::string_view(item).substr(dash + 1));
     if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) return std::nullopt;
-    for (unsigned i = *lo; i <= *hi; ++i) out.push_back(i);
+    for (uint64_t i = *lo; i <= *hi; ++i) out.push_back(unsigned(i));  // 64 bits: hi may be the largest unsigned
   }
   return out;
 }

@@ -31,6 +31,10 @@ TEST(SlurmStep, NoPerTaskGpuBindingLeavesThePlanAsIs) {
   EXPECT_EQ(slurm_task_gpus("", "1", "gpu:per_task:1", 2, 0), std::nullopt);
   EXPECT_EQ(slurm_task_gpus("0,1", "3", "gpu:per_task:1", 2, 0), std::nullopt);  // not a GPU of the step
   EXPECT_EQ(slurm_task_gpus("0,x", "0", "gpu:per_task:1", 2, 0), std::nullopt);
+  // The largest index ends its range (an unsigned loop counter wrapped and never ended).
+  auto g = slurm_task_gpus("0,4294967295", "4294967295", "gpu:map_gpu:0,4294967295", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
 }
 
 TEST(SlurmStep, GpusPerTaskGiveTasksTheStepsGpusInTurn) {
