@@ -29,7 +29,8 @@ std::optional<std::vector<unsigned>> index_list(const std::string& text) {
     size_t dash = item.find('-');
     auto lo = number(std::string_view(item).substr(0, dash));
     auto hi = dash == std::string::npos ? lo : number(std::string_view(item).substr(dash + 1));
-    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) return std::nullopt;
+    // A node has at most a few dozen GPUs; a list of more than 65536 is no Slurm's.
+    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096 || out.size() + (*hi - *lo) >= 65536) return std::nullopt;
     for (uint64_t i = *lo; i <= *hi; ++i) out.push_back(unsigned(i));  // 64 bits: hi may be the largest unsigned
   }
   return out;

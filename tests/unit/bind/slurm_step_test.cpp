@@ -35,6 +35,10 @@ TEST(SlurmStep, NoPerTaskGpuBindingLeavesThePlanAsIs) {
   auto g = slurm_task_gpus("0,4294967295", "4294967295", "gpu:map_gpu:0,4294967295", 2, 1);
   ASSERT_TRUE(g);
   EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
+  // A list no Slurm writes (more than 65536 GPUs) is not expanded.
+  std::string huge;
+  for (int i = 0; i < 20; ++i) huge += "0-4000,";
+  EXPECT_EQ(slurm_task_gpus(huge + "1", "1", "", 2, 0), std::nullopt);
 }
 
 TEST(SlurmStep, GpusPerTaskGiveTasksTheStepsGpusInTurn) {
