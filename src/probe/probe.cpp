@@ -315,6 +315,19 @@ bool is_not_a_live_process(const Error& e) {
   return e.kind == ErrorKind::not_found || e.kind == ErrorKind::unsupported;
 }
 
+Result<std::map<std::string, std::string>> environment_of(const sys::FsRoot& root, int pid, const std::vector<std::string>& names) {
+  auto env = root.read("proc/" + std::to_string(pid) + "/environ");
+  if (!env) return env.error();
+  std::map<std::string, std::string> out;
+  for (std::string_view kv : split(*env, '\0')) {
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string key(kv.substr(0, eq));
+    if (std::find(names.begin(), names.end(), key) != names.end()) out[key] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
 std::vector<int> list_pids(const sys::FsRoot& root) {
   std::vector<int> pids;
   auto names = root.list("proc");
@@ -388,16 +401,8 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   }
   p.gpus.assign(gpus.begin(), gpus.end());
 
-  if (auto env = root.read(dir + "/environ")) {
-    for (std::string_view kv : split(*env, '\0')) {
-      auto eq = kv.find('=');
-      if (eq == std::string_view::npos) continue;
-      std::string key(kv.substr(0, eq));
-      if (std::find(env_names().begin(), env_names().end(), key) != env_names().end()) p.env[key] = kv.substr(eq + 1);
-    }
-  } else {
-    p.notes.push_back("environment not readable (" + env.error().why + ")");
-  }
+  if (auto env = environment_of(root, pid, env_names())) p.env = std::move(*env);
+  else p.notes.push_back("environment not readable (" + env.error().why + ")");
 
   if (options.numa_maps) {
     if (auto maps = root.read(dir + "/numa_maps")) p.pages_per_node = sum_numa_maps(*maps);

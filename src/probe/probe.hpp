@@ -59,6 +59,9 @@ struct ProbeOptions {
 // The environment variables a probe keeps.
 const std::vector<std::string>& env_names();
 
+// The variables of `names` that process `pid`'s environment (/proc/PID/environ) has.
+Result<std::map<std::string, std::string>> environment_of(const sys::FsRoot& root, int pid, const std::vector<std::string>& names);
+
 
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
 Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);

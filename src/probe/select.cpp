@@ -47,23 +47,15 @@ std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(cons
 }
 
 std::vector<int> slurm_job_tasks(const sys::FsRoot& root, const SlurmTasks& which) {
+  static const std::vector<std::string> names = {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME"};
   std::vector<int> out;
   for (int p : list_pids(root)) {
-    auto env = root.read("proc/" + std::to_string(p) + "/environ");
+    auto env = environment_of(root, p, names);
     if (!env) continue;
-    std::string job, step, node;
-    bool has_step = false;
-    for (std::string_view kv : split(*env, '\0')) {
-      if (kv.starts_with("SLURM_JOB_ID=")) {
-        job = kv.substr(13);
-      } else if (kv.starts_with("SLURM_STEP_ID=")) {
-        step = kv.substr(14);
-        has_step = true;
-      } else if (kv.starts_with("SLURMD_NODENAME=")) {
-        node = kv.substr(16);
-      }
-    }
-    if (job == which.job && has_step && step != which.skip_step && (which.node.empty() || node == which.node)) out.push_back(p);
+    auto step = env->find("SLURM_STEP_ID");
+    if ((*env)["SLURM_JOB_ID"] == which.job && step != env->end() && step->second != which.skip_step &&
+        (which.node.empty() || (*env)["SLURMD_NODENAME"] == which.node))
+      out.push_back(p);
   }
   return out;
 }
