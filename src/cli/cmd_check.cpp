@@ -71,8 +71,7 @@ std::string render_check(const check::Report& report, const topo::Topology& t, c
 
 // --slurm-job: the job's nodes checked through srun and merged; errors on stderr, the table on stdout.
 int check_job(const CheckFlags& f) {
-  if (!f.root_dir.empty() || !f.which.pids.empty() || f.which.self || f.which.all_gpu || !f.which.children_of.empty() || !f.which.match.empty() ||
-      !f.slurm_node.empty() || f.format == "svg")
+  if (!f.root_dir.empty() || f.which.any() || !f.slurm_node.empty() || f.format == "svg")
     return fail(Error{"--slurm-job " + f.slurm_job, "selects the job's tasks on every node by itself: --root, --pid, --self, --all-gpu-procs, --children-of, "
                                                     "--match, --slurm-node and --format svg do not combine with it", ErrorKind::usage});
   std::vector<std::string> pass;

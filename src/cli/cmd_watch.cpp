@@ -143,8 +143,7 @@ int watch_job(const WatchFlags& f) {
   if (!f.schedule.count && f.schedule.duration == 0)
     return fail(Error{"--slurm-job " + f.slurm_job, "needs --duration or --count: the nodes' summaries are merged when they end",
                       ErrorKind::usage});
-  if (!f.roots.empty() || !f.which.pids.empty() || f.which.self || f.which.all_gpu || !f.which.children_of.empty() || !f.which.match.empty() ||
-      !f.slurm_node.empty() || !f.listen.empty() || !f.textfile.empty() || !f.summary_file.empty())
+  if (!f.roots.empty() || f.which.any() || !f.slurm_node.empty() || !f.listen.empty() || !f.textfile.empty() || !f.summary_file.empty())
     return fail(Error{"--slurm-job " + f.slurm_job, "selects the job's tasks on every node by itself: --root, --pid, --self, --all-gpu-procs, "
                                                     "--children-of, --match, --slurm-node, --listen, --textfile and --summary do not "
                                                     "combine with it", ErrorKind::usage});

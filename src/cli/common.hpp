@@ -51,6 +51,7 @@ struct SelectionFlags {
   std::vector<std::string> pids;
   std::string children_of, match;
   bool self = false, all_gpu = false;
+  bool any() const { return !pids.empty() || self || all_gpu || !children_of.empty() || !match.empty(); }  // a selector given
 };
 // Declares them; `verb` ("check", "watch") words their help.
 void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb);
