@@ -1,6 +1,6 @@
 #include "cli/check_slurm_job.hpp"
 
-#include "sys/command.hpp"
+#include "sys/process.hpp"
 #include "sys/module.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"

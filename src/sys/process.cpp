@@ -442,6 +442,68 @@ void InterruptibleClock::sleep_for(std::chrono::milliseconds d) const {
   }
 }
 
+namespace {
+
+// The start of a child that must end with this process (gpubind killed while the child blocks
+// must not leave it): false when this process already ended between fork and here.
+bool die_with_parent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return ::getppid() == parent;
+}
+
+struct Drained {
+  std::string out;
+  bool late = false;       // the deadline passed: the child was killed
+  bool truncated = false;  // it wrote more than `cap`
+};
+
+// What child `pid` writes on `fd`, until it closes its end or `deadline` passes (a library
+// blocked on a file, a command that hangs): then it is killed. A read error leaves what was
+// read; the caller judges the content.
+Drained read_child(int fd, pid_t pid, std::chrono::seconds deadline, size_t cap) {
+  Drained d;
+  auto until = std::chrono::steady_clock::now() + deadline;
+  for (char buf[16384];;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    int r = left > 0 ? ::poll(&p, 1, int(std::min<long long>(left, 1000000))) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      d.late = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    ssize_t n = r > 0 ? faultable("gpubind/read", [&] { return ::read(fd, buf, sizeof buf); }) : -1;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size_t room = cap - std::min(cap, d.out.size());
+    d.truncated = d.truncated || size_t(n) > room;
+    d.out.append(buf, std::min(size_t(n), room));
+  }
+  return d;
+}
+
+int wait_child(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// At most `max` bytes of what was written to memory file `fd`, from its start.
+std::string memfd_text(int fd, size_t max) {
+  std::string out;
+  char buf[16384];
+  while (out.size() < max) {
+    ssize_t n = ::pread(fd, buf, std::min(sizeof buf, max - out.size()), off_t(out.size()));
+    if (n <= 0) break;
+    out.append(buf, size_t(n));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env,
                                  std::chrono::seconds deadline) {
   pid_t parent = ::getpid();
@@ -457,9 +519,7 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
   if (pid == 0) {
     ::close(fds[0]);
     if (chatter >= 0) ::dup2(chatter, STDERR_FILENO);
-    // Ends with this process: gpubind killed while the library blocks must not leave the child.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
+    if (!die_with_parent(parent)) ::_exit(1);
     // Die of a crash, quietly: no handler inherited from the parent (a sanitizer's, a fuzzer's)
     // may report it as the parent's.
     for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP}) ::signal(sig, SIG_DFL);
@@ -472,48 +532,63 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
     ::_exit(0);
   }
   ::close(fds[1]);
-  // What the child writes, until it closes its end or the deadline passes (a library blocked on
-  // a file, or building something enormous): then it is killed. A read error leaves what was
-  // read; the caller judges the content.
-  std::string out;
-  bool late = false;
-  auto until = std::chrono::steady_clock::now() + deadline;
-  for (char buf[16384];;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
-    pollfd p{fds[0], POLLIN, 0};
-    int r = left > 0 ? ::poll(&p, 1, int(std::min<long long>(left, 1000000))) : 0;
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
-      late = true;
-      ::kill(pid, SIGKILL);
-      break;
-    }
-    int from = fds[0];  // a structured binding cannot be captured (clang)
-    ssize_t n = r > 0 ? faultable("gpubind/read", [&] { return ::read(from, buf, sizeof buf); }) : -1;
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, size_t(n));
-  }
+  Drained d = read_child(fds[0], pid, deadline, SIZE_MAX);
   ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = wait_child(pid);
   std::string said;  // the first line the child printed on stderr
   if (chatter >= 0) {
-    char buf[512];
-    ssize_t n = ::pread(chatter, buf, sizeof buf, 0);
-    std::string_view text(buf, size_t(std::max<ssize_t>(n, 0)));
-    said = std::string(trim(text.substr(0, text.find('\n'))));
+    std::string text = memfd_text(chatter, 512);
+    said = std::string(trim(std::string_view(text).substr(0, text.find('\n'))));
     ::close(chatter);
   }
   std::string quoted = said.empty() ? "" : "; it said: " + one_line(said);
-  if (late) return Error{"child", "did not finish within " + std::to_string(deadline.count()) + " s, and was stopped"};
+  if (d.late) return Error{"child", "did not finish within " + std::to_string(deadline.count()) + " s, and was stopped"};
   if (WIFSIGNALED(status))
     return Error{"child", std::string("crashed (") + (sigabbrev_np(WTERMSIG(status)) ? "SIG" + std::string(sigabbrev_np(WTERMSIG(status)))
                                                                                     : "signal " + std::to_string(WTERMSIG(status))) + quoted + ")"};
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return Error{"child", "exited with status " + std::to_string(WEXITSTATUS(status)) + (said.empty() ? "" : " (it said: " + one_line(said) + ")")};
-  return out;
+  return std::move(d.out);
+}
+
+Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline) {
+  if (argv.empty()) return Error{"run_command", "no program named"};
+  const std::string& what = argv[0];
+  // Its standard error goes to a memory file, read when it ended: one pipe to wait on.
+  int err = ::memfd_create("gpubind-command-stderr", MFD_CLOEXEC);
+  if (err < 0) return Error{what, std::string("memfd_create: ") + std::strerror(errno)};
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t parent = ::getpid();
+  auto forked = fork_with_pipe();
+  if (!forked) {
+    ::close(err);
+    return Error{what, forked.error().message()};
+  }
+  auto [pid, fds] = *forked;
+  if (pid == 0) {
+    if (!die_with_parent(parent)) ::_exit(127);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  Drained d = read_child(fds[0], pid, deadline, kMaxCommandOutput);
+  ::close(fds[0]);
+  int status = wait_child(pid);
+  CommandResult r;
+  r.out = std::move(d.out);
+  r.err = memfd_text(err, kMaxCommandOutput);
+  r.truncated = d.truncated || r.err.size() >= kMaxCommandOutput;
+  ::close(err);
+  if (d.late) return Error{what, "did not finish within " + std::to_string(deadline.count()) + " s: killed"};
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (r.exit_code == 127 && r.out.empty() && r.err.empty()) return Error{what, "cannot be run (not found in PATH, or not executable)"};
+  return r;
 }
 
 }  // namespace gpubind::sys

@@ -88,4 +88,22 @@ using EnvChange = std::pair<std::string, std::optional<std::string>>;
 Result<std::string> run_isolated(const std::function<std::string()>& work, const std::vector<EnvChange>& env = {},
                                  std::chrono::seconds deadline = std::chrono::seconds(120));
 
+// Running another program to completion and keeping what it printed: what `check --slurm-job`
+// and `watch --slurm-job` ask of Slurm's own commands (squeue for the job's node count, srun for
+// the fan-out).
+struct CommandResult {
+  int exit_code = 0;    // 128+N when a signal N ended it
+  std::string out;      // its standard output, at most kMaxCommandOutput bytes
+  std::string err;      // its standard error, the same
+  bool truncated = false;
+};
+
+constexpr size_t kMaxCommandOutput = 64u << 20;
+
+// Runs argv[0] (searched in PATH) with this process's environment, stdin from /dev/null, as
+// run_isolated runs its work: the child dies with this process (PR_SET_PDEATHSIG) and is killed
+// after `deadline`, which is an Error that says so, as is a program that cannot be started (exit
+// 127 before it printed).
+Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline);
+
 }  // namespace gpubind::sys

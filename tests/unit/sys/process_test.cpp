@@ -77,6 +77,29 @@ TEST(RunIsolated, AChildPastItsDeadlineIsStoppedAndSaysSo) {
   EXPECT_NE(out.error().message().find("did not finish within 1 s"), std::string::npos) << out.error().message();
 }
 
+// run_command (squeue and srun for --slurm-job): both streams kept, the exit status said, a
+// program that cannot start or does not end an Error.
+TEST(RunCommand, KeepsOutputErrorAndExitStatus) {
+  auto r = run_command({"sh", "-c", "echo out; echo err >&2; exit 3"}, std::chrono::seconds(60));
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_FALSE(r->truncated);
+}
+
+TEST(RunCommand, AMissingProgramIsAnError) {
+  auto r = run_command({"gpubind-no-such-program"}, std::chrono::seconds(60));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("cannot be run"), std::string::npos) << r.error().message();
+}
+
+TEST(RunCommand, AProgramPastItsDeadlineIsKilledAndSaysSo) {
+  auto r = run_command({"sleep", "600"}, std::chrono::seconds(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("did not finish within 1 s: killed"), std::string::npos) << r.error().message();
+}
+
 // gpubind killed while a library blocks in the child (hwloc reading a FIFO): the child must not
 // stay behind under PID 1.
 TEST(RunIsolated, TheChildDiesWithThisProcess) {
