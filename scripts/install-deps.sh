@@ -42,6 +42,8 @@ test_packages=(
   systemd
   # watch --listen scraped by a real Prometheus; promtool checks the exposition and the alert rules
   prometheus
+  # node_exporter's textfile collector: the second way watch's metrics reach Prometheus
+  prometheus-node-exporter
   # the qemu tier: Debian's kernel in a multi-socket, multi-NUMA VM (TCG), a busybox initramfs;
   # xz to unpack the kernel's ELF once, libc6-dev for the static guest helper
   qemu-system-x86 linux-image-amd64 busybox-static xz-utils libc6-dev

@@ -81,9 +81,14 @@ void locate(const topo::Topology& t, ProcessReport& r) {
   if (!local.empty()) r.gpu_local = local;
 }
 
-void judge_one(const topo::Topology& t, ProcessReport& r) {
+void judge_one(const topo::Topology& t, ProcessReport& r, const JudgeOptions& options) {
   const probe::ProcessState& s = r.state;
   locate(t, r);
+  r.holder = holder_reason(s, options.contexts_known);
+  if (!r.holder.empty()) {
+    r.judged = false;
+    return;
+  }
   if (r.gpus.empty() && !r.intended_cpus) {
     r.judged = false;
     return;
@@ -156,13 +161,26 @@ void judge_one(const topo::Topology& t, ProcessReport& r) {
 
 }  // namespace
 
-Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors) {
+std::string holder_reason(const probe::ProcessState& p, bool contexts_known) {
+  if (p.gpus.empty()) return "";
+  for (const char* v : topo::binding_env::kAll)
+    if (p.env.count(v)) return "";
+  if (!local_rank_of(p).empty() || !global_rank_of(p).empty()) return "";
+  for (std::string_view daemon : kGpuDaemons)
+    if (p.comm == daemon.substr(0, 15))  // the kernel keeps 15 bytes of a command's name
+      return "a GPU daemon (" + std::string(daemon) + ") holding " + std::to_string(p.gpus.size()) + " GPU device file(s), not a rank";
+  if (contexts_known && p.context_gpus.empty())
+    return "holds " + std::to_string(p.gpus.size()) + " GPU device file(s) but has no GPU context and no rank variable";
+  return "";
+}
+
+Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors, const JudgeOptions& options) {
   Report rep;
   rep.errors = std::move(errors);
   for (probe::ProcessState& s : states) {
     ProcessReport r;
     r.state = std::move(s);
-    judge_one(t, r);
+    judge_one(t, r, options);
     rep.processes.push_back(std::move(r));
   }
   // OVERLAP: checked ranks that share CPUs. Processes of one rank (its children: a shell, a
@@ -179,6 +197,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   };
   // Processes without a GPU take part when they are pinned (narrower than the machine).
   auto bound = [&](const ProcessReport& r) {
+    if (!r.holder.empty()) return false;  // a daemon on the ranks' CPUs is not a rank sharing them
     if (!r.judged) return !t.allowed_cpus.is_subset_of(r.state.cpus_allowed);
     return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.verdict == Verdict::unbound; });
   };
@@ -196,6 +215,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
 }
 
 std::string verdicts_of(const ProcessReport& p) {
+  if (!p.holder.empty()) return "GPU_HOLDER";
   if (!p.judged) return "NO_GPU";
   if (p.findings.empty()) return "OK";
   std::vector<std::string> v;

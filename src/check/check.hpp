@@ -35,13 +35,14 @@ struct ProcessReport {
   std::vector<unsigned> gpu_nodes;
   std::optional<CpuSet> intended_cpus;   // GPUBIND_CPUS
   std::vector<Finding> findings;         // empty: OK (or NO_GPU, when not judged)
-  bool judged = true;                    // false: NO_GPU, listed only (unless pinned and overlapping)
+  bool judged = true;                    // false: NO_GPU or GPU_HOLDER, listed only (unless pinned and overlapping)
+  std::string holder;                    // why it is a GPU_HOLDER (not a rank), "" for any other process
   std::vector<int> threads_off_node;   // threads whose last CPU is off the GPU's node
   std::vector<int> threads_drifted;    // threads allowed outside what gpubind applied
 };
 
-// The process's verdicts as check prints them: "OK", "NO_GPU" (not judged), or its findings'
-// verdicts, each once, joined by commas ("DRIFTED,OVERLAP").
+// The process's verdicts as check prints them: "OK", "NO_GPU" or "GPU_HOLDER" (not judged), or
+// its findings' verdicts, each once, joined by commas ("DRIFTED,OVERLAP").
 std::string verdicts_of(const ProcessReport& p);
 
 struct Report {
@@ -50,6 +51,23 @@ struct Report {
   bool has_findings() const;
 };
 
-Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors);
+// A process that holds GPU device files open without being a rank: a GPU daemon such as
+// nvidia-persistenced, which "holds the NVIDIA character device files open" on every GPU, DCGM's
+// nv-hostengine or dcgm-exporter. It is listed as GPU_HOLDER, not judged, takes no part in OVERLAP
+// and watch leaves it out of IMBALANCE. A process with a rank variable (a launcher's, or gpubind's
+// GPUBIND_*) is a rank, whatever it is called. Otherwise it is a holder when its name is one of
+// kGpuDaemons, or when the GPU library lists contexts (`contexts_known`) and it has none.
+inline constexpr const char* kGpuDaemons[] = {"nvidia-persistenced", "nv-hostengine",         "dcgm-exporter",
+                                              "nvidia-dcgm",         "dcgmi",                 "nvidia-smi",
+                                              "nvidia-device-plugin", "gpu-feature-discovery", "nvidia-cuda-mps-control",
+                                              "rocm-smi",            "amd-smi",               "amdgpu-device-plugin"};
+std::string holder_reason(const probe::ProcessState& p, bool contexts_known);
+
+struct JudgeOptions {
+  bool contexts_known = false;  // the GPU library listed the processes with a context (NVML, ROCm SMI)
+};
+
+Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors,
+             const JudgeOptions& options = {});
 
 }  // namespace gpubind::check

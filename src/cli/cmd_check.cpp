@@ -52,11 +52,12 @@ void add_check_options(Args& app, CheckFlags& f) {
 
 // The GPU libraries know which GPU each process has a context on (CUDA opens every visible GPU's
 // device file): asked for this machine's processes only. They count as GPU processes too.
-std::vector<probe::GpuProcess> gpu_contexts(const topo::Topology& t, probe::Selection& sel) {
+std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel) {
   discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, "GPU contexts unknown (judged by open device files)");
   print_warnings(runtimes.notes, false);
-  std::vector<probe::GpuProcess> contexts = runtimes.processes();
-  for (const probe::GpuProcess& c : contexts) sel.gpu_context_pids.push_back(c.pid);
+  auto contexts = runtimes.processes();
+  if (contexts)
+    for (const probe::GpuProcess& c : *contexts) sel.gpu_context_pids.push_back(c.pid);
   return contexts;
 }
 
@@ -109,15 +110,15 @@ int cmd_check(const std::vector<std::string>& args) {
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
-  std::vector<probe::GpuProcess> contexts;
+  std::optional<std::vector<probe::GpuProcess>> contexts;
   if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel);
   probe::Selected selected = probe::select_processes(**root, *sel);
   // A parent that is not there and has no descendant (a captured tree may hold children only).
   if (sel->children_of && selected.pids.empty() && !(*root)->exists("proc/" + std::to_string(*sel->children_of)))
     return fail(Error{"--children-of " + std::to_string(*sel->children_of), "no such process", ErrorKind::not_found});
   probe::Probed probed = probe::probe_selected(**root, selected, {f.numa_maps});
-  probe::add_context_gpus(probed.states, contexts);
-  check::Report report = check::judge(*topo, std::move(probed.states), std::move(probed.errors));
+  if (contexts) probe::add_context_gpus(probed.states, *contexts);
+  check::Report report = check::judge(*topo, std::move(probed.states), std::move(probed.errors), {contexts.has_value()});
   for (const Error& e : report.errors) fail(e);
   if (report.processes.empty() && report.errors.empty() && f.slurm_node.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
   std::string out = f.slurm_node.empty() ? render_check(report, *topo, f) : check::node_rows(report, node_tasks(f.slurm_node).node);

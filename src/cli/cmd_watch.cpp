@@ -27,7 +27,7 @@ namespace gpubind::cli {
 namespace {
 
 struct WatchFlags {
-  std::string topology, textfile, listen, slurm_node, slurm_job, summary_file;
+  std::string topology, textfile, listen, slurm_node, slurm_job, summary_file, node_name;
   std::vector<std::string> roots;
   SelectionFlags which;
   bool json = false, once = false, no_tty = false;
@@ -51,6 +51,11 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--max-remote-memory", f.th.remote_memory, "REMOTE_MEMORY above this share of resident pages, 0-1 (default 0.2)")
       .range(0.0, 1.0);
   app.option("--max-imbalance", f.th.imbalance, "IMBALANCE above this spread of the ranks' CPU time, 0-1 (default 0.25)").range(0.0, 1.0);
+  app.option("--drift-hold", f.th.drift_hold, "DRIFTED holds this many seconds after a thread's allowed CPUs changed (default 30)")
+      .range(0.0, 86400.0);
+  app.option("--node-name", f.node_name,
+             "The node label of every record and metric (default: Slurm's node name under --slurm-node, else $NODE_NAME "
+             "(Kubernetes' downward API), else the hostname)");
   app.option("--root", f.roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
                                 "sample, replayed without waiting (by default one interval per tree after the first)");
   app.flag("--json", f.json, "JSON lines: one object per interval, then the summary");
@@ -87,13 +92,14 @@ Result<std::vector<std::unique_ptr<sys::FsRoot>>> open_roots(const std::vector<s
 
 // /metrics and /healthz on --listen's address, serving an empty exposition until the first
 // interval; none without --listen.
-Result<std::unique_ptr<sys::MetricsEndpoint>> start_endpoint(const std::string& listen, const std::string& node) {
+Result<std::unique_ptr<sys::MetricsEndpoint>> start_endpoint(const std::string& listen, const std::string& node,
+                                                             const topo::Topology& t) {
   if (listen.empty()) return std::unique_ptr<sys::MetricsEndpoint>();
   auto where = sys::parse_listen_address(listen);
   if (!where) return where.error();
   auto e = sys::MetricsEndpoint::start(where->first, where->second);
   if (!e) return e.error();
-  (*e)->publish(render::metrics_text({node, nullptr, nullptr, 0}));
+  (*e)->publish(render::metrics_text({node, &t, nullptr, nullptr, 0}));
   return std::move(*e);
 }
 
@@ -101,8 +107,8 @@ Result<std::unique_ptr<sys::MetricsEndpoint>> start_endpoint(const std::string& 
 // pipe or a file every interval is appended), /metrics and the --textfile.
 class Outputs final : public watch::Sink {
  public:
-  Outputs(const WatchFlags& f, std::string node, sys::MetricsEndpoint* endpoint)
-      : m_f(f), m_node(std::move(node)), m_endpoint(endpoint),
+  Outputs(const WatchFlags& f, std::string node, const topo::Topology& t, sys::MetricsEndpoint* endpoint)
+      : m_f(f), m_node(std::move(node)), m_topo(t), m_endpoint(endpoint),
         m_redraw(!f.json && !f.no_tty && f.roots.empty() && sys::stdout_is_terminal()) {}
 
   void sampled(const watch::Taken& t, unsigned index) override {
@@ -123,7 +129,7 @@ class Outputs final : public watch::Sink {
     std::fflush(stdout);
     if (m_f.textfile.empty() && !m_endpoint) return Ok{};
     watch::Summary so_far = watcher.summary();
-    std::string metrics = render::metrics_text({m_node, &so_far, &iv, cost_seconds});
+    std::string metrics = render::metrics_text({m_node, &m_topo, &so_far, &iv, cost_seconds});
     if (m_endpoint) m_endpoint->publish(metrics);
     if (m_f.textfile.empty()) return Ok{};
     if (Status s = sys::replace_file(m_f.textfile, metrics); !s) return Error{"--textfile", s.error().message()};
@@ -133,6 +139,7 @@ class Outputs final : public watch::Sink {
  private:
   const WatchFlags& m_f;
   std::string m_node;
+  const topo::Topology& m_topo;
   sys::MetricsEndpoint* m_endpoint;
   bool m_redraw;
 };
@@ -195,25 +202,28 @@ int cmd_watch(const std::vector<std::string>& args) {
   auto live_clock = f.roots.empty() ? sys::InterruptibleClock::create() : std::unique_ptr<sys::InterruptibleClock>();
   if (!live_clock) return fail(live_clock.error());
   const sys::Clock& clock = *live_clock ? static_cast<const sys::Clock&>(**live_clock) : replay_clock;
-  std::string node = topo->hostname.empty() ? sys::hostname() : topo->hostname;
-  // A job's watch names the node as Slurm does (NodeName may differ from the host's name).
-  if (sel->slurm_job && !sel->slurm_job->node.empty()) node = sel->slurm_job->node;
-
-  auto endpoint = start_endpoint(f.listen, node);
+  std::string node = node_name(f.node_name, sel->slurm_job ? sel->slurm_job->node : "", *topo);
+  auto endpoint = start_endpoint(f.listen, node, *topo);
   if (!endpoint) return fail(endpoint.error());
 
   // GPU utilization from NVML and ROCm SMI, on the live system, for the vendors it has; a library
   // missing (or failing) is one note, and the rest works.
-  watch::SamplerOptions sampling{*sel, f.mem_every, {}};
+  watch::SamplerOptions sampling{*sel, f.mem_every, {}, {}};
   discover::GpuRuntimes runtimes;
   if (f.roots.empty()) {
     runtimes = discover::open_gpu_runtimes(*topo, "GPU utilization unknown");
     print_warnings(runtimes.notes, false);
-    if (!runtimes.empty()) sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
+    // The libraries' UUIDs into the topology: the UUID label that joins dcgm-exporter's series.
+    // Where they disagree with it is `gpubind topo`'s to say, not each watch's.
+    discover::adopt_runtime_view(*topo, runtimes);
+    if (!runtimes.empty()) {
+      sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
+      sampling.gpu_contexts = [&runtimes] { return runtimes.processes(); };
+    }
   }
   watch::Sampler sampler(tree, clock, std::move(sampling));
   watch::Watcher watcher(*topo, f.th);
-  Outputs outputs(f, node, endpoint->get());
+  Outputs outputs(f, node, *topo, endpoint->get());
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);

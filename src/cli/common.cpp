@@ -104,4 +104,11 @@ Result<topo::Topology> topology_of_processes(const std::string& topology_flag, c
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }
 
 
+std::string node_name(const std::string& flag, const std::string& slurm_node, const topo::Topology& t) {
+  if (!flag.empty()) return flag;
+  if (!slurm_node.empty()) return slurm_node;
+  if (auto v = sys::env_value("NODE_NAME"); v && !v->empty()) return *v;
+  return t.hostname.empty() ? sys::hostname() : t.hostname;
+}
+
 }  // namespace gpubind::cli

@@ -67,4 +67,9 @@ Result<topo::Topology> topology_of_processes(const std::string& topology_flag, c
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
 
+// The node name records and metrics carry: the flag, else Slurm's name for the node (NodeName may
+// differ from the host's), else $NODE_NAME (Kubernetes' downward API: a pod's hostname is the
+// pod's name), else the topology's hostname (a captured machine's), else this host's name.
+std::string node_name(const std::string& flag, const std::string& slurm_node, const topo::Topology& t);
+
 }  // namespace gpubind::cli

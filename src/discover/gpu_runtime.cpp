@@ -71,10 +71,14 @@ GpuRuntimes open_gpu_runtimes(const topo::Topology& t, const std::string& withou
   return open_gpu_runtimes(topo::has_gpu_of(t, topo::Vendor::nvidia), topo::has_gpu_of(t, topo::Vendor::amd), without);
 }
 
-std::vector<probe::GpuProcess> GpuRuntimes::processes() const {
+std::optional<std::vector<probe::GpuProcess>> GpuRuntimes::processes() const {
+  if (loaded.empty()) return std::nullopt;
   std::vector<probe::GpuProcess> out;
-  for (const auto& r : loaded)
-    for (probe::GpuProcess& p : r->processes()) out.push_back(std::move(p));
+  for (const auto& r : loaded) {
+    auto listed = r->processes();
+    if (!listed) return std::nullopt;
+    for (probe::GpuProcess& p : *listed) out.push_back(std::move(p));
+  }
   return out;
 }
 

@@ -23,8 +23,9 @@ class GpuRuntime {
   virtual topo::RuntimeView view() const = 0;
   // Each GPU's usage now; a GPU whose calls fail has no values.
   virtual std::vector<probe::GpuUsage> usage() const = 0;
-  // The processes with a context on each GPU now; none where the library cannot list them.
-  virtual std::vector<probe::GpuProcess> processes() const = 0;
+  // The processes with a context on each GPU now; nullopt where the library cannot list them (an
+  // entry point missing, a call refused), so that "no context" is told from "cannot tell".
+  virtual std::optional<std::vector<probe::GpuProcess>> processes() const = 0;
 };
 
 // NVML from libnvidia-ml.so.1 (the dynamic loader's search path). Errors: the library is missing,
@@ -42,7 +43,8 @@ struct GpuRuntimes {
   std::vector<std::string> notes;
   bool empty() const { return loaded.empty(); }
   std::vector<probe::GpuUsage> usage() const;  // every loaded runtime's GPUs
-  std::vector<probe::GpuProcess> processes() const;
+  // Every loaded runtime's list; nullopt when none is loaded or one could not list its GPUs'.
+  std::optional<std::vector<probe::GpuProcess>> processes() const;
   std::vector<topo::RuntimeView> views() const;  // for topo::cross_check
 };
 GpuRuntimes open_gpu_runtimes(bool nvidia, bool amd, const std::string& without);

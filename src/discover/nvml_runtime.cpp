@@ -65,7 +65,8 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     return out;
   }
 
-  std::vector<probe::GpuProcess> processes() const override {
+  std::optional<std::vector<probe::GpuProcess>> processes() const override {
+    if (!m_processes && !m_processes_v1) return std::nullopt;
     std::vector<probe::GpuProcess> out;
     for (size_t i = 0; i < m_handles.size(); ++i) {
       auto add = [&](unsigned pid, unsigned long long memory) {
@@ -76,18 +77,23 @@ class Nvml final : public RuntimeOf<nvml::Device> {
         out.push_back(std::move(p));
       };
       if (m_processes) {
-        for (const nvml::ProcessInfo& p : listed(m_processes, m_handles[i])) add(p.pid, p.used_gpu_memory);
-      } else if (m_processes_v1) {
-        for (const nvml::ProcessInfoV1& p : listed(m_processes_v1, m_handles[i])) add(p.pid, p.used_gpu_memory);
+        auto infos = listed(m_processes, m_handles[i]);
+        if (!infos) return std::nullopt;
+        for (const nvml::ProcessInfo& p : *infos) add(p.pid, p.used_gpu_memory);
+      } else {
+        auto infos = listed(m_processes_v1, m_handles[i]);
+        if (!infos) return std::nullopt;
+        for (const nvml::ProcessInfoV1& p : *infos) add(p.pid, p.used_gpu_memory);
       }
     }
     return out;
   }
 
  private:
-  // A process-list call, asked again with room for the count it needs (processes come and go).
+  // A process-list call, asked again with room for the count it needs (processes come and go);
+  // nullopt when NVML refuses it.
   template <class Info>
-  static std::vector<Info> listed(nvml::Return (*call)(nvml::Device, unsigned int*, Info*), nvml::Device d) {
+  static std::optional<std::vector<Info>> listed(nvml::Return (*call)(nvml::Device, unsigned int*, Info*), nvml::Device d) {
     std::vector<Info> infos(64);
     for (int attempt = 0; attempt < 4; ++attempt) {
       unsigned count = unsigned(infos.size());
@@ -99,7 +105,7 @@ class Nvml final : public RuntimeOf<nvml::Device> {
       if (r != nvml::kErrorInsufficientSize || count > 65536) break;
       infos.resize(count + 16);
     }
-    return {};
+    return std::nullopt;
   }
 
   Status resolve() {

@@ -97,14 +97,15 @@ class RocmSmi final : public RuntimeOf<uint32_t> {
 
   // The KFD's compute processes, then the GPUs each uses (no per-GPU memory: the VRAM figure is
   // the process's total).
-  std::vector<probe::GpuProcess> processes() const override {
+  std::optional<std::vector<probe::GpuProcess>> processes() const override {
     std::vector<probe::GpuProcess> out;
-    if (!m_process_list || !m_process_gpus) return out;
+    if (!m_process_list || !m_process_gpus) return std::nullopt;
     uint32_t count = 0;
-    if (m_process_list(nullptr, &count) != RSMI_STATUS_SUCCESS || count == 0 || count > 65536) return out;
+    if (m_process_list(nullptr, &count) != RSMI_STATUS_SUCCESS || count > 65536) return std::nullopt;
+    if (count == 0) return out;
     std::vector<rsmi_process_info_t> procs(count);
     if (rsmi_status_t st = m_process_list(procs.data(), &count); st != RSMI_STATUS_SUCCESS && st != RSMI_STATUS_INSUFFICIENT_SIZE)
-      return out;
+      return std::nullopt;
     procs.resize(std::min<size_t>(count, procs.size()));
     for (const rsmi_process_info_t& proc : procs) {
       std::vector<uint32_t> devices(m_handles.size() + 1);

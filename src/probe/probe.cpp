@@ -239,6 +239,7 @@ const std::vector<std::string>& env_names() {
     for (const std::string& n : topo::local_rank_env_names()) v.push_back(n);
     for (const char* n : topo::launcher_env::kGlobalRank) v.push_back(n);
     for (const char* n : topo::launcher_env::kJob) v.push_back(n);
+    v.push_back("SLURM_STEP_ID");
     for (const char* n : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) v.push_back(n);
     return v;
   }();

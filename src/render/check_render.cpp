@@ -41,6 +41,8 @@ std::string check_text(const check::Report& r, bool verbose) {
       out += "PID " + std::to_string(p.state.pid) + " " + check::to_string(f.verdict) + ": " + f.reason + "\n";
     }
   }
+  for (const ProcessReport& p : r.processes)
+    if (!p.holder.empty()) out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " GPU_HOLDER: " + p.holder + "\n", any = true;
   if (verbose) {
     for (const ProcessReport& p : r.processes) {
       out += "\nPID " + std::to_string(p.state.pid) + " (" + one_line(p.state.comm) + ")" +
@@ -65,10 +67,11 @@ std::string check_text(const check::Report& r, bool verbose) {
       for (const std::string& n : p.state.notes) out += "  note: " + one_line(n) + "\n";
     }
   }
-  size_t ok = 0, found = 0, nogpu = 0;
-  for (const ProcessReport& p : r.processes) (!p.judged ? nogpu : p.findings.empty() ? ok : found)++;
+  size_t ok = 0, found = 0, nogpu = 0, holders = 0;
+  for (const ProcessReport& p : r.processes) (!p.holder.empty() ? holders : !p.judged ? nogpu : p.findings.empty() ? ok : found)++;
   out += "\n" + std::to_string(r.processes.size()) + " process(es): " + std::to_string(ok) + " OK, " + std::to_string(found) +
          " with findings, " + std::to_string(nogpu) + " without GPU";
+  if (holders) out += ", " + std::to_string(holders) + " GPU holder(s) not judged";
   if (!r.errors.empty()) out += ", " + std::to_string(r.errors.size()) + " not readable";
   return out + "\n";
 }
@@ -86,6 +89,7 @@ nlohmann::ordered_json check_json(const check::Report& r) {
     o["comm"] = s.comm;
     o["cmdline"] = s.cmdline;
     o["verdict"] = check::verdicts_of(p);
+    o["holder"] = p.holder.empty() ? oj() : oj(p.holder);
     o["findings"] = oj::array();
     for (const auto& f : p.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
     o["gpus"] = p.gpus;

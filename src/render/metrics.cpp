@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "util/strings.hpp"
 
@@ -41,13 +42,21 @@ struct Family {
 const Family kFamilies[] = {
     {"gpubind_rank_migrations_total", "counter", "CPU migrations of the rank's threads since watch started"},
     {"gpubind_rank_cpu_seconds_total", "counter", "CPU time of the rank's threads since watch started"},
+    {"gpubind_rank_cross_numa_cpu_seconds_total", "counter",
+     "CPU time of the rank's threads since watch started whose thread last ran off its GPU's NUMA node(s) at the interval's end"},
+    {"gpubind_rank_cross_socket_cpu_seconds_total", "counter",
+     "CPU time of the rank's threads since watch started whose thread last ran off its GPU's package(s) at the interval's end"},
+    {"gpubind_rank_affinity_changes_total", "counter",
+     "Changes of a thread's allowed CPUs seen between two samples, by thread name (digits dropped; 8 names, then \"(other)\")"},
     {"gpubind_rank_cross_numa_ratio", "gauge",
      "Share of the rank's CPU time in the last interval that ran off its GPU's NUMA node(s), 0-1"},
     {"gpubind_rank_cross_socket_ratio", "gauge",
      "Share of the rank's CPU time in the last interval that ran off its GPU's package(s), 0-1"},
     {"gpubind_rank_remote_memory_ratio", "gauge", "Share of the rank's resident pages off its GPU's NUMA node(s), last read, 0-1"},
-    {"gpubind_rank_drifted", "gauge", "1 when the rank's allowed CPUs changed since watch first saw it or differ from GPUBIND_CPUS"},
+    {"gpubind_rank_drifted", "gauge",
+     "1 while the rank's allowed CPUs differ from GPUBIND_CPUS or from when watch first saw them, or changed in the last drift hold (30 s)"},
     {"gpubind_rank_overlap", "gauge", "1 when the rank's CPUs overlap another pinned rank's"},
+    {"gpubind_rank_allowed_cpus", "gauge", "Number of CPUs the rank may run on; the list is the cpus label"},
     {"gpubind_node_rank_imbalance_ratio", "gauge",
      "Spread of the ranks' CPU time in the last interval, (max - min) / max, 0-1; absent while ranks are idle"},
     {"gpubind_watch_intervals_total", "counter", "Intervals watch has judged"},
@@ -61,8 +70,35 @@ const Family kFamilies[] = {
     {"gpubind_rank_context_switches_total", "counter", "Context switches of the rank's threads, voluntary and involuntary, since watch started"},
 };
 
+const Family& family(std::string_view name) {
+  for (const Family& f : kFamilies)
+    if (name == f.name) return f;
+  return kFamilies[0];  // unreachable: every caller names a family of the table
+}
+
 void header(std::string& out, const Family& f) {
   out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n";
+}
+
+// name="value" pairs, in order, as one label set.
+std::string label_set(std::initializer_list<std::pair<const char*, std::string>> pairs) {
+  std::string out = "{";
+  for (const auto& [name, value] : pairs) out += (out.size() > 1 ? "," : "") + std::string(name) + "=\"" + label_value(value) + "\"";
+  return out + "}";
+}
+
+// The labels naming a GPU as dcgm-exporter does (its index and UUID), so that both exporters'
+// series join in PromQL on UUID, and its PCI address.
+struct GpuLabels {
+  std::string index, uuid, pci;
+};
+GpuLabels gpu_labels(const topo::Topology* t, const std::string& pci) {
+  GpuLabels g{"", "", pci};
+  if (const topo::Gpu* gpu = t && !pci.empty() ? topo::find_gpu(*t, pci) : nullptr) {
+    g.index = std::to_string(gpu->index);
+    g.uuid = gpu->uuid;
+  }
+  return g;
 }
 
 }  // namespace
@@ -77,59 +113,88 @@ const std::vector<std::string>& metric_families() {
 }
 
 std::string metrics_text(const MetricsInput& in) {
-  auto labels = [&](int pid, const std::string& rank, const std::string& local_rank, const std::vector<std::string>& gpus,
-                    const std::string& job) {
-    return "{node=\"" + label_value(in.node) + "\",pid=\"" + std::to_string(pid) + "\",rank=\"" + label_value(rank) +
-           "\",local_rank=\"" + label_value(local_rank) + "\",gpu=\"" + label_value(gpus.empty() ? "" : gpus[0]) + "\",job=\"" +
-           label_value(job) + "\"}";
+  // A rank's labels; `extra` (a thread name) goes last.
+  auto labels = [&](const auto& r, const char* extra_name = nullptr, const std::string& extra = "") {
+    GpuLabels g = gpu_labels(in.topo, r.gpus.empty() ? "" : r.gpus[0]);
+    std::string out = label_set({{"node", in.node}, {"pid", std::to_string(r.pid)}, {"rank", r.rank}, {"local_rank", r.local_rank},
+                                 {"gpu", g.index}, {"UUID", g.uuid}, {"pci", g.pci}, {"slurm_job_id", r.slurm_job},
+                                 {"slurm_step_id", r.slurm_step}, {"torchelastic_run_id", r.run_id}});
+    if (extra_name) out.insert(out.size() - 1, std::string(",") + extra_name + "=\"" + label_value(extra) + "\"");
+    return out;
   };
   std::string out;
-  std::set<int> live;  // ranks of the last interval: exited ones are no longer exported
+  std::set<int> live;  // ranks of the last interval: exited ones (and GPU daemons) are not exported
   if (in.last)
-    for (const watch::RankInterval& r : in.last->ranks) live.insert(r.pid);
+    for (const watch::RankInterval& r : in.last->ranks)
+      if (r.holder.empty()) live.insert(r.pid);
 
   // One family's samples, one per rank that has a value: totals come from the summary (counters,
   // the last remote-memory share), the rest from the last interval.
-  auto per_rank = [&](const Family& f, const auto* ranks, auto value) {
+  auto per_rank = [&](std::string_view name, const auto* ranks, auto value) {
+    const Family& f = family(name);
     header(out, f);
     if (!ranks) return;
     for (const auto& r : *ranks)
-      if (std::optional<double> v = value(r); v && live.count(r.pid))
-        out += std::string(f.name) + labels(r.pid, r.rank, r.local_rank, r.gpus, r.job) + " " + number(*v) + "\n";
+      if (std::optional<double> v = value(r); v && live.count(r.pid)) out += std::string(f.name) + labels(r) + " " + number(*v) + "\n";
   };
-  auto per_node = [&](const Family& f, std::optional<double> v) {
+  auto per_node = [&](std::string_view name, std::optional<double> v) {
+    const Family& f = family(name);
     header(out, f);
-    if (v) out += std::string(f.name) + "{node=\"" + label_value(in.node) + "\"} " + number(*v) + "\n";
+    if (v) out += std::string(f.name) + label_set({{"node", in.node}}) + " " + number(*v) + "\n";
   };
   const std::vector<watch::RankSummary>* totals = in.summary ? &in.summary->ranks : nullptr;
   const std::vector<watch::RankInterval>* last = in.last ? &in.last->ranks : nullptr;
   auto has = [](const watch::RankInterval& r, watch::Finding f) { return std::optional<double>(r.has(f) ? 1.0 : 0.0); };
-  per_rank(kFamilies[0], totals, [](const watch::RankSummary& r) { return std::optional<double>(double(r.migrations)); });
-  per_rank(kFamilies[1], totals, [](const watch::RankSummary& r) { return std::optional<double>(r.cpu_seconds); });
-  per_rank(kFamilies[2], last, [](const watch::RankInterval& r) { return r.cross_numa; });
-  per_rank(kFamilies[3], last, [](const watch::RankInterval& r) { return r.cross_socket; });
-  per_rank(kFamilies[4], totals, [](const watch::RankSummary& r) { return r.remote_memory; });
-  per_rank(kFamilies[5], last, [&](const watch::RankInterval& r) { return has(r, watch::Finding::drifted); });
-  per_rank(kFamilies[6], last, [&](const watch::RankInterval& r) { return has(r, watch::Finding::overlap); });
-  per_node(kFamilies[7], in.last ? in.last->imbalance : std::nullopt);
-  per_node(kFamilies[8], double(in.summary ? in.summary->intervals : 0));
-  per_node(kFamilies[9], in.sample_seconds);
+  using Sum = watch::RankSummary;
+  using Now = watch::RankInterval;
+  per_rank("gpubind_rank_migrations_total", totals, [](const Sum& r) { return std::optional<double>(double(r.migrations)); });
+  per_rank("gpubind_rank_cpu_seconds_total", totals, [](const Sum& r) { return std::optional<double>(r.cpu_seconds); });
+  per_rank("gpubind_rank_cross_numa_cpu_seconds_total", totals, [](const Sum& r) { return r.cross_numa_seconds; });
+  per_rank("gpubind_rank_cross_socket_cpu_seconds_total", totals, [](const Sum& r) { return r.cross_socket_seconds; });
+  {  // by thread name: one sample per name a rank's changes came from
+    const Family& f = family("gpubind_rank_affinity_changes_total");
+    header(out, f);
+    if (totals)
+      for (const Sum& r : *totals)
+        if (live.count(r.pid))
+          for (const auto& [thread, n] : r.changes_by_thread)
+            out += std::string(f.name) + labels(r, "thread", thread) + " " + number(double(n)) + "\n";
+  }
+  per_rank("gpubind_rank_cross_numa_ratio", last, [](const Now& r) { return r.cross_numa; });
+  per_rank("gpubind_rank_cross_socket_ratio", last, [](const Now& r) { return r.cross_socket; });
+  per_rank("gpubind_rank_remote_memory_ratio", totals, [](const Sum& r) { return r.remote_memory; });
+  per_rank("gpubind_rank_drifted", last, [&](const Now& r) { return has(r, watch::Finding::drifted); });
+  per_rank("gpubind_rank_overlap", last, [&](const Now& r) { return has(r, watch::Finding::overlap); });
+  {  // the CPUs themselves as a label: one sample per rank, its value their number
+    const Family& f = family("gpubind_rank_allowed_cpus");
+    header(out, f);
+    if (last)
+      for (const Now& r : *last)
+        if (live.count(r.pid)) out += std::string(f.name) + labels(r, "cpus", r.cpus.to_list()) + " " + number(double(r.cpus.count())) + "\n";
+  }
+  per_node("gpubind_node_rank_imbalance_ratio", in.last ? in.last->imbalance : std::nullopt);
+  per_node("gpubind_watch_intervals_total", double(in.summary ? in.summary->intervals : 0));
+  per_node("gpubind_watch_sample_seconds", in.sample_seconds);
   // Per GPU, when the runtime library gives it.
-  auto per_gpu = [&](const Family& f, auto value) {
+  auto per_gpu = [&](std::string_view name, auto value) {
+    const Family& f = family(name);
     header(out, f);
     if (!in.last) return;
     for (const probe::GpuUsage& g : in.last->gpus)
-      if (std::optional<double> v = value(g))
-        out += std::string(f.name) + "{node=\"" + label_value(in.node) + "\",gpu=\"" + label_value(g.pci) + "\"} " + number(*v) + "\n";
+      if (std::optional<double> v = value(g)) {
+        GpuLabels l = gpu_labels(in.topo, g.pci);
+        out += std::string(f.name) + label_set({{"node", in.node}, {"gpu", l.index}, {"UUID", l.uuid}, {"pci", l.pci}}) + " " +
+               number(*v) + "\n";
+      }
   };
-  per_gpu(kFamilies[10], [](const probe::GpuUsage& g) { return g.utilization; });
-  per_gpu(kFamilies[11], [](const probe::GpuUsage& g) {
+  per_gpu("gpubind_gpu_utilization_ratio", [](const probe::GpuUsage& g) { return g.utilization; });
+  per_gpu("gpubind_gpu_memory_used_bytes", [](const probe::GpuUsage& g) {
     return g.memory_used ? std::optional<double>(double(*g.memory_used)) : std::nullopt;
   });
-  per_node(kFamilies[12], in.last ? in.last->gpu_imbalance : std::nullopt);
-  per_gpu(kFamilies[13], [](const probe::GpuUsage& g) { return g.pcie_tx; });
-  per_gpu(kFamilies[14], [](const probe::GpuUsage& g) { return g.pcie_rx; });
-  per_rank(kFamilies[15], totals, [](const watch::RankSummary& r) { return std::optional<double>(double(r.context_switches)); });
+  per_node("gpubind_node_gpu_imbalance_ratio", in.last ? in.last->gpu_imbalance : std::nullopt);
+  per_gpu("gpubind_gpu_pcie_tx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_tx; });
+  per_gpu("gpubind_gpu_pcie_rx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_rx; });
+  per_rank("gpubind_rank_context_switches_total", totals, [](const Sum& r) { return std::optional<double>(double(r.context_switches)); });
   return out;
 }
 

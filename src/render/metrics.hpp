@@ -1,11 +1,14 @@
 #pragma once
 // `gpubind watch --listen`: what it has seen, in Prometheus' text exposition format (version
 // 0.0.4). Every family has HELP and TYPE; counters end in _total; units are seconds and ratios
-// 0-1. Labels: node, pid, rank, local_rank, gpu (PCI address, "" when none) and job
-// (SLURM_JOB_ID or TORCHELASTIC_RUN_ID, "" when neither).
+// 0-1. A rank's labels: node, pid, rank, local_rank, gpu (its index, as dcgm-exporter's gpu),
+// UUID (as dcgm-exporter's), pci, slurm_job_id, slurm_step_id, torchelastic_run_id ("" when
+// unknown: Prometheus drops empty labels). None is `job` or `instance`, the labels Prometheus
+// gives every target: with honor_labels false they would be renamed exported_*.
 #include <string>
 #include <vector>
 
+#include "topo/topology.hpp"
 #include "watch/watch.hpp"
 
 namespace gpubind::render {
@@ -13,6 +16,7 @@ namespace gpubind::render {
 // What the exporter serves: the totals so far, the last interval, the sampler's own cost.
 struct MetricsInput {
   std::string node;
+  const topo::Topology* topo = nullptr;     // GPUs' index and UUID; nullptr: PCI addresses only
   const watch::Summary* summary = nullptr;  // totals per rank (counters)
   const watch::Interval* last = nullptr;    // the last interval (gauges); nullptr before the first
   double sample_seconds = 0;                // the last sample's own cost

@@ -65,7 +65,7 @@ std::string interval_text(const watch::Interval& iv) {
       t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","),
              share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
              r.started ? "-" : fixed(r.context_switches_per_second, 0),
-             share(r.cross_numa), share(r.remote_memory), findings_text(r.findings)});
+             share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.findings) : "GPU_HOLDER"});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
       for (const watch::RankFinding& f : r.findings)
@@ -115,6 +115,8 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
   j["ranks"] = nlohmann::ordered_json::array();
   for (const watch::RankInterval& r : iv.ranks) {
     nlohmann::ordered_json e = rank_object(r);
+    e["holder"] = r.holder.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.holder);
+    e["cpus"] = r.cpus.to_list();
     e["threads"] = r.threads;
     e["new"] = r.started;
     e["cpu_seconds"] = r.cpu_seconds;

@@ -48,12 +48,26 @@ std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds
                      percent(*e.rank.remote_memory) + " of its resident pages off its GPU's node " + join_numbers(e.gpu_nodes)};
 }
 
-std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds&) {
-  if (!e.drifted_threads.empty())
-    return RankFinding{Finding::drifted, "allowed CPUs of " + std::to_string(e.drifted_threads.size()) +
-                                             " thread(s) changed since the first sample (thread " +
-                                             std::to_string(e.drifted_threads[0]) + ")"};
-  if (e.drifted_from_intent) return RankFinding{Finding::drifted, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)"};
+std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th) {
+  std::string changed;  // the threads allowed elsewhere than when watch first saw them, first named
+  if (!e.drifted_threads.empty()) {
+    const MaskChange& c = e.drifted_threads[0];
+    changed = "allowed CPUs of " + std::to_string(e.drifted_threads.size()) + " thread(s) differ from when watch first saw them (thread " +
+              std::to_string(c.tid) + " '" + c.thread + "': " + c.before.to_list() + " -> " + c.after.to_list() + ")";
+  }
+  if (e.drifted_from_intent)
+    return RankFinding{Finding::drifted, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)" + (changed.empty() ? "" : "; " + changed)};
+  if (!changed.empty()) return RankFinding{Finding::drifted, changed};
+  if (e.since_change && *e.since_change <= th.drift_hold) {
+    char held[96];
+    std::snprintf(held, sizeof held, " %.0f s ago (DRIFTED holds %.0f s after a change)", *e.since_change, th.drift_hold);
+    std::string what = "allowed CPUs changed";
+    if (!e.rank.mask_changes.empty()) {
+      const MaskChange& c = e.rank.mask_changes[0];
+      what += " (thread " + std::to_string(c.tid) + " '" + c.thread + "': " + c.before.to_list() + " -> " + c.after.to_list() + ")";
+    }
+    return RankFinding{Finding::drifted, what + held};
+  }
   return std::nullopt;
 }
 

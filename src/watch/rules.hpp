@@ -17,7 +17,8 @@ struct RankEvidence {
   double seconds = 0;                  // the interval's length
   std::optional<CpuSet> gpu_cpus;      // the CPUs of its GPU's node(s); nullopt when unknown
   std::vector<unsigned> gpu_nodes;     // its GPU's node(s)
-  std::vector<int> drifted_threads;    // threads whose allowed CPUs changed since watch first saw them
+  std::vector<MaskChange> drifted_threads;  // threads allowed elsewhere than when watch first saw them
+  std::optional<double> since_change;  // seconds since a thread's allowed CPUs last changed, if ever
   bool drifted_from_intent = false;    // allowed CPUs differ from what gpubind applied (check's DRIFTED)
   std::vector<std::string> overlaps;   // check's OVERLAP reasons
 };

@@ -20,8 +20,14 @@ Taken Sampler::take() {
   bool numa_maps = m_options.mem_every && m_taken % m_options.mem_every == 0;
   ++m_taken;
   auto before = m_clock.now();
+  std::optional<std::vector<probe::GpuProcess>> contexts;
+  if (m_options.gpu_contexts) contexts = m_options.gpu_contexts();
+  m_options.selection.gpu_context_pids.clear();
+  if (contexts)
+    for (const probe::GpuProcess& c : *contexts) m_options.selection.gpu_context_pids.push_back(c.pid);
   probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection),
                                                {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr});
+  if (contexts) probe::add_context_gpus(probed.states, *contexts);
   // Threads that ended: their files, counters and memo close.
   if (m_kept) m_kept->sweep();
   if (m_counters) m_counters->sweep();
@@ -31,6 +37,7 @@ Taken Sampler::take() {
   auto after = m_clock.now();
   Taken t;
   t.snapshot.gpus = std::move(gpus);
+  t.snapshot.contexts_known = contexts.has_value();
   t.snapshot.t = std::chrono::duration<double>(before - m_start).count();
   for (const probe::ProcessState& p : probed.states) {
     m_seen.insert(p.pid);

@@ -22,6 +22,10 @@ struct SamplerOptions {
   unsigned mem_every = 10;  // read numa_maps every Nth sample (costly); 0: never
   // Every GPU's use now, from the GPU runtime library (discover::GpuRuntime); empty: none.
   std::function<std::vector<probe::GpuUsage>()> gpu_usage;
+  // The processes with a GPU context now (the same library); nullopt when it cannot list them.
+  // They are selected too, judged by the GPU of their context, and a holder of GPU device files
+  // with none is a daemon (check::holder_reason).
+  std::function<std::optional<std::vector<probe::GpuProcess>>()> gpu_contexts;
 };
 
 struct Taken {

@@ -1,6 +1,8 @@
 #include "watch/watch.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -41,6 +43,7 @@ CpuSet packages_of(const topo::Topology& t, const CpuSet& cpus) {
 // Where each thread ran in the interval, weighted by the CPU time it used in it.
 struct Placement {
   double weight = 0, off_node = 0, off_package = 0;
+  bool by_time = true;  // every weight is CPU time (false: some thread counted once, no CPU time)
   std::optional<double> share(double off) const { return weight > 0 ? std::optional<double>(off / weight) : std::nullopt; }
 };
 
@@ -55,6 +58,7 @@ Placement placement(const ThreadsById& prev, const ProcessState& cur, const CpuS
       w = double(*t.run_ns - *before->run_ns) / 1e9;
     } else if (!t.run_ns) {
       w = 1;  // no CPU time from this kernel: every thread counts once
+      p.by_time = false;
     } else {
       continue;  // new in this interval: no delta yet
     }
@@ -80,6 +84,12 @@ const char* to_string(Finding f) {
   return "?";
 }
 
+std::string thread_family(const std::string& comm) {
+  size_t end = comm.size();
+  while (end > 0 && (std::isdigit((unsigned char)comm[end - 1]) || std::strchr(" -_/:", comm[end - 1]))) --end;
+  return end ? comm.substr(0, end) : "(unnamed)";
+}
+
 bool RankInterval::has(Finding f) const {
   return std::any_of(findings.begin(), findings.end(), [f](const RankFinding& x) { return x.kind == f; });
 }
@@ -88,7 +98,9 @@ namespace {
 
 // A rank is a process with a GPU or a launcher's rank that was there for the whole interval; a
 // launcher or a helper process is not one.
-bool is_rank(const RankInterval& r) { return !r.started && (!r.gpus.empty() || !r.rank.empty() || !r.local_rank.empty()); }
+bool is_rank(const RankInterval& r) {
+  return !r.started && r.holder.empty() && (!r.gpus.empty() || !r.rank.empty() || !r.local_rank.empty());
+}
 
 // One process's measures in the interval: deltas of the threads seen in both snapshots, where its
 // threads ran against its GPU's node and package, its pages. `placed` gets the CPU time weighed.
@@ -102,12 +114,22 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
   r.rank = check::global_rank_of(cur);
   r.local_rank = check::local_rank_of(cur);
   r.job = check::job_of(cur);
+  auto env = [&cur](const char* name) {
+    auto it = cur.env.find(name);
+    return it == cur.env.end() ? std::string() : it->second;
+  };
+  r.slurm_job = env("SLURM_JOB_ID");
+  r.slurm_step = env("SLURM_STEP_ID");
+  r.run_id = env("TORCHELASTIC_RUN_ID");
   r.gpus = pr.gpus;
+  r.cpus = cur.cpus_allowed;
+  r.holder = pr.holder;
   r.threads = unsigned(cur.threads.size());
   r.started = prev_process == nullptr;
   for (const ThreadState& th : cur.threads) {
     const ThreadState* before = find_thread(prev, th.tid);
     if (!before) continue;
+    if (before->cpus_allowed != th.cpus_allowed) r.mask_changes.push_back({th.tid, th.comm, before->cpus_allowed, th.cpus_allowed});
     if (th.migrations && before->migrations && *th.migrations >= *before->migrations) r.migrations += *th.migrations - *before->migrations;
     if (th.switches && before->switches && *th.switches >= *before->switches) r.context_switches += *th.switches - *before->switches;
     if (th.run_ns && before->run_ns && *th.run_ns >= *before->run_ns) r.cpu_seconds += double(*th.run_ns - *before->run_ns) / 1e9;
@@ -118,6 +140,10 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
   placed = placement(prev, cur, *pr.gpu_local, packages_of(t, *pr.gpu_local));
   r.cross_numa = placed.share(placed.off_node);
   r.cross_socket = placed.share(placed.off_package);
+  if (placed.by_time) {
+    r.cross_numa_seconds = placed.off_node;
+    r.cross_socket_seconds = placed.off_package;
+  }
   if (cur.pages_per_node && !pr.gpu_nodes.empty()) {
     uint64_t total = 0, remote = 0;
     for (const auto& [node, pages] : *cur.pages_per_node) {
@@ -174,13 +200,14 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
   double seconds = std::max(iv.end - iv.start, 1e-9);
   // check's judgement of this snapshot: GPU locality, intent (GPUBIND_*), overlap. The states move
   // into the report and back into the snapshot at the end (no copy of every thread's state).
-  check::Report judged = check::judge(m_topo, std::move(s.processes), {});
+  check::Report judged = check::judge(m_topo, std::move(s.processes), {}, {s.contexts_known});
   note_exited(judged, iv);
   std::set<std::pair<int, int>> present;  // (pid, tid) of every thread in this sample
-  for (const check::ProcessReport& pr : judged.processes) iv.ranks.push_back(judge_rank(pr, seconds, present));
-  // Threads that ended take their first-seen CPUs with them: a long watch over short-lived
-  // threads stays small.
+  for (const check::ProcessReport& pr : judged.processes) iv.ranks.push_back(judge_rank(pr, iv.end, seconds, present));
+  // Threads that ended take their first-seen CPUs with them, processes their last change: a long
+  // watch over short-lived threads stays small.
   std::erase_if(m_first_allowed, [&](const auto& e) { return !present.count(e.first); });
+  std::erase_if(m_last_change, [&](const auto& e) { return !present.count({e.first, e.first}); });
 
   iv.gpus = s.gpus;
   judge_node(iv, seconds);
@@ -215,7 +242,7 @@ void Watcher::note_exited(const check::Report& judged, Interval& iv) {
   }
 }
 
-RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double seconds, std::set<std::pair<int, int>>& present) {
+RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double now, double seconds, std::set<std::pair<int, int>>& present) {
   const ProcessState& cur = pr.state;
   const ProcessState* prev_process = nullptr;
   for (const ProcessState& q : m_prev->processes)
@@ -230,14 +257,18 @@ RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double seconds,
   tot.weight += placed.weight;
   tot.off_weight += placed.off_node;
 
-  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, false, {}};
+  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}};
   if (pr.gpu_local && !pr.gpu_local->empty()) e.gpu_cpus = pr.gpu_local;
+  present.emplace(cur.pid, cur.pid);  // the process itself, for m_last_change
   for (const ThreadState& t : cur.threads) {
     present.emplace(cur.pid, t.tid);
     auto [first, is_new] = m_first_allowed.emplace(std::pair{cur.pid, t.tid}, t.cpus_allowed);
-    if (!is_new && first->second != t.cpus_allowed) e.drifted_threads.push_back(t.tid);
+    if (!is_new && first->second != t.cpus_allowed) e.drifted_threads.push_back({t.tid, t.comm, first->second, t.cpus_allowed});
   }
+  if (!r.mask_changes.empty()) m_last_change[cur.pid] = now;
+  if (auto it = m_last_change.find(cur.pid); it != m_last_change.end()) e.since_change = now - it->second;
   add_check_findings(pr, e);
+  if (!r.holder.empty()) return r;  // a GPU daemon: listed, not judged
   for (rules::RankRule rule : rules::kRankRules)
     if (auto f = rule(e, m_th)) r.findings.push_back(std::move(*f));
   return r;
@@ -268,11 +299,27 @@ void Watcher::add_totals(const Interval& iv) {
     sum.rank = r.rank;
     sum.local_rank = r.local_rank;
     sum.job = r.job;
+    sum.slurm_job = r.slurm_job;
+    sum.slurm_step = r.slurm_step;
+    sum.run_id = r.run_id;
     sum.gpus = r.gpus;
     ++sum.intervals;
     sum.migrations += r.migrations;
     sum.context_switches += r.context_switches;
     sum.cpu_seconds += r.cpu_seconds;
+    sum.cpus = r.cpus;
+    auto add = [](std::optional<double>& total, const std::optional<double>& v) {
+      if (v) total = total.value_or(0) + *v;
+    };
+    add(sum.cross_numa_seconds, r.cross_numa_seconds);
+    add(sum.cross_socket_seconds, r.cross_socket_seconds);
+    for (const MaskChange& c : r.mask_changes) {
+      ++sum.mask_changes;
+      std::string name = thread_family(c.thread);
+      if (!sum.changes_by_thread.count(name) && sum.changes_by_thread.size() >= kMaxThreadNames) name = kOtherThreads;
+      ++sum.changes_by_thread[name];
+      sum.last_change = c;
+    }
     if (r.remote_memory) sum.remote_memory = r.remote_memory;
     if (tot.weight > 0) sum.cross_numa = tot.off_weight / tot.weight;
     for (const RankFinding& f : r.findings)

@@ -11,8 +11,10 @@
 //                  CPU time; by thread when the kernel gives no CPU time) whose last CPU is off
 //                  its GPU's NUMA node(s) exceeds cross_numa
 //   cross-socket   the same share off the GPU's package(s) exceeds cross_numa
-//   drifted        a thread's allowed CPUs changed since watch first saw it, or differ from what
-//                  gpubind applied (GPUBIND_CPUS, as `check` judges it)
+//   drifted        a thread's allowed CPUs differ from what gpubind applied (GPUBIND_CPUS, as
+//                  `check` judges it), or from when watch first saw the thread, or changed between
+//                  two samples in the last drift_hold seconds: a mask flipped back and forth stays
+//                  DRIFTED whatever the sampling phase (each change is also counted: MaskChange)
 //   remote-memory  the share of resident pages off the GPU's node(s) exceeds remote_memory (when
 //                  numa_maps was read)
 //   overlap        the rank's CPUs overlap another pinned rank's (as `check` judges it)
@@ -20,6 +22,8 @@
 //                  busiest: (max - min) / max; a node-wide finding, on every rank. Ranks are the
 //                  processes with a GPU or a launcher's rank variable (not a launcher itself).
 //                  Judged when the busiest rank ran at least kMinBusyShare of the interval.
+//                  GPU holders that are not ranks (nvidia-persistenced, DCGM: check::holder_reason)
+//                  are listed with no finding and take no part.
 //                  Also when the ranks' GPUs' utilization (from the runtime library) differs by
 //                  more than imbalance: max - min, judged when the busiest GPU is at least
 //                  kMinBusyShare busy (the seed's "some GPUs at 100 %, others idle")
@@ -44,6 +48,7 @@ struct Snapshot {
   double t = 0;  // seconds since watch started
   std::vector<probe::ProcessState> processes;
   std::vector<probe::GpuUsage> gpus;  // from the GPU runtime library; empty without one
+  bool contexts_known = false;        // the library listed GPU contexts (into processes' context_gpus)
 };
 
 inline constexpr double kMinBusyShare = 0.1;
@@ -53,7 +58,24 @@ struct Thresholds {
   double cross_numa = 0.10;
   double remote_memory = 0.20;
   double imbalance = 0.25;
+  double drift_hold = 30;  // seconds DRIFTED holds after a thread's allowed CPUs changed
 };
+
+// A thread whose allowed CPUs changed: which thread (its name tells who: NCCL, OpenMP, CUDA and
+// PyTorch name the threads they start) and from what to what.
+struct MaskChange {
+  int tid = 0;
+  std::string thread;  // the thread's comm
+  CpuSet before, after;
+};
+
+// How many distinct thread names a rank's change counts keep; later names count as kOtherThreads
+// (a metric label of bounded cardinality).
+inline constexpr size_t kMaxThreadNames = 8;
+inline constexpr const char* kOtherThreads = "(other)";
+// A thread's name as a change count's key: its comm without trailing digits, spaces, '-', '_'
+// and '/' ("pt_nccl_0" and "pt_nccl_1" are one name), "(unnamed)" when nothing is left.
+std::string thread_family(const std::string& comm);
 
 enum class Finding { migrating, cross_numa, cross_socket, drifted, remote_memory, overlap, imbalance };
 const char* to_string(Finding f);  // "MIGRATING", "CROSS_NUMA"...
@@ -69,7 +91,10 @@ struct RankInterval {
   std::string rank;        // the global rank its launcher gave it (RANK, SLURM_PROCID...), or ""
   std::string local_rank;  // LOCAL_RANK, SLURM_LOCALID..., or ""
   std::string job;         // SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, or ""
+  std::string slurm_job, slurm_step, run_id;  // SLURM_JOB_ID, SLURM_STEP_ID, TORCHELASTIC_RUN_ID, or ""
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
+  CpuSet cpus;                    // its allowed CPUs now (the main thread's)
+  std::string holder;             // a GPU daemon, not a rank (check::holder_reason): not judged
   unsigned threads = 0;
   uint64_t migrations = 0;
   double migrations_per_second = 0;
@@ -79,7 +104,11 @@ struct RankInterval {
   std::optional<double> gpu_utilization;  // mean of its GPUs' utilization, when the runtime says
   std::optional<double> cross_numa;     // nullopt: GPU locality unknown, or the rank was idle
   std::optional<double> cross_socket;
+  // CPU time in the interval whose thread last ran off the GPU's node / package: what the shares
+  // above are of, as counters sum it. nullopt: locality unknown, or the kernel gives no CPU time.
+  std::optional<double> cross_numa_seconds, cross_socket_seconds;
   std::optional<double> remote_memory;  // nullopt: numa_maps not read, or locality unknown
+  std::vector<MaskChange> mask_changes;  // threads whose allowed CPUs changed since the last sample
   bool started = false;                 // first seen in this interval (no deltas yet)
   std::vector<RankFinding> findings;    // in the order of the rules (watch/rules.hpp)
   bool has(Finding f) const;
@@ -98,14 +127,19 @@ struct Interval {
 
 struct RankSummary {
   int pid = 0;
-  std::string comm, rank, local_rank, job;
+  std::string comm, rank, local_rank, job, slurm_job, slurm_step, run_id;
   std::vector<std::string> gpus;
   unsigned intervals = 0;
   uint64_t migrations = 0;
   uint64_t context_switches = 0;
   double cpu_seconds = 0;
   std::optional<double> cross_numa;     // over the whole watch, weighted like each interval's
+  std::optional<double> cross_numa_seconds, cross_socket_seconds;  // sums of the intervals' (counters)
   std::optional<double> remote_memory;  // the last one read
+  uint64_t mask_changes = 0;            // threads' allowed-CPU changes seen
+  std::map<std::string, uint64_t> changes_by_thread;  // the same by thread_family, kMaxThreadNames + other
+  std::optional<MaskChange> last_change;
+  CpuSet cpus;                          // allowed CPUs at the last sample
   std::vector<Finding> seen;            // every finding of any interval, in enum order
   std::optional<unsigned> worst_interval;  // the interval with the most findings
   bool exited = false;
@@ -139,7 +173,7 @@ class Watcher {
   };
   void note_exited(const check::Report& judged, Interval& iv);
   // The rank's measures and the findings of every rule of rules::kRankRules.
-  RankInterval judge_rank(const check::ProcessReport& pr, double seconds, std::set<std::pair<int, int>>& present);
+  RankInterval judge_rank(const check::ProcessReport& pr, double now, double seconds, std::set<std::pair<int, int>>& present);
   void judge_node(Interval& iv, double seconds) const;  // IMBALANCE and the GPUs' utilization
   void add_totals(const Interval& iv);
 
@@ -147,6 +181,7 @@ class Watcher {
   Thresholds m_th;
   std::optional<Snapshot> m_prev;
   std::map<std::pair<int, int>, CpuSet> m_first_allowed;  // (pid, tid) -> allowed CPUs when first seen
+  std::map<int, double> m_last_change;         // pid -> when a thread's allowed CPUs last changed
   std::map<int, Totals> m_totals;              // by PID
   std::deque<int> m_exited;                    // PIDs in m_totals that exited, oldest first
   uint64_t m_dropped = 0, m_dropped_with_findings = 0;

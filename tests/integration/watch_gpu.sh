@@ -20,7 +20,14 @@ GPUBIND_GPU=0000:18:00.0 RANK=0 taskset -c 0 sleep 60 & r0=$!
 GPUBIND_GPU=0000:2a:00.0 RANK=1 taskset -c 1 sleep 60 & r1=$!
 trap 'kill $r0 $r1 2>/dev/null; rm -rf "$WORK"' EXIT
 # value NAME GPU: the sample of family NAME for that GPU ("" for the node's), or nothing.
-value() { awk -v want="$1{node=\"$(hostname_of)\"${2:+,gpu=\"$2\"}}" '$1 == want {print $2}' "$WORK/m.prom"; }
+# A GPU's series carries node, gpu (index), UUID and pci labels; the node's only node.
+value() {
+  if [ -n "${2:-}" ]; then
+    awk -v head="$1{node=\"$(hostname_of)\"," -v pci=",pci=\"$2\"}" 'index($1, head) == 1 && index($1, pci) {print $2}' "$WORK/m.prom"
+  else
+    awk -v want="$1{node=\"$(hostname_of)\"}" '$1 == want {print $2}' "$WORK/m.prom"
+  fi
+}
 hostname_of() { sed -n 's/^gpubind_watch_intervals_total{node="\([^"]*\)"}.*/\1/p' "$WORK/m.prom"; }
 # near VALUE WANT: VALUE is a number within 1e-9 of WANT.
 near() { [ -n "$1" ] && awk -v v="$1" -v w="$2" 'BEGIN{d = v - w; exit !(d < 1e-9 && d > -1e-9)}'; }
@@ -41,7 +48,8 @@ watch_with two-gpus-uneven.json
   && [ "$(value gpubind_gpu_pcie_rx_bytes_per_second 0000:18:00.0)" = 16777216 ] \
   && [ -z "$(value gpubind_gpu_pcie_rx_bytes_per_second 0000:2a:00.0)" ] \
   && near "$(value gpubind_node_gpu_imbalance_ratio)" 0.77 \
-  && pass "GPUs at 97 % and 20 %: IMBALANCE on both ranks, utilization, memory and PCIe throughput exported" \
+  && grep -q '^gpubind_gpu_utilization_ratio{node="[^"]*",gpu="0",UUID="GPU-1c8e3a52-0b1d-4c6e-9f2a-000000000018",pci="0000:18:00.0"} ' "$WORK/m.prom" \
+  && pass "GPUs at 97 % and 20 %: IMBALANCE on both ranks, utilization, memory and PCIe throughput exported, each GPU with NVML's UUID" \
   || fail "uneven GPUs: rc $rc: $(cat "$WORK/err" "$WORK/out" "$WORK/m.prom")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

@@ -16,8 +16,14 @@ rc=$?
   || fail "watch --textfile: rc $rc: $(cat "$WORK/err")"
 promtool check metrics <"$WORK/gpubind.prom" >"$WORK/lint" 2>&1 && pass "promtool check metrics accepts it" \
   || fail "promtool check metrics: $(cat "$WORK/lint")"
-grep -q '^gpubind_rank_migrations_total{node="dgx-h100",pid="2030",rank="11",local_rank="3",gpu="0000:5d:00.0",job=""} 60$' \
-  "$WORK/gpubind.prom" && pass "rank 11's 60 migrations are exported with its labels" || fail "migrations: $(cat "$WORK/gpubind.prom")"
+labels='node="dgx-h100",pid="2030",rank="11",local_rank="3",gpu="3",UUID="",pci="0000:5d:00.0",slurm_job_id="",slurm_step_id="",torchelastic_run_id=""'
+grep -qF "gpubind_rank_migrations_total{$labels} 60" "$WORK/gpubind.prom" \
+  && pass "rank 11's 60 migrations are exported with its labels (GPU index 3 as dcgm-exporter numbers it)" \
+  || fail "migrations: $(cat "$WORK/gpubind.prom")"
+# The recorded rank ran its 2 s of CPU time off its GPU's package: the counters alerts divide.
+grep -qF "gpubind_rank_cross_numa_cpu_seconds_total{$labels} 2" "$WORK/gpubind.prom" \
+  && grep -qF "gpubind_rank_cpu_seconds_total{$labels} 2" "$WORK/gpubind.prom" \
+  && pass "rank 11's CPU time off its GPU's node is counted (2 of 2 s)" || fail "cross-NUMA seconds: $(grep 2030 "$WORK/gpubind.prom")"
 grep -q 'pid="2070"' "$WORK/gpubind.prom" && fail "the exited rank (PID 2070) is still exported" || pass "an exited rank is no longer exported"
 
 # Every metric a rule names is one watch exports.

@@ -113,4 +113,74 @@ TEST(Check, TheGpuItHasAContextOnWinsOverTheDeviceFilesItHoldsOpen) {
   EXPECT_EQ(judge(dgx(), {p}, {}).processes[0].gpu_source, "open device files");
 }
 
+// nvidia-persistenced keeps every GPU's device file open: on a node with a perfectly bound job it
+// used to share CPUs with every rank (9/9 OVERLAP, exit 3). It is listed, not judged.
+TEST(Check, PersistencedHoldingEveryGpuIsAHolderNotARank) {
+  topo::Topology t = dgx();
+  std::vector<probe::ProcessState> ps;
+  for (unsigned g = 0; g < 8; ++g) {
+    const topo::Gpu& gpu = t.gpus[g];
+    CpuSet cpus = topo::cpus_of_nodes(t, *gpu.numa);
+    probe::ProcessState p = proc(100 + int(g), gpu.pci, "0", 0);
+    p.env["RANK"] = std::to_string(g);
+    CpuSet mine;  // 7 CPUs of its GPU's node each, all different
+    unsigned n = 0;
+    for (unsigned c : cpus.ids())
+      if (n++ / 7 == g % 4) mine.set(c);
+    p.cpus_allowed = p.threads[0].cpus_allowed = mine;
+    p.threads[0].last_cpu = *mine.first();
+    ps.push_back(p);
+  }
+  probe::ProcessState daemon = proc(50, "", "0-223", 3);
+  daemon.comm = "nvidia-persiste";  // the kernel's 15 bytes of "nvidia-persistenced"
+  for (const topo::Gpu& g : t.gpus) daemon.gpus.push_back(g.pci);
+  ps.push_back(daemon);
+  Report r = judge(t, ps, {});
+  EXPECT_FALSE(r.has_findings());
+  for (const ProcessReport& p : r.processes) {
+    if (p.state.pid != 50) {
+      EXPECT_EQ(verdicts_of(p), "OK") << p.state.pid;
+      continue;
+    }
+    EXPECT_EQ(verdicts_of(p), "GPU_HOLDER");
+    EXPECT_EQ(p.holder, "a GPU daemon (nvidia-persistenced) holding 8 GPU device file(s), not a rank");
+    EXPECT_FALSE(p.judged);
+  }
+}
+
+TEST(Check, AProcessWithoutAContextIsAHolderOnlyWhereTheLibraryCanTell) {
+  auto p = proc(7, "", "0-223", 3);
+  p.comm = "gpu-monitor";
+  p.gpus = {"0000:18:00.0", "0000:9a:00.0"};
+  Report known = judge(dgx(), {p}, {}, {true});
+  EXPECT_EQ(known.processes[0].holder, "holds 2 GPU device file(s) but has no GPU context and no rank variable");
+  EXPECT_FALSE(known.has_findings());
+  Report unknown = judge(dgx(), {p}, {}, {false});  // no NVML: it may be a rank before its first context
+  EXPECT_TRUE(unknown.processes[0].holder.empty());
+  EXPECT_TRUE(unknown.processes[0].judged);
+  p.context_gpus = {"0000:18:00.0"};
+  EXPECT_TRUE(judge(dgx(), {p}, {}, {true}).processes[0].holder.empty());
+}
+
+TEST(Check, ARankVariableMakesAnyProcessARank) {
+  auto p = proc(7, "0000:18:00.0", "0-223", 3);
+  p.comm = "nvidia-smi";
+  EXPECT_EQ(verdicts_of(judge(dgx(), {p}, {}).processes[0]), "GPU_HOLDER");
+  for (const char* var : {"LOCAL_RANK", "SLURM_PROCID", "GPUBIND_GPU"}) {
+    auto q = p;
+    q.env[var] = "0";
+    EXPECT_EQ(verdicts_of(judge(dgx(), {q}, {}).processes[0]), "UNBOUND") << var;
+  }
+}
+
+// A daemon pinned to a rank's CPUs (CPUAffinity= of its unit) is not a rank sharing them.
+TEST(Check, AHolderPinnedOnARanksCpusIsNoOverlap) {
+  auto rank = proc(100, "0000:18:00.0", "0-13", 1);
+  rank.env["RANK"] = "0";
+  auto daemon = proc(50, "0000:18:00.0", "0-1", 1);
+  daemon.comm = "nv-hostengine";
+  Report r = judge(dgx(), {rank, daemon}, {});
+  EXPECT_FALSE(r.has_findings());
+}
+
 }  // namespace gpubind::check

@@ -13,7 +13,10 @@ RankInterval measured() {
   r.gpus = {"0000:18:00.0"};
   return r;
 }
-RankEvidence evidence(const RankInterval& r) { return RankEvidence{r, 2.0, *CpuSet::parse_list("0-7"), {0}, {}, false, {}}; }
+RankEvidence evidence(const RankInterval& r) { return RankEvidence{r, 2.0, *CpuSet::parse_list("0-7"), {0}, {}, std::nullopt, false, {}}; }
+MaskChange change(int tid, const char* thread, const char* before, const char* after) {
+  return {tid, thread, *CpuSet::parse_list(before), *CpuSet::parse_list(after)};
+}
 
 TEST(Rules, MigratingAboveTheRateNamesCountSecondsAndThreshold) {
   RankInterval r = measured();
@@ -74,15 +77,44 @@ TEST(Rules, RemoteMemoryAboveTheShare) {
   EXPECT_FALSE(remote_memory(evidence(r), {}));
 }
 
-TEST(Rules, DriftedNamesTheFirstThreadWhoseCpusChanged) {
+TEST(Rules, DriftedFromIntentComesFirst) {
   RankInterval r = measured();
   RankEvidence e = evidence(r);
   EXPECT_FALSE(drifted(e, {}));
   e.drifted_from_intent = true;
+  e.drifted_threads = {change(43, "pt_nccl", "0-7", "8-15")};
   ASSERT_TRUE(drifted(e, {}));
+  EXPECT_EQ(drifted(e, {})->reason,
+            "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS); allowed CPUs of 1 thread(s) differ from when watch first "
+            "saw them (thread 43 'pt_nccl': 0-7 -> 8-15)");
+  e.drifted_threads.clear();
   EXPECT_EQ(drifted(e, {})->reason, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)");
-  e.drifted_threads = {43, 44};
-  EXPECT_EQ(drifted(e, {})->reason, "allowed CPUs of 2 thread(s) changed since the first sample (thread 43)");
+}
+
+TEST(Rules, DriftedFromTheFirstSampleNamesTheThreadAndItsMasks) {
+  RankInterval r = measured();
+  RankEvidence e = evidence(r);
+  e.drifted_threads = {change(43, "pt_nccl", "0-7", "8-15"), change(44, "omp", "0-7", "0-15")};
+  ASSERT_TRUE(drifted(e, {}));
+  EXPECT_EQ(drifted(e, {})->reason, "allowed CPUs of 2 thread(s) differ from when watch first saw them (thread 43 'pt_nccl': 0-7 -> 8-15)");
+}
+
+// A mask flipped back and forth: at this sample it is what watch first saw, but it changed 12 s
+// ago, within the hold; past the hold the rank is no longer DRIFTED.
+TEST(Rules, DriftedHoldsForTheDriftHoldAfterAChange) {
+  RankInterval r = measured();
+  r.mask_changes = {change(45, "python3", "8-15", "0-7")};
+  RankEvidence e = evidence(r);
+  e.since_change = 12;
+  ASSERT_TRUE(drifted(e, {}));
+  EXPECT_EQ(drifted(e, {})->reason, "allowed CPUs changed (thread 45 'python3': 8-15 -> 0-7) 12 s ago (DRIFTED holds 30 s after a change)");
+  e.since_change = 30;  // at the hold: still held
+  EXPECT_TRUE(drifted(e, {}));
+  e.since_change = 30.5;
+  EXPECT_FALSE(drifted(e, {}));
+  Thresholds longer;
+  longer.drift_hold = 60;
+  EXPECT_TRUE(drifted(e, longer));
 }
 
 TEST(Rules, OverlapJoinsChecksReasons) {
@@ -100,7 +132,7 @@ TEST(Rules, EveryRankRuleInTheOrderFindingsAreListed) {
   r.cross_socket = 0.0;
   r.remote_memory = 1.0;
   RankEvidence e = evidence(r);
-  e.drifted_threads = {42};
+  e.drifted_threads = {change(42, "python3", "0", "1")};
   e.overlaps = {"x"};
   std::vector<Finding> found;
   for (RankRule rule : kRankRules)

@@ -64,7 +64,7 @@ struct Fixture {
   // A watch of the recorded trees: `sel` sampled on `clock`, judged on the DGX H100 example.
   Outcome watch(const sys::Clock& clock, probe::Selection sel, const Schedule& schedule, Sink& sink,
                 const std::function<bool()>& stop = {}) {
-    Sampler sampler(roots, clock, {std::move(sel), 0, {}});
+    Sampler sampler(roots, clock, {std::move(sel), 0, {}, {}});
     Watcher watcher(topo, {});
     return run(sampler, watcher, clock, schedule, sink, stop);
   }

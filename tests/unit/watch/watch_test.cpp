@@ -37,6 +37,7 @@ probe::ProcessState process(int pid, const std::string& gpu, std::vector<T> thre
   for (const T& t : threads) {
     probe::ThreadState s;
     s.tid = t.tid;
+    s.comm = p.comm;
     s.last_cpu = t.last_cpu;
     s.migrations = t.migrations;
     s.run_ns = uint64_t(t.run_seconds * 1e9);
@@ -128,6 +129,131 @@ TEST(Watch, DriftedWhenAThreadsAllowedCpusChangeAfterTheFirstSample) {
   EXPECT_FALSE(has(iv->ranks[0], Finding::drifted));
   iv = w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 1, "0-27"}})}));  // re-pinned (taskset)
   EXPECT_TRUE(has(iv->ranks[0], Finding::drifted));
+}
+
+// The reproducer: a rank re-pinned between the sockets every second. Sampled every
+// second, what watch first saw and what it sees now agree at every other sample; DRIFTED must not
+// flip with them, and each change is counted with the thread that made it.
+TEST(Watch, DriftedDoesNotFlipWithTheSamplingPhaseOfAMaskPinnedBackAndForth) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  const char* masks[] = {"0-55", "56-111"};
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0, masks[0]}})}));
+  for (int i = 1; i <= 6; ++i) {
+    auto iv = w.observe(at(i, {process(10, kGpu0, {{10, 3, 0, double(i), masks[i % 2]}})}));
+    ASSERT_TRUE(iv);
+    EXPECT_TRUE(has(iv->ranks[0], Finding::drifted)) << "interval " << i;
+    ASSERT_EQ(iv->ranks[0].mask_changes.size(), 1u) << "interval " << i;
+    EXPECT_EQ(iv->ranks[0].mask_changes[0].after.to_list(), masks[i % 2]);
+  }
+  Summary s = w.summary();
+  EXPECT_EQ(s.ranks[0].mask_changes, 6u);
+  EXPECT_EQ(s.ranks[0].changes_by_thread, (std::map<std::string, uint64_t>{{"python", 6}}));  // "python3" less its digit
+  ASSERT_TRUE(s.ranks[0].last_change);
+  EXPECT_EQ(s.ranks[0].last_change->tid, 10);
+}
+
+// Back where watch first saw it: DRIFTED for the hold after the last change, then no longer.
+TEST(Watch, DriftedEndsOneHoldAfterTheMaskCameBack) {
+  auto t = example("dgx-h100");
+  Thresholds th;
+  th.drift_hold = 10;
+  Watcher w(t, th);
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0, "0-13"}})}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 1, "0-27"}})}));
+  EXPECT_TRUE(has(iv->ranks[0], Finding::drifted));
+  iv = w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 2, "0-13"}})}));  // put back at t=2
+  EXPECT_TRUE(has(iv->ranks[0], Finding::drifted));
+  iv = w.observe(at(12, {process(10, kGpu0, {{10, 3, 0, 3, "0-13"}})}));
+  EXPECT_TRUE(has(iv->ranks[0], Finding::drifted));  // 10 s after: at the hold
+  iv = w.observe(at(13, {process(10, kGpu0, {{10, 3, 0, 4, "0-13"}})}));
+  EXPECT_FALSE(has(iv->ranks[0], Finding::drifted));
+}
+
+// Counters of CPU time off the GPU's node and package: what an alert's increase() over a window
+// divides by gpubind_rank_cpu_seconds_total, whatever the per-interval share did between scrapes.
+TEST(Watch, CrossNumaCpuSecondsAddUpAcrossIntervals) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0}})}));
+  w.observe(at(1, {process(10, kGpu0, {{10, 60, 0, 0.6}})}));  // 0.6 s off the package
+  w.observe(at(2, {process(10, kGpu0, {{10, 3, 0, 1.5}})}));   // 0.9 s on the GPU's node
+  auto iv = w.observe(at(3, {process(10, kGpu0, {{10, 60, 0, 1.7}})}));  // 0.2 s off
+  EXPECT_NEAR(*iv->ranks[0].cross_numa_seconds, 0.2, 1e-9);
+  Summary s = w.summary();
+  ASSERT_TRUE(s.ranks[0].cross_numa_seconds && s.ranks[0].cross_socket_seconds);
+  EXPECT_NEAR(*s.ranks[0].cross_numa_seconds, 0.8, 1e-9);
+  EXPECT_NEAR(*s.ranks[0].cross_socket_seconds, 0.8, 1e-9);
+  EXPECT_NEAR(s.ranks[0].cpu_seconds, 1.7, 1e-9);
+}
+
+TEST(Watch, WithoutKernelCpuTimeThereIsNoCrossNumaCounter) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  probe::ProcessState p = process(10, kGpu0, {{10, 60}});
+  p.threads[0].run_ns.reset();
+  w.observe(at(0, {p}));
+  auto iv = w.observe(at(1, {p}));
+  EXPECT_NEAR(*iv->ranks[0].cross_numa, 1.0, 1e-9);  // by thread
+  EXPECT_FALSE(iv->ranks[0].cross_numa_seconds);
+  EXPECT_FALSE(w.summary().ranks[0].cross_numa_seconds);
+}
+
+// The changes' thread names are a metric label: a rank whose threads are all named differently
+// keeps kMaxThreadNames names and counts the rest as "(other)".
+TEST(Watch, ChangesByThreadNameAreBounded) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto threads = [](const char* mask) {
+    probe::ProcessState p = process(10, kGpu0, {});
+    for (int i = 0; i < 20; ++i) {
+      probe::ThreadState th;
+      th.tid = 100 + i;
+      th.comm = std::string(1, char('a' + i)) + "worker_" + std::to_string(i);
+      th.cpus_allowed = *CpuSet::parse_list(mask);
+      p.threads.push_back(th);
+    }
+    return p;
+  };
+  w.observe(at(0, {threads("0-13")}));
+  w.observe(at(1, {threads("0-27")}));
+  Summary s = w.summary();
+  EXPECT_EQ(s.ranks[0].mask_changes, 20u);
+  EXPECT_EQ(s.ranks[0].changes_by_thread.size(), kMaxThreadNames + 1);
+  EXPECT_EQ(s.ranks[0].changes_by_thread.at(kOtherThreads), 12u);
+  EXPECT_EQ(s.ranks[0].changes_by_thread.at("aworker"), 1u);
+}
+
+// nvidia-persistenced holds every GPU's device file and uses no CPU: counted as a rank it made
+// every busy node 100 % imbalanced. It is listed as a holder, with no finding, out of IMBALANCE.
+TEST(Watch, AGpuDaemonIsNoRankAndTakesNoPartInImbalance) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto daemon = [](double run) {
+    probe::ProcessState p = process(50, kGpu0, {{50, 100, 0, run}});
+    p.comm = "nvidia-persiste";
+    p.env.clear();
+    p.gpus = {kGpu0, "0000:2a:00.0"};
+    return p;
+  };
+  w.observe(at(0, {process(10, kGpu0, {{10, 3, 0, 0, "0-13"}}, "0"), process(11, "0000:2a:00.0", {{11, 20, 0, 0, "14-27"}}, "1"), daemon(0)}));
+  auto iv = w.observe(at(1, {process(10, kGpu0, {{10, 3, 0, 0.9, "0-13"}}, "0"), process(11, "0000:2a:00.0", {{11, 20, 0, 0.9, "14-27"}}, "1"),
+                             daemon(0)}));
+  ASSERT_TRUE(iv);
+  ASSERT_TRUE(iv->imbalance);
+  EXPECT_NEAR(*iv->imbalance, 0.0, 1e-9);
+  for (const RankInterval& r : iv->ranks) {
+    EXPECT_TRUE(r.findings.empty()) << r.pid << ": " << (r.findings.empty() ? "" : r.findings[0].reason);
+    EXPECT_EQ(r.holder.empty(), r.pid != 50);
+  }
+}
+
+TEST(Watch, ThreadFamilyDropsTrailingNumbering) {
+  EXPECT_EQ(thread_family("pt_nccl_0"), "pt_nccl");
+  EXPECT_EQ(thread_family("cuda-EvtHandlr"), "cuda-EvtHandlr");
+  EXPECT_EQ(thread_family("python3"), "python");
+  EXPECT_EQ(thread_family("omp 12"), "omp");
+  EXPECT_EQ(thread_family("0"), "(unnamed)");
 }
 
 TEST(Watch, RemoteMemoryAboveTheThresholdWhenNumaMapsWasRead) {
