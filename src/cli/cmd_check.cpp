@@ -12,6 +12,7 @@
 #include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "render/check_render.hpp"
+#include "sys/clock.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
@@ -22,9 +23,9 @@ namespace gpubind::cli {
 namespace {
 
 struct CheckFlags {
-  std::string topology, root_dir, format = "text", slurm_job, slurm_node;
+  std::string topology, root_dir, format = "text", slurm_job, slurm_node, node_name;
   SelectionFlags which;
-  bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false;
+  bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false, require_processes = false;
 };
 
 void add_check_options(Args& app, CheckFlags& f) {
@@ -43,6 +44,10 @@ void add_check_options(Args& app, CheckFlags& f) {
              "This node's tasks of this Slurm job, one line each for --slurm-job to merge (what srun runs on every node)");
   app.flag("--no-gpu-runtime", f.no_gpu_runtime,
            "Do not ask NVML / ROCm SMI which processes have a context on which GPU (judge by open device files)");
+  app.flag("--require-processes", f.require_processes,
+           "Exit 1 when no process is found to check (an epilog notices a check that saw nothing)");
+  app.option("--node-name", f.node_name,
+             "The node named in --json (default: $NODE_NAME (Kubernetes' downward API), else the hostname)");
   app.footer(R"(Examples:
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
@@ -62,7 +67,7 @@ std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology&
 }
 
 std::string render_check(const check::Report& report, const topo::Topology& t, const CheckFlags& f) {
-  if (f.format == "json") return render::json_text(render::check_json(report));
+  if (f.format == "json") return render::json_text(render::check_json(report, node_name(f.node_name, "", t), sys::utc_timestamp()));
   if (f.format == "svg") {
     render::Overlay o = render::check_overlay(report);
     return render::node_svg(t, &o);
@@ -120,7 +125,9 @@ int cmd_check(const std::vector<std::string>& args) {
   if (contexts) probe::add_context_gpus(probed.states, *contexts);
   check::Report report = check::judge(*topo, std::move(probed.states), std::move(probed.errors), {contexts.has_value()});
   for (const Error& e : report.errors) fail(e);
-  if (report.processes.empty() && report.errors.empty() && f.slurm_node.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
+  bool none = report.processes.empty() && report.errors.empty();
+  if (none && f.require_processes) return fail(Error{"check", "no process to check (--require-processes)"});
+  if (none && f.slurm_node.empty()) std::fprintf(stderr, "gpubind: no process to check\n");
   std::string out = f.slurm_node.empty() ? render_check(report, *topo, f) : check::node_rows(report, node_tasks(f.slurm_node).node);
   if (!report.processes.empty() || f.format != "text" || !f.slurm_node.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
   if (!report.errors.empty()) return kExitFailure;

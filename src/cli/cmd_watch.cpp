@@ -118,7 +118,7 @@ class Outputs final : public watch::Sink {
   }
 
   Status interval(const watch::Interval& iv, const watch::Watcher& watcher, double cost_seconds) override {
-    std::string out = m_f.json ? render::json_line(render::interval_json(iv, m_node)) : render::interval_text(iv) + "\n";
+    std::string out = m_f.json ? render::json_line(render::interval_json(iv, m_node, sys::utc_timestamp())) : render::interval_text(iv) + "\n";
     if (m_redraw) {
       char head[160];
       std::snprintf(head, sizeof head, "\x1b[H\x1b[2Jgpubind watch on %s, every %g s (Ctrl-C stops)\n\n", one_line(m_node).c_str(),
@@ -143,6 +143,17 @@ class Outputs final : public watch::Sink {
   sys::MetricsEndpoint* m_endpoint;
   bool m_redraw;
 };
+
+// GPU utilization and contexts from NVML and ROCm SMI, on the live system, for the vendors it has;
+// a library missing (or failing) is one note, and the rest works. The libraries' UUIDs go into the
+// topology: the UUID label that joins dcgm-exporter's series. Where they disagree with it is
+// `gpubind topo`'s to say, not each watch's.
+discover::GpuRuntimes use_gpu_runtimes(topo::Topology& t) {
+  discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, "GPU utilization unknown");
+  print_warnings(runtimes.notes, false);
+  discover::adopt_runtime_view(t, runtimes);
+  return runtimes;
+}
 
 // --slurm-job: each node watches the job's tasks for the whole --duration or --count, then srun
 // returns and their summaries are merged into one table (--json: one object).
@@ -206,20 +217,12 @@ int cmd_watch(const std::vector<std::string>& args) {
   auto endpoint = start_endpoint(f.listen, node, *topo);
   if (!endpoint) return fail(endpoint.error());
 
-  // GPU utilization from NVML and ROCm SMI, on the live system, for the vendors it has; a library
-  // missing (or failing) is one note, and the rest works.
   watch::SamplerOptions sampling{*sel, f.mem_every, {}, {}};
   discover::GpuRuntimes runtimes;
-  if (f.roots.empty()) {
-    runtimes = discover::open_gpu_runtimes(*topo, "GPU utilization unknown");
-    print_warnings(runtimes.notes, false);
-    // The libraries' UUIDs into the topology: the UUID label that joins dcgm-exporter's series.
-    // Where they disagree with it is `gpubind topo`'s to say, not each watch's.
-    discover::adopt_runtime_view(*topo, runtimes);
-    if (!runtimes.empty()) {
-      sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
-      sampling.gpu_contexts = [&runtimes] { return runtimes.processes(); };
-    }
+  if (f.roots.empty()) runtimes = use_gpu_runtimes(*topo);
+  if (!runtimes.empty()) {
+    sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
+    sampling.gpu_contexts = [&runtimes] { return runtimes.processes(); };
   }
   watch::Sampler sampler(tree, clock, std::move(sampling));
   watch::Watcher watcher(*topo, f.th);
@@ -227,7 +230,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);
-  std::string out = f.json ? render::json_line(render::summary_json(o.summary, node)) : render::summary_text(o.summary);
+  std::string out = f.json ? render::json_line(render::summary_json(o.summary, node, sys::utc_timestamp())) : render::summary_text(o.summary);
   std::fwrite(out.data(), 1, out.size(), stdout);
   Status kept = f.summary_file.empty() ? Status(Ok{}) : sys::replace_file(f.summary_file, render::summary_text(o.summary));
   if (!kept) return fail(Error{"--summary", kept.error().message()});

@@ -76,10 +76,12 @@ std::string check_text(const check::Report& r, bool verbose) {
   return out + "\n";
 }
 
-nlohmann::ordered_json check_json(const check::Report& r) {
+nlohmann::ordered_json check_json(const check::Report& r, const std::string& node, const std::string& time) {
   using oj = nlohmann::ordered_json;
   oj j;
   j["schema_version"] = kCheckSchemaVersion;
+  j["node"] = node;
+  j["time"] = time;
   j["processes"] = oj::array();
   for (const ProcessReport& p : r.processes) {
     const probe::ProcessState& s = p.state;
@@ -90,6 +92,10 @@ nlohmann::ordered_json check_json(const check::Report& r) {
     o["cmdline"] = s.cmdline;
     o["verdict"] = check::verdicts_of(p);
     o["holder"] = p.holder.empty() ? oj() : oj(p.holder);
+    for (const char* id : {"SLURM_JOB_ID", "SLURM_STEP_ID"}) {
+      auto it = s.env.find(id);
+      o[id == std::string("SLURM_JOB_ID") ? "slurm_job_id" : "slurm_step_id"] = it == s.env.end() ? oj() : oj(it->second);
+    }
     o["findings"] = oj::array();
     for (const auto& f : p.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
     o["gpus"] = p.gpus;

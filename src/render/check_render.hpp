@@ -14,7 +14,9 @@ namespace gpubind::render {
 inline constexpr int kCheckSchemaVersion = 1;
 
 std::string check_text(const check::Report& r, bool verbose);
-nlohmann::ordered_json check_json(const check::Report& r);
+// `node` and `time` (RFC 3339) make the record one that can leave the node: an epilog shipping
+// them to a central store tells nodes and moments apart.
+nlohmann::ordered_json check_json(const check::Report& r, const std::string& node, const std::string& time);
 
 // `check --slurm-job`: one table for the job (node, PID, global and local rank, GPU, CPUs,
 // verdict), each finding's reason, and a summary line; and its JSON.

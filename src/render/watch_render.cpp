@@ -44,8 +44,14 @@ nlohmann::ordered_json rank_object(const R& r) {
   e["rank"] = text_or_null(r.rank);
   e["local_rank"] = text_or_null(r.local_rank);
   e["job"] = text_or_null(r.job);
+  e["slurm_job_id"] = text_or_null(r.slurm_job);
+  e["slurm_step_id"] = text_or_null(r.slurm_step);
   e["gpus"] = r.gpus;
   return e;
+}
+
+nlohmann::ordered_json change_object(const watch::MaskChange& c) {
+  return {{"tid", c.tid}, {"thread", c.thread}, {"before", c.before.to_list()}, {"after", c.after.to_list()}};
 }
 
 nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); }
@@ -59,10 +65,10 @@ std::string interval_text(const watch::Interval& iv) {
   if (iv.gpu_imbalance) head += ", GPU utilization spread " + share(iv.gpu_imbalance);
   std::string out = head + "\n";
   if (!iv.ranks.empty()) {
-    TextTable t({"PID", "RANK", "COMMAND", "GPU", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CSW/S", "CROSS-NUMA", "REMOTE-MEM",
+    TextTable t({"PID", "RANK", "COMMAND", "GPU", "CPUS", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CSW/S", "CROSS-NUMA", "REMOTE-MEM",
                  "FINDINGS"});
     for (const watch::RankInterval& r : iv.ranks)
-      t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","),
+      t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","), r.cpus.to_list(),
              share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
              r.started ? "-" : fixed(r.context_switches_per_second, 0),
              share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.findings) : "GPU_HOLDER"});
@@ -70,6 +76,10 @@ std::string interval_text(const watch::Interval& iv) {
     for (const watch::RankInterval& r : iv.ranks)
       for (const watch::RankFinding& f : r.findings)
         out += "  " + std::to_string(r.pid) + " " + watch::to_string(f.kind) + ": " + one_line(f.reason) + "\n";
+    for (const watch::RankInterval& r : iv.ranks)
+      for (const watch::MaskChange& c : r.mask_changes)
+        out += "  " + std::to_string(r.pid) + " thread " + std::to_string(c.tid) + " '" + one_line(c.thread) + "' allowed CPUs " +
+               c.before.to_list() + " -> " + c.after.to_list() + "\n";
   }
   for (int pid : iv.exited) out += "  " + std::to_string(pid) + " exited\n";
   return out;
@@ -91,11 +101,12 @@ std::string summary_text(const watch::Summary& s) {
   return out;
 }
 
-nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node) {
+nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node, const std::string& time) {
   nlohmann::ordered_json j;
   j["schema_version"] = kWatchSchemaVersion;
   j["type"] = "interval";
   j["node"] = node;
+  j["time"] = time;
   j["index"] = iv.index;
   j["start"] = iv.start;
   j["end"] = iv.end;
@@ -128,6 +139,8 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["cross_socket_ratio"] = optional_number(r.cross_socket);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["mask_changes"] = nlohmann::ordered_json::array();
+    for (const watch::MaskChange& c : r.mask_changes) e["mask_changes"].push_back(change_object(c));
     e["findings"] = nlohmann::ordered_json::array();
     for (const watch::RankFinding& f : r.findings) e["findings"].push_back({{"finding", watch::to_string(f.kind)}, {"reason", f.reason}});
     j["ranks"].push_back(e);
@@ -136,11 +149,12 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
   return j;
 }
 
-nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& node) {
+nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& node, const std::string& time) {
   nlohmann::ordered_json j;
   j["schema_version"] = kWatchSchemaVersion;
   j["type"] = "summary";
   j["node"] = node;
+  j["time"] = time;
   j["intervals"] = s.intervals;
   j["seconds"] = s.seconds;
   j["ranks"] = nlohmann::ordered_json::array();
@@ -152,6 +166,10 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     e["cpu_seconds"] = r.cpu_seconds;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["cpus"] = r.cpus.to_list();
+    e["mask_changes"] = r.mask_changes;
+    e["mask_changes_by_thread"] = r.changes_by_thread;
+    e["last_mask_change"] = r.last_change ? change_object(*r.last_change) : nlohmann::ordered_json();
     std::vector<std::string> seen;
     for (watch::Finding f : r.seen) seen.push_back(watch::to_string(f));
     e["seen"] = seen;

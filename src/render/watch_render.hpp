@@ -13,8 +13,9 @@ inline constexpr int kWatchSchemaVersion = 1;
 
 std::string interval_text(const watch::Interval& iv);
 std::string summary_text(const watch::Summary& s);
-// `node`: the hostname, in every object so lines from many nodes can be merged.
-nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node);
-nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& node);
+// `node` (watch's node name) and `time` (RFC 3339, when the line was written) in every object, so
+// lines from many nodes and runs can be merged.
+nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::string& node, const std::string& time);
+nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& node, const std::string& time);
 
 }  // namespace gpubind::render

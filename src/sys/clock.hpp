@@ -4,6 +4,7 @@
 // or sleeps (lint rule R8).
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "util/result.hpp"
 
@@ -20,6 +21,11 @@ class Clock {
 
 // The monotonic clock (CLOCK_MONOTONIC through std::chrono::steady_clock).
 const Clock& steady_clock();
+
+// Now as an RFC 3339 UTC timestamp with milliseconds ("2026-12-04T20:52:47.123Z"), for records
+// that leave the node. Where SOURCE_DATE_EPOCH is set (reproducible outputs: the tests' goldens),
+// that second instead.
+std::string utc_timestamp();
 
 class SignalWatch;  // sys/process.cpp
 

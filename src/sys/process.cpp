@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 
 #include "sys/binder.hpp"
 #include "sys/clock.hpp"
+#include "sys/environment.hpp"
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/spawner.hpp"
@@ -411,6 +413,19 @@ const Clock& steady_clock() {
   };
   static const Steady clock;
   return clock;
+}
+
+std::string utc_timestamp() {
+  struct timespec now {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (auto fixed = env_value("SOURCE_DATE_EPOCH"))
+    if (auto seconds = parse_uint(*fixed); seconds && *seconds < (uint64_t(1) << 40)) now = {time_t(*seconds), 0};
+  struct tm utc {};
+  gmtime_r(&now.tv_sec, &utc);
+  char text[96];  // room for any int the format could see
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour,
+                utc.tm_min, utc.tm_sec, int(now.tv_nsec / 1000000));
+  return text;
 }
 
 Result<std::unique_ptr<InterruptibleClock>> InterruptibleClock::create() {

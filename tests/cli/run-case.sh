@@ -15,6 +15,9 @@ for v in $(compgen -e | grep -E '^(GPUBIND_|SLURM_|OMPI_|PMI_|PMIX_|MV2_|MPI_LOC
   unset "$v"
 done
 export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"
+# Records that leave the node carry the time (RFC 3339); the goldens fix it as reproducible
+# builds fix theirs: 2026-12-04T00:00:00Z.
+export SOURCE_DATE_EPOCH=1796342400
 # The fake NVML and ROCm SMI the test suite builds (tests/fakes), for cases that load them.
 build_dir=$(cd "$(dirname "$GPUBIND")/.." && pwd)
 export FAKE_NVML="$build_dir/tests/fake-nvml" FAKE_NVML_OLD="$build_dir/tests/fake-nvml-old" \

@@ -34,13 +34,16 @@ unknown=$(comm -23 "$WORK/used" "$WORK/exported")
   || fail "the rules name metrics watch does not export: $unknown"
 
 # The Grafana dashboard: valid JSON, and every metric a panel queries is one watch exports.
-/usr/bin/python3 - "$here/deploy/grafana/gpubind.json" "$WORK/exported" <<'PY' && pass "the Grafana dashboard queries only exported metrics" || fail "the dashboard"
+/usr/bin/python3 - "$here/deploy/grafana/gpubind.json" "$WORK/exported" <<'PY' && pass "the Grafana dashboard queries only exported metrics, joins DCGM on UUID and lists findings now" || fail "the dashboard"
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 exported = set(open(sys.argv[2]).read().split())
 exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])] + [v.get("query", "") for v in d["templating"]["list"]]
 used = {m for e in exprs for m in re.findall(r"gpubind_[a-z_]+", e)}
 assert used and used <= exported, sorted(used - exported)
+# gpubind's series joined to dcgm-exporter's on UUID, and the findings-now table from ALERTS_FOR_STATE
+assert any("on (UUID)" in e and "DCGM_FI_" in e for e in exprs), "no panel joins DCGM_FI_* on UUID"
+assert any("ALERTS_FOR_STATE" in e for e in exprs), "no findings-now panel"
 PY
 # The example scrape configuration, with the rules beside it, as Prometheus itself reads it.
 cp "$here/deploy/prometheus/prometheus.example.yml" "$here/deploy/prometheus/gpubind.rules.yml" "$WORK/"

@@ -58,6 +58,14 @@ if [ -n "$devices" ]; then
 fi
 
 mkdir -p "$WORK/textfile"
+# dcgm-exporter's GPU utilization as it labels it (gpu index, UUID), served by the textfile
+# collector beside watch's: the dashboard's join of the two on UUID is run below.
+cat >"$WORK/textfile/dcgm.prom" <<'PROM'
+# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
+# TYPE DCGM_FI_DEV_GPU_UTIL gauge
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-11111111-2222-3333-4444-000000000000",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="k8s-node-7"} 97
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-11111111-2222-3333-4444-000000000001",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="k8s-node-7"} 41
+PROM
 NODE_NAME=k8s-node-7 "$GPUBIND" watch --topology "$topology" "${select[@]}" --interval 1 --duration 400 --mem-every 0 \
   --listen 127.0.0.1:$metrics_port --textfile "$WORK/textfile/gpubind.prom" --json >"$WORK/watch.out" 2>"$WORK/watch.err" &
 pids+=($!)
@@ -150,4 +158,25 @@ if [ -n "$node_job" ]; then
     && pass "the same series reach Prometheus through node_exporter's textfile collector" \
     || fail "textfile collector: $(tail -3 "$WORK/ne.log")"
 fi
+
+# Every query of the shipped dashboard, as Grafana would send it ($node: every node), parses and
+# runs; the findings table lists job 4242's alerts with when they began; the DCGM join gives each
+# rank its GPU's DCGM utilization.
+/usr/bin/python3 - "$here/deploy/grafana/gpubind.json" "http://127.0.0.1:$prom_port" "$node_job" <<'PY' >"$WORK/dash" 2>&1 \
+  && pass "every dashboard query runs on Prometheus; findings now lists job 4242's alerts; the DCGM join names the ranks" \
+  || fail "dashboard queries: $(cat "$WORK/dash")"
+import json, sys, urllib.parse, urllib.request
+d = json.load(open(sys.argv[1]))
+def query(e):
+    e = e.replace("$node", ".*")
+    r = json.load(urllib.request.urlopen(sys.argv[2] + "/api/v1/query?query=" + urllib.parse.quote(e), timeout=5))
+    assert r["status"] == "success", (e, r)
+    return r["data"]["result"]
+results = {t["expr"]: query(t["expr"]) for p in d["panels"] for t in p.get("targets", [])}
+since = [r for e, rs in results.items() if "ALERTS_FOR_STATE" in e for r in rs if r["metric"].get("slurm_job_id") == "4242"]
+assert {r["metric"]["alertname"] for r in since} >= {"GpubindRankCrossNuma", "GpubindRankDrifted"}, since
+if sys.argv[3]:  # the DCGM stand-in came through node_exporter
+    joined = [r for e, rs in results.items() if "DCGM_FI_DEV_GPU_UTIL" in e for r in rs]
+    assert any(r["metric"].get("rank") == "0" and r["metric"].get("slurm_job_id") == "4242" and r["value"][1] == "97" for r in joined), joined
+PY
 finish
