@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <set>
 
@@ -233,6 +234,38 @@ void ThreadMemo::sweep() {
   sweep_unused(m_entries, [](const Entry&) {});
 }
 
+std::string container_id_of_cgroup(std::string_view text) {
+  constexpr size_t kIdLength = 64;
+  std::string_view found;
+  size_t run = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    bool hex = i < text.size() && std::isxdigit((unsigned char)text[i]) && !std::isupper((unsigned char)text[i]);
+    if (hex) {
+      ++run;
+      continue;
+    }
+    if (run == kIdLength) found = text.substr(i - run, run);
+    run = 0;
+  }
+  return std::string(found);
+}
+
+std::map<std::string, KubeContainer> kube_containers_of_log_names(const std::vector<std::string>& names) {
+  std::map<std::string, KubeContainer> out;
+  for (std::string_view n : names) {
+    if (!n.ends_with(".log")) continue;
+    n.remove_suffix(4);
+    size_t dash = n.rfind('-');
+    if (dash == std::string_view::npos) continue;
+    std::string id(n.substr(dash + 1));
+    if (container_id_of_cgroup(id) != id) continue;
+    std::vector<std::string_view> parts = split(n.substr(0, dash), '_');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) continue;
+    out[id] = KubeContainer{std::string(parts[1]), std::string(parts[0]), std::string(parts[2])};
+  }
+  return out;
+}
+
 const std::vector<std::string>& env_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v(std::begin(topo::binding_env::kAll), std::end(topo::binding_env::kAll));
@@ -404,6 +437,7 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
 
   if (auto env = environment_of(root, pid, env_names())) p.env = std::move(*env);
   else p.notes.push_back("environment not readable (" + env.error().why + ")");
+  if (auto cgroup = root.read(dir + "/cgroup")) p.container_id = container_id_of_cgroup(*cgroup);
 
   if (options.numa_maps) {
     if (auto maps = root.read(dir + "/numa_maps")) p.pages_per_node = sum_numa_maps(*maps);

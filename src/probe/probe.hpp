@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +56,15 @@ struct ProbeOptions {
   sys::TaskCounters* counters = nullptr;
   ThreadMemo* memo = nullptr;  // with counters: skip `stat` for threads that did not migrate
 };
+
+// The container id in a /proc/PID/cgroup text: the last run of 64 hexadecimal digits, as
+// containerd ("cri-containerd-ID.scope"), CRI-O ("crio-ID.scope"), Docker ("docker-ID.scope") and
+// the cgroupfs driver (".../ID") name a container's cgroup; "" when there is none.
+std::string container_id_of_cgroup(std::string_view text);
+
+// The Kubernetes names of containers by id, from the names of the kubelet's container log links
+// ("POD_NAMESPACE_CONTAINER-ID.log"; Kubernetes names hold no '_'). Other names are skipped.
+std::map<std::string, KubeContainer> kube_containers_of_log_names(const std::vector<std::string>& names);
 
 // The environment variables a probe keeps.
 const std::vector<std::string>& env_names();

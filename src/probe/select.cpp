@@ -111,6 +111,13 @@ Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const P
       out.error_pids.push_back(p);
     }
   }
+  // Processes in containers: their Kubernetes names, where the node keeps the kubelet's log links.
+  if (std::any_of(out.states.begin(), out.states.end(), [](const ProcessState& s) { return !s.container_id.empty(); }))
+    if (auto names = root.list("var/log/containers")) {
+      std::map<std::string, KubeContainer> by_id = kube_containers_of_log_names(*names);
+      for (ProcessState& s : out.states)
+        if (auto it = by_id.find(s.container_id); it != by_id.end()) s.kube = it->second;
+    }
   return out;
 }
 

@@ -43,6 +43,12 @@ struct GpuProcess {
   std::optional<uint64_t> memory_used;  // bytes of GPU memory it holds
 };
 
+// The Kubernetes container a process runs in, as the node's container log links name it
+// (/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log, written by the kubelet for every container).
+struct KubeContainer {
+  std::string namespace_name, pod, container;
+};
+
 struct ProcessState {
   int pid = 0;
   int ppid = 0;
@@ -55,6 +61,8 @@ struct ProcessState {
   std::vector<std::string> context_gpus;   // PCI addresses of the GPUs it has a context on (GPU library)
   std::optional<std::map<unsigned, uint64_t>> pages_per_node;  // with numa_maps
   std::map<std::string, std::string> env;  // the variables of env_names() it has, when readable
+  std::string container_id;                // the container runtime's id in /proc/PID/cgroup, "" when none
+  std::optional<KubeContainer> kube;       // its pod and container, where the node's log links name its id
   std::vector<std::string> notes;          // what could not be read, and why
 };
 

@@ -96,6 +96,7 @@ nlohmann::ordered_json check_json(const check::Report& r, const std::string& nod
       auto it = s.env.find(id);
       o[id == std::string("SLURM_JOB_ID") ? "slurm_job_id" : "slurm_step_id"] = it == s.env.end() ? oj() : oj(it->second);
     }
+    o["k8s"] = s.kube ? oj{{"namespace", s.kube->namespace_name}, {"pod", s.kube->pod}, {"container", s.kube->container}} : oj();
     o["findings"] = oj::array();
     for (const auto& f : p.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
     o["gpus"] = p.gpus;

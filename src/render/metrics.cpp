@@ -116,9 +116,11 @@ std::string metrics_text(const MetricsInput& in) {
   // A rank's labels; `extra` (a thread name) goes last.
   auto labels = [&](const auto& r, const char* extra_name = nullptr, const std::string& extra = "") {
     GpuLabels g = gpu_labels(in.topo, r.gpus.empty() ? "" : r.gpus[0]);
+    probe::KubeContainer k = r.kube.value_or(probe::KubeContainer{});
     std::string out = label_set({{"node", in.node}, {"pid", std::to_string(r.pid)}, {"rank", r.rank}, {"local_rank", r.local_rank},
                                  {"gpu", g.index}, {"UUID", g.uuid}, {"pci", g.pci}, {"slurm_job_id", r.slurm_job},
-                                 {"slurm_step_id", r.slurm_step}, {"torchelastic_run_id", r.run_id}});
+                                 {"slurm_step_id", r.slurm_step}, {"torchelastic_run_id", r.run_id}, {"k8s_namespace", k.namespace_name},
+                                 {"k8s_pod", k.pod}, {"k8s_container", k.container}});
     if (extra_name) out.insert(out.size() - 1, std::string(",") + extra_name + "=\"" + label_value(extra) + "\"");
     return out;
   };

@@ -2,9 +2,11 @@
 // `gpubind watch --listen`: what it has seen, in Prometheus' text exposition format (version
 // 0.0.4). Every family has HELP and TYPE; counters end in _total; units are seconds and ratios
 // 0-1. A rank's labels: node, pid, rank, local_rank, gpu (its index, as dcgm-exporter's gpu),
-// UUID (as dcgm-exporter's), pci, slurm_job_id, slurm_step_id, torchelastic_run_id ("" when
-// unknown: Prometheus drops empty labels). None is `job` or `instance`, the labels Prometheus
-// gives every target: with honor_labels false they would be renamed exported_*.
+// UUID (as dcgm-exporter's), pci, slurm_job_id, slurm_step_id, torchelastic_run_id, k8s_namespace,
+// k8s_pod, k8s_container ("" when unknown: Prometheus drops empty labels). None is `job` or
+// `instance`, the labels Prometheus gives every target, nor `namespace`, `pod` or `container`,
+// which Kubernetes scrape configs give the watch pod itself: with honor_labels false they would
+// be renamed exported_*.
 #include <string>
 #include <vector>
 

@@ -46,6 +46,8 @@ nlohmann::ordered_json rank_object(const R& r) {
   e["job"] = text_or_null(r.job);
   e["slurm_job_id"] = text_or_null(r.slurm_job);
   e["slurm_step_id"] = text_or_null(r.slurm_step);
+  e["k8s"] = r.kube ? nlohmann::ordered_json{{"namespace", r.kube->namespace_name}, {"pod", r.kube->pod}, {"container", r.kube->container}}
+                    : nlohmann::ordered_json();
   e["gpus"] = r.gpus;
   return e;
 }

@@ -121,6 +121,7 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
   r.slurm_job = env("SLURM_JOB_ID");
   r.slurm_step = env("SLURM_STEP_ID");
   r.run_id = env("TORCHELASTIC_RUN_ID");
+  r.kube = cur.kube;
   r.gpus = pr.gpus;
   r.cpus = cur.cpus_allowed;
   r.holder = pr.holder;
@@ -302,6 +303,7 @@ void Watcher::add_totals(const Interval& iv) {
     sum.slurm_job = r.slurm_job;
     sum.slurm_step = r.slurm_step;
     sum.run_id = r.run_id;
+    sum.kube = r.kube;
     sum.gpus = r.gpus;
     ++sum.intervals;
     sum.migrations += r.migrations;

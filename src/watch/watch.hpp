@@ -92,6 +92,7 @@ struct RankInterval {
   std::string local_rank;  // LOCAL_RANK, SLURM_LOCALID..., or ""
   std::string job;         // SLURM_JOB_ID, else TORCHELASTIC_RUN_ID, or ""
   std::string slurm_job, slurm_step, run_id;  // SLURM_JOB_ID, SLURM_STEP_ID, TORCHELASTIC_RUN_ID, or ""
+  std::optional<probe::KubeContainer> kube;   // its Kubernetes pod and container, when known
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
   CpuSet cpus;                    // its allowed CPUs now (the main thread's)
   std::string holder;             // a GPU daemon, not a rank (check::holder_reason): not judged
@@ -128,6 +129,7 @@ struct Interval {
 struct RankSummary {
   int pid = 0;
   std::string comm, rank, local_rank, job, slurm_job, slurm_step, run_id;
+  std::optional<probe::KubeContainer> kube;
   std::vector<std::string> gpus;
   unsigned intervals = 0;
   uint64_t migrations = 0;

@@ -24,8 +24,8 @@ rows=$(grep -c "^$target " "$WORK/table")
 tables=$(grep -cE "^(interval [0-9]+ |summary: )" "$WORK/table")
 [ "$rows" -ge 2 ] && [ "$rows" = "$tables" ] && ! grep -q "^9999" "$WORK/table" && grep "^$target " "$WORK/table" | head -1 | grep -q 'FORGED' \
   && pass "one row per interval and summary for the process, the forged row inside its rank cell" || fail "rows: $(cat "$WORK/table")"
-/usr/bin/python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$WORK/m.prom" && grep -q 'job="' "$WORK/m.prom" \
-  && pass "the textfile is valid UTF-8" || fail "the textfile is not UTF-8: $(grep -a job= "$WORK/m.prom" | head -2 | cat -A)"
+/usr/bin/python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$WORK/m.prom" && grep -q 'slurm_job_id="' "$WORK/m.prom" \
+  && pass "the textfile is valid UTF-8" || fail "the textfile is not UTF-8: $(grep -a slurm_job_id= "$WORK/m.prom" | head -2 | cat -A)"
 if command -v promtool >/dev/null; then
   promtool check metrics <"$WORK/m.prom" >"$WORK/promtool" 2>&1 && pass "promtool check metrics accepts it" || fail "promtool: $(cat "$WORK/promtool")"
 else

@@ -201,6 +201,26 @@ def main():
     # An exited rank its launcher has not reaped yet (a zombie) and a kernel thread.
     write(f"{t.root}/proc/4004/status", status("python", 4004, 1, "0-3").replace("S (sleeping)", "Z (zombie)"))
     write(f"{t.root}/proc/2/status", status("kthreadd", 2, 0, "0-223") + "Kthread:\t1\n")
+    # Kubernetes: two ranks in two pods of namespace "training" (containerd, the systemd cgroup
+    # driver), each holding its GPU, and nvidia-persistenced holding every GPU. The CRI's log links
+    # name each container (/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log); watch labels the
+    # ranks with them, and the daemon is a GPU holder, not a rank.
+    t = Tree("h100-k8s")
+    t.nvidia(H100_GPUS)
+    pods = [("llama-worker-0", "a3f1c2d4-5b6e-4f70-8a9b-0c1d2e3f4a50", "4e1c" * 16),
+            ("llama-worker-1", "b7e2d3c5-6f70-4a81-9bac-1d2e3f4a5b61", "9d0b" * 16)]
+    for r, (pod, uid, cid) in enumerate(pods):
+        cpus = h100_cpus(r)
+        pid = 5000 + 10 * r
+        t.process(pid, "python", cpus, [(pid, "python", cpus, first(cpus) + 1, 4), (pid + 1, "pt_nccl_0", cpus, first(cpus) + 2, 2)],
+                  [f"/dev/nvidia{r}", "/dev/nvidiactl"], env={"RANK": str(r), "LOCAL_RANK": "0"}, cmd=["python", "train.py"])
+        slice_uid = uid.replace("-", "_")
+        write(f"{t.root}/proc/{pid}/cgroup",
+              f"0::/../../kubepods.slice/kubepods-pod{slice_uid}.slice/cri-containerd-{cid}.scope\n")
+        write(f"{t.root}/var/log/containers/{pod}_training_trainer-{cid}.log", "")
+    t.process(900, "nvidia-persiste", "0-223", [(900, "nvidia-persiste", "0-223", 7, 1)],
+              [f"/dev/nvidia{i}" for i in range(8)] + ["/dev/nvidiactl"], cmd=["/usr/bin/nvidia-persistenced", "--user", "nvidia-persistenced"])
+    write(f"{t.root}/proc/900/cgroup", "0::/system.slice/nvidia-persistenced.service\n")
     print("wrote", ", ".join(sorted(d for d in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, d)))))
 
 

@@ -228,4 +228,28 @@ TEST(ProbeSelect, GpuProcessesHoldAGpusDeviceFileNotOnlyControlFiles) {
   EXPECT_EQ(gpu_processes(**root), (std::vector<int>{10, 12}));
 }
 
+// containerd with the systemd driver, as a DaemonSet's watch reads it through its own cgroup
+// namespace; CRI-O; Docker; the cgroupfs driver; cgroup v1's many lines; none.
+TEST(Probe, ContainerIdFromTheCgroupPath) {
+  const std::string id(64, 'a');
+  const std::string id2 = std::string(63, '0') + "f";
+  EXPECT_EQ(container_id_of_cgroup("0::/../../kubepods.slice/kubepods-podA_B.slice/cri-containerd-" + id + ".scope\n"), id);
+  EXPECT_EQ(container_id_of_cgroup("0::/kubepods.slice/kubepods-burstable.slice/crio-" + id2 + ".scope\n"), id2);
+  EXPECT_EQ(container_id_of_cgroup("0::/system.slice/docker-" + id + ".scope\n"), id);
+  EXPECT_EQ(container_id_of_cgroup("12:cpuset:/kubepods/besteffort/pod1234/" + id2 + "\n11:memory:/kubepods/besteffort/pod1234/" + id2 + "\n"), id2);
+  EXPECT_EQ(container_id_of_cgroup("0::/user.slice/user-1000.slice/session-3.scope\n"), "");
+  EXPECT_EQ(container_id_of_cgroup("0::/x/" + std::string(65, 'a') + "\n"), "");  // not an id: too long
+  EXPECT_EQ(container_id_of_cgroup("0::/x/" + std::string(64, 'A') + "\n"), "");  // ids are lower case
+}
+
+TEST(Probe, KubernetesNamesFromTheKubeletsLogLinks) {
+  const std::string id(64, 'b');
+  auto m = kube_containers_of_log_names({"llama-worker-0_training_trainer-" + id + ".log", "bad_name-" + id + ".log",
+                                         "a_b_c_d-" + id + "0.log", "x_y_z-notanid.log", "README"});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m.at(id).pod, "llama-worker-0");
+  EXPECT_EQ(m.at(id).namespace_name, "training");
+  EXPECT_EQ(m.at(id).container, "trainer");
+}
+
 }  // namespace gpubind::probe

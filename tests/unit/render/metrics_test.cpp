@@ -74,7 +74,7 @@ TEST(Metrics, CountersComeFromTheSummaryAndOnlyForRanksStillThere) {
   s.ranks[1].migrations = 99;
   std::string text = metrics_text({"n1", nullptr, &s, &iv, 0});
   const std::string labels = "{node=\"n1\",pid=\"7\",rank=\"0\",local_rank=\"0\",gpu=\"\",UUID=\"\",pci=\"0000:18:00.0\",slurm_job_id=\"\","
-                             "slurm_step_id=\"\",torchelastic_run_id=\"\"}";
+                             "slurm_step_id=\"\",torchelastic_run_id=\"\",k8s_namespace=\"\",k8s_pod=\"\",k8s_container=\"\"}";
   EXPECT_NE(text.find("gpubind_rank_migrations_total{node=\"n1\",pid=\"7\""), std::string::npos) << text;
   EXPECT_NE(text.find("} 12\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("pid=\"8\""), std::string::npos) << text;
