@@ -123,6 +123,23 @@ check(all(a in wflags for a in wcmd if a.startswith("--")), "watch: every flag i
 listen = wcmd[wcmd.index("--listen") + 1] if "--listen" in wcmd else ""
 lport = int(listen.rsplit(":", 1)[-1]) if listen else None
 check(listen.startswith("0.0.0.0:"), "watch: listens on every address (Prometheus is another pod)", listen)
+# The port is nobody else's on a GPU node: dcgm-exporter's 9400 made the unit fail and restart every
+# 10 s; 9100-9999 is Prometheus' (full) exporter list; 29400 and 29500 are PyTorch's rendezvous
+# and master ports; Linux gives 32768-60999 to outgoing connections. The systemd unit and the
+# bare-metal scrape example use the same one.
+check(lport is not None and not 9100 <= lport <= 9999 and lport not in (29400, 29500) and not 32768 <= lport <= 60999,
+      "watch: its port is outside the exporter list, PyTorch's and the ephemeral range", str(lport))
+unit = open(os.path.join(deploy, "..", "systemd", "gpubind-watch.service")).read()
+example = open(os.path.join(deploy, "..", "prometheus", "prometheus.example.yml")).read()
+check(f"--listen 0.0.0.0:{lport}" in unit and f":{lport}" in example, "watch: the systemd unit and the scrape example use the same port",
+      str(lport))
+env = {e["name"]: e for e in w.get("env", [])}
+check(env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName",
+      "watch: NODE_NAME from the downward API (a pod's hostname is the pod's name)")
+vols = {v["name"]: v for v in ps.get("volumes", [])}
+logs = [m for m in w.get("volumeMounts", []) if m["mountPath"] == "/var/log/containers"]
+check(len(logs) == 1 and logs[0].get("readOnly") and vols[logs[0]["name"]].get("hostPath", {}).get("path") == "/var/log/containers",
+      "watch: the node's /var/log/containers mounted read-only (the ranks' k8s_pod labels)")
 ports = {p.get("name"): p["containerPort"] for p in w.get("ports", [])}
 check(ports.get("metrics") == lport, "watch: the container port named metrics is --listen's", f"{ports} vs {lport}")
 probe = w.get("readinessProbe", {}).get("httpGet", {})

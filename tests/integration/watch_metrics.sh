@@ -16,7 +16,7 @@ rc=$?
   || fail "watch --textfile: rc $rc: $(cat "$WORK/err")"
 promtool check metrics <"$WORK/gpubind.prom" >"$WORK/lint" 2>&1 && pass "promtool check metrics accepts it" \
   || fail "promtool check metrics: $(cat "$WORK/lint")"
-labels='node="dgx-h100",pid="2030",rank="11",local_rank="3",gpu="3",UUID="",pci="0000:5d:00.0",slurm_job_id="",slurm_step_id="",torchelastic_run_id=""'
+labels='node="dgx-h100",pid="2030",rank="11",local_rank="3",gpu="3",UUID="",pci="0000:5d:00.0",slurm_job_id="",slurm_step_id="",torchelastic_run_id="",k8s_namespace="",k8s_pod="",k8s_container=""'
 grep -qF "gpubind_rank_migrations_total{$labels} 60" "$WORK/gpubind.prom" \
   && pass "rank 11's 60 migrations are exported with its labels (GPU index 3 as dcgm-exporter numbers it)" \
   || fail "migrations: $(cat "$WORK/gpubind.prom")"
