@@ -68,17 +68,24 @@ want=$(printf '%s\n' "$r0 OK" "$r1 OK" "$pid_nvidia_persistenced GPU_HOLDER" "$p
   && pass "with NVML's process list, a holder with no context and no rank variable is a GPU_HOLDER (exit 0)" \
   || fail "check with the fake NVML: rc $rc, got [$got], want [$want]: $(cat "$WORK/err")"
 
-# watch with the fake NVML: every GPU process (the default), two intervals: no IMBALANCE, no
-# finding, daemons not exported.
+# watch with the fake NVML: every GPU process (the default), two intervals. The daemons are listed
+# with no finding and are not exported; the ranks have no finding of their own. Counted as ranks,
+# the daemons (no CPU time at all) made the spread of CPU time exactly 1.0 (100 % IMBALANCE)
+# whenever the ranks ran; the two ranks alone may differ on a loaded machine, never by all of it.
 LD_LIBRARY_PATH=$fake GPUBIND_FAKE_NVML=$WORK/nvml.json "$GPUBIND" watch --topology "$topology" --count 2 --interval 0.5 --mem-every 0 --json --textfile "$WORK/m.prom" >"$WORK/out" 2>"$WORK/err"; rc=$?
-/usr/bin/python3 - "$WORK/out" $pid_nvidia_persistenced <<'PY' && [ $rc = 0 ] && ! grep -q "pid=\"$pid_nvidia_persistenced\"" "$WORK/m.prom" \
-  && pass "watch: the daemons are listed with no finding, the node is not imbalanced, and no daemon is exported (exit 0)" \
+/usr/bin/python3 - "$WORK/out" $pid_nvidia_persistenced <<'PY' && { [ $rc = 0 ] || [ $rc = 3 ]; } && ! grep -q "pid=\"$pid_nvidia_persistenced\"" "$WORK/m.prom" \
+  && pass "watch: the daemons are listed with no finding and not exported, and take no part in the ranks' CPU-time spread" \
   || fail "watch: rc $rc: $(cat "$WORK/err"; tail -c 1500 "$WORK/out")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 ivs = [l for l in lines if l["type"] == "interval"]
-assert ivs and all(not r["findings"] for iv in ivs for r in iv["ranks"]), ivs[-1]
-assert ivs[-1]["imbalance"] is not None and ivs[-1]["imbalance"] < 0.25, ivs[-1]["imbalance"]
-assert any(r["pid"] == int(sys.argv[2]) for r in ivs[-1]["ranks"]), "the daemon is not listed"
+assert ivs, lines
+for iv in ivs:
+    for r in iv["ranks"]:
+        kinds = {f["finding"] for f in r["findings"]}
+        assert not (r["holder"] and kinds), r
+        assert kinds <= {"IMBALANCE"}, r
+    assert iv["imbalance"] is None or iv["imbalance"] < 0.99, iv["imbalance"]
+assert any(r["pid"] == int(sys.argv[2]) and r["holder"] for r in ivs[-1]["ranks"]), "the daemon is not listed as a holder"
 PY
 finish
