@@ -112,6 +112,16 @@ Result<std::string> fsroot_dir(const std::string& dir) {
   return Error{dir, "not a gathered topology tree (no sys/ directory in it)"};
 }
 
+// A capture gathered without I/O (`hwloc-gather-topology` without --io) has no sys/bus/pci: it
+// loads as a machine without GPUs or NICs, and every plan from it is CPU-only. Said, not guessed.
+Result<topo::Topology> with_pci_known(Result<topo::Topology> t, const std::string& dir) {
+  if (!t || sys::path_kind(dir + "/sys/bus/pci/devices") == sys::PathKind::directory) return t;
+  t->devices_known = false;
+  t->warnings.push_back("the capture holds no PCI devices (no sys/bus/pci/devices): its GPUs and NICs are unknown, not absent; "
+                        "gather it with `hwloc-gather-topology --io NAME`");
+  return t;
+}
+
 Result<topo::Topology> load_json(const std::string& path, const std::string& text) {
   nlohmann::json j;
   try {
@@ -210,14 +220,14 @@ Result<topo::Topology> load_kind(const std::string& spec, SourceKind kind, const
       auto dir = fsroot_dir(spec);
       if (!dir) return dir.error();
       if (Status s = sys::refuse_special_files(*dir); !s) return Error{spec, "holds " + s.error().why};
-      return load_with_hwloc({HwlocInput::Kind::fsroot, *dir, origin});
+      return with_pci_known(load_with_hwloc({HwlocInput::Kind::fsroot, *dir, origin}), *dir);
     }
     case SourceKind::archive: {
       auto tmp = sys::extract_archive(spec);
       if (!tmp) return tmp.error();
       auto dir = fsroot_dir(tmp->path());
       if (!dir) return Error{spec, "the archive holds no gathered topology tree (no sys/ directory)"};
-      return load_with_hwloc({HwlocInput::Kind::fsroot, *dir, origin});
+      return with_pci_known(load_with_hwloc({HwlocInput::Kind::fsroot, *dir, origin}), *dir);
     }
     case SourceKind::nccl_xml:
     case SourceKind::gpubind_json: {

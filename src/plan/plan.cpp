@@ -183,8 +183,10 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
   if (visible.empty()) {
     if (req.require_gpu)
       return Error{"--require-gpu", t.gpus.empty() ? "the topology has no GPUs" : "no GPU is visible", ErrorKind::not_found};
-    c.plan.warnings.push_back(t.gpus.empty() ? "the topology has no GPUs: CPU-only plan"
-                                             : "the environment hides every GPU: CPU-only plan");
+    c.plan.warnings.push_back(!t.gpus.empty()     ? "the environment hides every GPU: CPU-only plan"
+                              : t.devices_known ? "the topology has no GPUs: CPU-only plan"
+                                                : "the capture holds no PCI devices (gathered without I/O): its GPUs are unknown, "
+                                                  "so the plan is CPU-only; gather it with `hwloc-gather-topology --io NAME`");
     if (k > 1) return Error{"--gpus-per-rank " + std::to_string(k), "no GPU is visible", ErrorKind::usage};
   }
   if (!req.rank_gpus.empty()) return given_gpus(c, visible, req.ranks.value_or(unsigned(req.rank_gpus.size())));

@@ -93,6 +93,9 @@ struct Topology {
   // False when the source gives no core structure (an NCCL file whose SMT numbering cannot be
   // inferred): each PU is then its own "core", and two of them may share one physical core.
   bool cores_known = true;
+  // False when the source holds no PCI devices at all: a /sys capture gathered without I/O
+  // (`hwloc-gather-topology` without --io). Its GPUs and NICs are unknown, not absent.
+  bool devices_known = true;
 };
 
 // --- pure queries ---

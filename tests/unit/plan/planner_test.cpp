@@ -1036,6 +1036,18 @@ TEST(NoGpu, CpuOnlyPlanWithAWarning) {
   EXPECT_EQ(p.score.overlap_cpus, 0u);
 }
 
+// A capture gathered without I/O holds no PCI devices: its GPUs are unknown, not absent, and the
+// CPU-only plan says so and how to gather one that has them.
+TEST(NoGpu, ACaptureWithoutDevicesSaysItsGpusAreUnknown) {
+  auto t = discover::load_topology("pack:2 numa:2 core:4 pu:2");
+  ASSERT_TRUE(t.ok());
+  t->devices_known = false;
+  Plan p = must_plan(*t, {});
+  EXPECT_FALSE(has_warning(p, "the topology has no GPUs"));
+  EXPECT_TRUE(has_warning(p, "the capture holds no PCI devices (gathered without I/O): its GPUs are unknown"));
+  EXPECT_TRUE(has_warning(p, "hwloc-gather-topology --io"));
+}
+
 TEST(NoGpu, RequireGpuMakesItAnError) {
   auto t = discover::load_topology("pack:1 core:2 pu:1");
   ASSERT_TRUE(t.ok());
