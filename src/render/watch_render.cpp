@@ -94,7 +94,7 @@ std::string summary_text(const watch::Summary& s) {
   TextTable t({"PID", "RANK", "COMMAND", "MIGRATIONS", "CPU-S", "CROSS-NUMA", "REMOTE-MEM", "SEEN", "WORST"});
   for (const watch::RankSummary& r : s.ranks)
     t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm + (r.exited ? " (exited)" : ""),
-           std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), findings_text(r.seen),
+           std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.seen) : "GPU_HOLDER",
            r.worst_interval ? std::to_string(*r.worst_interval) : "-"});
   out += t.str();
   if (s.exited_not_listed)
@@ -168,6 +168,7 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     e["cpu_seconds"] = r.cpu_seconds;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["holder"] = r.holder.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.holder);
     e["cpus"] = r.cpus.to_list();
     e["mask_changes"] = r.mask_changes;
     e["mask_changes_by_thread"] = r.changes_by_thread;

@@ -304,6 +304,7 @@ void Watcher::add_totals(const Interval& iv) {
     sum.slurm_step = r.slurm_step;
     sum.run_id = r.run_id;
     sum.kube = r.kube;
+    sum.holder = r.holder;
     sum.gpus = r.gpus;
     ++sum.intervals;
     sum.migrations += r.migrations;

@@ -131,6 +131,7 @@ struct RankSummary {
   std::string comm, rank, local_rank, job, slurm_job, slurm_step, run_id;
   std::optional<probe::KubeContainer> kube;
   std::vector<std::string> gpus;
+  std::string holder;  // a GPU daemon, not a rank: why (check::holder_reason)
   unsigned intervals = 0;
   uint64_t migrations = 0;
   uint64_t context_switches = 0;
