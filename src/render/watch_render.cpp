@@ -170,7 +170,7 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
     e["holder"] = r.holder.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.holder);
     e["cpus"] = r.cpus.to_list();
-    e["mask_changes"] = r.mask_changes;
+    e["mask_changes"] = r.mask_changes();
     e["mask_changes_by_thread"] = r.changes_by_thread;
     e["last_mask_change"] = r.last_change ? change_object(*r.last_change) : nlohmann::ordered_json();
     std::vector<std::string> seen;

@@ -90,6 +90,12 @@ std::string thread_family(const std::string& comm) {
   return end ? comm.substr(0, end) : "(unnamed)";
 }
 
+uint64_t RankSummary::mask_changes() const {
+  uint64_t n = 0;
+  for (const auto& [thread, count] : changes_by_thread) n += count;
+  return n;
+}
+
 bool RankInterval::has(Finding f) const {
   return std::any_of(findings.begin(), findings.end(), [f](const RankFinding& x) { return x.kind == f; });
 }
@@ -205,10 +211,9 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
   note_exited(judged, iv);
   std::set<std::pair<int, int>> present;  // (pid, tid) of every thread in this sample
   for (const check::ProcessReport& pr : judged.processes) iv.ranks.push_back(judge_rank(pr, iv.end, seconds, present));
-  // Threads that ended take their first-seen CPUs with them, processes their last change: a long
-  // watch over short-lived threads stays small.
+  // Threads that ended take their first-seen CPUs with them: a long watch over short-lived
+  // threads stays small.
   std::erase_if(m_first_allowed, [&](const auto& e) { return !present.count(e.first); });
-  std::erase_if(m_last_change, [&](const auto& e) { return !present.count({e.first, e.first}); });
 
   iv.gpus = s.gpus;
   judge_node(iv, seconds);
@@ -260,14 +265,13 @@ RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double now, dou
 
   rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}};
   if (pr.gpu_local && !pr.gpu_local->empty()) e.gpu_cpus = pr.gpu_local;
-  present.emplace(cur.pid, cur.pid);  // the process itself, for m_last_change
   for (const ThreadState& t : cur.threads) {
     present.emplace(cur.pid, t.tid);
     auto [first, is_new] = m_first_allowed.emplace(std::pair{cur.pid, t.tid}, t.cpus_allowed);
     if (!is_new && first->second != t.cpus_allowed) e.drifted_threads.push_back({t.tid, t.comm, first->second, t.cpus_allowed});
   }
-  if (!r.mask_changes.empty()) m_last_change[cur.pid] = now;
-  if (auto it = m_last_change.find(cur.pid); it != m_last_change.end()) e.since_change = now - it->second;
+  if (!r.mask_changes.empty()) tot.last_change = now;
+  if (tot.last_change) e.since_change = now - *tot.last_change;
   add_check_findings(pr, e);
   if (!r.holder.empty()) return r;  // a GPU daemon: listed, not judged
   for (rules::RankRule rule : rules::kRankRules)
@@ -295,29 +299,17 @@ void Watcher::add_totals(const Interval& iv) {
   for (const RankInterval& r : iv.ranks) {
     Totals& tot = m_totals[r.pid];
     RankSummary& sum = tot.summary;
-    sum.pid = r.pid;
-    sum.comm = r.comm;
-    sum.rank = r.rank;
-    sum.local_rank = r.local_rank;
-    sum.job = r.job;
-    sum.slurm_job = r.slurm_job;
-    sum.slurm_step = r.slurm_step;
-    sum.run_id = r.run_id;
-    sum.kube = r.kube;
-    sum.holder = r.holder;
-    sum.gpus = r.gpus;
+    static_cast<RankIdentity&>(sum) = r;
     ++sum.intervals;
     sum.migrations += r.migrations;
     sum.context_switches += r.context_switches;
     sum.cpu_seconds += r.cpu_seconds;
-    sum.cpus = r.cpus;
     auto add = [](std::optional<double>& total, const std::optional<double>& v) {
       if (v) total = total.value_or(0) + *v;
     };
     add(sum.cross_numa_seconds, r.cross_numa_seconds);
     add(sum.cross_socket_seconds, r.cross_socket_seconds);
     for (const MaskChange& c : r.mask_changes) {
-      ++sum.mask_changes;
       std::string name = thread_family(c.thread);
       if (!sum.changes_by_thread.count(name) && sum.changes_by_thread.size() >= kMaxThreadNames) name = kOtherThreads;
       ++sum.changes_by_thread[name];

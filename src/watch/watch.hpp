@@ -85,7 +85,9 @@ struct RankFinding {
   std::string reason;  // one line
 };
 
-struct RankInterval {
+// Who a watched process is and what its last sample said of it: the same in each interval's
+// record and in the summary, which takes it from the last interval.
+struct RankIdentity {
   int pid = 0;
   std::string comm;
   std::string rank;        // the global rank its launcher gave it (RANK, SLURM_PROCID...), or ""
@@ -94,8 +96,11 @@ struct RankInterval {
   std::string slurm_job, slurm_step, run_id;  // SLURM_JOB_ID, SLURM_STEP_ID, TORCHELASTIC_RUN_ID, or ""
   std::optional<probe::KubeContainer> kube;   // its Kubernetes pod and container, when known
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
-  CpuSet cpus;                    // its allowed CPUs now (the main thread's)
+  CpuSet cpus;                    // its allowed CPUs at the sample (the main thread's)
   std::string holder;             // a GPU daemon, not a rank (check::holder_reason): not judged
+};
+
+struct RankInterval : RankIdentity {
   unsigned threads = 0;
   uint64_t migrations = 0;
   double migrations_per_second = 0;
@@ -126,12 +131,7 @@ struct Interval {
   std::optional<double> gpu_imbalance;  // max - min utilization of the ranks' GPUs; nullopt under 2 known
 };
 
-struct RankSummary {
-  int pid = 0;
-  std::string comm, rank, local_rank, job, slurm_job, slurm_step, run_id;
-  std::optional<probe::KubeContainer> kube;
-  std::vector<std::string> gpus;
-  std::string holder;  // a GPU daemon, not a rank: why (check::holder_reason)
+struct RankSummary : RankIdentity {
   unsigned intervals = 0;
   uint64_t migrations = 0;
   uint64_t context_switches = 0;
@@ -139,13 +139,12 @@ struct RankSummary {
   std::optional<double> cross_numa;     // over the whole watch, weighted like each interval's
   std::optional<double> cross_numa_seconds, cross_socket_seconds;  // sums of the intervals' (counters)
   std::optional<double> remote_memory;  // the last one read
-  uint64_t mask_changes = 0;            // threads' allowed-CPU changes seen
-  std::map<std::string, uint64_t> changes_by_thread;  // the same by thread_family, kMaxThreadNames + other
+  std::map<std::string, uint64_t> changes_by_thread;  // threads' allowed-CPU changes seen, by thread_family
   std::optional<MaskChange> last_change;
-  CpuSet cpus;                          // allowed CPUs at the last sample
   std::vector<Finding> seen;            // every finding of any interval, in enum order
   std::optional<unsigned> worst_interval;  // the interval with the most findings
   bool exited = false;
+  uint64_t mask_changes() const;  // of every thread: the sum of changes_by_thread
 };
 
 // How many exited processes the summary keeps: a watch that runs for months over processes that
@@ -171,6 +170,7 @@ class Watcher {
  private:
   struct Totals {
     RankSummary summary;
+    std::optional<double> last_change;  // when a thread's allowed CPUs last changed
     double weight = 0, off_weight = 0;  // for the whole-watch cross-NUMA share
     size_t worst_findings = 0;
   };
@@ -184,7 +184,6 @@ class Watcher {
   Thresholds m_th;
   std::optional<Snapshot> m_prev;
   std::map<std::pair<int, int>, CpuSet> m_first_allowed;  // (pid, tid) -> allowed CPUs when first seen
-  std::map<int, double> m_last_change;         // pid -> when a thread's allowed CPUs last changed
   std::map<int, Totals> m_totals;              // by PID
   std::deque<int> m_exited;                    // PIDs in m_totals that exited, oldest first
   uint64_t m_dropped = 0, m_dropped_with_findings = 0;

@@ -147,7 +147,7 @@ TEST(Watch, DriftedDoesNotFlipWithTheSamplingPhaseOfAMaskPinnedBackAndForth) {
     EXPECT_EQ(iv->ranks[0].mask_changes[0].after.to_list(), masks[i % 2]);
   }
   Summary s = w.summary();
-  EXPECT_EQ(s.ranks[0].mask_changes, 6u);
+  EXPECT_EQ(s.ranks[0].mask_changes(), 6u);
   EXPECT_EQ(s.ranks[0].changes_by_thread, (std::map<std::string, uint64_t>{{"python", 6}}));  // "python3" less its digit
   ASSERT_TRUE(s.ranks[0].last_change);
   EXPECT_EQ(s.ranks[0].last_change->tid, 10);
@@ -218,7 +218,7 @@ TEST(Watch, ChangesByThreadNameAreBounded) {
   w.observe(at(0, {threads("0-13")}));
   w.observe(at(1, {threads("0-27")}));
   Summary s = w.summary();
-  EXPECT_EQ(s.ranks[0].mask_changes, 20u);
+  EXPECT_EQ(s.ranks[0].mask_changes(), 20u);
   EXPECT_EQ(s.ranks[0].changes_by_thread.size(), kMaxThreadNames + 1);
   EXPECT_EQ(s.ranks[0].changes_by_thread.at(kOtherThreads), 12u);
   EXPECT_EQ(s.ranks[0].changes_by_thread.at("aworker"), 1u);
