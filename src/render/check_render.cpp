@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "render/table.hpp"
 #include "topo/binding_env.hpp"
@@ -92,9 +93,9 @@ nlohmann::ordered_json check_json(const check::Report& r, const std::string& nod
     o["cmdline"] = s.cmdline;
     o["verdict"] = check::verdicts_of(p);
     o["holder"] = p.holder.empty() ? oj() : oj(p.holder);
-    for (const char* id : {"SLURM_JOB_ID", "SLURM_STEP_ID"}) {
-      auto it = s.env.find(id);
-      o[id == std::string("SLURM_JOB_ID") ? "slurm_job_id" : "slurm_step_id"] = it == s.env.end() ? oj() : oj(it->second);
+    for (auto [variable, key] : {std::pair{"SLURM_JOB_ID", "slurm_job_id"}, std::pair{"SLURM_STEP_ID", "slurm_step_id"}}) {
+      auto it = s.env.find(variable);
+      o[key] = it == s.env.end() ? oj() : oj(it->second);
     }
     o["k8s"] = s.kube ? oj{{"namespace", s.kube->namespace_name}, {"pod", s.kube->pod}, {"container", s.kube->container}} : oj();
     o["findings"] = oj::array();

@@ -16,6 +16,11 @@ int points(double share) { return int(share * 100 + 0.5); }
 
 bool over(const std::optional<double>& share, double threshold) { return share && *share > threshold; }
 
+// "thread 43 'pt_nccl': 0-7 -> 8-15"
+std::string thread_change(const MaskChange& c) {
+  return "thread " + std::to_string(c.tid) + " '" + c.thread + "': " + c.before.to_list() + " -> " + c.after.to_list();
+}
+
 // Where CROSS_SOCKET holds: its GPU's CPUs known and too much CPU time on another package.
 bool off_package(const RankEvidence& e, const Thresholds& th) { return e.gpu_cpus && over(e.rank.cross_socket, th.cross_numa); }
 
@@ -50,11 +55,9 @@ std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds
 
 std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th) {
   std::string changed;  // the threads allowed elsewhere than when watch first saw them, first named
-  if (!e.drifted_threads.empty()) {
-    const MaskChange& c = e.drifted_threads[0];
-    changed = "allowed CPUs of " + std::to_string(e.drifted_threads.size()) + " thread(s) differ from when watch first saw them (thread " +
-              std::to_string(c.tid) + " '" + c.thread + "': " + c.before.to_list() + " -> " + c.after.to_list() + ")";
-  }
+  if (!e.drifted_threads.empty())
+    changed = "allowed CPUs of " + std::to_string(e.drifted_threads.size()) + " thread(s) differ from when watch first saw them (" +
+              thread_change(e.drifted_threads[0]) + ")";
   if (e.drifted_from_intent)
     return RankFinding{Finding::drifted, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)" + (changed.empty() ? "" : "; " + changed)};
   if (!changed.empty()) return RankFinding{Finding::drifted, changed};
@@ -62,10 +65,7 @@ std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th) 
     char held[96];
     std::snprintf(held, sizeof held, " %.0f s ago (DRIFTED holds %.0f s after a change)", *e.since_change, th.drift_hold);
     std::string what = "allowed CPUs changed";
-    if (!e.rank.mask_changes.empty()) {
-      const MaskChange& c = e.rank.mask_changes[0];
-      what += " (thread " + std::to_string(c.tid) + " '" + c.thread + "': " + c.before.to_list() + " -> " + c.after.to_list() + ")";
-    }
+    if (!e.rank.mask_changes.empty()) what += " (" + thread_change(e.rank.mask_changes[0]) + ")";
     return RankFinding{Finding::drifted, what + held};
   }
   return std::nullopt;
