@@ -122,7 +122,8 @@ sys.exit(0 if eval(sys.argv[2]) else 1)
 PY
 }
 scraped() { api "/api/v1/query?query=gpubind_rank_cpu_seconds_total{job=\"gpubind\",slurm_job_id=\"4242\"}" "len(d['data']['result']) == 1"; }
-wait_until 60 scraped && scrape_start=$(date +%s) && pass "Prometheus finds job 4242's rank by {slurm_job_id=\"4242\"} next to its own job=\"gpubind\"" \
+scraped_or_pause() { scraped || { sleep 1; false; }; }
+wait_until 60 scraped_or_pause && scrape_start=$(date +%s) && pass "Prometheus finds job 4242's rank by {slurm_job_id=\"4242\"} next to its own job=\"gpubind\"" \
   || { fail "no series for slurm_job_id 4242: $(tail -3 "$WORK/prom.log"); watch: $(tail -3 "$WORK/watch.err")"; finish; }
 api "/api/v1/query?query=gpubind_rank_cpu_seconds_total{job=\"gpubind\",slurm_job_id=\"4242\"}" \
   "all(r['metric']['node'] == 'k8s-node-7' and r['metric']['exported_node'] == 'k8s-node-7' and r['metric']['UUID'] == 'GPU-11111111-2222-3333-4444-000000000000' and r['metric']['gpu'] == '0' for r in d['data']['result'])" \
@@ -137,8 +138,10 @@ both_firing() {
   [ -z "$drift_at" ] && firing GpubindRankDrifted 4242 && drift_at=$(date +%s)
   [ -n "$cross_at" ] && [ -n "$drift_at" ]
 }
-# 3 minutes of scraping from the first scrape that saw the rank.
-wait_until $((180 - ($(date +%s) - scrape_start))) both_firing
+# 3 minutes of scraping from the first scrape that saw the rank. Prometheus evaluates every 5 s:
+# asked once a second, not at wait_until's 20 times (two Python queries each, two minutes long).
+both_firing_or_pause() { both_firing || { sleep 1; false; }; }
+wait_until $((180 - ($(date +%s) - scrape_start))) both_firing_or_pause
 [ -n "$cross_at" ] && pass "GpubindRankCrossNuma fires for job 4242 $((cross_at - first_drift)) s after the first re-pin ($((cross_at - scrape_start)) s of scraping)" \
   || fail "GpubindRankCrossNuma not firing after 3 minutes: $(/usr/bin/python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$prom_port/api/v1/alerts').read()[:600])")"
 [ -n "$drift_at" ] && pass "GpubindRankDrifted fires for job 4242 $((drift_at - first_drift)) s after the first re-pin ($((drift_at - scrape_start)) s of scraping)" \
