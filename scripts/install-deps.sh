@@ -51,6 +51,9 @@ test_packages=(
   chromium
   # deploy/kubernetes: the manifests read by a real YAML parser
   python3-yaml
+  # a real container with the distribution's default seccomp profile (and Docker's rule for
+  # set_mempolicy applied to it): podman runs crun on a rootfs of this machine's own /usr
+  podman crun golang-github-containers-common
 )
 
 case "${1:-all}" in

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -152,10 +153,14 @@ int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const pl
               const bind::MachineState& m, const CpuSet& home_nodes) {
   auto binder = sys::real_binder();
   std::vector<std::string> warnings;
-  if (auto st = bind::apply_binding(p, rb, m, *binder, bind::BestEffort::no, warnings); !st) {
+  // A memory policy the container refuses: the rank runs with its CPUs bound, as under exec, and
+  // local rank 0 says so (once per run of a strategy).
+  if (auto st = bind::apply_binding(p, rb, m, *binder, bind::BestEffort::no, bind::MemRefused::warn, warnings); !st) {
     report_failure(sh, rb.local_rank, st.error());
     return 1;
   }
+  if (rb.local_rank == 0)
+    for (const std::string& w : warnings) std::fprintf(stderr, "gpubind bench: warning: %s\n", w.c_str());
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < s.threads; ++t) threads.emplace_back(worker, std::cref(s), std::cref(sh), std::cref(rb), t, std::cref(home_nodes));
   worker(s, sh, rb, 0, home_nodes);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "sys/affinity.hpp"
+#include "topo/binding_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bind {
@@ -28,8 +29,18 @@ Result<MachineState> live_machine_state() {
   return current_machine_state(**root);
 }
 
-Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
-                     BestEffort best_effort, std::vector<std::string>& warnings) {
+std::string memory_applied_note(MemoryApplied m) {
+  switch (m) {
+    case MemoryApplied::refused: return "refused by the container";
+    case MemoryApplied::one_node: return "not set: one NUMA node";
+    case MemoryApplied::unchanged:
+    case MemoryApplied::set: break;
+  }
+  return "";
+}
+
+Result<Applied> apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
+                              BestEffort best_effort, MemRefused refused, std::vector<std::string>& warnings) {
   bool lenient = best_effort == BestEffort::yes;
   CpuSet cpus = rb.cpus;
   CpuSet nodes;
@@ -72,12 +83,13 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
     if (usable.empty()) {
       warnings.push_back("no usable CPU left in " + cpus.to_list() + ": CPU affinity left unchanged");
     } else if (Status s = binder.set_cpu_affinity(usable); !s) {
-      if (!lenient) return s;
+      if (!lenient) return s.error();
       warnings.push_back(s.error().message());
     } else {
       cpus_changed = true;
     }
   }
+  Applied applied;
   if (rb.mem_policy != MemPolicy::none && !nodes.empty()) {
     CpuSet usable = lenient ? nodes & m.online_nodes : nodes;
     sys::MemMode mode = rb.mem_policy == MemPolicy::bind         ? sys::MemMode::bind
@@ -85,19 +97,35 @@ Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const Mac
                                                                  : sys::MemMode::preferred;
     if (usable.empty()) {
       warnings.push_back("no online node left in " + nodes.to_list() + ": memory policy left unchanged");
+    } else if (m.online_nodes.count() == 1 && usable == m.online_nodes) {
+      applied.memory = MemoryApplied::one_node;  // every page is on that node whatever the policy
     } else if (Status s = binder.set_memory_policy(mode, usable); !s) {
-      if (!lenient) return undo(s.error());
-      warnings.push_back(s.error().message());
+      // A container's seccomp profile (Docker's, containerd's: set_mempolicy only with
+      // CAP_SYS_NICE) answers EPERM or ENOSYS; the CPU binding still holds.
+      bool refusal = s.error().kind == ErrorKind::permission || s.error().kind == ErrorKind::unsupported;
+      if (refusal && refused == MemRefused::warn) {
+        applied.memory = MemoryApplied::refused;
+        warnings.push_back("local rank " + std::to_string(rb.local_rank) + ": memory policy refused by the container (" +
+                           s.error().message() + "): CPUs " + (cpus_changed ? "bound" : "as they were") +
+                           ", pages placed by first touch (CAP_SYS_NICE or a seccomp profile that allows set_mempolicy "
+                           "lifts this; --require-mem-policy, in plugstack.conf require-mem-policy, makes it an error)");
+      } else if (!lenient || refusal) {
+        return undo(s.error());
+      } else {
+        warnings.push_back(s.error().message());
+      }
     } else {
       mem_changed = true;
+      applied.memory = MemoryApplied::set;
     }
   }
   for (const auto& [k, v] : plan::rank_environment(p, rb)) {
     std::optional<std::string> before = binder.get_env(k);
-    if (Status s = binder.set_env(k, v); !s) return undo(s.error());
+    bool was_refused = k == topo::binding_env::kMemPolicy && applied.memory == MemoryApplied::refused;
+    if (Status s = binder.set_env(k, was_refused ? "refused" : v); !s) return undo(s.error());
     env_before.emplace_back(k, std::move(before));
   }
-  return Ok{};
+  return applied;
 }
 
 }  // namespace gpubind::bind

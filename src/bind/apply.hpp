@@ -26,11 +26,32 @@ Result<MachineState> current_machine_state(const sys::FsRoot& root);
 // current_machine_state under "/": what exec, launch and the plugin bind against.
 Result<MachineState> live_machine_state();
 
+// What became of a rank's memory policy when its binding was applied.
+enum class MemoryApplied {
+  unchanged,  // nothing to set (policy none, or best effort found no online node)
+  set,        // set_mempolicy succeeded
+  one_node,   // not called: the machine has one NUMA node, where any policy is the default's
+  refused,    // refused by the environment (a container's seccomp profile, no CAP_SYS_NICE): CPUs kept
+};
+// The words --report-bindings, --verbose and the warnings use: "" for set and unchanged.
+std::string memory_applied_note(MemoryApplied m);
+
+// What a refused memory policy does: by default a warning, the CPU binding kept and
+// GPUBIND_MEM_POLICY=refused exported; `error` (--require-mem-policy) fails the binding.
+enum class MemRefused { warn, error };
+
+struct Applied {
+  MemoryApplied memory = MemoryApplied::unchanged;
+};
+
 // Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
 // Unless best effort, a failed step undoes the ones before it (the CPU affinity back to
 // m.allowed_cpus, the default memory policy, the variables as they were) and its Error says
-// if any of that failed. Warnings (best effort) are appended to `warnings`.
-Status apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
-                     BestEffort best_effort, std::vector<std::string>& warnings);
+// if any of that failed. A memory policy the environment refuses (EPERM, EACCES, ENOSYS from
+// set_mempolicy) is not a failed step unless `refused` is MemRefused::error: the warning says
+// so once. On a machine with one online NUMA node set_mempolicy is not called at all.
+// Warnings are appended to `warnings`.
+Result<Applied> apply_binding(const plan::Plan& p, const plan::RankBinding& rb, const MachineState& m, sys::Binder& binder,
+                              BestEffort best_effort, MemRefused refused, std::vector<std::string>& warnings);
 
 }  // namespace gpubind::bind

@@ -25,7 +25,7 @@ Result<BoundRank> bind_rank(const topo::Topology& t, const RankRequest& r, sys::
   MachineState m = r.machine;
   // sched_setaffinity may widen a launcher's pinning up to the node's (cgroup's) CPUs, never beyond.
   if (r.from == AllowedFrom::cgroup) m.allowed_cpus = t.allowed_cpus;
-  out.applied = apply_binding(out.plan, out.binding, m, binder, r.best_effort, out.apply_warnings);
+  out.applied = apply_binding(out.plan, out.binding, m, binder, r.best_effort, r.mem_refused, out.apply_warnings);
   return out;
 }
 

@@ -36,6 +36,7 @@ struct RankRequest {
   bool apply = true;  // false: plan only (a dry run)
   std::string hint;   // what the user can do when the launcher started more ranks than were planned
   BestEffort best_effort = BestEffort::no;
+  MemRefused mem_refused = MemRefused::warn;  // --require-mem-policy: error
 };
 
 struct BoundRank {
@@ -46,7 +47,7 @@ struct BoundRank {
   std::string launcher_note;                // what became of the launcher's binding, or ""
   std::vector<std::string> plan_warnings;   // the plan's, for this rank
   std::vector<std::string> apply_warnings;  // best effort's
-  Status applied = Ok{};                    // apply_binding's result; Ok when nothing was to be applied
+  Result<Applied> applied = Applied{};       // apply_binding's result; nothing applied when nothing was to be
 };
 
 // An Error when no binding can be planned for the rank (bad options, too few ranks planned);

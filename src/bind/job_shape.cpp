@@ -61,6 +61,7 @@ Status workers(const LaunchFlags& f, const std::map<std::string, std::string>& e
   spec.tag_output = f.tag_output;
   spec.grace = std::chrono::milliseconds(long(f.grace_seconds * 1000));
   spec.best_effort = f.best_effort ? BestEffort::yes : BestEffort::no;
+  spec.mem_refused = f.require_mem_policy ? MemRefused::error : MemRefused::warn;
   spec.quiet = f.quiet;
   spec.role = f.role;
   spec.max_restarts = f.max_restarts.value_or(0);

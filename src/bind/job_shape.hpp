@@ -29,7 +29,7 @@ struct LaunchFlags {
   double monitor_interval = 5;
   std::string start_method = "spawn";
   bool standalone = false, module = false, no_python = false, run_path = false;
-  bool tag_output = false, no_bind = false, best_effort = false, quiet = false;
+  bool tag_output = false, no_bind = false, best_effort = false, quiet = false, require_mem_policy = false;
   std::vector<std::string> rest;
 };
 

@@ -98,10 +98,11 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
       req.prepare = [&plan, &rb, &machine, &spec]() -> Status {
         auto binder = sys::real_binder();
         std::vector<std::string> warnings;
-        Status s = apply_binding(plan, rb, machine, *binder, spec.best_effort, warnings);
+        auto applied = apply_binding(plan, rb, machine, *binder, spec.best_effort, spec.mem_refused, warnings);
         if (!spec.quiet)
           for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
-        return s;
+        if (!applied) return applied.error();
+        return Ok{};
       };
     }
   }

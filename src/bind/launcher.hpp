@@ -34,6 +34,7 @@ struct LaunchSpec {
   bool tag_output = false;        // prefix every output line with "[GLOBAL_RANK] "
   std::chrono::milliseconds grace{10000};  // SIGTERM -> SIGKILL
   BestEffort best_effort = BestEffort::no;
+  MemRefused mem_refused = MemRefused::warn;
   bool quiet = false;             // no warnings on stderr
 };
 

@@ -49,6 +49,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
                             : a == "omp"           ? &out.plan.omp
                             : a == "balanced"      ? &out.plan.balanced
                             : a == "require-gpu"   ? &out.plan.require_gpu
+                            : a == "require-mem-policy" ? &out.require_mem_policy
                                                    : nullptr) {
       *flag = true;
     } else if (a.starts_with("gpus-per-rank=") || a.starts_with("mem-node=")) {
@@ -59,8 +60,8 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
       (per_rank ? out.plan.gpus_per_rank : out.plan.mem_node) = unsigned(*n);
     } else {
       return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'",
-                   "default=, mem=, strict, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, omp, balanced, "
-                   "require-gpu, gpus-per-rank=, mem-node="};
+                   "default=, mem=, strict, require-mem-policy, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, "
+                   "omp, balanced, require-gpu, gpus-per-rank=, mem-node="};
     }
   }
   return out;

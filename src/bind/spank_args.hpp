@@ -19,6 +19,7 @@ struct PlugstackArgs {
   std::string config = kDefaultConfigPath;
   bool config_set = false;
   bool strict = false;
+  bool require_mem_policy = false;  // a refused memory policy fails the task (with strict) or leaves it unbound
   bool dry_run = false;
   std::string topology;
   // The planning options `gpubind exec` takes as flags, named as the flags without "--": no-smt,
@@ -27,7 +28,7 @@ struct PlugstackArgs {
   PlanOptions plan;
 };
 
-// default=closest|socket-split|socket|numa|none, mem=..., strict, dryrun, config=PATH,
+// default=closest|socket-split|socket|numa|none, mem=..., strict, require-mem-policy, dryrun, config=PATH,
 // topology=PATH, and the planning options above. The Error's `what` is the argument, `why` what
 // is accepted.
 Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args);

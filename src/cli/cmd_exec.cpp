@@ -20,12 +20,14 @@ namespace gpubind::cli {
 
 namespace {
 
-std::string describe(const plan::RankBinding& rb) {
+// `memory`: what became of the memory policy, when it was applied.
+std::string describe(const plan::RankBinding& rb, bind::MemoryApplied memory = bind::MemoryApplied::unchanged) {
   std::vector<std::string> gpus;
   for (const auto& g : rb.gpus) gpus.push_back(std::to_string(g.index) + " (" + g.pci + ")");
+  std::string note = bind::memory_applied_note(memory);
   std::string mem = rb.mem_policy == plan::MemPolicy::none
                         ? "unchanged"
-                        : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes);
+                        : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes) + (note.empty() ? "" : " " + note);
   std::vector<std::string> nics;
   for (const auto& n : rb.nics) nics.push_back(n.name.empty() ? n.pci : n.name);
   return std::string(gpus.size() > 1 ? "GPUs " : "GPU ") + (gpus.empty() ? std::string("none") : join(gpus, ", ")) + ", CPUs " +
@@ -36,6 +38,7 @@ struct ExecFlags {
   PlanOptions o;
   std::optional<unsigned> local_rank, local_size;
   bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
+  bool require_mem_policy = false;
   std::vector<std::string> command;
 };
 
@@ -47,6 +50,9 @@ void add_exec_options(Args& app, ExecFlags& f) {
   app.flag("--dry-run", f.dry_run, "Print the binding and the command; run nothing");
   app.flag("--verbose", f.verbose, "Say which launcher variable gave the local rank and what was applied");
   app.flag("--best-effort", f.best_effort, "Apply what can be applied and run the command anyway, with warnings");
+  app.flag("--require-mem-policy", f.require_mem_policy,
+           "A memory policy the container refuses (seccomp, no CAP_SYS_NICE) is an error (125) instead of a warning "
+           "with the CPU binding kept");
   app.flag("--no-cache", f.no_cache, "Discover this machine afresh instead of using the topology cache");
   app.flag("--report-bindings", f.report,
            "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
@@ -125,31 +131,37 @@ Result<bind::RankRequest> rank_request(const ExecFlags& f, const topo::LocalRank
   r.policy_open = policy_open;
   r.apply = !f.dry_run;
   r.best_effort = f.best_effort ? bind::BestEffort::yes : bind::BestEffort::no;
+  r.mem_refused = f.require_mem_policy ? bind::MemRefused::error : bind::MemRefused::warn;
   r.hint = "give --local-size or -n";
   return r;
 }
 
 // What the launcher already did to this rank's CPUs (mpirun --bind-to, a rankfile, srun
-// --cpu-bind): kept on request, otherwise replaced with a note, never silently; then
-// --report-bindings' line.
-void print_notes(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b, unsigned local_rank) {
+// --cpu-bind): kept on request, otherwise replaced with a note, never silently.
+void print_notes(const ExecFlags& f, const bind::BoundRank& b, unsigned local_rank) {
   print_warnings(b.plan_warnings, f.o.quiet);
   if (b.split_sockets && !f.o.quiet)
     std::fprintf(stderr, "gpubind: note: local rank %u: the launcher bound ranks to whole NUMA nodes; planned socket-split so "
                          "no rank gets fewer cores than a node's share (--policy closest overrides)\n", local_rank);
   if (!b.launcher_note.empty() && !f.o.quiet) std::fprintf(stderr, "gpubind: note: %s\n", one_line(b.launcher_note).c_str());
+}
+
+// --report-bindings' line, once the binding is applied (or previewed): what the rank has.
+void print_report(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b, unsigned local_rank) {
   if (!f.report) return;
+  bind::MemoryApplied memory = b.applied ? b.applied->memory : bind::MemoryApplied::unchanged;
   long g = topo::global_rank(environment_of(topo::global_rank_env_names()));
   std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
                one_line(t.hostname.empty() ? "localhost" : t.hostname).c_str(), sys::current_pid(),
-               g < 0 ? "?" : std::to_string(g).c_str(), local_rank, b.plan.ranks.size(), describe(b.binding).c_str(),
+               g < 0 ? "?" : std::to_string(g).c_str(), local_rank, b.plan.ranks.size(), describe(b.binding, memory).c_str(),
                render::core_map(t, b.binding.cpus).c_str());
 }
 
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
   std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
                r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
-               (b.request.allowed ? *b.request.allowed : t.allowed_cpus).to_list().c_str(), describe(b.binding).c_str());
+               (b.request.allowed ? *b.request.allowed : t.allowed_cpus).to_list().c_str(),
+               describe(b.binding, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged).c_str());
 }
 
 }  // namespace
@@ -181,8 +193,9 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!r) return fail_exec(r.error());
   auto bound = bind::bind_rank(*topo, *r, *binder);
   if (!bound) return fail_exec(bound.error());
-  print_notes(f, *topo, *bound, lr->rank);
+  print_notes(f, *bound, lr->rank);
   if (f.dry_run) {
+    print_report(f, *topo, *bound, lr->rank);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
                 describe(bound->binding).c_str());
     std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
@@ -191,6 +204,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!bound->applied)
     return fail_exec(Error{"binding local rank " + std::to_string(lr->rank), bound->applied.error().message()});
   print_warnings(bound->apply_warnings, f.o.quiet);
+  print_report(f, *topo, *bound, lr->rank);
   if (f.verbose) print_applied(*r, *topo, *bound);
   return exec_command(*binder, f);
 }

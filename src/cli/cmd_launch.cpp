@@ -56,6 +56,8 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
   app.option("--grace", f.grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping ranks (default 10)").range(0.0, 86400.0);
   app.flag("--no-bind", f.no_bind, "Set the environment only; bind nothing");
   app.flag("--best-effort", f.best_effort, "Start ranks even when part of a binding cannot be applied");
+  app.flag("--require-mem-policy", f.require_mem_policy,
+           "A memory policy the container refuses (seccomp, no CAP_SYS_NICE) stops the rank instead of a warning");
   // The command starts at the first argument that is not an option: "-- CMD ARGS" (run as given)
   // or torchrun's "SCRIPT ARGS" (run with python unless --no-python).
   app.prefix_command();

@@ -437,6 +437,10 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
 
   if (auto env = environment_of(root, pid, env_names())) p.env = std::move(*env);
   else p.notes.push_back("environment not readable (" + env.error().why + ")");
+  // What gpubind recorded when it bound the process: its container refused the memory policy.
+  if (auto it = p.env.find(topo::binding_env::kMemPolicy); it != p.env.end() && it->second == "refused")
+    p.notes.push_back("memory policy refused by the container when gpubind bound it (GPUBIND_MEM_POLICY=refused): "
+                      "CPUs bound, pages placed by first touch");
   if (auto cgroup = root.read(dir + "/cgroup")) p.container_id = container_id_of_cgroup(*cgroup);
 
   if (options.numa_maps) {

@@ -44,6 +44,10 @@ std::string check_text(const check::Report& r, bool verbose) {
   }
   for (const ProcessReport& p : r.processes)
     if (!p.holder.empty()) out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " GPU_HOLDER: " + p.holder + "\n", any = true;
+  if (!verbose)  // verbose lists them under each process
+    for (const ProcessReport& p : r.processes)
+      for (const std::string& n : p.state.notes)
+        out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " note: " + one_line(n) + "\n", any = true;
   if (verbose) {
     for (const ProcessReport& p : r.processes) {
       out += "\nPID " + std::to_string(p.state.pid) + " (" + one_line(p.state.comm) + ")" +

@@ -2,11 +2,13 @@
 // `gpubind exec` would, inside slurmstepd, after fork and before exec. A thin C ABI shim over the
 // same library calls; no exception crosses it, and it never crashes slurmstepd.
 //
-// plugstack.conf:  required /path/gpubind_spank.so [default=closest] [mem=preferred] [strict]
+// plugstack.conf:  required /path/gpubind_spank.so [default=closest] [mem=preferred] [strict] [require-mem-policy]
 //                                                  [topology=/admin/path.json] [dryrun]
 //   default=  binds every job step even without --gpubind (an admin's choice)
 //   mem=      memory policy: preferred (default), bind, interleave, none
 //   strict    a binding that cannot be applied fails the task (default: warning, task unbound)
+//   require-mem-policy  a memory policy the container refuses fails the task (default: a warning,
+//             the task keeps its CPU binding)
 //   topology= a topology file chosen by the admin (never one named by the user's environment)
 //   dryrun    plan and export GPUBIND_* but apply nothing (tests with a fake node layout)
 //   no-smt, nic-env, isolate-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N
@@ -220,6 +222,7 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   bind::apply_config(cfg, r.options, {true, g_args.mem_set || g_opt.mem.has_value(), false});
   r.local = lr;
   r.from = g_args.dry_run ? bind::AllowedFrom::topology : bind::AllowedFrom::cgroup;
+  r.mem_refused = g_args.require_mem_policy ? bind::MemRefused::error : bind::MemRefused::warn;
   for (const std::string& n : plan::gpu_env_names())
     if (auto it = env.find(n); it != env.end()) r.gpu_env.insert(*it);
   per_task_gpus(env, lr, r);
@@ -237,7 +240,7 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
 // One line of where the task runs and what it is bound to, like Open MPI's --report-bindings:
 // host, job and step, global and local rank, GPU (index, PCI address, UUID when known), CPUs,
 // memory policy and nodes, NIC.
-std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::Topology& t) {
+std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::Topology& t, bind::MemoryApplied memory) {
   uint32_t job = 0, step = 0, global = 0;
   bool ids = spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS && spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
              spank_get_item(sp, S_TASK_GLOBAL_ID, &global) == ESPANK_SUCCESS;
@@ -253,7 +256,8 @@ std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::To
     if (rb.gpus.size() > 1) gpu += " (+" + std::to_string(rb.gpus.size() - 1) + " more)";
   }
   return one_line(where + ": GPU " + gpu + ", CPUs " + rb.cpus.to_list() + ", memory " + plan::to_string(rb.mem_policy) + " " +
-                  (rb.mem_nodes.empty() ? std::string("-") : join_numbers(rb.mem_nodes)) + ", NIC " +
+                  (rb.mem_nodes.empty() ? std::string("-") : join_numbers(rb.mem_nodes)) +
+                  (memory == bind::MemoryApplied::refused ? " " + bind::memory_applied_note(memory) : "") + ", NIC " +
                   (rb.nics.empty() ? std::string("-") : rb.nics[0].name) + (g_args.dry_run ? " (dry run)" : ""));
 }
 
@@ -268,7 +272,7 @@ void report(spank_t sp, const bind::BoundRank& b, const topo::Topology& t, bool 
   if (site_default && rb.cpus != step)
     std::fprintf(stderr, "gpubind: site default %s binds local rank %u to CPUs %s of the step's %s (srun --gpubind=none opts out)\n",
                  plan::to_string(b.request.policy), rb.local_rank, rb.cpus.to_list().c_str(), step.to_list().c_str());
-  std::string line = binding_line(sp, rb, t);
+  std::string line = binding_line(sp, rb, t, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged);
   if (!held_back.empty())
     line += "; CPUs " + held_back.to_list() + " held back: not among the step's cores (Slurm's core specialization or other jobs')";
   if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s\n", line.c_str());
@@ -299,7 +303,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   SpankBinder binder(sp, sys::real_binder(), g_args.dry_run);
   auto bound = bind::bind_rank(*topo, *r, binder);
   if (!bound) return bound.error();
-  if (!bound->applied) return bound->applied;
+  if (!bound->applied) return bound->applied.error();
   report(sp, *bound, *topo, site_default, step ? topo->allowed_cpus - *step : CpuSet());
   return Ok{};
 }

@@ -28,6 +28,14 @@ long mempolicy(int mode, const std::vector<unsigned long>& mask, unsigned long m
                    [&] { return ::syscall(SYS_set_mempolicy, mode, mask.empty() ? nullptr : mask.data(), maxnode); });
 }
 
+// set_mempolicy's failure, its kind saying whether the environment refused the call (EPERM or
+// EACCES: a seccomp rule or a missing CAP_SYS_NICE; ENOSYS: a profile's default answer, or a
+// kernel without NUMA) rather than the arguments being wrong.
+Error mempolicy_error(const std::string& what, int e) {
+  ErrorKind kind = e == EPERM || e == EACCES ? ErrorKind::permission : e == ENOSYS ? ErrorKind::unsupported : ErrorKind::failed;
+  return Error{what, std::strerror(e), kind};
+}
+
 class RealBinder final : public Binder {
  public:
   Status set_cpu_affinity(const CpuSet& cpus) override {
@@ -54,14 +62,14 @@ class RealBinder final : public Binder {
     if (mode == MemMode::preferred && nodes.count() > 1) {
       // Several preferred nodes need MPOL_PREFERRED_MANY; older kernels prefer the first node only.
       if (mempolicy(kMpolPreferredMany, mask, maxnode) == 0) return Ok{};
-      if (errno != EINVAL) return Error{"set_mempolicy preferred-many " + nodes.to_list(), std::strerror(errno)};
+      if (errno != EINVAL) return mempolicy_error("set_mempolicy preferred-many " + nodes.to_list(), errno);
       std::vector<unsigned long> first(mask.size(), 0);
       unsigned n = *nodes.first();
       first[n / (8 * sizeof(unsigned long))] |= 1ul << (n % (8 * sizeof(unsigned long)));
       mask = first;
     }
     if (mempolicy(m, mask, maxnode) != 0)
-      return Error{"set_mempolicy " + nodes.to_list(), std::strerror(errno)};
+      return mempolicy_error("set_mempolicy " + nodes.to_list(), errno);
     return Ok{};
   }
 

@@ -27,7 +27,8 @@ class Binder {
   virtual ~Binder() = default;
   // sched_setaffinity for the calling thread (inherited by threads it creates and kept by exec).
   virtual Status set_cpu_affinity(const CpuSet& cpus) = 0;
-  // set_mempolicy for the calling thread; `nodes` are NUMA OS indexes.
+  // set_mempolicy for the calling thread; `nodes` are NUMA OS indexes. An Error of kind
+  // permission (EPERM, EACCES) or unsupported (ENOSYS) is the environment refusing the call.
   virtual Status set_memory_policy(MemMode mode, const CpuSet& nodes) = 0;
   // Back to the default policy (allocate on the node of the CPU that runs): undoes
   // set_memory_policy when a later step of a binding fails.

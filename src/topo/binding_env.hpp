@@ -8,7 +8,8 @@ inline constexpr const char* kLocalRank = "GPUBIND_LOCAL_RANK";  // the local ra
 inline constexpr const char* kGpu = "GPUBIND_GPU";               // its GPUs' PCI addresses
 inline constexpr const char* kCpus = "GPUBIND_CPUS";             // the CPUs it was bound to (cpulist)
 inline constexpr const char* kMem = "GPUBIND_MEM";               // its memory nodes
-inline constexpr const char* kMemPolicy = "GPUBIND_MEM_POLICY";  // preferred, bind, interleave, none
+inline constexpr const char* kMemPolicy = "GPUBIND_MEM_POLICY";  // preferred, bind, interleave, none;
+                                                                 // refused: the container refused it
 inline constexpr const char* kPolicy = "GPUBIND_POLICY";         // the planning policy
 
 inline constexpr const char* kAll[] = {kLocalRank, kGpu, kCpus, kMem, kMemPolicy, kPolicy};

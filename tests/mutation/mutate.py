@@ -23,6 +23,8 @@ MUTATIONS = [
      "return pkg.empty() ? node : pkg;", "return node;", UNIT),
     ("bind: interleave applied as preferred", "src/bind/apply.cpp",
      ": rb.mem_policy == MemPolicy::interleave ? sys::MemMode::interleave", ": rb.mem_policy == MemPolicy::interleave ? sys::MemMode::preferred", UNIT),
+    ("bind: a memory policy refused by the container stops the job", "src/bind/apply.cpp",
+     "if (refusal && refused == MemRefused::warn) {", "if (refusal && refused != MemRefused::warn) {", UNIT),
     ("bind: a launcher inside a one-task Slurm step ignored", "src/topo/launcher_env.cpp",
      "if ((*lr)->size.value_or(1) > 1) return *lr;", "if (false) return *lr;", UNIT),
     ("watch: MIGRATING at the threshold", "src/watch/rules.cpp",

@@ -240,29 +240,50 @@ else
 fi
 "$HERE/cluster.sh" stop "$D2"
 
-# 13. set_mempolicy refused by the kernel inside slurmstepd (issue 12): a seccomp filter on
-#     slurmd, inherited by slurmstepd and the tasks, as a container's profile refuses it. The
-#     CPU affinity was set first; the plugin must undo it, so "task runs unbound" is true: all
-#     of the step's CPUs, no GPUBIND_* variable. With strict, the task fails.
+# 13. set_mempolicy refused inside slurmstepd (issues 12 and 32): a seccomp filter on slurmd,
+#     inherited by slurmstepd and the tasks, refuses it with EPERM as Docker's default profile
+#     does without CAP_SYS_NICE. On a machine with one NUMA node (this VM) gpubind never calls
+#     it, so slurmd runs in a mount namespace of its own where /sys/devices/system/node/online
+#     says "0-1". A refused memory policy keeps the task's CPU binding, says so once per task
+#     and exports GPUBIND_MEM_POLICY=refused, with strict or without; require-mem-policy makes
+#     it a failed binding: the task runs unbound with a warning, or fails with strict.
 D3="$WORK/cluster3"
+mprobe='echo "$SLURM_LOCALID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset} ${GPUBIND_MEM_POLICY:-unset}"'
+echo 0-1 >"$WORK/two-nodes"
+printf '#!/bin/sh\nmount --bind %s /sys/devices/system/node/online && exec "$@"\n' "$WORK/two-nodes" >"$WORK/two-nodes.sh"
+chmod +x "$WORK/two-nodes.sh"
 if ! /usr/bin/python3 -c 'import seccomp' 2>/dev/null; then
   echo "SKIP: case 13: python3-seccomp is not installed"
-elif SLURMD_WRAP="/usr/bin/python3 $HERE/seccomp_deny.py set_mempolicy EPERM --" NODES=1 "$HERE/cluster.sh" start "$D3" "$PLUGIN"; then
+elif ! unshare -m --propagation private true 2>/dev/null; then
+  echo "SKIP: case 13: a two-node view of /sys for slurmd needs unshare -m (root)"
+elif SLURMD_WRAP="unshare -m --propagation private $WORK/two-nodes.sh /usr/bin/python3 $HERE/seccomp_deny.py set_mempolicy EPERM --" \
+  NODES=1 "$HERE/cluster.sh" start "$D3" "$PLUGIN"; then
   trap '"$HERE/cluster.sh" stop "$D3"; rm -rf "$WORK"' EXIT
   export SLURM_CONF="$D3/etc/slurm.conf"
-  echo "required $PLUGIN default=closest" >"$D3/etc/plugstack.conf"
   all=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+  for extra in "" " strict"; do
+    echo "required $PLUGIN default=closest$extra" >"$D3/etc/plugstack.conf"
+    out=$(srun -Q -N1 -n2 sh -c "$mprobe" 2>"$WORK/err")
+    rc=$?
+    kept=$(echo "$out" | awk '$2==$3 && $4=="refused"' | wc -l)
+    if [ $rc = 0 ] && [ "$kept" = 2 ] && ! grep -q 'runs unbound\|^gpubind: error' "$WORK/err" &&
+      [ "$(grep -c 'gpubind: warning: local rank [01]: memory policy refused by the container (set_mempolicy [0-9]*: Operation not permitted)' "$WORK/err")" = 2 ]; then
+      pass "set_mempolicy refused in slurmstepd${extra:+ ($extra)}: both tasks keep their CPUs, one warning each, GPUBIND_MEM_POLICY=refused"
+    else fail "refused set_mempolicy${extra:+ ($extra)} (rc $rc): $out / $(cat "$WORK/err")"; fi
+  done
+  echo "required $PLUGIN default=closest require-mem-policy" >"$D3/etc/plugstack.conf"
   out=$(srun -Q -N1 -n2 sh -c "$probe" 2>"$WORK/err")
   rc=$?
   unbound=$(echo "$out" | awk -v a="$all" '$3==a && $4=="unset"' | wc -l)
   if [ $rc = 0 ] && [ "$unbound" = 2 ] &&
     [ "$(grep -c 'gpubind: warning (task runs unbound): .*set_mempolicy .*Operation not permitted' "$WORK/err")" = 2 ]; then
-    pass "set_mempolicy refused in slurmstepd: warning, and both tasks really unbound (CPUs $all)"
-  else fail "refused set_mempolicy (rc $rc): $out / $(cat "$WORK/err")"; fi
-  echo "required $PLUGIN default=closest strict" >"$D3/etc/plugstack.conf"
+    pass "require-mem-policy: set_mempolicy refused -> warning, and both tasks really unbound (CPUs $all)"
+  else fail "require-mem-policy, refused set_mempolicy (rc $rc): $out / $(cat "$WORK/err")"; fi
+  echo "required $PLUGIN default=closest strict require-mem-policy" >"$D3/etc/plugstack.conf"
   srun -Q -N1 -n2 true >"$WORK/out" 2>&1
   rc=$?
-  [ $rc != 0 ] && grep -q "gpubind: error: .*set_mempolicy" "$WORK/out" && pass "strict: set_mempolicy refused -> the task fails"     || fail "strict refused set_mempolicy (rc $rc): $(cat "$WORK/out")"
+  [ $rc != 0 ] && grep -q "gpubind: error: .*set_mempolicy" "$WORK/out" && pass "strict require-mem-policy: set_mempolicy refused -> the task fails" \
+    || fail "strict require-mem-policy, refused set_mempolicy (rc $rc): $(cat "$WORK/out")"
 else
   fail "cluster with a seccomp-filtered slurmd did not start"
 fi

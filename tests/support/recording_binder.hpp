@@ -13,7 +13,8 @@ class RecordingBinder : public sys::Binder {
  public:
   std::vector<std::string> calls;
   bool fail_affinity = false;
-  bool fail_mempolicy = false;
+  bool fail_mempolicy = false;    // set_mempolicy fails: Invalid argument
+  bool refuse_mempolicy = false;  // ... refused as a container's seccomp profile refuses it: EPERM
   std::string fail_env;  // set_env of this variable fails
   std::map<std::string, std::string> env;  // the environment set_env and unset_env change
 
@@ -25,7 +26,8 @@ class RecordingBinder : public sys::Binder {
   Status set_memory_policy(sys::MemMode mode, const CpuSet& nodes) override {
     const char* m = mode == sys::MemMode::bind ? "bind" : mode == sys::MemMode::interleave ? "interleave" : "preferred";
     calls.push_back(std::string("mempolicy ") + m + " " + nodes.to_list());
-    if (fail_mempolicy) return Error{"set_mempolicy", "Operation not permitted"};
+    if (fail_mempolicy) return Error{"set_mempolicy", "Invalid argument"};
+    if (refuse_mempolicy) return Error{"set_mempolicy", "Operation not permitted", ErrorKind::permission};
     return Ok{};
   }
   Status reset_memory_policy() override {

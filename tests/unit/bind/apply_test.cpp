@@ -33,7 +33,7 @@ TEST(ApplyBinding, SetsAffinityMemoryPolicyAndEnvironment) {
   Fixture f = dgx();
   testing::RecordingBinder b;
   std::vector<std::string> warnings;
-  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, warnings).ok());
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, MemRefused::warn, warnings).ok());
   EXPECT_EQ(b.calls.at(0), "affinity 70-83,182-195");
   EXPECT_EQ(b.calls.at(1), "mempolicy preferred 1");
   EXPECT_TRUE(has(b.calls, "env GPUBIND_LOCAL_RANK=5"));
@@ -50,12 +50,12 @@ TEST(ApplyBinding, BindAndInterleaveModes) {
   Fixture f = dgx(r);
   testing::RecordingBinder b;
   std::vector<std::string> w;
-  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_EQ(b.calls.at(1), "mempolicy bind 0");
   r.mem = plan::MemPolicy::interleave;
   Fixture g = dgx(r);
   testing::RecordingBinder c;
-  ASSERT_TRUE(apply_binding(g.plan, g.plan.ranks[0], g.machine, c, BestEffort::no, w).ok());
+  ASSERT_TRUE(apply_binding(g.plan, g.plan.ranks[0], g.machine, c, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_EQ(c.calls.at(1), "mempolicy interleave 0");
 }
 
@@ -64,7 +64,7 @@ TEST(ApplyBinding, CpusOutsideTheAllowedSetStopBeforeAnySyscall) {
   f.machine.allowed_cpus = CpuSet::range(0, 27);
   testing::RecordingBinder b;
   std::vector<std::string> w;
-  Status s = apply_binding(f.plan, f.plan.ranks[3], f.machine, b, BestEffort::no, w);
+  auto s = apply_binding(f.plan, f.plan.ranks[3], f.machine, b, BestEffort::no, MemRefused::warn, w);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("outside this process's allowed CPUs"), std::string::npos);
   EXPECT_TRUE(b.calls.empty());  // nothing half-applied
@@ -75,10 +75,10 @@ TEST(ApplyBinding, OfflineCpusAndNodesAreRefused) {
   f.machine.online_cpus = CpuSet::range(0, 100);
   testing::RecordingBinder b;
   std::vector<std::string> w;
-  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, w).ok());
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   f = dgx();
   f.machine.online_nodes = CpuSet::of({0});
-  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, w).ok());
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_TRUE(b.calls.empty());
 }
 
@@ -87,17 +87,17 @@ TEST(ApplyBinding, BestEffortNarrowsAndWarns) {
   f.machine.allowed_cpus = CpuSet::range(0, 20);
   testing::RecordingBinder b;
   std::vector<std::string> w;
-  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[1], f.machine, b, BestEffort::yes, w).ok());
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[1], f.machine, b, BestEffort::yes, MemRefused::warn, w).ok());
   EXPECT_EQ(b.calls.at(0), "affinity 14-20");
   EXPECT_FALSE(w.empty());
 }
 
-TEST(ApplyBinding, RefusedMemoryPolicyIsAnErrorUnlessBestEffort) {
+TEST(ApplyBinding, FailedMemoryPolicyIsAnErrorUnlessBestEffort) {
   Fixture f = dgx();
   testing::RecordingBinder b;
   b.fail_mempolicy = true;
   std::vector<std::string> w;
-  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   // Nothing half-applied (issue 12 item 5): the CPU affinity set first is put back.
   ASSERT_GE(b.calls.size(), 3u);
   EXPECT_EQ(b.calls[0], "affinity " + f.plan.ranks[0].cpus.to_list());
@@ -105,12 +105,70 @@ TEST(ApplyBinding, RefusedMemoryPolicyIsAnErrorUnlessBestEffort) {
   for (const std::string& c : b.calls) EXPECT_NE(c.rfind("env ", 0), 0u) << c;
   testing::RecordingBinder lenient;
   lenient.fail_mempolicy = true;
-  EXPECT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, lenient, BestEffort::yes, w).ok());
+  EXPECT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, lenient, BestEffort::yes, MemRefused::warn, w).ok());
   EXPECT_FALSE(w.empty());
   // Best effort keeps what was applied: no undo.
   EXPECT_FALSE(has(lenient.calls, "mempolicy default"));
   EXPECT_FALSE(has(lenient.calls, "affinity " + f.machine.allowed_cpus.to_list()));
   EXPECT_EQ(lenient.env.at("GPUBIND_CPUS"), f.plan.ranks[0].cpus.to_list());
+}
+
+// Issue 32: Docker's and containerd's default seccomp profiles refuse set_mempolicy without
+// CAP_SYS_NICE. The CPU binding stays, one warning says so, GPUBIND_MEM_POLICY says "refused".
+TEST(ApplyBinding, MemoryPolicyRefusedByTheContainerKeepsTheCpuBinding) {
+  Fixture f = dgx();
+  testing::RecordingBinder b;
+  b.refuse_mempolicy = true;
+  std::vector<std::string> w;
+  auto applied = apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, MemRefused::warn, w);
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  EXPECT_EQ(applied->memory, MemoryApplied::refused);
+  EXPECT_EQ(b.calls.at(0), "affinity 70-83,182-195");
+  EXPECT_FALSE(has(b.calls, "affinity " + f.machine.allowed_cpus.to_list()));  // not undone
+  EXPECT_FALSE(has(b.calls, "mempolicy default"));
+  EXPECT_EQ(b.env.at("GPUBIND_MEM_POLICY"), "refused");
+  EXPECT_EQ(b.env.at("GPUBIND_CPUS"), "70-83,182-195");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("local rank 5: memory policy refused by the container (set_mempolicy: Operation not permitted): CPUs bound"),
+            std::string::npos) << w[0];
+}
+
+TEST(ApplyBinding, MemoryPolicyRefusedIsAnErrorWhenRequired) {
+  Fixture f = dgx();
+  for (BestEffort be : {BestEffort::no, BestEffort::yes}) {
+    testing::RecordingBinder b;
+    b.refuse_mempolicy = true;
+    std::vector<std::string> w;
+    auto applied = apply_binding(f.plan, f.plan.ranks[0], f.machine, b, be, MemRefused::error, w);
+    ASSERT_FALSE(applied.ok());
+    EXPECT_EQ(applied.error().message(), "set_mempolicy: Operation not permitted");
+    EXPECT_EQ(b.calls.back(), "affinity " + f.machine.allowed_cpus.to_list());  // the CPU binding undone
+    EXPECT_TRUE(b.env.empty());
+    EXPECT_TRUE(w.empty());
+  }
+}
+
+TEST(ApplyBinding, OneNumaNodeSetsNoMemoryPolicy) {
+  plan::Request r;
+  r.mem = plan::MemPolicy::bind;
+  Fixture f = dgx(r);  // rank 0: memory node 0; this machine has only node 0 online
+  ASSERT_EQ(f.plan.ranks[0].mem_nodes, std::vector<unsigned>{0});
+  MachineState m{f.machine.online_cpus, f.machine.allowed_cpus, CpuSet::of({0})};
+  testing::RecordingBinder b;
+  b.refuse_mempolicy = true;  // would be refused, were it called
+  std::vector<std::string> w;
+  auto applied = apply_binding(f.plan, f.plan.ranks[0], m, b, BestEffort::no, MemRefused::error, w);
+  ASSERT_TRUE(applied.ok()) << applied.error().message();
+  EXPECT_EQ(applied->memory, MemoryApplied::one_node);
+  for (const std::string& c : b.calls) EXPECT_NE(c.rfind("mempolicy", 0), 0u) << c;
+  EXPECT_EQ(b.env.at("GPUBIND_MEM_POLICY"), "bind");
+  EXPECT_TRUE(w.empty());
+  // Two online nodes: called, and refused.
+  m.online_nodes = CpuSet::of({0, 1});
+  testing::RecordingBinder c;
+  c.refuse_mempolicy = true;
+  EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[0], m, c, BestEffort::no, MemRefused::error, w).ok());
+  EXPECT_TRUE(has(c.calls, "mempolicy bind 0"));
 }
 
 TEST(ApplyBinding, RefusedEnvironmentUndoesAffinityMemoryPolicyAndVariables) {
@@ -119,7 +177,7 @@ TEST(ApplyBinding, RefusedEnvironmentUndoesAffinityMemoryPolicyAndVariables) {
   b.env["GPUBIND_LOCAL_RANK"] = "from the launcher";  // set before gpubind: must come back
   b.fail_env = "GPUBIND_CPUS";                       // the third variable set
   std::vector<std::string> w;
-  auto s = apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w);
+  auto s = apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().what, "setenv GPUBIND_CPUS");
   EXPECT_EQ(b.env.size(), 1u);
@@ -135,7 +193,7 @@ TEST(ApplyBinding, PolicyNoneTouchesOnlyTheEnvironment) {
   Fixture f = dgx(r);
   testing::RecordingBinder b;
   std::vector<std::string> w;
-  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, w).ok());
+  ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   for (const std::string& c : b.calls) EXPECT_EQ(c.rfind("env ", 0), 0u) << c;
 }
 

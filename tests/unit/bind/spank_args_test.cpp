@@ -6,17 +6,19 @@
 namespace gpubind::bind {
 
 TEST(SpankArgs, EveryPlugstackArgument) {
-  auto a = parse_plugstack_args({"default=socket-split", "mem=bind", "strict", "dryrun", "config=/etc/x.conf", "topology=/t.json"});
+  auto a = parse_plugstack_args(
+      {"default=socket-split", "mem=bind", "strict", "require-mem-policy", "dryrun", "config=/etc/x.conf", "topology=/t.json"});
   ASSERT_TRUE(a.ok()) << a.error().message();
   EXPECT_EQ(a->site_default, "socket-split");
   EXPECT_EQ(a->mem, plan::MemPolicy::bind);
-  EXPECT_TRUE(a->mem_set && a->strict && a->dry_run && a->config_set);
+  EXPECT_TRUE(a->mem_set && a->strict && a->require_mem_policy && a->dry_run && a->config_set);
   EXPECT_EQ(a->config, "/etc/x.conf");
   EXPECT_EQ(a->topology, "/t.json");
   auto none = parse_plugstack_args({});
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->site_default, "");
   EXPECT_EQ(none->config, kDefaultConfigPath);
+  EXPECT_FALSE(none->require_mem_policy);
 }
 
 TEST(SpankArgs, ExecsPlanningOptions) {
