@@ -27,6 +27,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   if (!mem) return Error{"mem " + o.mem, "expected preferred, bind, interleave or none", ErrorKind::usage};
   r.mem = *mem;
   r.mem_node = o.mem_node;
+  r.mem_on_gpu = o.mem_on_gpu;
   r.nic_env = o.nic_env;
   r.isolate_gpus = o.isolate_gpus;
   r.omp = o.omp;

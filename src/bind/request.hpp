@@ -26,6 +26,7 @@ struct PlanOptions {
   std::string allowed_mems;  // list; "" = from AllowedFrom
   std::string mem = "preferred";
   std::optional<unsigned> mem_node;
+  bool mem_on_gpu = false;
   bool nic_env = false;
   bool isolate_gpus = false;
   bool omp = false;

@@ -48,6 +48,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
                             : a == "isolate-gpus"  ? &out.plan.isolate_gpus
                             : a == "omp"           ? &out.plan.omp
                             : a == "balanced"      ? &out.plan.balanced
+                            : a == "mem-on-gpu"    ? &out.plan.mem_on_gpu
                             : a == "require-gpu"   ? &out.plan.require_gpu
                             : a == "require-mem-policy" ? &out.require_mem_policy
                                                    : nullptr) {
@@ -61,7 +62,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
     } else {
       return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'",
                    "default=, mem=, strict, require-mem-policy, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, "
-                   "omp, balanced, require-gpu, gpus-per-rank=, mem-node="};
+                   "omp, balanced, mem-on-gpu, require-gpu, gpus-per-rank=, mem-node="};
     }
   }
   return out;

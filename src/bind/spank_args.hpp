@@ -23,7 +23,7 @@ struct PlugstackArgs {
   bool dry_run = false;
   std::string topology;
   // The planning options `gpubind exec` takes as flags, named as the flags without "--": no-smt,
-  // nic-env, isolate-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N. The policy
+  // nic-env, isolate-gpus, omp, balanced, mem-on-gpu, require-gpu, gpus-per-rank=N, mem-node=N. The policy
   // (the mode), mem and reserve are set by the plugin from the mode, mem= and gpubind.conf.
   PlanOptions plan;
 };

@@ -19,6 +19,9 @@ void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
   app.option("--allowed-mems", o.allowed_mems,
              "Allowed memory nodes (list; default: this process's cpuset.mems live, all nodes for a file)");
   app.option("--mem-node", o.mem_node, "Memory node to use instead of the GPU's (may be CPU-less: HBM, CXL)");
+  app.flag("--mem-on-gpu", o.mem_on_gpu,
+           "Each rank's memory on its GPU's own NUMA node, where the driver onlined GPU memory as one (GH200, POWER9 "
+           "with NVLink; topo's GPU MEMORY column)");
   app.flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
   app.flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
   app.flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");

@@ -305,6 +305,31 @@ void add_sysfs_devices(hwloc_topology_t t, const std::string& root_dir, DeviceSi
   hwloc_bitmap_free(set);
 }
 
+// The NUMA node holding each NVIDIA GPU's own memory, where the driver onlined it as one (GH200 and
+// GB200 without CDMM, POWER9 with NVLink): /proc/driver/nvidia/gpus/<busid>/numa_status says
+// "Node: N" (-1, or no file, where the GPU's memory is not a node); and a node hwloc kept
+// (HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES, or a file written so) has subtype "GPUMemory" and the GPU's
+// "PCIBusID". Bus id -> nodes.
+std::map<std::string, std::set<unsigned>> gpu_memory_nodes(hwloc_topology_t t, const HwlocInput& in) {
+  std::map<std::string, std::set<unsigned>> out;
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n));)
+    if (n->subtype && std::string_view(n->subtype) == "GPUMemory")
+      if (std::string bus = to_lower(info(n, "PCIBusID")); !bus.empty()) out[bus].insert(n->os_index);
+  std::string root = in.kind == HwlocInput::Kind::fsroot ? in.value : in.kind == HwlocInput::Kind::live ? "/" : "";
+  if (root.empty()) return out;
+  auto fs = sys::open_fsroot(root);
+  if (!fs) return out;
+  auto names = (*fs)->list("proc/driver/nvidia/gpus");
+  if (!names) return out;
+  for (const std::string& bus : *names) {
+    auto text = (*fs)->read("proc/driver/nvidia/gpus/" + bus + "/numa_status");
+    if (!text) continue;
+    auto node = parse_uint(key_value(*text, "Node"));  // "-1" is no number: not a node
+    if (node && *node <= topo::kMaxNumaNodeId) out[to_lower(bus)].insert(unsigned(*node));
+  }
+  return out;
+}
+
 Topology convert(hwloc_topology_t t, const HwlocInput& in) {
   Topology topo;
   topo.origin = in.origin;
@@ -369,6 +394,9 @@ Topology convert(hwloc_topology_t t, const HwlocInput& in) {
   std::vector<bool> has_index = sink.has_index;
   std::map<hwloc_obj_t, std::string> gpu_of_obj = sink.gpu_of_obj;
   assign_gpu_indexes(topo.gpus, has_index);
+  std::map<std::string, std::set<unsigned>> memory_nodes = gpu_memory_nodes(t, in);
+  for (topo::Gpu& g : topo.gpus)
+    if (auto it = memory_nodes.find(g.pci); it != memory_nodes.end()) g.memory_numa.assign(it->second.begin(), it->second.end());
   std::sort(topo.nics.begin(), topo.nics.end(), [](const topo::Nic& a, const topo::Nic& b) { return a.pci < b.pci; });
   add_links(t, topo, gpu_of_obj);
   add_locality_warnings(topo);
@@ -407,6 +435,10 @@ std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<
       env.emplace_back(v, std::nullopt);
       ignored.push_back(v);
     }
+  // NVIDIA GPU memory onlined as NUMA nodes (GH200, POWER9): hidden whatever the hwloc version
+  // (2.11 keeps them by default on Grace) or the caller's environment, so a node's NUMA nodes
+  // are the same everywhere; each GPU's memory node comes from the driver (gpu_memory_nodes).
+  env.emplace_back("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "0");
   // Never let hwloc print its own diagnostics: gpubind reports one line itself.
   env.emplace_back("HWLOC_HIDE_ERRORS", "2");
   // hwloc dlopens its plugins at the first topology: libxml2 (+ICU) for XML, OpenCL, X11/NVCtrl

@@ -150,7 +150,7 @@ class Nvml final : public RuntimeOf<nvml::Device> {
     if (m_name(d, buf, sizeof buf) == nvml::kSuccess) g.name = buf;
     if (m_serial && m_serial(d, buf, sizeof buf) == nvml::kSuccess) g.serial = buf;
     unsigned node = 0;
-    if (m_numa && m_numa(d, &node) == nvml::kSuccess) g.numa = node;
+    if (m_numa && m_numa(d, &node) == nvml::kSuccess) g.memory_numa = node;  // the GPU's memory, not its CPUs' node
     read_mig(d, g);
     unsigned long mask[64] = {};  // 4096 CPUs
     static_assert(sizeof(unsigned long) == sizeof(uint64_t), "NVML's CPU masks are read as 64-bit words");

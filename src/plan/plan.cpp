@@ -105,6 +105,11 @@ Status check_request(const Topology& t, const Request& req) {
   if (req.allowed && req.allowed->empty()) return Error{"--allowed", "the allowed CPU set is empty", ErrorKind::usage};
   if (req.mem_node && !topo::find_numa(t, *req.mem_node))
     return Error{"--mem-node " + std::to_string(*req.mem_node), "no such NUMA node", ErrorKind::usage};
+  if (req.mem_on_gpu && req.mem_node)
+    return Error{"--mem-on-gpu", "and --mem-node " + std::to_string(*req.mem_node) + " name two memory targets: give one", ErrorKind::usage};
+  if (req.mem_on_gpu && std::none_of(t.gpus.begin(), t.gpus.end(), [](const topo::Gpu& g) { return !g.memory_numa.empty(); }))
+    return Error{"--mem-on-gpu", "no GPU of this topology has a NUMA node of its own memory (GH200, GB200 without CDMM, POWER9 "
+                                 "with NVLink have one; topo's GPU MEMORY column)", ErrorKind::usage};
   if (req.allowed_mems) {
     CpuSet known;
     for (const topo::NumaNode& n : t.numa_nodes) known.set(n.os_index);

@@ -35,6 +35,7 @@ struct Request {
   std::optional<CpuSet> allowed;       // the caller's allowed CPUs; default: the topology's
   MemPolicy mem = MemPolicy::preferred;
   std::optional<unsigned> mem_node;    // explicit memory node (may be CPU-less)
+  bool mem_on_gpu = false;             // memory on the rank's GPUs' own memory nodes (Gpu::memory_numa)
   std::optional<CpuSet> allowed_mems;  // memory nodes the caller may use (cgroup cpuset.mems); default: all
   bool nic_env = false;                // export NCCL_IB_HCA / UCX_NET_DEVICES
   bool isolate_gpus = false;           // export CUDA/ROCR_VISIBLE_DEVICES per rank

@@ -18,11 +18,21 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
     rb.mem_nodes = {*c.req.mem_node};
     return;
   }
+  // --mem-on-gpu: the GPUs' own memory nodes (never nodes to plan CPUs on); a rank whose GPUs
+  // have none keeps the nodes of its CPUs, and says so.
   std::set<unsigned> nodes;
-  if (c.req.policy != Policy::cpu_only && locality_known(gpus))
+  if (c.req.mem_on_gpu) {
+    for (const Gpu* g : gpus) nodes.insert(g->memory_numa.begin(), g->memory_numa.end());
+    if (nodes.empty())
+      rb.warnings.push_back("rank " + std::to_string(rb.local_rank) + ": --mem-on-gpu: " +
+                            (gpus.empty() ? std::string("no GPU") : "GPU " + std::to_string(gpus[0]->index) + " has no memory node of its own") +
+                            "; memory on its CPUs' node(s)");
+  }
+  bool on_gpu = !nodes.empty();
+  if (!on_gpu && c.req.policy != Policy::cpu_only && locality_known(gpus))
     for (const Gpu* g : gpus)
       for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
-  if (nodes.empty() || c.req.mem == MemPolicy::interleave)
+  if (!on_gpu && (nodes.empty() || c.req.mem == MemPolicy::interleave))
     for (unsigned n : topo::nodes_covering(c.t, rb.cpus)) nodes.insert(n);
   // Never a node the cgroup forbids (cpuset.mems): set_mempolicy would fail, or the kernel would
   // silently allocate elsewhere. The nearest allowed node with CPUs takes its place.

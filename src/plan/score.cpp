@@ -45,7 +45,7 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks, const
     first = false;
     s.nic_path.push_back(rb.nics.empty() ? std::nullopt : std::optional<PathClass>(rb.nics[0].path));
 
-    std::vector<unsigned> gpu_nodes;
+    std::vector<unsigned> gpu_nodes, gpu_memory;  // memory is local on either (--mem-on-gpu: the GPU's own)
     bool known = !rb.gpus.empty();
     for (const GpuRef& g : rb.gpus) {
       const Gpu* gpu = topo::find_gpu(t, g.pci);
@@ -54,6 +54,7 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks, const
         break;
       }
       for (unsigned n : topo::nodes_with_cpus(t, *gpu->numa)) gpu_nodes.push_back(n);
+      gpu_memory.insert(gpu_memory.end(), gpu->memory_numa.begin(), gpu->memory_numa.end());
     }
     if (!known || rb.cpus.empty()) continue;
     CpuSet near = topo::cpus_of_nodes(t, gpu_nodes);
@@ -65,7 +66,8 @@ Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks, const
       mem_ok += share;  // first touch lands on the node of whichever CPU the thread runs on
     } else {
       bool all_local = !rb.mem_nodes.empty() && std::all_of(rb.mem_nodes.begin(), rb.mem_nodes.end(), [&](unsigned n) {
-        return std::find(gpu_nodes.begin(), gpu_nodes.end(), n) != gpu_nodes.end();
+        return std::find(gpu_nodes.begin(), gpu_nodes.end(), n) != gpu_nodes.end() ||
+               std::find(gpu_memory.begin(), gpu_memory.end(), n) != gpu_memory.end();
       });
       mem_ok += all_local ? 1.0 : 0.0;
     }

@@ -146,6 +146,13 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
                              " from the library: the topology's is kept (the kernel's view of the PCI bus)");
         }
       }
+      if (r.memory_numa) {
+        if (g.memory_numa.empty())
+          g.memory_numa = {*r.memory_numa};
+        else if (std::find(g.memory_numa.begin(), g.memory_numa.end(), *r.memory_numa) == g.memory_numa.end())
+          finding(g.pci, "GPU memory on NUMA node " + join_numbers(g.memory_numa) + " in the topology, " +
+                             std::to_string(*r.memory_numa) + " from the library: the topology's is kept");
+      }
       if (r.cpus && g.cpus && !r.cpus->empty() && !(*r.cpus == *g.cpus) && !r.cpus->is_subset_of(*g.cpus))
         finding(g.pci, "CPUs " + g.cpus->to_list() + " near it in the topology, " + r.cpus->to_list() +
                            " from the library: the topology's are kept");

@@ -11,6 +11,8 @@
 // so. Where UUIDs differ, the library's is taken: CUDA and ROCm name devices by the library's.
 // NVLink/xGMI links: the library's are taken for the GPUs it sees (they are the links up now; a
 // file may be old and sysfs knows none); a link the topology lists otherwise is a finding.
+// A GPU's own memory node (GH200, POWER9): the library's fills the topology's where it has none;
+// another is a finding, and the topology's is kept. Never compared with the GPU's CPU-side node.
 // A PCIe link narrower than the GPU and slot allow is a finding (downtrained: a slot, riser or
 // retimer fault); a slower generation only while the GPU is busy, since GPUs drop the link to a
 // lower generation when idle to save power.
@@ -34,7 +36,10 @@ struct RuntimeGpu {
   std::string pci;   // "0000:18:00.0", lower case
   std::string uuid;  // "GPU-..."
   std::string name;
-  std::optional<unsigned> numa;  // the library's NUMA node for the device
+  std::optional<unsigned> numa;  // the library's NUMA node for the device (ROCm SMI's)
+  // The NUMA node holding the GPU's own memory (NVML's nvmlDeviceGetNumaNodeId, which "only
+  // applies to platforms where the GPUs are NUMA nodes": NOT_SUPPORTED on x86, 255 on POWER9).
+  std::optional<unsigned> memory_numa;
   std::optional<CpuSet> cpus;    // the library's CPU affinity for the device (NUMA-node scope)
   std::vector<std::string> mig_uuids;  // "MIG-..." of its MIG instances, when MIG is on
   struct MigInstance {

@@ -229,6 +229,7 @@ ojson to_json(const RuntimeView& v) {
     o["name"] = g.name;
     o["serial"] = g.serial;
     o["numa"] = g.numa ? ojson(*g.numa) : ojson();
+    o["memory_numa"] = g.memory_numa ? ojson(*g.memory_numa) : ojson();
     o["cpus"] = cpus_to_json(g.cpus);
     o["mig_mode"] = g.mig_mode ? ojson(*g.mig_mode) : ojson();
     o["mig_uuids"] = g.mig_uuids;

@@ -59,8 +59,10 @@ struct Gpu : PciDevice {
   Vendor vendor = Vendor::other;
   unsigned index = 0;              // ordinal in the vendor's default enumeration
   std::string uuid;                // "GPU-..." when the source knows it
-  // CPU-less NUMA nodes holding this GPU's memory (GH200, POWER9). Only a gpubind JSON file fills
-  // it today: no loader reads it from sysfs or NVML yet (issue 33).
+  // CPU-less NUMA nodes holding this GPU's memory (GH200 and GB200 without CDMM, POWER9 with
+  // NVLink): from the driver's /proc/driver/nvidia/gpus/<bus>/numa_status, hwloc's GPUMemory
+  // nodes, NVML's nvmlDeviceGetNumaNodeId or a JSON file. Never planned for CPUs; the memory
+  // target only with --mem-on-gpu.
   std::vector<unsigned> memory_numa;
   std::vector<std::string> mig_uuids;  // "MIG-..." ids of its MIG instances, when the source knows them
 };

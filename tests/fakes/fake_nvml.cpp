@@ -12,8 +12,9 @@
 // slots in order (type 0 a GPU, 1 an IBM NPU, 2 an NVSwitch); slots past them are invalid, and a GPU
 // without "nvlinks" answers NOT_SUPPORTED for every slot. "pcie_sample_ms" at the top makes each
 // PCIe throughput call block that long, as the real one does (about 20 ms). A GPU
-// without "pcie_tx_kb", "pcie", "serial", "numa" or "cpus" (a cpulist) answers NOT_SUPPORTED for
-// that call. "errors" names calls and the NVML return code each gives for that GPU (3
+// without "pcie_tx_kb", "pcie", "serial", "memory_numa" or "cpus" (a cpulist) answers NOT_SUPPORTED for
+// that call. "memory_numa" is what nvmlDeviceGetNumaNodeId answers: the node holding the GPU's own
+// memory, which only GPUs that are NUMA nodes have (GH200, POWER9); an x86 GPU answers NOT_SUPPORTED. "errors" names calls and the NVML return code each gives for that GPU (3
 // NOT_SUPPORTED, 9 DRIVER_NOT_LOADED, 15 GPU_IS_LOST...).
 // Built a second time with GPUBIND_FAKE_NVML_OLD as build/tests/fake-nvml-old: an NVML from before
 // MIG, nvmlDeviceGetNumaNodeId and nvmlDeviceGetNvLinkRemoteDeviceType (a driver of 2019).
@@ -225,8 +226,8 @@ int nvmlDeviceGetNumaNodeId(void* d, unsigned* node) {
   const auto* g = device(d);
   if (!g) return 2;
   if (int e = call_error(*g, "nvmlDeviceGetNumaNodeId")) return e;
-  if (!g->contains("numa")) return 3;
-  *node = (*g)["numa"].get<unsigned>();
+  if (!g->contains("memory_numa")) return 3;
+  *node = (*g)["memory_numa"].get<unsigned>();
   return 0;
 }
 #endif

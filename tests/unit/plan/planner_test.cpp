@@ -751,6 +751,45 @@ TEST(Memory, NeverACpulessNodeUnlessAsked) {
   EXPECT_EQ(q.ranks[0].mem_policy, MemPolicy::bind);
 }
 
+// Issue 32: a GPU's own memory node (GH200: node 1) is never planned for CPUs, and is the
+// memory target only with --mem-on-gpu.
+TEST(Memory, GpuMemoryNodeOnlyOnRequest) {
+  Plan p = must_plan(example("gh200"), {});
+  EXPECT_EQ(p.ranks[0].cpus, CpuSet::range(0, 71));
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{0});
+  Request r;
+  r.mem_on_gpu = true;
+  Plan q = must_plan(example("gh200"), r);
+  EXPECT_EQ(q.ranks[0].mem_nodes, std::vector<unsigned>{1});
+  EXPECT_EQ(q.ranks[0].cpus, CpuSet::range(0, 71));
+  EXPECT_EQ(q.ranks[0].mem_policy, MemPolicy::preferred);
+}
+
+TEST(Memory, MemOnGpuWithoutAGpuMemoryNodeIsAnError) {
+  Request r;
+  r.mem_on_gpu = true;
+  auto p = make_plan(example("dgx-h100"), r);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().what, "--mem-on-gpu");
+  EXPECT_EQ(p.error().kind, ErrorKind::usage);
+  r.mem_node = 1;
+  auto q = make_plan(example("gh200"), r);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().message().find("two memory targets"), std::string::npos);
+}
+
+TEST(Memory, MemOnGpuRankWhoseGpuHasNoMemoryNodeKeepsItsCpusNode) {
+  auto t = example("dgx-h100");
+  t.gpus[0].memory_numa = {9};  // only GPU 0 has a memory node of its own
+  Request r;
+  r.mem_on_gpu = true;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{9});
+  EXPECT_EQ(p.ranks[0].cpus, must_plan(example("dgx-h100"), {}).ranks[0].cpus);  // CPUs as without it
+  EXPECT_EQ(p.ranks[5].mem_nodes, std::vector<unsigned>{1});
+  EXPECT_TRUE(has_warning(p, "rank 5: --mem-on-gpu: GPU 5 has no memory node of its own; memory on its CPUs' node(s)"));
+}
+
 TEST(Memory, NoneLeavesMemoryAlone) {
   Request r;
   r.mem = MemPolicy::none;

@@ -66,6 +66,25 @@ TEST(CrossCheck, WhereNumaNodesDisagreeTheTopologysIsKept) {
   EXPECT_EQ(*gpu(t, "0000:2a:00.0").numa, std::vector<unsigned>{0});
 }
 
+// Issue 32: NVML's nvmlDeviceGetNumaNodeId names the node of the GPU's own memory (GH200: node 1
+// while its CPUs are on node 0). It fills the topology's memory node and is never read as the
+// GPU's CPU-side node; another memory node is a finding.
+TEST(CrossCheck, TheGpusMemoryNodeIsNotItsCpusNode) {
+  Topology t = example("gh200");
+  t.gpus[0].memory_numa.clear();  // as hwloc discovers it live, without the driver's numa_status
+  RuntimeGpu r = runtime_gpu("0009:01:00.0", t.gpus[0].uuid, std::nullopt);
+  r.memory_numa = 1;
+  EXPECT_TRUE(cross_check(t, {view({r})}).empty());
+  EXPECT_EQ(t.gpus[0].memory_numa, std::vector<unsigned>{1});
+  EXPECT_EQ(*t.gpus[0].numa, (std::vector<unsigned>{0, 1}));  // untouched
+  r.memory_numa = 4;
+  auto findings = cross_check(t, {view({r})});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].what.find("GPU memory on NUMA node 1 in the topology, 4 from the library: the topology's is kept"),
+            std::string::npos) << findings[0].what;
+  EXPECT_EQ(t.gpus[0].memory_numa, std::vector<unsigned>{1});
+}
+
 TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
   Topology t = example("cloud-vm-unknown-locality");
   RuntimeView v = view({runtime_gpu("0003:00:00.0", "GPU-c", 1)});
