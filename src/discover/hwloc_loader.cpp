@@ -204,13 +204,15 @@ struct DeviceSink {
   std::vector<bool> has_index;                       // per GPU: index fixed by a vendor library
   std::map<hwloc_obj_t, std::string> gpu_of_obj;     // hwloc objects (PCI and OS devices) -> GPU bus id
 
-  void add(const PciIdentity& id, topo::PciDevice dev, const std::string& uuid, std::optional<unsigned> rsmi_index) {
+  void add(const PciIdentity& id, topo::PciDevice dev, const std::string& uuid, std::optional<unsigned> rsmi_index,
+           unsigned stacks = 0) {
     DeviceRole role = classify(id);
     if (role == DeviceRole::gpu) {
       topo::Gpu g;
       static_cast<topo::PciDevice&>(g) = std::move(dev);
       g.vendor = id.nvidia_driver_bound ? topo::Vendor::nvidia : topo::vendor_from_pci_id(id.vendor_id);
       g.uuid = uuid;
+      if (stacks >= 1 && stacks <= topo::kMaxGpuStacks) g.stacks = stacks;
       // ROCm enumerates AMD GPUs in its own (KFD) order, which hwloc's rsmi index records.
       has_index.push_back(rsmi_index.has_value() && g.vendor == topo::Vendor::amd);
       g.index = rsmi_index.value_or(0);
@@ -300,7 +302,7 @@ void add_sysfs_devices(hwloc_topology_t t, const std::string& root_dir, DeviceSi
       dev.numa = to_ids(r->nodeset);
       dev.cpus = to_cpuset(r->cpuset);
     }
-    sink.add(id, std::move(dev), s.uuid, std::nullopt);
+    sink.add(id, std::move(dev), s.uuid, std::nullopt, s.stacks);
   }
   hwloc_bitmap_free(set);
 }

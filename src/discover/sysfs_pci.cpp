@@ -53,6 +53,25 @@ void read_nvidia_info(const sys::FsRoot& root, const std::string& dir, SysfsPciD
   d.uuid = key_value(*text, "GPU UUID");
 }
 
+// Entries of `dir` named PREFIX then digits ("tile0", "gt1").
+unsigned count_numbered(const sys::FsRoot& root, const std::string& dir, std::string_view prefix) {
+  auto entries = root.list(dir);
+  if (!entries) return 0;
+  return unsigned(std::count_if(entries->begin(), entries->end(), [&](const std::string& e) {
+    return e.size() > prefix.size() && e.starts_with(prefix) && parse_uint(e.substr(prefix.size())).has_value();
+  }));
+}
+
+// An Intel GPU's stacks (tiles): the xe driver makes tile0/, tile1/ under the PCI device; i915
+// one gt/gtN per tile under its DRM card. 0 where neither says (other drivers and vendors).
+unsigned count_stacks(const sys::FsRoot& root, const std::string& dir, const std::vector<std::string>& os_names) {
+  if (unsigned tiles = count_numbered(root, dir, "tile")) return tiles;
+  for (const std::string& n : os_names)
+    if (n.starts_with("card"))
+      if (unsigned gts = count_numbered(root, dir + "/drm/" + n + "/gt", "gt")) return gts;
+  return 0;
+}
+
 }  // namespace
 
 Result<std::vector<SysfsPciDevice>> scan_sysfs_pci(const sys::FsRoot& root) {
@@ -91,6 +110,7 @@ Result<std::vector<SysfsPciDevice>> scan_sysfs_pci(const sys::FsRoot& root) {
       for (const std::string& e : *entries)
         if (e.starts_with("virtio")) add_class_dir(root, dir + "/" + e, "net", d.os_names);
     std::sort(d.os_names.begin(), d.os_names.end());
+    d.stacks = count_stacks(root, dir, d.os_names);
     if (auto it = nvidia.find(d.pci); it != nvidia.end()) {
       d.nvidia_driver_bound = true;
       read_nvidia_info(root, it->second, d);

@@ -25,6 +25,7 @@ struct SysfsPciDevice {
   bool nvidia_driver_bound = false;    // listed in /proc/driver/nvidia/gpus
   std::string name;                    // NVIDIA driver's "Model:" where present
   std::string uuid;                    // NVIDIA driver's "GPU UUID:" where present
+  unsigned stacks = 0;                 // Intel GPU tiles: tile*/ (xe) or drm/card*/gt/gt* (i915); 0 unknown
 };
 
 // Every PCI function under the root, sorted by address. A missing /sys/bus/pci (containers

@@ -25,7 +25,9 @@ std::string env_get(const std::map<std::string, std::string>& env, const char* n
 
 bool env_has(const std::map<std::string, std::string>& env, const char* name) { return env.count(name) > 0; }
 
-std::string describe(const Gpu* g) { return std::to_string(g->index) + " (" + g->pci + ")"; }
+std::string describe(const Gpu* g) {
+  return std::to_string(g->index) + (g->stack ? "." + std::to_string(*g->stack) : "") + " (" + g->pci + ")";
+}
 
 std::string describe(const std::vector<const Gpu*>& gpus) {
   std::vector<std::string> parts;
@@ -233,7 +235,63 @@ struct GpuView {
   std::vector<const Gpu*> base;                     // what the runtime enumerates
   std::optional<std::set<unsigned>> slurm_set;      // Slurm's allocation, physical indices
   std::vector<const Gpu*> visible;
+  std::deque<Gpu>* stacks = nullptr;                // where one-stack entries live (VisibleGpus::stacks)
 };
+
+// The entry for stack `s` of `g` (Level Zero's FLAT device, or COMPOSITE's "card.stack").
+const Gpu* stack_of(GpuView& v, const Gpu* g, unsigned s) {
+  Gpu& copy = v.stacks->emplace_back(*g);
+  copy.stack = s;
+  return &copy;
+}
+
+// Intel GPUs through Level Zero: FLAT and COMBINED enumerate every stack of the GPUs `base`
+// holds as a device of its own, card by card; ZE_AFFINITY_MASK then indexes that list
+// ("7": card 3 stack 1 with two stacks a card). COMPOSITE enumerates cards, and the mask names
+// a card ("3") or one of its stacks ("3.1").
+Status level_zero(GpuView& v) {
+  auto h = ze_hierarchy(v.env);
+  if (!h) return h.error();
+  bool multi = std::any_of(v.base.begin(), v.base.end(), [](const Gpu* g) { return g->stacks > 1; });
+  if (*h != ZeHierarchy::composite && multi) {
+    std::vector<const Gpu*> flat;
+    for (const Gpu* g : v.base)
+      for (unsigned s = 0; s < g->stacks; ++s) flat.push_back(g->stacks > 1 ? stack_of(v, g, s) : g);
+    v.base = v.visible = flat;
+    v.explain.push_back(std::string("ZE_FLAT_DEVICE_HIERARCHY=") + (env_has(v.env, "ZE_FLAT_DEVICE_HIERARCHY") ? env_get(v.env, "ZE_FLAT_DEVICE_HIERARCHY") : "FLAT (unset: Level Zero's default)") +
+                        ": each stack is a device: " + describe(v.base));
+  }
+  if (!env_has(v.env, "ZE_AFFINITY_MASK")) return Ok{};
+  std::string value = env_get(v.env, "ZE_AFFINITY_MASK");
+  std::string cards;  // the mask with COMPOSITE's stack entries as their card, for select()
+  std::vector<std::optional<unsigned>> stack_entry;
+  for (std::string_view tok : split(value, ',')) {
+    std::string_view entry = trim(tok);
+    size_t dot = entry.find('.');
+    if (dot != std::string_view::npos && *h != ZeHierarchy::composite && multi)
+      return env_error("ZE_AFFINITY_MASK", value, "'" + std::string(entry) + "' names a card's stack, which only the COMPOSITE "
+                                                  "hierarchy does; in FLAT (the default) and COMBINED every stack is a device: "
+                                                  "give its index, or set ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE");
+    auto s = dot == std::string_view::npos ? std::nullopt : parse_uint(entry.substr(dot + 1));
+    if (dot != std::string_view::npos && !s)
+      return env_error("ZE_AFFINITY_MASK", value, "'" + std::string(entry) + "' is not CARD.STACK");
+    stack_entry.push_back(s ? std::optional<unsigned>(unsigned(*s)) : std::nullopt);
+    cards += (cards.empty() ? "" : ",") + std::string(entry.substr(0, dot));
+  }
+  auto r = select("ZE_AFFINITY_MASK", cards, v.base, true, v.warnings);
+  if (!r) return env_error("ZE_AFFINITY_MASK", value, r.error().why);
+  for (size_t i = 0; i < r->size() && i < stack_entry.size(); ++i) {
+    const Gpu* card = (*r)[i];
+    if (!stack_entry[i] || card->stacks <= 1) continue;  // stacks unknown (1): the entry is its card
+    if (*stack_entry[i] >= card->stacks)
+      return env_error("ZE_AFFINITY_MASK", value, "GPU " + describe(card) + " has " + std::to_string(card->stacks) + " stack(s): no stack " +
+                                                      std::to_string(*stack_entry[i]));
+    (*r)[i] = stack_of(v, card, *stack_entry[i]);
+  }
+  v.visible = *r;
+  v.explain.push_back("ZE_AFFINITY_MASK=" + value + " -> visible: " + describe(v.visible));
+  return Ok{};
+}
 
 // Where CUDA enumerates a subset (a confined allocation), it orders that subset the same way.
 std::vector<const Gpu*> in_cuda_order(const GpuView& v, std::vector<const Gpu*> subset) {
@@ -368,19 +426,8 @@ Status runtime_variables(GpuView& v) {
                       : env_has(v.env, "CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES"
                                                                : nullptr;
     if (hip) return apply_variable(v, hip, std::vector<const Gpu*>(v.visible), false);
-  } else if (v.vendor == Vendor::intel && env_has(v.env, "ZE_AFFINITY_MASK")) {
-    // "0,1" devices or "0.0,0.1" sub-devices (tiles): a tile belongs to its parent device.
-    std::string value = env_get(v.env, "ZE_AFFINITY_MASK");
-    std::string parents;
-    for (std::string_view tok : split(value, ',')) {
-      std::string_view dev = trim(tok).substr(0, trim(tok).find('.'));
-      if (!parents.empty()) parents += ',';
-      parents += std::string(dev);
-    }
-    auto r = select("ZE_AFFINITY_MASK", parents, v.base, true, v.warnings);
-    if (!r) return env_error("ZE_AFFINITY_MASK", value, r.error().why);
-    v.visible = *r;
-    v.explain.push_back("ZE_AFFINITY_MASK=" + value + " -> visible: " + describe(v.visible));
+  } else if (v.vendor == Vendor::intel) {
+    return level_zero(v);
   }
   return Ok{};
 }
@@ -388,22 +435,51 @@ Status runtime_variables(GpuView& v) {
 }  // namespace
 
 const std::vector<std::string>& gpu_env_names() {
-  static const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",      "ROCR_VISIBLE_DEVICES",
-                                                 "HIP_VISIBLE_DEVICES",  "ZE_AFFINITY_MASK",       "SLURM_STEP_GPUS",
-                                                 "SLURM_JOB_GPUS",       "NVIDIA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST"};
+  static const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES",     "CUDA_DEVICE_ORDER",      "ROCR_VISIBLE_DEVICES",
+                                                 "HIP_VISIBLE_DEVICES",      "ZE_AFFINITY_MASK",       "ZE_FLAT_DEVICE_HIERARCHY",
+                                                 "SLURM_STEP_GPUS",          "SLURM_JOB_GPUS",         "NVIDIA_VISIBLE_DEVICES",
+                                                 "KUBERNETES_SERVICE_HOST"};
   return names;
 }
 
-Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& req, std::vector<std::string>& explain,
-                                            std::vector<std::string>& warnings) {
+Result<ZeHierarchy> ze_hierarchy(const std::map<std::string, std::string>& env) {
+  if (!env_has(env, "ZE_FLAT_DEVICE_HIERARCHY")) return ZeHierarchy::flat;
+  std::string value = env_get(env, "ZE_FLAT_DEVICE_HIERARCHY");
+  if (value == "FLAT") return ZeHierarchy::flat;
+  if (value == "COMPOSITE") return ZeHierarchy::composite;
+  if (value == "COMBINED") return ZeHierarchy::combined;
+  return env_error("ZE_FLAT_DEVICE_HIERARCHY", value, "expected FLAT, COMPOSITE or COMBINED");
+}
+
+std::string ze_affinity_mask(const Topology& t, const std::vector<const Gpu*>& gpus, ZeHierarchy h) {
+  std::vector<std::string> entries;
+  for (const Gpu* g : gpus) {
+    if (h == ZeHierarchy::composite || g->stacks <= 1) {
+      entries.push_back(std::to_string(g->index) + (h == ZeHierarchy::composite && g->stack ? "." + std::to_string(*g->stack) : ""));
+      continue;
+    }
+    unsigned first = 0;  // the flat index of this card's stack 0: every stack of the cards before it
+    for (const Gpu& o : t.gpus)
+      if (o.vendor == Vendor::intel && o.index < g->index) first += o.stacks;
+    if (g->stack) entries.push_back(std::to_string(first + *g->stack));
+    else
+      for (unsigned s = 0; s < g->stacks; ++s) entries.push_back(std::to_string(first + s));
+  }
+  return join(entries, ",");
+}
+
+Result<VisibleGpus> visible_gpus(const Topology& t, const Request& req, std::vector<std::string>& explain,
+                                 std::vector<std::string>& warnings) {
+  VisibleGpus out;
   GpuView v(t, req.env, explain, warnings);
+  v.stacks = &out.stacks;
   v.vendor = pick_vendor(t, req.env);
   for (const Gpu& g : t.gpus)
     if (g.vendor == v.vendor) v.physical.push_back(&g);
   std::sort(v.physical.begin(), v.physical.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
   if (v.physical.empty()) {
     explain.push_back("GPUs: the topology has none");
-    return v.physical;
+    return out;
   }
   explain.push_back(std::string("GPUs: ") + std::to_string(v.physical.size()) + " " + to_string(v.vendor) +
                     " GPU(s) by index: " + describe(v.physical));
@@ -416,7 +492,8 @@ Result<std::vector<const Gpu*>> visible_gpus(const Topology& t, const Request& r
   if (Status s = scheduler_allocation(v); !s) return s.error();
   if (Status s = runtime_variables(v); !s) return s.error();
   for (size_t i = first_warning; i < warnings.size(); ++i) explain.push_back("warning: " + warnings[i]);
-  return v.visible;
+  out.gpus = std::move(v.visible);
+  return out;
 }
 
 }  // namespace gpubind::plan

@@ -99,7 +99,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   std::vector<std::string> explain, warnings;
   auto vis = visible_gpus(t, req, explain, warnings);
   if (!vis) return vis.error();
-  const std::vector<const topo::Gpu*>& gpus = *vis;
+  const std::vector<const topo::Gpu*>& gpus = vis->gpus;
   unsigned ranks = req.ranks.value_or(unsigned(gpus.size()));
   if (gpus.empty()) return Error{to_string(peer), "needs GPUs", ErrorKind::usage};
   if (ranks > gpus.size()) return Error{to_string(peer), "one process per GPU only (" + std::to_string(ranks) + " ranks, " +
@@ -165,7 +165,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   for (unsigned r = 0; r < ranks; ++r) {
     out[r].local_rank = r;
     const topo::Gpu* g = gpus[gpu_of[r]];
-    out[r].gpus.push_back({g->index, g->pci, g->vendor});
+    out[r].gpus.push_back({g->index, g->pci, g->vendor, g->stack});
     out[r].cpus = cpus_of[gpu_of[r]];
     out[r].mem_policy = MemPolicy::none;  // none of these tools sets a memory policy by default: first touch
   }

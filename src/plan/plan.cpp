@@ -150,7 +150,7 @@ void name_ranks(Ctx& c, const GpusOfRanks& gpus_of) {
   c.plan.ranks.resize(gpus_of.size());
   for (unsigned r = 0; r < gpus_of.size(); ++r) {
     c.plan.ranks[r].local_rank = r;
-    for (const Gpu* g : gpus_of[r]) c.plan.ranks[r].gpus.push_back({g->index, g->pci, g->vendor});
+    for (const Gpu* g : gpus_of[r]) c.plan.ranks[r].gpus.push_back({g->index, g->pci, g->vendor, g->stack});
   }
 }
 
@@ -282,9 +282,9 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   if (Status s = prepare(c); !s) return s.error();
   auto visible = visible_gpus(t, req, c.plan.explain, c.plan.warnings);  // 1. which GPUs the workers see
   if (!visible) return visible.error();
-  auto gpus_of = assign_gpus(c, *visible);  // 2. ranks and their GPUs
+  auto gpus_of = assign_gpus(c, visible->gpus);  // 2. ranks and their GPUs (FLAT stacks live in visible->stacks)
   if (!gpus_of) return gpus_of.error();
-  assign_cpus(c, *gpus_of, !visible->empty());  // 3. CPUs
+  assign_cpus(c, *gpus_of, !visible->gpus.empty());  // 3. CPUs
   for (size_t r = 0; r < c.plan.ranks.size(); ++r) assign_memory(c, c.plan.ranks[r], (*gpus_of)[r]);  // 4. memory
   assign_nics(c, *gpus_of);         // 5. NICs
   assign_environment(c, *gpus_of);  // 6. environment

@@ -2,6 +2,7 @@
 // The planner: which GPU(s), CPUs, memory nodes and NIC each local rank gets. Pure: a function of
 // (Topology, Request) only; no syscalls, no environment reads, no clock. The CLI (and later exec,
 // launch and the SPANK plugin) fill Request from flags, the caller's affinity and the environment.
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -42,7 +43,7 @@ struct Request {
   bool omp = false;                    // export OMP_PLACES / OMP_PROC_BIND
   bool require_gpu = false;            // a topology without GPUs is an error
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
-  // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
+  // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, ZE_FLAT_DEVICE_HIERARCHY, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
   std::map<std::string, std::string> env;
   // Each rank's GPUs as positions in the visible list, when a launcher chose them per rank
   // (Slurm's --gpus-per-task and --gpu-bind narrow each task to its own GPUs of the step's);
@@ -60,6 +61,7 @@ struct GpuRef {
   unsigned index = 0;                  // vendor ordinal (topology index)
   std::string pci;
   topo::Vendor vendor = topo::Vendor::other;
+  std::optional<unsigned> stack;       // one stack of it (Level Zero FLAT), else the whole GPU
 };
 
 struct NicRef {
@@ -118,9 +120,28 @@ CpuSet usable_cpus(const topo::Topology& t, const Request& req);
 // shows side by side); `usable` gives the idle count (usable CPUs no rank got).
 Score score_plan(const topo::Topology& t, const std::vector<RankBinding>& ranks, const CpuSet& usable);
 
-// Resolves which GPUs the worker sees, in the order it numbers them (cuda:0, cuda:1...), from
-// the request's environment and openable devices. Steps are appended to `explain`, doubts to `warnings`.
-Result<std::vector<const topo::Gpu*>> visible_gpus(const topo::Topology& t, const Request& req, std::vector<std::string>& explain,
-                                                  std::vector<std::string>& warnings);
+// The GPUs the workers see, in the order they number them (cuda:0, cuda:1...). Level Zero's
+// FLAT hierarchy (its default) makes each stack of an Intel GPU a device of its own: such
+// entries point into `stacks`, copies of their GPU with Gpu::stack set, kept alive with the list
+// (a std::deque keeps its elements in place when moved).
+struct VisibleGpus {
+  std::vector<const topo::Gpu*> gpus;
+  std::deque<topo::Gpu> stacks;
+};
+
+// Resolves which GPUs the worker sees from the request's environment and openable devices.
+// Steps are appended to `explain`, doubts to `warnings`.
+Result<VisibleGpus> visible_gpus(const topo::Topology& t, const Request& req, std::vector<std::string>& explain,
+                                 std::vector<std::string>& warnings);
+
+// Level Zero's device hierarchy, from ZE_FLAT_DEVICE_HIERARCHY (FLAT when unset: the default
+// since 2023): FLAT and COMBINED make each stack a root device, COMPOSITE each card.
+enum class ZeHierarchy { flat, composite, combined };
+Result<ZeHierarchy> ze_hierarchy(const std::map<std::string, std::string>& env);
+
+// The ZE_AFFINITY_MASK entries naming `gpus` for `t`'s Intel GPUs under hierarchy `h`: a whole
+// GPU is its card index (COMPOSITE) or each of its stacks' flat indexes (FLAT, COMBINED); one
+// stack is "card.stack" or its flat index.
+std::string ze_affinity_mask(const topo::Topology& t, const std::vector<const topo::Gpu*>& gpus, ZeHierarchy h);
 
 }  // namespace gpubind::plan

@@ -117,7 +117,11 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
     for (const Gpu* g : gpus) idx.push_back(g->index);
     switch (gpus[0]->vendor) {
       case topo::Vendor::amd: rb.env.push_back({"ROCR_VISIBLE_DEVICES", join_numbers(idx)}); break;
-      case topo::Vendor::intel: rb.env.push_back({"ZE_AFFINITY_MASK", join_numbers(idx)}); break;
+      case topo::Vendor::intel: {
+        auto h = ze_hierarchy(c.req.env);  // a bad value stopped visible_gpus already
+        rb.env.push_back({"ZE_AFFINITY_MASK", ze_affinity_mask(c.t, gpus, h ? *h : ZeHierarchy::flat)});
+        break;
+      }
       default:
         rb.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
         rb.env.push_back({"CUDA_VISIBLE_DEVICES", join_numbers(idx)});

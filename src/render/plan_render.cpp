@@ -16,7 +16,7 @@ namespace {
 
 std::string gpu_list(const RankBinding& rb) {
   std::vector<std::string> parts;
-  for (const auto& g : rb.gpus) parts.push_back(std::to_string(g.index));
+  for (const auto& g : rb.gpus) parts.push_back(std::to_string(g.index) + (g.stack ? "." + std::to_string(*g.stack) : ""));
   return parts.empty() ? "-" : join(parts, ",");
 }
 
@@ -114,7 +114,11 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
     oj r;
     r["local_rank"] = rb.local_rank;
     r["gpus"] = oj::array();
-    for (const auto& g : rb.gpus) r["gpus"].push_back({{"index", g.index}, {"pci", g.pci}, {"vendor", topo::to_string(g.vendor)}});
+    for (const auto& g : rb.gpus) {
+      oj o = {{"index", g.index}, {"pci", g.pci}, {"vendor", topo::to_string(g.vendor)}};
+      if (g.stack) o["stack"] = *g.stack;  // one stack of the GPU (Level Zero FLAT)
+      r["gpus"].push_back(o);
+    }
     r["cpus"] = rb.cpus.to_list();
     r["mem_nodes"] = rb.mem_nodes;
     r["mem_policy"] = plan::to_string(rb.mem_policy);

@@ -68,8 +68,11 @@ std::string topo_table(const Topology& t) {
     // GPU MEMORY: the NUMA node(s) holding a GPU's own memory, only where a GPU has one (GH200,
     // POWER9 with NVLink): not a node to plan CPUs on, a memory target on request (--mem-on-gpu).
     bool memory = std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu& g) { return !g.memory_numa.empty(); });
+    // STACKS: an Intel GPU's stacks, each a Level Zero device in its FLAT hierarchy.
+    bool stacks = std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu& g) { return g.stacks > 1; });
     std::vector<std::string> head = {"GPU", "PCI", "VENDOR", "NAME", "NUMA", "CPUS", "PCIE PATH"};
     if (memory) head.insert(head.begin() + 6, "GPU MEMORY");
+    if (stacks) head.insert(head.begin() + 4, "STACKS");
     if (uuids) head.insert(head.begin() + 4, "UUID");
     TextTable gpus(head);
     for (const Gpu& g : t.gpus) {
@@ -77,6 +80,7 @@ std::string topo_table(const Topology& t) {
                                       g.name.empty() ? "-" : g.name, numa_or_unknown(g.numa), cpus_or_unknown(g.cpus),
                                       g.pcie_path.empty() ? "-" : join(g.pcie_path, " > ")};
       if (memory) row.insert(row.begin() + 6, g.memory_numa.empty() ? "-" : join_numbers(g.memory_numa));
+      if (stacks) row.insert(row.begin() + 4, std::to_string(g.stacks));
       if (uuids) row.insert(row.begin() + 4, g.uuid.empty() ? "-" : g.uuid);
       gpus.add(row);
     }

@@ -201,6 +201,7 @@ ojson to_json(const Topology& t) {
     write_device(g, o);
     o["memory_numa"] = g.memory_numa;
     if (!g.mig_uuids.empty()) o["mig_uuids"] = g.mig_uuids;
+    if (g.stacks > 1) o["stacks"] = g.stacks;
     j["gpus"].push_back(o);
   }
   j["nics"] = ojson::array();
@@ -335,6 +336,7 @@ Status read_core(const json& e, const std::string& w, Core& core) {
 
 Status read_gpu(const json& e, const std::string& w, Gpu& g) {
   std::string vendor;
+  std::optional<unsigned> stacks;
   Status s = Fields(e, w)
                  .uint("index", g.index)
                  .string("vendor", vendor)
@@ -343,7 +345,11 @@ Status read_gpu(const json& e, const std::string& w, Gpu& g) {
                  .device(g)
                  .uints_if_present("memory_numa", g.memory_numa)
                  .strings("mig_uuids", g.mig_uuids)
+                 .optional_uint("stacks", stacks)
                  .status();
+  if (stacks && (*stacks < 1 || *stacks > kMaxGpuStacks))
+    return Error{"topology JSON " + w + ".stacks", std::to_string(*stacks) + " is not 1-" + std::to_string(kMaxGpuStacks)};
+  g.stacks = stacks.value_or(1);
   g.vendor = vendor_from_string(vendor);
   return s;
 }

@@ -65,6 +65,13 @@ struct Gpu : PciDevice {
   // target only with --mem-on-gpu.
   std::vector<unsigned> memory_numa;
   std::vector<std::string> mig_uuids;  // "MIG-..." ids of its MIG instances, when the source knows them
+  // Stacks (tiles) of an Intel GPU: Level Zero's sub-devices, each a device of its own in its
+  // default FLAT hierarchy (GPU Max 1550: 2). From sysfs (tile*/ under the PCI device with xe,
+  // gt/gt* of its DRM card with i915) or a JSON file; 1 where unknown.
+  unsigned stacks = 1;
+  // Set on the planner's own entries for one stack of this GPU (a FLAT Level Zero device), never
+  // in a loaded topology.
+  std::optional<unsigned> stack;
 };
 
 struct Nic : PciDevice {};
@@ -161,6 +168,7 @@ std::vector<std::string> machine_differences(const Topology& machine, const Topo
 inline constexpr unsigned kMaxCpuId = 16383;
 inline constexpr unsigned kMaxNumaNodeId = 2047;
 inline constexpr size_t kMaxDevices = 4096;  // GPUs, and NICs, each
+inline constexpr unsigned kMaxGpuStacks = 16;   // Gpu::stacks
 // The one-line reasons for a value past a limit, shared by validate and the loaders that check
 // while reading.
 std::string cpu_limit_problem(unsigned id);

@@ -95,6 +95,28 @@ TEST(SysfsPci, TrimmedCaptureDropsUnknownBridgesAndPlainDirectories) {
   EXPECT_EQ(find(*devs, "0004:05:00.0")->pcie_path, std::vector<std::string>{"hb:0004:05"});
 }
 
+// Issue 32: an Intel GPU Max 1550 has two stacks, each a Level Zero device in the FLAT hierarchy.
+// The xe driver lists tile0/ and tile1/ under the PCI device; i915 gt/gt0 and gt/gt1 under the card.
+TEST(SysfsPci, IntelGpuStacksFromXeTilesOrI915Gts) {
+  gpubind::testing::FakeTree t;
+  t.pci("pci0000:18/0000:18:00.0", "0x038000", "0x8086", 0, "0-3");
+  t.dir("sys/devices/pci0000:18/0000:18:00.0/tile0/gt0");
+  t.dir("sys/devices/pci0000:18/0000:18:00.0/tile1/gt1");
+  t.dir("sys/devices/pci0000:18/0000:18:00.0/drm/card1");
+  t.pci("pci0000:3a/0000:3a:00.0", "0x038000", "0x8086", 0, "0-3");
+  t.dir("sys/devices/pci0000:3a/0000:3a:00.0/drm/card2/gt/gt0");
+  t.dir("sys/devices/pci0000:3a/0000:3a:00.0/drm/card2/gt/gt1");
+  t.dir("sys/devices/pci0000:3a/0000:3a:00.0/drm/renderD129");
+  t.pci("pci0000:9a/0000:9a:00.0", "0x038000", "0x8086", 1, "4-7");  // no driver's view: unknown
+  auto root = sys::open_fsroot(t.root());
+  ASSERT_TRUE(root.ok());
+  auto devs = scan_sysfs_pci(**root);
+  ASSERT_TRUE(devs.ok()) << devs.error().message();
+  EXPECT_EQ(find(*devs, "0000:18:00.0")->stacks, 2u);
+  EXPECT_EQ(find(*devs, "0000:3a:00.0")->stacks, 2u);
+  EXPECT_EQ(find(*devs, "0000:9a:00.0")->stacks, 0u);
+}
+
 TEST(SysfsPci, NoPciBusIsAnEmptyList) {
   gpubind::testing::FakeTree t;
   t.dir("sys/devices");

@@ -459,6 +459,96 @@ TEST(GpuIdentity, ZeAffinityMaskTilesBelongToTheirDevice) {
   EXPECT_EQ(p.ranks[1].gpus[0].index, 1u);
 }
 
+// --- Level Zero's device hierarchy (issue 32) ------------------------------------------------
+// tests/data/intel/gpu-max-1550-x8.json: eight Intel Data Center GPU Max 1550, two stacks each,
+// GPUs 0-3 on socket 0 (node 0, CPUs 0-55,112-167), 4-7 on socket 1. FLAT, Level Zero's default,
+// makes each stack a device: 16 devices, device 2c+s = card c stack s.
+topo::Topology gpu_max_x8() {
+  auto t = discover::load_topology(std::string(GPUBIND_SOURCE_DIR) + "/tests/data/intel/gpu-max-1550-x8.json");
+  EXPECT_TRUE(t.ok()) << t.error().message();
+  return *t;
+}
+
+TEST(LevelZero, FlatMaskIndexesStacks) {
+  // ZE_AFFINITY_MASK=7 is card 3 stack 1, on socket 0 (not card 7 on socket 1).
+  Plan p = must_plan(gpu_max_x8(), with_env({{"ZE_AFFINITY_MASK", "7"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 3u);
+  EXPECT_EQ(p.ranks[0].gpus[0].stack, std::optional<unsigned>(1));
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(*CpuSet::parse_list("0-55,112-167")));
+  EXPECT_EQ(p.ranks[0].mem_nodes, std::vector<unsigned>{0});
+}
+
+TEST(LevelZero, FlatMaskPastTheCardsIsAStack) {
+  // =12 is card 6 stack 0 (socket 1): sixteen devices, not eight, so not a CPU-only plan.
+  Plan p = must_plan(gpu_max_x8(), with_env({{"ZE_AFFINITY_MASK", "12"}}));
+  ASSERT_EQ(p.ranks.size(), 1u);
+  ASSERT_EQ(p.ranks[0].gpus.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 6u);
+  EXPECT_EQ(p.ranks[0].gpus[0].stack, std::optional<unsigned>(0));
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(*CpuSet::parse_list("56-111,168-223")));
+  EXPECT_FALSE(must_plan(gpu_max_x8(), with_env({{"ZE_AFFINITY_MASK", "16"}})).ranks[0].gpus.size());  // past 16: none
+}
+
+TEST(LevelZero, CombinedIndexesStacksLikeFlat) {
+  Plan p = must_plan(gpu_max_x8(), with_env({{"ZE_FLAT_DEVICE_HIERARCHY", "COMBINED"}, {"ZE_AFFINITY_MASK", "7"}}));
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 3u);
+  EXPECT_EQ(p.ranks[0].gpus[0].stack, std::optional<unsigned>(1));
+}
+
+TEST(LevelZero, CompositeMaskNamesCardsAndCardStacks) {
+  Plan p = must_plan(gpu_max_x8(), with_env({{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}, {"ZE_AFFINITY_MASK", "7,3.1"}}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 7u);
+  EXPECT_FALSE(p.ranks[0].gpus[0].stack.has_value());
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 3u);
+  EXPECT_EQ(p.ranks[1].gpus[0].stack, std::optional<unsigned>(1));
+  auto bad = make_plan(gpu_max_x8(), with_env({{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}, {"ZE_AFFINITY_MASK", "3.2"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("has 2 stack(s): no stack 2"), std::string::npos) << bad.error().message();
+}
+
+TEST(LevelZero, FlatWithoutMaskIsOneRankPerStack) {
+  Request r;
+  r.isolate_gpus = true;
+  Plan p = must_plan(gpu_max_x8(), r);
+  ASSERT_EQ(p.ranks.size(), 16u);
+  EXPECT_EQ(p.ranks[7].gpus[0].index, 3u);
+  EXPECT_EQ(p.ranks[7].gpus[0].stack, std::optional<unsigned>(1));
+  EXPECT_FALSE(p.ranks[6].cpus.intersects(p.ranks[7].cpus));  // two stacks of a card split its CPUs
+  auto env_of = [](const RankBinding& rb, const std::string& k) {
+    for (const auto& [n, v] : rb.env)
+      if (n == k) return v;
+    return std::string("unset");
+  };
+  EXPECT_EQ(env_of(p.ranks[7], "ZE_AFFINITY_MASK"), "7");   // its own stack, as a FLAT index
+  EXPECT_EQ(env_of(p.ranks[12], "ZE_AFFINITY_MASK"), "12");
+  r.env = {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}};
+  Plan q = must_plan(gpu_max_x8(), r);
+  ASSERT_EQ(q.ranks.size(), 8u);
+  EXPECT_EQ(env_of(q.ranks[3], "ZE_AFFINITY_MASK"), "3");  // a whole card
+}
+
+TEST(LevelZero, CardStackEntriesAreCompositesOnly) {
+  auto p = make_plan(gpu_max_x8(), with_env({{"ZE_AFFINITY_MASK", "3.1"}}));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, ErrorKind::usage);
+  EXPECT_NE(p.error().message().find("only the COMPOSITE hierarchy"), std::string::npos) << p.error().message();
+  auto h = make_plan(gpu_max_x8(), with_env({{"ZE_FLAT_DEVICE_HIERARCHY", "flat"}}));
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().what, "ZE_FLAT_DEVICE_HIERARCHY='flat'");
+}
+
+TEST(LevelZero, WholeCardMaskIsEveryStackInFlat) {
+  auto t = gpu_max_x8();
+  EXPECT_EQ(ze_affinity_mask(t, {&t.gpus[3]}, ZeHierarchy::flat), "6,7");
+  EXPECT_EQ(ze_affinity_mask(t, {&t.gpus[3]}, ZeHierarchy::composite), "3");
+  topo::Gpu stack = t.gpus[3];
+  stack.stack = 1;
+  EXPECT_EQ(ze_affinity_mask(t, {&stack}, ZeHierarchy::composite), "3.1");
+  EXPECT_EQ(ze_affinity_mask(t, {&stack}, ZeHierarchy::combined), "7");
+}
+
 TEST(GpuIdentity, MixedModelsWarnAboutCudaOrder) {
   auto t = eight_l3_node();
   t.gpus[1].device_id = 0x1234;

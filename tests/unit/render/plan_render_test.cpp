@@ -18,11 +18,11 @@ plan::Plan two_ranks(plan::MemPolicy mem) {
   p.mem = mem;
   p.ranks.resize(2);
   p.ranks[0].cpus = *CpuSet::parse_list("0-3");
-  p.ranks[0].gpus = {{2, "0000:17:00.0", topo::Vendor::nvidia}};
+  p.ranks[0].gpus = {{2, "0000:17:00.0", topo::Vendor::nvidia, std::nullopt}};
   p.ranks[0].mem_nodes = {0};
   p.ranks[1].local_rank = 1;
   p.ranks[1].cpus = *CpuSet::parse_list("64,66");
-  p.ranks[1].gpus = {{5, "0000:b1:00.0", topo::Vendor::nvidia}};
+  p.ranks[1].gpus = {{5, "0000:b1:00.0", topo::Vendor::nvidia, std::nullopt}};
   p.ranks[1].mem_nodes = {1, 3};
   for (auto& r : p.ranks) r.mem_policy = mem;
   return p;

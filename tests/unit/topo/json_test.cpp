@@ -42,6 +42,22 @@ TEST(TopologyJson, MigInstancesRoundTripAndAreOptional) {
   EXPECT_FALSE(from_json(j).ok());
 }
 
+TEST(TopologyJson, GpuStacksRoundTripAndAreBounded) {
+  nlohmann::json j = read_example("dgx-h100.json");
+  j["gpus"][1]["stacks"] = 2;
+  auto t = from_json(j);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ(t->gpus[1].stacks, 2u);
+  EXPECT_EQ(t->gpus[0].stacks, 1u);  // absent: one
+  EXPECT_EQ(nlohmann::json(to_json(*t)), j);
+  for (int bad : {0, 17}) {
+    j["gpus"][1]["stacks"] = bad;
+    auto b = from_json(j);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.error().message().find("gpus[1].stacks"), std::string::npos) << b.error().message();
+  }
+}
+
 TEST(TopologyJson, RequiredFieldsExist) {
   auto t = from_json(read_example("dgx-h100.json"));
   ASSERT_TRUE(t.ok());
