@@ -1,8 +1,11 @@
 #include "bind/request.hpp"
 
+#include <algorithm>
+
 #include "probe/probe.hpp"
 #include "sys/affinity.hpp"
 #include "sys/fsroot.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::bind {
 
@@ -65,6 +68,9 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
       std::vector<std::string> pcis;
       for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
       r.openable_gpus = probe::openable_gpus(**root, pcis);
+      // MIG instance ids name no parent GPU: only then are the MIG capability files read.
+      bool mig = std::any_of(r.env.begin(), r.env.end(), [](const auto& kv) { return to_lower(kv.second).find("mig-") != std::string::npos; });
+      if (mig) r.openable_mig_parents = probe::openable_mig_parents(**root);
     }
   }
   return r;

@@ -104,9 +104,20 @@ std::optional<std::vector<unsigned>> parse_indices(const std::string& s) {
   return out;
 }
 
-// The GPU a "MIG-<uuid>" instance id belongs to.
+// What else tells a MIG instance's parent when the topology records no instances.
+struct MigHints {
+  std::vector<const Gpu*> allocation;                        // Slurm's GPUs for the job, when it says
+  std::optional<std::vector<std::string>> parents;           // Request::openable_mig_parents
+  std::vector<std::string>* explain = nullptr;
+};
+
+// The GPU a "MIG-<uuid>" instance id belongs to: the topology's recorded instances (NVML's, live),
+// else the one GPU Slurm allocated, else the only GPU among `base` whose MIG capability files this
+// process may open, else the only candidate.
 Result<const Gpu*> resolve_mig(const std::string& name, const std::string& value, const std::string& tok,
-                               const std::vector<const Gpu*>& base, std::vector<std::string>& warnings) {
+                               const std::vector<const Gpu*>& base, std::vector<std::string>& warnings, const MigHints* hints) {
+  const std::optional<std::vector<std::string>>* mig_parents = hints ? &hints->parents : nullptr;
+  std::vector<std::string>* explain = hints ? hints->explain : nullptr;
   std::string lower = to_lower(tok);
   std::vector<const Gpu*> hits;
   bool any_known = false;
@@ -121,6 +132,22 @@ Result<const Gpu*> resolve_mig(const std::string& name, const std::string& value
   if (hits.size() == 1) return hits[0];
   if (hits.size() > 1) return env_error(name, value, "'" + tok + "' matches MIG instances of more than one GPU");
   if (any_known) return env_error(name, value, "no GPU has a MIG instance '" + tok + "'");
+  if (hints && hints->allocation.size() == 1 && base.size() > 1 &&
+      std::find(base.begin(), base.end(), hints->allocation[0]) != base.end()) {
+    if (explain) explain->push_back(name + " entry " + tok + ": a MIG instance of GPU " + describe(hints->allocation[0]) + ", the one GPU Slurm allocated");
+    return hints->allocation[0];
+  }
+  if (mig_parents && *mig_parents && base.size() > 1) {
+    std::vector<const Gpu*> given;
+    for (const Gpu* g : base)
+      if (std::find((*mig_parents)->begin(), (*mig_parents)->end(), g->pci) != (*mig_parents)->end()) given.push_back(g);
+    if (given.size() == 1) {
+      if (explain)
+        explain->push_back(name + " entry " + tok + ": a MIG instance of GPU " + describe(given[0]) + ", the only GPU whose MIG "
+                           "capability files (/dev/nvidia-caps) this process may open");
+      return given[0];
+    }
+  }
   if (base.size() == 1) {
     warnings.push_back(name + " entry " + tok + " is a MIG instance; the topology does not list MIG instances, so it is taken "
                        "as one of the only candidate GPU " + describe(base[0]));
@@ -128,7 +155,10 @@ Result<const Gpu*> resolve_mig(const std::string& name, const std::string& value
   }
   return env_error(name, value, "'" + tok + "' is a MIG instance id, which does not name its parent GPU, and the topology "
                                 "lists no MIG instances (they come from NVML, not from sysfs or hwloc) while " +
-                                std::to_string(base.size()) + " GPUs could be its parent; give the parent's index or GPU- "
+                                std::to_string(base.size()) + " GPUs could be its parent" +
+                                (mig_parents && *mig_parents ? " (the MIG capability files this process may open belong to " +
+                                                                   std::to_string((*mig_parents)->size()) + " GPU(s))"
+                                                             : std::string()) + "; give the parent's index or GPU- "
                                 "UUID, a topology with mig_uuids, or restrict the GPUs (SLURM_STEP_GPUS)");
 }
 
@@ -136,7 +166,7 @@ Result<const Gpu*> resolve_mig(const std::string& name, const std::string& value
 // order). Integer entries index `base`; "GPU-..." entries match UUID prefixes; an integer past
 // the end stops the list there, as CUDA and ROCm do (with a warning).
 Result<std::vector<const Gpu*>> select(const std::string& name, const std::string& value, const std::vector<const Gpu*>& base,
-                                       bool allow_repeats, std::vector<std::string>& warnings) {
+                                       bool allow_repeats, std::vector<std::string>& warnings, const MigHints* hints = nullptr) {
   std::vector<const Gpu*> out;
   std::string v(trim(value));
   if (v.empty()) return out;  // set but empty: the runtime sees no device
@@ -164,7 +194,7 @@ Result<std::vector<const Gpu*>> select(const std::string& name, const std::strin
       } else if (lower.starts_with("mig-")) {
         // R470+ MIG ids (as Slurm and Kubernetes export them) do not name their parent GPU: the
         // topology's MIG instances tell it; failing that, a single candidate GPU must be it.
-        auto mig = resolve_mig(name, value, tok, base, warnings);
+        auto mig = resolve_mig(name, value, tok, base, warnings, hints);
         if (!mig) return mig.error();
         out.push_back(*mig);  // two instances of one GPU are two devices: repeats are fine
         continue;
@@ -236,6 +266,8 @@ struct GpuView {
   std::optional<std::set<unsigned>> slurm_set;      // Slurm's allocation, physical indices
   std::vector<const Gpu*> visible;
   std::deque<Gpu>* stacks = nullptr;                // where one-stack entries live (VisibleGpus::stacks)
+  std::optional<std::vector<std::string>> mig_parents;  // Request::openable_mig_parents
+  std::vector<const Gpu*> slurm_alloc;                  // the GPUs SLURM_STEP_GPUS / SLURM_JOB_GPUS name
 };
 
 // The entry for stack `s` of `g` (Level Zero's FLAT device, or COMPOSITE's "card.stack").
@@ -362,6 +394,7 @@ Status scheduler_allocation(GpuView& v) {
       alloc.push_back(*it);
     }
     v.slurm_set = std::set<unsigned>(idx->begin(), idx->end());
+    v.slurm_alloc = alloc;
     v.explain.push_back(std::string(name) + "=" + value + ": the job's GPUs are " + describe(alloc));
     if (!v.confined) {
       v.base = alloc;
@@ -404,7 +437,8 @@ std::vector<const Gpu*> indexed_by(GpuView& v, const char* name, const std::stri
 Status apply_variable(GpuView& v, const char* name, const std::vector<const Gpu*>& from, bool repeats) {
   std::string value = env_get(v.env, name);
   std::vector<const Gpu*> enumerated = v.slurm_set && from == v.base ? indexed_by(v, name, value) : from;
-  auto sel = select(name, value, enumerated, repeats, v.warnings);
+  MigHints hints{v.slurm_alloc, v.mig_parents, &v.explain};
+  auto sel = select(name, value, enumerated, repeats, v.warnings, &hints);
   if (!sel) return sel.error();
   v.visible = *sel;
   v.explain.push_back(std::string(name) + "=" + value + " -> visible: " + describe(v.visible));
@@ -473,6 +507,7 @@ Result<VisibleGpus> visible_gpus(const Topology& t, const Request& req, std::vec
   VisibleGpus out;
   GpuView v(t, req.env, explain, warnings);
   v.stacks = &out.stacks;
+  v.mig_parents = req.openable_mig_parents;
   v.vendor = pick_vendor(t, req.env);
   for (const Gpu& g : t.gpus)
     if (g.vendor == v.vendor) v.physical.push_back(&g);

@@ -52,6 +52,10 @@ struct Request {
   // PCI addresses of the GPUs whose device files the caller may open, when known (live: a device
   // cgroup or container hides the rest, and the runtime renumbers what is left); default unknown.
   std::optional<std::vector<std::string>> openable_gpus;
+  // PCI addresses of the GPUs whose MIG capability files the caller may open (probe::
+  // openable_mig_parents): a MIG-<uuid> names no parent, but a container given one MIG device
+  // holds the capabilities of one GPU only. Default unknown.
+  std::optional<std::vector<std::string>> openable_mig_parents;
 };
 
 // Names of the environment variables Request::env may carry; the CLI copies exactly these.

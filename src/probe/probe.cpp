@@ -327,6 +327,44 @@ std::string GpuDeviceMap::device_of(const std::string& pci) const {
   return "";
 }
 
+std::optional<std::vector<std::string>> openable_mig_parents(const sys::FsRoot& root) {
+  const std::string caps = "proc/driver/nvidia/capabilities";
+  auto gpus = root.list(caps);
+  if (!gpus) return std::nullopt;
+  GpuDeviceMap map(root);
+  std::set<std::string> parents;
+  bool any_capability = false, any_file = false;
+  // One capability's access file: the device file it names, whether this process may open it.
+  auto openable = [&](const std::string& access) {
+    auto text = root.read(access);
+    if (!text) return false;
+    auto minor = parse_uint(key_value(*text, "DeviceFileMinor"));
+    if (!minor) return false;
+    any_capability = true;
+    int e = root.access_rw("dev/nvidia-caps/nvidia-cap" + std::to_string(*minor));
+    any_file = any_file || e != ENOENT;
+    return e != ENOENT && e != EPERM;
+  };
+  for (const std::string& gpu : *gpus) {
+    auto minor = gpu.starts_with("gpu") ? parse_uint(gpu.substr(3)) : std::nullopt;
+    std::string pci = minor ? map.pci_of("/dev/nvidia" + std::to_string(*minor)) : "";
+    if (pci.empty()) continue;
+    std::string mig = caps + "/" + gpu + "/mig";
+    auto instances = root.list(mig);
+    if (!instances) continue;
+    for (const std::string& gi : *instances) {
+      if (!gi.starts_with("gi")) continue;
+      bool usable = openable(mig + "/" + gi + "/access");
+      if (auto cis = root.list(mig + "/" + gi))
+        for (const std::string& ci : *cis)
+          if (ci.starts_with("ci")) usable = openable(mig + "/" + gi + "/" + ci + "/access") || usable;
+      if (usable) parents.insert(pci);
+    }
+  }
+  if (!any_capability || !any_file) return std::nullopt;
+  return std::vector<std::string>(parents.begin(), parents.end());
+}
+
 std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, const std::vector<std::string>& pcis) {
   GpuDeviceMap map(root);
   std::vector<std::pair<std::string, int>> access;

@@ -113,4 +113,11 @@ class GpuDeviceMap {
 // file at all (the driver creates them on first use).
 std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, const std::vector<std::string>& pcis);
 
+// The GPUs (PCI addresses) of the MIG instances this process may use: the NVIDIA driver lists each
+// GPU instance's and compute instance's capability under
+// /proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<G>[/ci<C>]/access ("DeviceFileMinor: M"), and
+// a container or device cgroup given a MIG device is given /dev/nvidia-caps/nvidia-cap<M> of its
+// instance only. nullopt when the driver lists no MIG capability or no capability file exists.
+std::optional<std::vector<std::string>> openable_mig_parents(const sys::FsRoot& root);
+
 }  // namespace gpubind::probe

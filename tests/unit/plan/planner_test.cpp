@@ -2,6 +2,7 @@
 // fallback, named after it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -248,6 +249,36 @@ TEST(GpuIdentity, ModernMigIdWithoutMigDataAndSeveralGpusNamesWhatIsMissing) {
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message().find("lists no MIG instances (they come from NVML"), std::string::npos) << p.error().message();
   EXPECT_NE(p.error().message().find("2 GPUs could be its parent"), std::string::npos);
+}
+
+// Issue 32: no NVML, no recorded instances, several GPUs: the MIG capability files the process may
+// open (a container or cgroup given one MIG device) name the parent.
+TEST(GpuIdentity, ModernMigIdResolvesThroughTheCapabilityFilesGiven) {
+  Request r = with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"}});
+  r.openable_mig_parents = std::vector<std::string>{"0000:ab:00.0"};
+  Plan p = must_plan(example("dgx-h100"), r);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
+  EXPECT_TRUE(p.ranks[0].cpus.is_subset_of(*CpuSet::parse_list("56-111,168-223")));  // GPU 5's socket
+  EXPECT_TRUE(std::any_of(p.explain.begin(), p.explain.end(),
+                          [](const std::string& e) { return e.find("the only GPU whose MIG capability files") != std::string::npos; }));
+  r.openable_mig_parents = std::vector<std::string>{"0000:ab:00.0", "0000:18:00.0"};
+  auto q = make_plan(example("dgx-h100"), r);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().message().find("belong to 2 GPU(s)"), std::string::npos) << q.error().message();
+}
+
+TEST(GpuIdentity, ModernMigIdOnTheOneGpuSlurmAllocated) {
+  // Every GPU openable (no ConstrainDevices): CUDA enumerates all eight, but the job has GPU 5.
+  Request r = with_env({{"CUDA_VISIBLE_DEVICES", "MIG-5c5a4f09-9d1f-5b2f-9b4d-6a1a3bdb1f0e"}, {"SLURM_STEP_GPUS", "5"}});
+  auto t = example("dgx-h100");
+  r.openable_gpus = std::vector<std::string>{};
+  for (const auto& g : t.gpus) r.openable_gpus->push_back(g.pci);
+  r.openable_mig_parents = std::vector<std::string>{"0000:18:00.0", "0000:ab:00.0"};
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
+  EXPECT_TRUE(std::any_of(p.explain.begin(), p.explain.end(),
+                          [](const std::string& e) { return e.find("the one GPU Slurm allocated") != std::string::npos; }));
 }
 
 TEST(GpuIdentity, ModernMigIdResolvesThroughTheTopologysMigInstances) {

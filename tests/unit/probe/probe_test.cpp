@@ -161,6 +161,35 @@ TEST(Probe, OpenableGpusAreThoseTheContainerOrCgroupLeaves) {
   EXPECT_EQ(*open, (std::vector<std::string>{"0000:0f:00.0", "0000:c6:00.0"}));
 }
 
+// Issue 32: a container given one MIG device holds /dev/nvidia-caps/nvidia-cap<M> of its GPU and
+// compute instance only; the driver's capability list says whose they are.
+TEST(Probe, OpenableMigParentsFromTheCapabilityFiles) {
+  gpubind::testing::FakeTree t;
+  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
+  t.file("proc/driver/nvidia/gpus/0000:0f:00.0/information", "Device Minor: 1\n");
+  t.file("proc/driver/nvidia/capabilities/gpu0/mig/config", "DeviceFileMinor: 1\nDeviceFileMode: 256\n");
+  t.file("proc/driver/nvidia/capabilities/gpu0/mig/gi1/access", "DeviceFileMinor: 12\nDeviceFileMode: 292\n");
+  t.file("proc/driver/nvidia/capabilities/gpu0/mig/gi1/ci0/access", "DeviceFileMinor: 13\nDeviceFileMode: 292\n");
+  t.file("proc/driver/nvidia/capabilities/gpu1/mig/gi2/access", "DeviceFileMinor: 147\nDeviceFileMode: 292\n");
+  t.file("proc/driver/nvidia/capabilities/gpu1/mig/gi2/ci0/access", "DeviceFileMinor: 148\nDeviceFileMode: 292\n");
+  auto root = sys::open_fsroot(t.root());
+  EXPECT_EQ(openable_mig_parents(**root), std::nullopt);  // no capability file at all: unknown
+  t.file("dev/nvidia-caps/nvidia-cap147", "");
+  t.file("dev/nvidia-caps/nvidia-cap148", "");
+  EXPECT_EQ(openable_mig_parents(**root), (std::vector<std::string>{"0000:0f:00.0"}));
+  t.file("dev/nvidia-caps/nvidia-cap13", "");  // a compute instance of GPU 0 too
+  EXPECT_EQ(openable_mig_parents(**root), (std::vector<std::string>{"0000:07:00.0", "0000:0f:00.0"}));
+}
+
+TEST(Probe, OpenableMigParentsUnknownWithoutMig) {
+  gpubind::testing::FakeTree t;
+  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
+  t.file("proc/driver/nvidia/capabilities/gpu0/mig/config", "DeviceFileMinor: 1\n");  // MIG off: no gi*
+  t.file("dev/nvidia-caps/nvidia-cap1", "");
+  auto root = sys::open_fsroot(t.root());
+  EXPECT_EQ(openable_mig_parents(**root), std::nullopt);
+}
+
 TEST(Probe, OpenableGpusUnknownWhenTheDriverDoesNotSayOrNoDeviceFileExists) {
   gpubind::testing::FakeTree t;
   t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
