@@ -1,6 +1,6 @@
 // The kubelet's files as k8s check reads them (root reads them on every node): the first byte picks
 // the parser (config as JSON, cpu_manager_state, memory_manager_state, the device checkpoint, the
-// pod-resources API's answer), the rest is the file. What parses is judged on the DGX H100-like
+// pod-resources API's answer with DRA claims, the DRA checkpoint), the rest is the file. What parses is judged on the DGX H100-like
 // example: every container gets a verdict, every finding a reason.
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const topo::Topology t = *discover::load_topology("example:dgx-h100");
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   k8s::NodeState s;
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: {
       auto c = k8s::parse_kubelet_config(text, "config");
       if (!c) return 0;
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& [uid, containers] : c->exclusive)
         for (const auto& [name, cpus] : containers) {
           if (!s.devices) s.devices.emplace();
-          s.devices->assignments.push_back({uid, name, "nvidia.com/gpu", {{"0", 0}}});
+          s.devices->assignments.push_back({uid, name, "nvidia.com/gpu", {{"0", 0}}, ""});
         }
       break;
     }
@@ -45,6 +45,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto d = k8s::parse_device_checkpoint(text, "checkpoint");
       if (!d) return 0;
       s.devices = *d;
+      break;
+    }
+    case 5: {
+      auto d = k8s::parse_dra_checkpoint(text, "dra_manager_state");
+      if (!d) return 0;
+      s.dra = *d;
+      s.cpu = k8s::CpuManagerState{"static", {}, {}};
+      for (const auto& e : d->entries)
+        for (const auto& uid : e.pod_uids) s.cpu->exclusive[uid]["worker"] = CpuSet::of({1, 2});
       break;
     }
     default: {

@@ -53,9 +53,34 @@ const topo::Nic* find_nic(const topo::Topology& t, const std::string& id) {
   return nullptr;
 }
 
-DeviceView view_of(const topo::Topology& t, const std::string& resource, const Device& d) {
-  DeviceView v{resource, d.id, "", std::nullopt, {}, "", d.numa};
-  const topo::Gpu* gpu = find_gpu(t, resource, d.id);
+// The topology's GPU a DRA driver's device is. Drivers name devices in their own pool: a PCI
+// address written with dashes ("0000-af-00-0", Intel's), or "gpu-N" for GPU index N of the
+// driver's vendor (NVIDIA's and AMD's, "gpu-N-mig-..." for a MIG device of GPU N); a CDI id
+// ("k8s.gpu.nvidia.com/device=gpu-0") names the same after its '='.
+const topo::Gpu* find_dra_gpu(const topo::Topology& t, const std::string& driver, const std::string& id) {
+  std::string name = to_lower(id.substr(id.find('=') == std::string::npos ? 0 : id.find('=') + 1));
+  for (size_t i = 0; i + 12 <= name.size(); ++i) {  // dddd-bb-dd-f
+    std::string s = name.substr(i, 12);
+    if (s[4] == '-' && s[7] == '-' && s[10] == '-')
+      if (const topo::Gpu* g = topo::find_gpu(t, s.substr(0, 4) + ":" + s.substr(5, 2) + ":" + s.substr(8, 2) + "." + s.substr(11, 1)))
+        return g;
+  }
+  std::optional<topo::Vendor> vendor = driver == "gpu.nvidia.com" ? std::optional(topo::Vendor::nvidia)
+                                       : driver == "gpu.amd.com"   ? std::optional(topo::Vendor::amd)
+                                       : driver == "gpu.intel.com" ? std::optional(topo::Vendor::intel)
+                                                                   : std::nullopt;
+  if (vendor && name.starts_with("gpu-")) {
+    std::string digits = name.substr(4, name.find('-', 4) == std::string::npos ? std::string::npos : name.find('-', 4) - 4);
+    if (auto index = parse_uint(digits))
+      for (const auto& g : t.gpus)
+        if (g.vendor == *vendor && g.index == *index) return &g;
+  }
+  return find_gpu(t, "", id);  // a PCI address or UUID as it is
+}
+
+DeviceView view_of(const topo::Topology& t, const std::string& resource, const Device& d, const std::string& claim = "") {
+  DeviceView v{resource, d.id, "", std::nullopt, {}, "", d.numa, claim};
+  const topo::Gpu* gpu = claim.empty() ? find_gpu(t, resource, d.id) : find_dra_gpu(t, resource, d.id);
   const topo::PciDevice* dev = gpu ? static_cast<const topo::PciDevice*>(gpu) : find_nic(t, d.id);
   if (dev) {
     v.pci = dev->pci;
@@ -87,7 +112,12 @@ void name_pod(ContainerReport& c, const NodeState& s) {
   }
 }
 
-bool same(const ContainerReport& a, const ContainerReport& b) { return a.pod_uid == b.pod_uid && a.container == b.container; }
+// One container, or a pod's DRA claim ("(claim NS/NAME)", whose containers the checkpoint does
+// not name) and a container of that pod: its CPUs are theirs.
+bool same(const ContainerReport& a, const ContainerReport& b) {
+  return a.pod_uid == b.pod_uid &&
+         (a.container == b.container || a.container.starts_with("(claim ") || b.container.starts_with("(claim "));
+}
 
 void judge_alignment(ContainerReport& c, const topo::Topology& t) {
   std::set<unsigned> cpu_nodes(c.cpu_nodes.begin(), c.cpu_nodes.end());
@@ -192,6 +222,14 @@ void node_findings(Report& r, const topo::Topology& t) {
               ", where GPU(s) " + join(here, ", ") + " are: no pod can get CPUs near them");
     }
   }
+  std::vector<std::string> claims;
+  for (const ContainerReport& c : r.containers)
+    for (const DeviceView& g : c.gpus)
+      if (!g.claim.empty() && std::find(claims.begin(), claims.end(), g.claim) == claims.end()) claims.push_back(g.claim);
+  if (!claims.empty())
+    advise("GPUs allocated through Dynamic Resource Allocation (claim" + std::string(claims.size() > 1 ? "s " : " ") + join(claims, ", ") +
+           "): the kubelet's Topology Manager does not align DRA devices with the CPUs it gives (it takes hints from device "
+           "plugins only), so CPUs on another NUMA node are likely; they are judged here like device-plugin GPUs");
   std::vector<std::string> unmatched;
   for (const ContainerReport& c : r.containers)
     for (const DeviceView& g : c.gpus)
@@ -226,8 +264,12 @@ void apply_pod_resources(NodeState& s, const PodResources& api) {
     s.pods[key] = {key, p.namespace_name, p.name};
     for (const PodResources::Container& c : p.containers) {
       if (!c.cpus.empty()) s.cpu->exclusive[key][c.name] = c.cpus;
+      for (const Claim& claim : c.claims)
+        for (const ClaimDevice& d : claim.devices)
+          s.devices->assignments.push_back({key, c.name, d.driver, {{d.device.empty() && !d.cdi.empty() ? d.cdi[0] : d.device, std::nullopt}},
+                                            claim.namespace_name + "/" + claim.name});
       for (const PodResources::Devices& d : c.devices) {
-        DeviceAssignment a{key, c.name, d.resource, {}};
+        DeviceAssignment a{key, c.name, d.resource, {}, ""};
         std::optional<int> node = d.numa.empty() ? std::nullopt : std::optional<int>(int(d.numa.front()));
         for (const std::string& id : d.ids) a.devices.push_back({id, node});
         s.devices->assignments.push_back(std::move(a));
@@ -260,14 +302,22 @@ Report judge(NodeState state, const topo::Topology& t) {
   r.topology_origin = t.origin;
   // Containers given GPUs, with every device they were given.
   std::map<std::pair<std::string, std::string>, ContainerReport> by_container;
-  if (state.devices) {
-    for (const DeviceAssignment& a : state.devices->assignments) {
-      ContainerReport& c = by_container[{a.pod_uid, a.container}];
-      c.pod_uid = a.pod_uid;
-      c.container = a.container;
-      for (const Device& d : a.devices)
-        (is_gpu_resource(a.resource) ? c.gpus : c.other_devices).push_back(view_of(t, a.resource, d));
-    }
+  std::vector<DeviceAssignment> assignments = state.devices ? state.devices->assignments : std::vector<DeviceAssignment>{};
+  // The DRA checkpoint names pods, not containers: its claims are the pod's ("(claim NS/NAME)"),
+  // judged against the CPUs of the pod's containers. The API's answer, when there is one, has them.
+  if (state.dra && state.assignments_from != "the pod-resources API")
+    for (const DraCheckpoint::Entry& e : state.dra->entries)
+      for (const std::string& uid : e.pod_uids)
+        for (const ClaimDevice& d : e.claim.devices) {
+          std::string claim = e.claim.namespace_name + "/" + e.claim.name;
+          assignments.push_back({uid, "(claim " + claim + ")", d.driver, {{d.device.empty() && !d.cdi.empty() ? d.cdi[0] : d.device, std::nullopt}}, claim});
+        }
+  for (const DeviceAssignment& a : assignments) {
+    ContainerReport& c = by_container[{a.pod_uid, a.container}];
+    c.pod_uid = a.pod_uid;
+    c.container = a.container;
+    bool gpu = a.claim.empty() ? is_gpu_resource(a.resource) : is_gpu_driver(a.resource);
+    for (const Device& d : a.devices) (gpu ? c.gpus : c.other_devices).push_back(view_of(t, a.resource, d, a.claim));
   }
   std::string policy = effective_cpu_policy(state);
   CpuSet pool = state.cpu && !state.cpu->default_cpus.empty() ? state.cpu->default_cpus : t.cpus;
@@ -275,11 +325,15 @@ Report judge(NodeState state, const topo::Topology& t) {
     if (c.gpus.empty()) continue;
     name_pod(c, state);
     if (state.cpu) {
-      if (auto pod = state.cpu->exclusive.find(c.pod_uid); pod != state.cpu->exclusive.end())
+      if (auto pod = state.cpu->exclusive.find(c.pod_uid); pod != state.cpu->exclusive.end()) {
         if (auto e = pod->second.find(c.container); e != pod->second.end()) {
           c.exclusive = true;
           c.cpus = e->second;
+        } else if (c.container.starts_with("(claim ")) {
+          for (const auto& [name, cpus] : pod->second) c.cpus |= cpus;  // a pod's claim: its containers' CPUs
+          c.exclusive = !c.cpus.empty();
         }
+      }
     }
     if (!c.exclusive) c.cpus = pool;
     c.cpu_nodes = topo::nodes_covering(t, c.cpus);

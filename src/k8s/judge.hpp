@@ -19,6 +19,7 @@ struct NodeState {
   std::optional<CpuManagerState> cpu;
   std::optional<MemoryManagerState> memory;
   std::optional<DeviceCheckpoint> devices;
+  std::optional<DraCheckpoint> dra;     // dra_manager_state: DRA claims' devices by pod
   std::map<std::string, PodName> pods;  // by UID, from /var/log/pods
   bool pod_resources_socket = false;    // the kubelet's pod-resources socket exists
   std::string assignments_from;         // "the pod-resources API", or "the checkpoint files"
@@ -40,6 +41,7 @@ struct DeviceView {
   std::vector<unsigned> numa;     // the nodes judged by (those with CPUs); empty: unknown
   std::string numa_source;        // "topology", "device plugin", "" (unknown)
   std::optional<int> plugin_numa; // what the device plugin reported
+  std::string claim;              // the DRA ResourceClaim ("NAMESPACE/NAME") it came through; "": a device plugin
 };
 
 struct ContainerReport {

@@ -78,6 +78,8 @@ Result<NodeState> read_node_state(const sys::FsRoot& root, const ReaderOptions& 
       !st)
     return st.error();
 
+  if (Status st = read_state(root, dir + "/dra_manager_state", parse_dra_checkpoint, s.dra, "", s.notes); !st) return st.error();
+
   std::string logs = relative(o.pod_logs);
   if (root.exists(logs)) {
     auto entries = root.list(logs);

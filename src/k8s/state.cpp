@@ -259,7 +259,7 @@ Result<PodResources> parse_pod_resources(const std::string& text, const std::str
   for (const json& p : *pods) {
     PodResources::Pod pod{text_of(p, "name"), text_of(p, "namespace"), {}};
     for (const json& c : list_of(p, "containers")) {
-      PodResources::Container con{text_of(c, "name"), {}, {}, {}};
+      PodResources::Container con{text_of(c, "name"), {}, {}, {}, {}};
       for (const json& cpu : list_of(c, "cpu_ids")) {
         if (!cpu.is_number_integer() || cpu.get<long long>() < 0 || cpu.get<long long>() > 1 << 20) return Error{what, "CPU id " + cpu.dump()};
         con.cpus.set(cpu.get<unsigned>());
@@ -274,12 +274,73 @@ Result<PodResources> parse_pod_resources(const std::string& text, const std::str
       for (const json& m : list_of(c, "memory"))
         if (text_of(m, "type") == "memory")
           if (Status st = nodes(list_of(m, "numa"), con.memory_numa); !st) return st.error();
+      for (const json& cl : list_of(c, "claims")) {
+        Claim claim{text_of(cl, "name"), text_of(cl, "namespace"), {}};
+        for (const json& d : list_of(cl, "devices")) {
+          ClaimDevice dev{text_of(d, "driver"), text_of(d, "pool"), text_of(d, "device"), {}};
+          for (const json& x : list_of(d, "cdi"))
+            if (x.is_string()) dev.cdi.push_back(x.get<std::string>());
+          claim.devices.push_back(std::move(dev));
+        }
+        con.claims.push_back(std::move(claim));
+      }
       pod.containers.push_back(std::move(con));
     }
     r.pods.push_back(std::move(pod));
   }
   return r;
 }
+
+Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::string& what) {
+  auto j = parse_json(text, what);
+  if (!j) return j.error();
+  json body = *j;
+  // 1.31+: the entries are a JSON document inside the string "Data".
+  if (auto data = j->find("Data"); data != j->end() && data->is_string()) {
+    auto inner = parse_json(data->get<std::string>(), what + " (Data)");
+    if (!inner) return inner.error();
+    body = *inner;
+  }
+  if (!body.is_object()) return Error{what, "not a JSON object"};
+  const json* entries = nullptr;
+  for (const char* k : {"Entries", "entries"})
+    if (auto e = body.find(k); e != body.end()) entries = &*e;
+  DraCheckpoint out;
+  if (!entries || entries->is_null()) return out;
+  if (!entries->is_array()) return Error{what, "Entries is not a list"};
+  for (const json& e : *entries) {
+    if (!e.is_object()) return Error{what, "an entry that is not an object"};
+    DraCheckpoint::Entry entry{{text_of(e, "ClaimName"), text_of(e, "Namespace"), {}}, {}};
+    if (auto pods = e.find("PodUIDs"); pods != e.end()) {
+      if (pods->is_object())
+        for (const auto& [uid, _] : pods->items()) entry.pod_uids.push_back(uid);  // a Go set: {"uid": {}}
+      else if (pods->is_array())
+        for (const json& uid : *pods)
+          if (uid.is_string()) entry.pod_uids.push_back(uid.get<std::string>());
+    }
+    if (auto drivers = e.find("DriverState"); drivers != e.end() && drivers->is_object()) {
+      for (const auto& [driver, st] : drivers->items())
+        for (const json& d : list_of(st, "Devices")) {
+          ClaimDevice dev{driver, text_of(d, "PoolName"), text_of(d, "DeviceName"), {}};
+          for (const json& x : list_of(d, "CDIDeviceIDs"))
+            if (x.is_string()) dev.cdi.push_back(x.get<std::string>());
+          entry.claim.devices.push_back(std::move(dev));
+        }
+    } else if (auto cdi = e.find("CDIDevices"); cdi != e.end() && cdi->is_object()) {
+      for (const auto& [driver, ids] : cdi->items()) {
+        ClaimDevice dev{driver, "", "", {}};
+        if (ids.is_array())
+          for (const json& x : ids)
+            if (x.is_string()) dev.cdi.push_back(x.get<std::string>());
+        entry.claim.devices.push_back(std::move(dev));
+      }
+    }
+    out.entries.push_back(std::move(entry));
+  }
+  return out;
+}
+
+bool is_gpu_driver(const std::string& driver) { return driver.rfind("gpu.", 0) == 0; }
 
 bool is_gpu_resource(const std::string& resource) {
   auto slash = resource.find('/');

@@ -56,8 +56,9 @@ struct Device {
 struct DeviceAssignment {
   std::string pod_uid;
   std::string container;
-  std::string resource;      // "nvidia.com/gpu", "amd.com/gpu"...
+  std::string resource;      // "nvidia.com/gpu", "amd.com/gpu"...; a DRA driver, "gpu.nvidia.com"
   std::vector<Device> devices;
+  std::string claim;         // "NAMESPACE/NAME" of the DRA ResourceClaim; "" from a device plugin
 };
 struct DeviceCheckpoint {
   std::vector<DeviceAssignment> assignments;
@@ -68,6 +69,33 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
 // Whether a device plugin resource is a GPU: "nvidia.com/gpu", "amd.com/gpu",
 // "gpu.intel.com/i915", NVIDIA's MIG resources ("nvidia.com/mig-1g.10gb").
 bool is_gpu_resource(const std::string& resource);
+
+// A device Dynamic Resource Allocation gave: its driver ("gpu.nvidia.com"), pool and name in the
+// driver's pool ("gpu-0"), and its CDI device ids ("k8s.gpu.nvidia.com/device=gpu-0").
+struct ClaimDevice {
+  std::string driver, pool, device;
+  std::vector<std::string> cdi;
+};
+struct Claim {
+  std::string name, namespace_name;
+  std::vector<ClaimDevice> devices;
+};
+
+// The kubelet's DRA checkpoint (dra_manager_state): each prepared ResourceClaim, the pods that
+// use it (by UID) and its devices. Both formats: {"Data": "<JSON of {Entries: [...]}>",
+// "Checksum"} (1.31+: DriverState {driver: {Devices: [{PoolName, DeviceName, CDIDeviceIDs}]}})
+// and {"version": "v1", "entries": [...]} (1.27-1.30: CDIDevices {driver: [ids]}).
+struct DraCheckpoint {
+  struct Entry {
+    Claim claim;
+    std::vector<std::string> pod_uids;
+  };
+  std::vector<Entry> entries;
+};
+Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::string& what);
+
+// Whether a DRA driver hands out GPUs: gpu.nvidia.com, gpu.amd.com, gpu.intel.com.
+bool is_gpu_driver(const std::string& driver);
 
 // The kubelet's pod-resources API's answer (List), as sys::pod_resources_list gives it in JSON.
 struct PodResources {
@@ -81,6 +109,7 @@ struct PodResources {
     CpuSet cpus;  // its exclusive CPUs; empty: the shared pool
     std::vector<Devices> devices;
     std::vector<unsigned> memory_numa;  // nodes of its "memory" blocks (the memory manager's)
+    std::vector<Claim> claims;          // its DRA claims' devices (dynamic_resources)
   };
   struct Pod {
     std::string name, namespace_name;

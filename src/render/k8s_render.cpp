@@ -53,6 +53,7 @@ nlohmann::ordered_json device_json(const DeviceView& d) {
   j["numa"] = d.numa;
   j["numa_source"] = d.numa_source.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(d.numa_source);
   j["plugin_numa"] = d.plugin_numa ? nlohmann::ordered_json(*d.plugin_numa) : nlohmann::ordered_json();
+  j["claim"] = d.claim.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(d.claim);  // DRA: its ResourceClaim
   return j;
 }
 

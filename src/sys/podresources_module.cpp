@@ -33,7 +33,17 @@ nlohmann::json to_json(const v1::ListPodResourcesResponse& r) {
         devices.push_back({{"resource", d.resource_name()}, {"ids", ids}, {"numa", nodes(d.topology())}});
       }
       for (const auto& m : c.memory()) memory.push_back({{"type", m.memory_type()}, {"size", m.size()}, {"numa", nodes(m.topology())}});
-      containers.push_back({{"name", c.name()}, {"cpu_ids", cpus}, {"devices", devices}, {"memory", memory}});
+      nlohmann::json claims = nlohmann::json::array();
+      for (const auto& d : c.dynamic_resources()) {
+        nlohmann::json claimed = nlohmann::json::array();
+        for (const auto& cr : d.claim_resources()) {
+          nlohmann::json cdi = nlohmann::json::array();
+          for (const auto& x : cr.cdi_devices()) cdi.push_back(x.name());
+          claimed.push_back({{"driver", cr.driver_name()}, {"pool", cr.pool_name()}, {"device", cr.device_name()}, {"cdi", cdi}});
+        }
+        claims.push_back({{"name", d.claim_name()}, {"namespace", d.claim_namespace()}, {"devices", claimed}});
+      }
+      containers.push_back({{"name", c.name()}, {"cpu_ids", cpus}, {"devices", devices}, {"memory", memory}, {"claims", claims}});
     }
     pods.push_back({{"name", p.name()}, {"namespace", p.namespace_()}, {"containers", containers}});
   }

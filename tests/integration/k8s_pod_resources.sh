@@ -64,4 +64,25 @@ check
 field 'r["notes"]' | grep -q "List: 14 the fake kubelet was told to fail" && [ "$(field 'r["state"]["assignments_from"]')" = "the checkpoint files" ] \
   && pass "a failing call (UNAVAILABLE): its status in the note, and the checkpoint files" || fail "failing call: $(field 'r["notes"]')"
 kill "$fake"; wait "$fake" 2>/dev/null
+
+# Dynamic Resource Allocation (issue 32): the API's dynamic_resources give each container its
+# claims' devices, named in the driver's pool ("gpu-5"); judged like device-plugin GPUs, with the
+# Topology Manager's blind spot said. The node's checkpoint files are tests/data/k8s/dra's.
+rm -rf "$node" "$sock"
+cp -r "$here/tests/data/k8s/dra" "$node"
+mkdir -p "$node/var/lib/kubelet/pod-resources"
+"$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/dra.json" 2>"$WORK/fake.err" &
+fake=$!
+wait_until 10 test -S "$sock" || fail "the fake kubelet (DRA) did not listen"
+check
+[ "$(field 'c["ml/infer-0 server"]["verdict"], c["ml/infer-0 server"]["gpus"][0]["claim"], c["ml/infer-0 server"]["gpus"][0]["pci"]')" = \
+  "('CROSS_NUMA', 'ml/infer-0-gpu', '0000:ab:00.0')" ] && pass "DRA: ml/infer-0's claimed gpu-5 (0000:ab:00.0, node 1) with CPUs on node 0: CROSS_NUMA" \
+  || fail "DRA infer-0: $(field 'c.get("ml/infer-0 server")') $(cat "$WORK/err")"
+[ "$(field 'c["ml/train-0 worker"]["verdict"], sorted(c)')" = "('ALIGNED', ['ml/infer-0 server', 'ml/train-0 worker'])" ] \
+  && pass "DRA: ml/train-0's gpu-1 on its CPUs' node: ALIGNED; the sidecar's RDMA device alone is not judged" \
+  || fail "DRA train-0: $(field 'sorted(c)')"
+field '[f["text"] for f in r["findings"]]' | grep -q "Topology Manager does not align DRA devices" \
+  && pass "DRA: the report says the Topology Manager does not align DRA devices" || fail "DRA advice: $(field 'r["findings"]')"
+[ $rc = 3 ] && pass "DRA: exit 3 (infer-0 misaligned)" || fail "DRA: exit $rc"
+kill "$fake"; wait "$fake" 2>/dev/null
 finish

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "discover/source.hpp"
 
 namespace gpubind::k8s {
@@ -30,7 +32,7 @@ NodeState static_node() {
 
 void give(NodeState& s, const std::string& uid, const std::vector<std::string>& gpu_ids, std::optional<int> plugin_node,
           const char* exclusive) {
-  DeviceAssignment a{uid, "worker", "nvidia.com/gpu", {}};
+  DeviceAssignment a{uid, "worker", "nvidia.com/gpu", {}, ""};
   for (const auto& id : gpu_ids) a.devices.push_back({id, plugin_node});
   s.devices->assignments.push_back(a);
   if (exclusive) {
@@ -173,7 +175,7 @@ TEST(K8sJudge, DeviceIdsMatchByPciAddressIndexAndUuid) {
 
 TEST(K8sJudge, ContainersWithoutGpusAreNotListed) {
   NodeState s = static_node();
-  s.devices->assignments.push_back({"u1", "worker", "rdma/hca", {{"0000:1a:00.0", 0}}});
+  s.devices->assignments.push_back({"u1", "worker", "rdma/hca", {{"0000:1a:00.0", 0}}, ""});
   s.cpu->exclusive["u1"]["worker"] = cpus("1-4");
   EXPECT_TRUE(judge(s, dgx()).containers.empty());
 }
@@ -241,6 +243,49 @@ TEST(K8sNodeFindings, DevicePluginDisagreeingWithTheTopologyIsAProblem) {
                                 "aligns pods by the plugin's view");
   // The topology's node is the one judged by.
   EXPECT_EQ(verdicts_of(r), std::vector<Verdict>{Verdict::aligned});
+}
+
+// Issue 32: GPUs allocated through DRA (the API's dynamic_resources) are judged like device-plugin
+// GPUs, named in the driver's pool ("gpu-5": GPU 5; Intel's PCI names "0000-9a-00-0"), and the
+// Topology Manager's blind spot for them is said.
+TEST(K8sDra, ClaimedGpusAreJudgedAndTheTopologyManagerCaveatSaid) {
+  NodeState s = static_node();
+  PodResources api;
+  PodResources::Container c{"server", cpus("8-11,120-123"), {}, {}, {}};
+  c.claims.push_back({"infer-gpu", "ml", {{"gpu.nvidia.com", "node-a", "gpu-5", {"k8s.gpu.nvidia.com/device=gpu-5"}}}});
+  PodResources::Container w{"worker", cpus("60-63,172-175"), {}, {}, {}};
+  w.claims.push_back({"train-gpu", "ml", {{"gpu.intel.com", "node-a", "0000-9a-00-0-0x0bd5", {}}}});
+  api.pods.push_back({"infer-0", "ml", {c}});
+  api.pods.push_back({"train-0", "ml", {w}});
+  apply_pod_resources(s, api);
+  auto t = dgx();
+  t.gpus[4].vendor = topo::Vendor::intel;  // 0000:9a:00.0 as an Intel GPU, named by its address
+  Report r = judge(s, t);
+  ASSERT_EQ(r.containers.size(), 2u);
+  const ContainerReport& infer = r.containers[0];
+  ASSERT_EQ(infer.gpus.size(), 1u);
+  EXPECT_EQ(infer.gpus[0].pci, "0000:ab:00.0");
+  EXPECT_EQ(infer.gpus[0].claim, "ml/infer-gpu");
+  EXPECT_EQ(infer.verdicts(), std::vector<Verdict>{Verdict::cross_numa});
+  EXPECT_EQ(r.containers[1].gpus.at(0).pci, "0000:9a:00.0");
+  EXPECT_EQ(r.containers[1].verdicts(), std::vector<Verdict>{Verdict::aligned});
+  EXPECT_TRUE(std::any_of(r.findings.begin(), r.findings.end(), [](const NodeFinding& f) {
+    return !f.problem && f.text.find("Topology Manager does not align DRA devices") != std::string::npos;
+  }));
+}
+
+TEST(K8sDra, CheckpointClaimsAreThePodsAndUseItsContainersCpus) {
+  NodeState s = static_node();
+  s.cpu->exclusive["p1"]["worker"] = cpus("1-7,113-119");
+  DraCheckpoint d;
+  d.entries.push_back({{"train-gpu", "ml", {{"gpu.nvidia.com", "node-a", "gpu-1", {}}}}, {"p1"}});
+  s.dra = d;
+  Report r = judge(s, dgx());
+  ASSERT_EQ(r.containers.size(), 1u);
+  EXPECT_EQ(r.containers[0].container, "(claim ml/train-gpu)");
+  EXPECT_TRUE(r.containers[0].exclusive);
+  EXPECT_EQ(r.containers[0].cpus, cpus("1-7,113-119"));
+  EXPECT_EQ(r.containers[0].verdicts(), std::vector<Verdict>{Verdict::aligned});  // not SHARED_CPUS with its own container
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace gpubind::k8s {
 namespace {
 
@@ -153,6 +155,34 @@ TEST(PodLogDir, NamespaceNameAndUid) {
   EXPECT_FALSE(parse_pod_log_dir("no-underscores"));
   EXPECT_FALSE(parse_pod_log_dir("one_underscore"));
   EXPECT_FALSE(parse_pod_log_dir("_x_y"));
+}
+
+// Issue 32: the kubelet's DRA checkpoint, as 1.31+ writes it (the entries as a JSON document in
+// "Data", DriverState per driver) and as 1.27-1.30 did (entries at the top, CDIDevices).
+TEST(DraCheckpoint, BothFormats) {
+  std::string inner = R"({"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","Entries":[{"ClaimUID":"c1",)"
+                      R"("ClaimName":"gpu","Namespace":"ml","PodUIDs":{"p1":{},"p2":{}},"DriverState":{"gpu.nvidia.com":{"Devices":[)"
+                      R"({"PoolName":"node-a","DeviceName":"gpu-3","RequestNames":["gpu"],"CDIDeviceIDs":["k8s.gpu.nvidia.com/device=gpu-3"]}]}}}]})";
+  nlohmann::json outer = {{"Data", inner}, {"Checksum", 1}};
+  auto c = parse_dra_checkpoint(outer.dump(), "dra_manager_state");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_EQ(c->entries.size(), 1u);
+  EXPECT_EQ(c->entries[0].claim.name, "gpu");
+  EXPECT_EQ(c->entries[0].claim.namespace_name, "ml");
+  EXPECT_EQ(c->entries[0].pod_uids, (std::vector<std::string>{"p1", "p2"}));
+  ASSERT_EQ(c->entries[0].claim.devices.size(), 1u);
+  EXPECT_EQ(c->entries[0].claim.devices[0].driver, "gpu.nvidia.com");
+  EXPECT_EQ(c->entries[0].claim.devices[0].device, "gpu-3");
+  EXPECT_EQ(c->entries[0].claim.devices[0].cdi, std::vector<std::string>{"k8s.gpu.nvidia.com/device=gpu-3"});
+  auto old = parse_dra_checkpoint(R"({"version":"v1","entries":[{"DriverName":"gpu.example.com","ClaimName":"c","Namespace":"n",)"
+                                  R"("PodUIDs":{"p":{}},"CDIDevices":{"gpu.example.com":["example.com/gpu=gpu-0"]}}],"checksum":7})",
+                                  "dra_manager_state");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  ASSERT_EQ(old->entries.at(0).claim.devices.size(), 1u);
+  EXPECT_EQ(old->entries[0].claim.devices[0].cdi, std::vector<std::string>{"example.com/gpu=gpu-0"});
+  EXPECT_TRUE(parse_dra_checkpoint(R"({"version":"v1"})", "x")->entries.empty());
+  EXPECT_FALSE(parse_dra_checkpoint(R"({"Data":"not json"})", "x").ok());
+  EXPECT_FALSE(parse_dra_checkpoint(R"({"entries":7})", "x").ok());
 }
 
 }  // namespace
