@@ -111,15 +111,22 @@ std::vector<std::string> pcie_path_of(hwloc_obj_t dev) {
   return up;
 }
 
+// The tree a live or gathered input is read from; null for XML and synthetic inputs (or a tree
+// that cannot be opened).
+std::unique_ptr<sys::FsRoot> input_root(const HwlocInput& in) {
+  std::string root = in.kind == HwlocInput::Kind::fsroot ? in.value : in.kind == HwlocInput::Kind::live ? "/" : "";
+  if (root.empty()) return nullptr;
+  auto fs = sys::open_fsroot(root);
+  return fs ? std::move(*fs) : nullptr;
+}
+
 // GPUs the NVIDIA driver lists (/proc/driver/nvidia/gpus/<busid>) count even when a capture
 // stripped the PCI vendor ids (hwloc's POWER9 test tree).
 std::set<std::string> nvidia_driver_gpus(const HwlocInput& in) {
   std::set<std::string> out;
-  std::string root = in.kind == HwlocInput::Kind::fsroot ? in.value : in.kind == HwlocInput::Kind::live ? "/" : "";
-  if (root.empty()) return out;
-  auto fs = sys::open_fsroot(root);
+  auto fs = input_root(in);
   if (!fs) return out;
-  auto names = (*fs)->list("proc/driver/nvidia/gpus");
+  auto names = fs->list("proc/driver/nvidia/gpus");
   if (!names) return out;
   for (const std::string& n : *names) out.insert(to_lower(n));
   return out;
@@ -317,14 +324,12 @@ std::map<std::string, std::set<unsigned>> gpu_memory_nodes(hwloc_topology_t t, c
   for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n));)
     if (n->subtype && std::string_view(n->subtype) == "GPUMemory")
       if (std::string bus = to_lower(info(n, "PCIBusID")); !bus.empty()) out[bus].insert(n->os_index);
-  std::string root = in.kind == HwlocInput::Kind::fsroot ? in.value : in.kind == HwlocInput::Kind::live ? "/" : "";
-  if (root.empty()) return out;
-  auto fs = sys::open_fsroot(root);
+  auto fs = input_root(in);
   if (!fs) return out;
-  auto names = (*fs)->list("proc/driver/nvidia/gpus");
+  auto names = fs->list("proc/driver/nvidia/gpus");
   if (!names) return out;
   for (const std::string& bus : *names) {
-    auto text = (*fs)->read("proc/driver/nvidia/gpus/" + bus + "/numa_status");
+    auto text = fs->read("proc/driver/nvidia/gpus/" + bus + "/numa_status");
     if (!text) continue;
     auto node = parse_uint(key_value(*text, "Node"));  // "-1" is no number: not a node
     if (node && *node <= topo::kMaxNumaNodeId) out[to_lower(bus)].insert(unsigned(*node));

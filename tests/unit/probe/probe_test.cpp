@@ -147,11 +147,16 @@ TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
   EXPECT_EQ(p->gpus, (std::vector<std::string>{"0000:3a:00.0", "0000:c6:00.0"}));
 }
 
+// NVIDIA GPUs 0000:07:00.0 and 0000:0f:00.0, /dev/nvidia0 and /dev/nvidia1 as the driver lists them.
+void two_nvidia_gpus(gpubind::testing::FakeTree& t) {
+  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
+  t.file("proc/driver/nvidia/gpus/0000:0f:00.0/information", "Device Minor: 1\n");
+}
+
 TEST(Probe, OpenableGpusAreThoseTheContainerOrCgroupLeaves) {
   // Two NVIDIA GPUs and an AMD one; the container holds only nvidia1's and the AMD GPU's files.
   gpubind::testing::FakeTree t;
-  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
-  t.file("proc/driver/nvidia/gpus/0000:0f:00.0/information", "Device Minor: 1\n");
+  two_nvidia_gpus(t);
   t.link("sys/class/drm/renderD128/device", "../../../0000:c6:00.0");
   t.file("dev/nvidia1", "");
   t.file("dev/dri/renderD128", "");
@@ -165,8 +170,7 @@ TEST(Probe, OpenableGpusAreThoseTheContainerOrCgroupLeaves) {
 // compute instance only; the driver's capability list says whose they are.
 TEST(Probe, OpenableMigParentsFromTheCapabilityFiles) {
   gpubind::testing::FakeTree t;
-  t.file("proc/driver/nvidia/gpus/0000:07:00.0/information", "Device Minor: 0\n");
-  t.file("proc/driver/nvidia/gpus/0000:0f:00.0/information", "Device Minor: 1\n");
+  two_nvidia_gpus(t);
   t.file("proc/driver/nvidia/capabilities/gpu0/mig/config", "DeviceFileMinor: 1\nDeviceFileMode: 256\n");
   t.file("proc/driver/nvidia/capabilities/gpu0/mig/gi1/access", "DeviceFileMinor: 12\nDeviceFileMode: 292\n");
   t.file("proc/driver/nvidia/capabilities/gpu0/mig/gi1/ci0/access", "DeviceFileMinor: 13\nDeviceFileMode: 292\n");
