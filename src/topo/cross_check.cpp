@@ -18,6 +18,19 @@ std::optional<CpuSet> cpus_of_node(const Topology& t, unsigned node) {
   return std::nullopt;
 }
 
+// The one NUMA node whose CPUs hold all of `cpus` (a library's CPU affinity for a device), when
+// they are fewer than the machine's: an affinity of every CPU says nothing.
+std::optional<unsigned> node_holding(const Topology& t, const CpuSet& cpus) {
+  if (cpus.empty() || t.cpus.is_subset_of(cpus)) return std::nullopt;
+  std::optional<unsigned> found;
+  for (const NumaNode& n : t.numa_nodes)
+    if (!n.cpus.empty() && cpus.is_subset_of(n.cpus)) {
+      if (found) return std::nullopt;
+      found = n.os_index;
+    }
+  return found;
+}
+
 std::string link_text(const GpuLink* l) {
   if (!l) return "none";
   if (l->kind == GpuLink::Kind::xgmi) return "XGMI";
@@ -132,17 +145,25 @@ std::vector<CrossCheckFinding> cross_check(Topology& t, const std::vector<Runtim
         if (!g.uuid.empty() && g.uuid != r.uuid) finding(g.pci, "UUID " + g.uuid + " in the topology, " + r.uuid + " from the library: the library's is used");
         g.uuid = r.uuid;
       }
-      if (r.numa) {
+      // The library's node for the GPU: its own (ROCm SMI), else the node its CPU affinity lies in
+      // (NVML has no call for the node of a GPU's CPUs; its affinity is every CPU where sysfs
+      // knows no node, and then nothing is taken).
+      std::optional<unsigned> lib_node = r.numa;
+      std::string from_affinity;
+      if (!lib_node && r.cpus && (!g.numa || g.numa->empty()))
+        if ((lib_node = node_holding(t, *r.cpus))) from_affinity = " (its CPU affinity " + r.cpus->to_list() + ")";
+      if (lib_node) {
         if (!g.numa || g.numa->empty()) {
-          if (auto cpus = cpus_of_node(t, *r.numa)) {
-            g.numa = std::vector<unsigned>{*r.numa};
+          if (auto cpus = cpus_of_node(t, *lib_node)) {
+            g.numa = std::vector<unsigned>{*lib_node};
             g.cpus = *cpus;
-            finding(g.pci, "no NUMA node in the topology (numa_node -1?); the library's node " + std::to_string(*r.numa) + " is used");
+            finding(g.pci, "no NUMA node in the topology (numa_node -1?); the library's node " + std::to_string(*lib_node) +
+                               from_affinity + " is used");
           } else {
-            finding(g.pci, "the library puts it on NUMA node " + std::to_string(*r.numa) + ", which the topology does not have");
+            finding(g.pci, "the library puts it on NUMA node " + std::to_string(*lib_node) + ", which the topology does not have");
           }
-        } else if (std::find(g.numa->begin(), g.numa->end(), *r.numa) == g.numa->end()) {
-          finding(g.pci, "NUMA node " + join_numbers(*g.numa) + " in the topology, " + std::to_string(*r.numa) +
+        } else if (std::find(g.numa->begin(), g.numa->end(), *lib_node) == g.numa->end()) {
+          finding(g.pci, "NUMA node " + join_numbers(*g.numa) + " in the topology, " + std::to_string(*lib_node) +
                              " from the library: the topology's is kept (the kernel's view of the PCI bus)");
         }
       }

@@ -307,7 +307,7 @@ def judge_pods():
 
 
 def judge_2s_unknown():
-    """GPUs on the root bus: sysfs gives no node; NVML's nodes are taken, and a UUID rank binds there."""
+    """GPUs on the root bus: sysfs gives no node; the node of NVML's CPU affinity is taken, and a UUID rank binds there."""
     s, rc = section("topo_json")
     live = json_of(s) if rc == 0 else {"gpus": []}
     same_machine(live)
@@ -317,6 +317,9 @@ def judge_2s_unknown():
     check(sum("locality unknown" in l for l in said) == 2, "sysfs alone: each GPU's unknown locality is said", str(said))
     nvml = {g["bus_id"][4:].lower(): g for g in json.load(open(fixture.replace(layout + ".json", "nvml-" + layout + ".json")))["gpus"]}
     node_cpus = {n["os_index"]: n["cpus"] for n in want["numa_nodes"]}
+    # NVML has no call for the node of a GPU's CPUs: its CPU affinity, within one node, names it.
+    for g in nvml.values():
+        g["numa"] = next(n for n, c in node_cpus.items() if c == g["cpus"])
     s, rc = section("topo_runtime")
     live = json_of(s) if rc == 0 else {"gpus": []}
     for g in live["gpus"]:

@@ -98,6 +98,22 @@ TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysIsTaken) {
   EXPECT_NE(it->what.find("the library's node 1 is used"), std::string::npos);  // the other three: unseen
 }
 
+// NVML has no call for the node of a GPU's CPUs: its CPU affinity, within one node, names it; an
+// affinity of every CPU (a VM whose sysfs says -1) names none.
+TEST(CrossCheck, WhereTheTopologyHasNoNumaNodeTheLibrarysCpuAffinityNamesIt) {
+  Topology t = example("cloud-vm-unknown-locality");
+  RuntimeView v = view({runtime_gpu("0003:00:00.0", "GPU-c", std::nullopt, CpuSet::parse_list("24-31").value()),
+                        runtime_gpu("0004:00:00.0", "GPU-d", std::nullopt, t.cpus)});
+  auto findings = cross_check(t, {v});
+  ASSERT_TRUE(gpu(t, "0003:00:00.0").numa.has_value());
+  EXPECT_EQ(*gpu(t, "0003:00:00.0").numa, std::vector<unsigned>{1});
+  EXPECT_EQ(gpu(t, "0003:00:00.0").cpus->to_list(), "24-47,72-95");
+  EXPECT_FALSE(gpu(t, "0004:00:00.0").numa.has_value());
+  auto it = std::find_if(findings.begin(), findings.end(), [](const auto& f) { return f.gpu == "0003:00:00.0"; });
+  ASSERT_NE(it, findings.end());
+  EXPECT_NE(it->what.find("the library's node 1 (its CPU affinity 24-31) is used"), std::string::npos) << it->what;
+}
+
 TEST(CrossCheck, ANodeTheTopologyDoesNotHaveIsAFindingNotTaken) {
   Topology t = example("cloud-vm-unknown-locality");
   RuntimeView v = view({runtime_gpu("0001:00:00.0", "GPU-a", 7)});
