@@ -97,6 +97,12 @@ DeviceView view_of(const topo::Topology& t, const std::string& resource, const D
   return v;
 }
 
+// A DRA claim's device as a Device (its name in the driver's pool, else its first CDI id), the
+// claim as "NAMESPACE/NAME", and the row a claim gets when the checkpoint names only its pod.
+Device dra_device(const ClaimDevice& d) { return {d.device.empty() && !d.cdi.empty() ? d.cdi[0] : d.device, std::nullopt}; }
+std::string claim_id(const Claim& c) { return c.namespace_name + "/" + c.name; }
+constexpr std::string_view kPodClaim = "(claim ";
+
 std::string device_name(const DeviceView& d) { return d.pci.empty() || d.pci == d.id ? d.id : d.id + " (" + d.pci + ")"; }
 
 std::string who(const ContainerReport& c) {
@@ -116,7 +122,7 @@ void name_pod(ContainerReport& c, const NodeState& s) {
 // not name) and a container of that pod: its CPUs are theirs.
 bool same(const ContainerReport& a, const ContainerReport& b) {
   return a.pod_uid == b.pod_uid &&
-         (a.container == b.container || a.container.starts_with("(claim ") || b.container.starts_with("(claim "));
+         (a.container == b.container || a.container.starts_with(kPodClaim) || b.container.starts_with(kPodClaim));
 }
 
 void judge_alignment(ContainerReport& c, const topo::Topology& t) {
@@ -266,8 +272,7 @@ void apply_pod_resources(NodeState& s, const PodResources& api) {
       if (!c.cpus.empty()) s.cpu->exclusive[key][c.name] = c.cpus;
       for (const Claim& claim : c.claims)
         for (const ClaimDevice& d : claim.devices)
-          s.devices->assignments.push_back({key, c.name, d.driver, {{d.device.empty() && !d.cdi.empty() ? d.cdi[0] : d.device, std::nullopt}},
-                                            claim.namespace_name + "/" + claim.name});
+          s.devices->assignments.push_back({key, c.name, d.driver, {dra_device(d)}, claim_id(claim)});
       for (const PodResources::Devices& d : c.devices) {
         DeviceAssignment a{key, c.name, d.resource, {}, ""};
         std::optional<int> node = d.numa.empty() ? std::nullopt : std::optional<int>(int(d.numa.front()));
@@ -308,10 +313,8 @@ Report judge(NodeState state, const topo::Topology& t) {
   if (state.dra && state.assignments_from != "the pod-resources API")
     for (const DraCheckpoint::Entry& e : state.dra->entries)
       for (const std::string& uid : e.pod_uids)
-        for (const ClaimDevice& d : e.claim.devices) {
-          std::string claim = e.claim.namespace_name + "/" + e.claim.name;
-          assignments.push_back({uid, "(claim " + claim + ")", d.driver, {{d.device.empty() && !d.cdi.empty() ? d.cdi[0] : d.device, std::nullopt}}, claim});
-        }
+        for (const ClaimDevice& d : e.claim.devices)
+          assignments.push_back({uid, std::string(kPodClaim) + claim_id(e.claim) + ")", d.driver, {dra_device(d)}, claim_id(e.claim)});
   for (const DeviceAssignment& a : assignments) {
     ContainerReport& c = by_container[{a.pod_uid, a.container}];
     c.pod_uid = a.pod_uid;
@@ -329,7 +332,7 @@ Report judge(NodeState state, const topo::Topology& t) {
         if (auto e = pod->second.find(c.container); e != pod->second.end()) {
           c.exclusive = true;
           c.cpus = e->second;
-        } else if (c.container.starts_with("(claim ")) {
+        } else if (c.container.starts_with(kPodClaim)) {
           for (const auto& [name, cpus] : pod->second) c.cpus |= cpus;  // a pod's claim: its containers' CPUs
           c.exclusive = !c.cpus.empty();
         }
