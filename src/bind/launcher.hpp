@@ -3,6 +3,7 @@
 // contract, each bound by the plan, and supervises them like a launcher people trust: signals
 // forwarded, fail-fast with a grace period, the first failure's status, no orphans.
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ struct LaunchSpec {
   BestEffort best_effort = BestEffort::no;
   MemRefused mem_refused = MemRefused::warn;
   bool quiet = false;             // no warnings on stderr
+  // Called in each rank's process once its binding is applied, before the command runs
+  // (--report-bindings); empty: nothing.
+  std::function<void(const plan::RankBinding&, MemoryApplied)> on_bound;
 };
 
 // The environment one rank gets from the launcher (torchrun's names).

@@ -33,6 +33,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   r.mem_on_gpu = o.mem_on_gpu;
   r.nic_env = o.nic_env;
   r.isolate_gpus = o.isolate_gpus;
+  r.spread_gpus = !o.no_spread_gpus;
   r.omp = o.omp;
   r.require_gpu = o.require_gpu;
   if (!o.reserve.empty()) {

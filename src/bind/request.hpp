@@ -29,6 +29,7 @@ struct PlanOptions {
   bool mem_on_gpu = false;
   bool nic_env = false;
   bool isolate_gpus = false;
+  bool no_spread_gpus = false;
   bool omp = false;
   bool balanced = false;
   bool require_gpu = false;

@@ -46,6 +46,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
     } else if (bool* flag = a == "no-smt"          ? &out.plan.no_smt
                             : a == "nic-env"       ? &out.plan.nic_env
                             : a == "isolate-gpus"  ? &out.plan.isolate_gpus
+                            : a == "no-spread-gpus" ? &out.plan.no_spread_gpus
                             : a == "omp"           ? &out.plan.omp
                             : a == "balanced"      ? &out.plan.balanced
                             : a == "mem-on-gpu"    ? &out.plan.mem_on_gpu
@@ -62,7 +63,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
     } else {
       return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'",
                    "default=, mem=, strict, require-mem-policy, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, "
-                   "omp, balanced, mem-on-gpu, require-gpu, gpus-per-rank=, mem-node="};
+                   "no-spread-gpus, omp, balanced, mem-on-gpu, require-gpu, gpus-per-rank=, mem-node="};
     }
   }
   return out;

@@ -5,6 +5,7 @@
 #include "bind/launcher_binding.hpp"
 #include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
+#include "cli/binding_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
@@ -19,20 +20,6 @@
 namespace gpubind::cli {
 
 namespace {
-
-// `memory`: what became of the memory policy, when it was applied.
-std::string describe(const plan::RankBinding& rb, bind::MemoryApplied memory = bind::MemoryApplied::unchanged) {
-  std::vector<std::string> gpus;
-  for (const auto& g : rb.gpus) gpus.push_back(std::to_string(g.index) + " (" + g.pci + ")");
-  std::string note = bind::memory_applied_note(memory);
-  std::string mem = rb.mem_policy == plan::MemPolicy::none
-                        ? "unchanged"
-                        : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes) + (note.empty() ? "" : " " + note);
-  std::vector<std::string> nics;
-  for (const auto& n : rb.nics) nics.push_back(n.name.empty() ? n.pci : n.name);
-  return std::string(gpus.size() > 1 ? "GPUs " : "GPU ") + (gpus.empty() ? std::string("none") : join(gpus, ", ")) + ", CPUs " +
-         rb.cpus.to_list() + ", memory " + mem + (nics.empty() ? "" : (nics.size() > 1 ? ", NICs " : ", NIC ") + join(nics, "; "));
-}
 
 struct ExecFlags {
   PlanOptions o;
@@ -151,17 +138,16 @@ void print_report(const ExecFlags& f, const topo::Topology& t, const bind::Bound
   if (!f.report) return;
   bind::MemoryApplied memory = b.applied ? b.applied->memory : bind::MemoryApplied::unchanged;
   long g = topo::global_rank(environment_of(topo::global_rank_env_names()));
-  std::fprintf(stderr, "[%s:%d] gpubind: rank %s (local %u of %zu) bound to %s: %s\n",
-               one_line(t.hostname.empty() ? "localhost" : t.hostname).c_str(), sys::current_pid(),
-               g < 0 ? "?" : std::to_string(g).c_str(), local_rank, b.plan.ranks.size(), describe(b.binding, memory).c_str(),
-               render::core_map(t, b.binding.cpus).c_str());
+  plan::RankBinding rb = b.binding;
+  rb.local_rank = local_rank;
+  std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), rb, memory).c_str());
 }
 
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
   std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
                r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
                (b.request.allowed ? *b.request.allowed : t.allowed_cpus).to_list().c_str(),
-               describe(b.binding, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged).c_str());
+               describe_binding(b.binding, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged).c_str());
 }
 
 }  // namespace
@@ -197,7 +183,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (f.dry_run) {
     print_report(f, *topo, *bound, lr->rank);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
-                describe(bound->binding).c_str());
+                describe_binding(bound->binding).c_str());
     std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
     return exec_command(*binder, f);
   }

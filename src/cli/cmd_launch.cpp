@@ -4,10 +4,13 @@
 
 #include "bind/job_shape.hpp"
 #include "bind/launcher.hpp"
+#include "cli/binding_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
 #include "discover/live_cache.hpp"
+#include "discover/source.hpp"
+#include "render/plan_render.hpp"
 #include "render/table.hpp"
 #include "sys/affinity.hpp"
 #include "sys/process.hpp"
@@ -58,6 +61,11 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
   app.flag("--best-effort", f.best_effort, "Start ranks even when part of a binding cannot be applied");
   app.flag("--require-mem-policy", f.require_mem_policy,
            "A memory policy the container refuses (seccomp, no CAP_SYS_NICE) stops the rank instead of a warning");
+  app.flag("--dry-run", f.dry_run,
+           "Print the plan and the environment and command each rank would get; start nothing (GPUBIND_TOPOLOGY may then "
+           "name any machine's topology)");
+  app.flag("--report-bindings", f.report,
+           "Print one line per rank on stderr once its binding is applied, as exec --report-bindings (and mpirun) do");
   // The command starts at the first argument that is not an option: "-- CMD ARGS" (run as given)
   // or torchrun's "SCRIPT ARGS" (run with python unless --no-python).
   app.prefix_command();
@@ -67,9 +75,11 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
   srun -N4 --ntasks-per-node=1 gpubind launch --nproc-per-node 8 train.py)");
 }
 
-// This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches.
-Result<topo::Topology> launch_topology(const bind::Config& cfg, bool no_cache, bool quiet) {
+// This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches; a dry
+// run previews any machine's.
+Result<topo::Topology> launch_topology(const bind::Config& cfg, bool no_cache, bool quiet, bool preview) {
   std::string source = topology_source("");
+  if (preview && !source.empty()) return discover::load_topology(source);
   std::vector<std::string> cache_notes;
   auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source,
                                          no_cache ? "" : discover::default_cache_dir(cfg.cache_dir.value_or("")),
@@ -88,6 +98,51 @@ Result<std::optional<unsigned>> ranks_for(const bind::JobShape& shape, const top
     return std::optional<unsigned>(unsigned(cpus->count()));
   }
   return shape.ranks;
+}
+
+// The job's shape from the flags and the launcher's environment, with the site's off-switch and
+// the free port a one-node job without one takes.
+Result<bind::JobShape> launch_shape(const bind::LaunchFlags& f, const bind::Config& cfg) {
+  auto shape = bind::job_shape(f, environment_of(bind::job_env_names()));
+  if (!shape) return shape.error();
+  if (!cfg.binding && shape->spec.bind) {
+    if (!f.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg.path.c_str());
+    shape->spec.bind = false;
+  }
+  if (shape->needs_free_port) {
+    auto port = sys::free_tcp_port();
+    if (!port) return port.error();
+    shape->spec.master_port = *port;
+  }
+  return shape;
+}
+
+Result<plan::Plan> launch_plan(const bind::JobShape& shape, const topo::Topology& t, PlanOptions o, bool preview) {
+  auto ranks = ranks_for(shape, t);
+  if (!ranks) return ranks.error();
+  o.ranks = *ranks;
+  auto req = make_request(o, t, preview && !topology_source("").empty() ? AllowedFrom::topology : AllowedFrom::affinity);
+  if (!req) return req.error();
+  return plan::make_plan(t, *req);
+}
+
+// --dry-run: the plan, then each rank's environment and command as `env` would run them.
+int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
+  std::string out = spec.bind ? render::plan_table(plan, false) : "ranks start unbound (--no-bind or binding = off)\n";
+  unsigned n = unsigned(plan.ranks.size());
+  for (unsigned i = 0; i < n; ++i) {
+    auto env = bind::launcher_environment(spec, i, n);
+    if (spec.bind) {
+      auto own = plan::rank_environment(plan, plan.ranks[i]);
+      env.insert(env.end(), own.begin(), own.end());
+    }
+    std::vector<std::string> argv = spec.substitute_local_rank ? bind::substitute_local_rank(spec.command, i) : spec.command;
+    for (std::string& a : argv) a = render::shell_quote(a);
+    out += "\nrank " + std::to_string(spec.node_rank * n + i) + " (local " + std::to_string(i) + " of " + std::to_string(n) +
+           "):\n  env " + render::env_words(env) + " " + join(argv, " ") + "\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
 }
 
 // Closing summary, one row per rank, on stderr.
@@ -132,28 +187,19 @@ int cmd_launch(const std::vector<std::string>& args) {
   apply_config(app, *cfg, o);
   f.ranks = o.ranks;
   f.quiet = o.quiet;
-  auto shape = bind::job_shape(f, environment_of(bind::job_env_names()));
+  auto shape = launch_shape(f, *cfg);
   if (!shape) return fail(shape.error());
   bind::LaunchSpec& spec = shape->spec;
-  if (!cfg->binding && spec.bind) {
-    if (!o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg->path.c_str());
-    spec.bind = false;
-  }
-  if (shape->needs_free_port) {
-    auto port = sys::free_tcp_port();
-    if (!port) return fail(port.error());
-    spec.master_port = *port;
-  }
-  auto topo = launch_topology(*cfg, no_cache, o.quiet);
+  auto topo = launch_topology(*cfg, no_cache, o.quiet, f.dry_run);
   if (!topo) return fail(topo.error());
-  auto ranks = ranks_for(*shape, *topo);
-  if (!ranks) return fail(ranks.error());
-  o.ranks = *ranks;
-  auto req = make_request(o, *topo, AllowedFrom::affinity);
-  if (!req) return fail(req.error());
-  auto plan = plan::make_plan(*topo, *req);
+  auto plan = launch_plan(*shape, *topo, o, f.dry_run);
   if (!plan) return fail(plan.error());
   if (spec.bind) print_warnings(plan->warnings, o.quiet);
+  if (f.dry_run) return print_dry_run(*plan, spec);
+  if (f.report)
+    spec.on_bound = [&t = *topo, n = unsigned(plan->ranks.size()), node = spec.node_rank](const plan::RankBinding& rb, bind::MemoryApplied m) {
+      std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), long(node * n + rb.local_rank), n, rb, m).c_str());
+    };
   auto machine = bind::live_machine_state();
   if (!machine) return fail(machine.error());
   // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.

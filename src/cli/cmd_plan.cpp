@@ -10,6 +10,7 @@
 #include "render/node_svg.hpp"
 #include "render/plan_render.hpp"
 #include "util/exit_status.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::cli {
 
@@ -18,7 +19,7 @@ namespace {
 struct PlanFlags {
   PlanOptions o;
   std::string format = "table", hosts;
-  bool json = false, explain = false, gpu_runtime = false;
+  bool json = false, explain = false, gpu_runtime = false, no_config = false;
   std::optional<unsigned> rank;
 };
 
@@ -36,6 +37,9 @@ void add_plan_flags(Args& app, PlanFlags& f) {
            "The --topology file describes this machine: where CUDA_VISIBLE_DEVICES (NVIDIA_, ROCR_, HIP_VISIBLE_DEVICES) names GPUs by "
            "UUID and the file has none, take them from this machine's NVML / ROCm SMI (automatic for this machine)");
   app.option("--rank", f.rank, "Local rank for --format env");
+  app.flag("--no-config", f.no_config,
+           "Ignore gpubind.conf ($GPUBIND_CONFIG, else /etc/gpubind.conf), whose policy, mem and reserve exec, launch and "
+           "the SPANK plugin apply (default: plan applies them too, and says so)");
   app.flag("--explain", f.explain, "Show every step of the GPU resolution and the CPU choice");
   app.footer(R"(Examples:
   gpubind plan                                  one rank per visible GPU on this machine
@@ -62,6 +66,30 @@ Result<std::string> render_plan(const plan::Plan& plan, const topo::Topology& t,
   return render::plan_rankfile(plan, t, host_list, format == "rankfile-logical");
 }
 
+// The site's gpubind.conf, as exec, launch and the plugin apply it: plan previews what they bind.
+Status site_config(const Args& app, PlanFlags& f) {
+  if (f.no_config) return Ok{};
+  auto cfg = load_config();
+  if (!cfg) return cfg.error();
+  std::vector<std::string> taken = apply_config(app, *cfg, f.o);
+  std::vector<std::string> notes;
+  if (!taken.empty()) notes.push_back("from " + cfg->path + ": " + join(taken, ", ") + " (as exec, launch and the plugin apply it; --no-config ignores it)");
+  if (!cfg->binding) notes.push_back("binding = off in " + cfg->path + ": exec, launch and the plugin bind nothing; this is the plan they would apply with it on");
+  if (!f.o.quiet)
+    for (const std::string& n : notes) std::fprintf(stderr, "gpubind: note: %s\n", n.c_str());
+  return Ok{};
+}
+
+// Formats that carry no environment cannot tell the ranks which GPUs gpubind chose for them.
+void warn_visible_env(const plan::Plan& plan, const PlanFlags& f) {
+  if (plan.visible_env.empty() || f.format == "table" || f.format == "json" || f.format == "env" || f.format == "svg" ||
+      f.format == "slurm")  // --gpu-bind=map_gpu gives each task its GPU
+    return;
+  print_warnings({"fewer ranks than GPUs: the ranks take GPUs spread over the node; give every rank " +
+                  render::env_words(plan.visible_env) + " (mpirun -x, srun --export=ALL,...), or plan with --no-spread-gpus"},
+                 f.o.quiet);
+}
+
 }  // namespace
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -71,6 +99,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   add_plan_flags(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (f.json) f.format = "json";
+  if (Status s = site_config(app, f); !s) return fail(s.error());
   if (f.format == "env" && !f.rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)", ErrorKind::usage});
   std::string source = topology_source(f.o.topology);
   auto topo = discover::load_topology(source);
@@ -83,6 +112,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (f.rank && *f.rank >= plan->ranks.size())
     return fail(Error{"--rank " + std::to_string(*f.rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1), ErrorKind::usage});
   print_warnings(plan->warnings, f.o.quiet);
+  warn_visible_env(*plan, f);
   auto out = render_plan(*plan, *topo, f);
   if (!out) return fail(out.error());
   std::fwrite(out->data(), 1, out->size(), stdout);

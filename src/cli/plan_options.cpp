@@ -24,6 +24,9 @@ void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
            "with NVLink; topo's GPU MEMORY column)");
   app.flag("--nic-env", o.nic_env, "Export NCCL_IB_HCA / UCX_NET_DEVICES for the rank's NIC");
   app.flag("--isolate-gpus", o.isolate_gpus, "Export CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES per rank");
+  app.flag("--no-spread-gpus", o.no_spread_gpus,
+           "Fewer ranks than GPUs: rank r on visible GPU r (default: GPUs spread over packages and NUMA nodes, exported "
+           "as the workers' visible list, unless CUDA_VISIBLE_DEVICES or the like already fixed them)");
   app.flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
   app.flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
   app.flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
@@ -35,8 +38,14 @@ Result<bind::Config> load_config() {
   return bind::read_config(named.empty() ? bind::kDefaultConfigPath : named, !named.empty());
 }
 
-void apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o) {
-  bind::apply_config(cfg, o, {app.count("--policy") > 0, app.count("--mem") > 0, app.count("--reserve") > 0});
+std::vector<std::string> apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o) {
+  bind::GivenExplicitly given{app.count("--policy") > 0, app.count("--mem") > 0, app.count("--reserve") > 0};
+  bind::apply_config(cfg, o, given);
+  std::vector<std::string> taken;
+  if (cfg.policy && !given.policy) taken.push_back("policy = " + *cfg.policy);
+  if (cfg.mem && !given.mem) taken.push_back("mem = " + *cfg.mem);
+  if (cfg.reserve && !given.reserve) taken.push_back("reserve = " + *cfg.reserve);
+  return taken;
 }
 
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {

@@ -27,8 +27,8 @@ using bind::AllowedFrom;
 Result<bind::Config> load_config();
 
 // Fills what the user did not give on the command line (--policy, --mem, --reserve) from the
-// configuration file.
-void apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o);
+// configuration file. Returns the settings it took ("reserve = 56"), for plan to say.
+std::vector<std::string> apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o);
 
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
 void add_plan_options(Args& app, PlanOptions& o, bool with_policy = true);

@@ -66,15 +66,20 @@ std::string cpus_text(const CpuSet& s) { return s.empty() ? "(none)" : s.to_list
 
 namespace {
 
-// K GPUs per rank: each rank takes the first free GPU and the K-1 free GPUs closest to it
-// (most NVLink/xGMI lanes, then the best PCIe path class, then visible order).
+// K GPUs per rank: each rank takes the first free GPU (`seeded`: GPU r, the first `ranks` being
+// every rank's first, chosen by spread_gpus) and the K-1 free GPUs closest to it (most NVLink/xGMI
+// lanes, then the best PCIe path class, then visible order).
 std::vector<std::vector<const Gpu*>> group_gpus(const Topology& t, const std::vector<const Gpu*>& visible, unsigned ranks,
-                                                unsigned k) {
+                                                unsigned k, bool seeded) {
   std::vector<std::vector<const Gpu*>> out(ranks);
   std::vector<bool> used(visible.size(), false);
+  if (seeded) std::fill(used.begin(), used.begin() + ranks, true);
   for (unsigned r = 0; r < ranks; ++r) {
-    size_t first = 0;
-    while (used[first]) ++first;
+    size_t first = r;
+    if (!seeded) {
+      first = 0;
+      while (used[first]) ++first;
+    }
     used[first] = true;
     out[r].push_back(visible[first]);
     while (out[r].size() < k) {
@@ -142,8 +147,10 @@ Status prepare(Ctx& c) {
 
 void warn_unknown_locality(Ctx& c, const std::vector<const Gpu*>& visible) {
   if (!visible.empty() && !locality_known(visible))
-    c.plan.warnings.push_back("GPU locality is unknown (the source gives no NUMA node for the GPUs, as in most VMs): "
-                              "ranks are spread over packages in GPU order, which may not match the hardware");
+    c.plan.warnings.push_back("GPU locality is unknown (the source gives no NUMA node for the GPUs, as in most VMs): " +
+                              std::string(c.plan.ranks.size() == 1 ? "the one rank gets every allowed CPU"
+                                                                   : "ranks are spread over packages in GPU order, which may not "
+                                                                     "match the hardware"));
 }
 
 void name_ranks(Ctx& c, const GpusOfRanks& gpus_of) {
@@ -217,10 +224,11 @@ Result<GpusOfRanks> assign_gpus(Ctx& c, const std::vector<const Gpu*>& visible) 
                                                          " are visible", ErrorKind::usage};
   GpusOfRanks gpus_of(ranks);
   if (!visible.empty()) {
+    std::vector<const Gpu*> order = spread_gpus(c, visible, ranks, k);
     if (k > 1) {
-      gpus_of = group_gpus(t, visible, ranks, k);
+      gpus_of = group_gpus(t, order, ranks, k, order != visible);
     } else if (ranks <= visible.size()) {
-      for (unsigned r = 0; r < ranks; ++r) gpus_of[r] = {visible[r]};
+      for (unsigned r = 0; r < ranks; ++r) gpus_of[r] = {order[r]};
     } else {
       // More ranks than GPUs: consecutive ranks share a GPU (rank r -> GPU r*G/R).
       for (unsigned r = 0; r < ranks; ++r) gpus_of[r] = {visible[size_t(r) * visible.size() / ranks]};
@@ -278,7 +286,7 @@ void finish(Ctx& c) {
 Result<Plan> make_plan(const Topology& t, const Request& req) {
   using namespace steps;
   if (Status s = check_request(t, req); !s) return s.error();
-  Ctx c{t, req, usable_cpus(t, req), {}, {}};
+  Ctx c{t, req, usable_cpus(t, req), {}, {}, {}};
   if (Status s = prepare(c); !s) return s.error();
   auto visible = visible_gpus(t, req, c.plan.explain, c.plan.warnings);  // 1. which GPUs the workers see
   if (!visible) return visible.error();

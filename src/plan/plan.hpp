@@ -40,6 +40,10 @@ struct Request {
   std::optional<CpuSet> allowed_mems;  // memory nodes the caller may use (cgroup cpuset.mems); default: all
   bool nic_env = false;                // export NCCL_IB_HCA / UCX_NET_DEVICES
   bool isolate_gpus = false;           // export CUDA/ROCR_VISIBLE_DEVICES per rank
+  // Fewer ranks than visible GPUs and nothing fixed which GPUs the workers see (no visibility
+  // variable, every GPU openable): take GPUs spread over packages and NUMA nodes and export them
+  // as every rank's visible list. false: rank r on visible GPU r.
+  bool spread_gpus = true;
   bool omp = false;                    // export OMP_PLACES / OMP_PROC_BIND
   bool require_gpu = false;            // a topology without GPUs is an error
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
@@ -104,6 +108,9 @@ struct Plan {
   Score score;
   std::vector<std::string> warnings;
   std::vector<std::string> explain;    // every step of the GPU resolution and the CPU choice
+  // The visibility variables every rank gets when gpubind chose which GPUs fewer ranks than
+  // visible GPUs take (Request::spread_gpus; also in each rank's env). Empty: none chosen.
+  std::vector<std::pair<std::string, std::string>> visible_env;
 };
 
 Result<Plan> make_plan(const topo::Topology& t, const Request& req);

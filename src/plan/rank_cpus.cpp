@@ -36,6 +36,12 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
   const Topology& t = c.t;
   CpuSet domain;
   if (!locality_known(gpus)) {
+    unsigned ranks = unsigned(c.plan.ranks.size());
+    if (ranks == 1) {
+      // One rank and nowhere known to put it: the whole allowed set, not a guessed package.
+      c.plan.explain.push_back("rank 0: GPU locality unknown and the only rank: every allowed CPU, no package guessed");
+      return c.allowed;
+    }
     // Unknown locality (VM, numa_node -1): spread ranks over packages in GPU order.
     std::vector<CpuSet> places;
     for (const topo::Package& p : t.packages)
@@ -44,7 +50,6 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
       for (const topo::NumaNode& n : t.numa_nodes)
         if (n.cpus.intersects(c.allowed)) places.push_back(n.cpus & c.allowed);
     if (places.empty()) places.push_back(c.allowed);
-    unsigned ranks = unsigned(c.plan.ranks.size());
     size_t p = size_t(rank) * places.size() / std::max(1u, ranks);
     c.plan.explain.push_back("rank " + std::to_string(rank) + ": GPU locality unknown; package slot " + std::to_string(p) +
                              " of " + std::to_string(places.size()) + " in GPU order: " + cpus_text(places[p]));
@@ -73,6 +78,24 @@ CpuSet target_domain(Ctx& c, unsigned rank, const std::vector<const Gpu*>& gpus,
                   (home_pkg && best->package == home_pkg ? " (same package)" : " (nearest by NUMA distance)");
   rb.warnings.push_back(w);
   return best->cpus & c.allowed;
+}
+
+// A rank alone on its GPU's NUMA node(s) (no other rank's target touches them) gets the whole
+// node, not only its GPU's L3 domain: the rest of the node would otherwise stay idle, and it is
+// as local (LLNL Tioga -n 1: 16 cores, not the GCD's 8). Policy closest only: l3 asks for the L3.
+void widen_lone_ranks(Ctx& c, const GpusOfRanks& gpus_of, std::vector<CpuSet>& targets) {
+  for (size_t r = 0; r < targets.size(); ++r) {
+    if (gpus_of[r].empty() || !locality_known(gpus_of[r])) continue;
+    CpuSet node = topo::cpus_of_nodes(c.t, topo::nodes_covering(c.t, targets[r])) & c.allowed;
+    if (node == targets[r] || node.empty()) continue;
+    bool alone = true;
+    for (size_t o = 0; o < targets.size() && alone; ++o) alone = o == r || !targets[o].intersects(node);
+    if (!alone) continue;
+    c.plan.explain.push_back("rank " + std::to_string(r) + ": alone on NUMA node(s) " +
+                             join_numbers(topo::nodes_covering(c.t, targets[r])) + ": the whole node " + cpus_text(node) +
+                             ", not only its GPU's " + cpus_text(targets[r]));
+    targets[r] = node;
+  }
 }
 
 // Ranks whose target domains overlap form one pool; pools in the order of their first rank,
@@ -202,6 +225,7 @@ void assign_cpus(Ctx& c, const GpusOfRanks& gpus_of, bool any_gpu) {
     if (req.policy == Policy::none || req.policy == Policy::cpu_only || gpus_of[r].empty()) targets[r] = c.allowed;
     else targets[r] = target_domain(c, r, gpus_of[r], rb);
   }
+  if (req.policy == Policy::closest) widen_lone_ranks(c, gpus_of, targets);
   if (req.policy == Policy::cpu_only || !any_gpu) {
     // GPU-unaware: contiguous blocks from CPU 0, like DeepSpeed's --bind_cores_to_rank
     // (cpu-only), or, without GPUs, the whole machine split evenly.

@@ -113,19 +113,11 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
     rb.env.push_back({"OMP_PROC_BIND", "close"});
   }
   if (c.req.isolate_gpus && !gpus.empty()) {
-    std::vector<unsigned> idx;
-    for (const Gpu* g : gpus) idx.push_back(g->index);
-    switch (gpus[0]->vendor) {
-      case topo::Vendor::amd: rb.env.push_back({"ROCR_VISIBLE_DEVICES", join_numbers(idx)}); break;
-      case topo::Vendor::intel: {
-        auto h = ze_hierarchy(c.req.env);  // a bad value stopped visible_gpus already
-        rb.env.push_back({"ZE_AFFINITY_MASK", ze_affinity_mask(c.t, gpus, h ? *h : ZeHierarchy::flat)});
-        break;
-      }
-      default:
-        rb.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
-        rb.env.push_back({"CUDA_VISIBLE_DEVICES", join_numbers(idx)});
-    }
+    auto env = visibility_env(c, gpus);
+    rb.env.insert(rb.env.end(), env.begin(), env.end());
+  } else if (!c.spread.empty()) {
+    auto env = visibility_env(c, c.spread);
+    rb.env.insert(rb.env.end(), env.begin(), env.end());
   }
   if (c.req.nic_env && !rb.nics.empty()) {
     // UCX takes a list: a rank with several GPUs (and so several NICs) uses them all.
@@ -140,11 +132,25 @@ void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> visibility_env(const Ctx& c, const std::vector<const Gpu*>& gpus) {
+  std::vector<unsigned> idx;
+  for (const Gpu* g : gpus) idx.push_back(g->index);
+  switch (gpus[0]->vendor) {
+    case topo::Vendor::amd: return {{"ROCR_VISIBLE_DEVICES", join_numbers(idx)}};
+    case topo::Vendor::intel: {
+      auto h = ze_hierarchy(c.req.env);  // a bad value stopped visible_gpus already
+      return {{"ZE_AFFINITY_MASK", ze_affinity_mask(c.t, gpus, h ? *h : ZeHierarchy::flat)}};
+    }
+    default: return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"CUDA_VISIBLE_DEVICES", join_numbers(idx)}};
+  }
+}
+
 void assign_environment(Ctx& c, const GpusOfRanks& gpus_of) {
   const Request& req = c.req;
   unsigned ranks = unsigned(c.plan.ranks.size());
   std::vector<std::pair<std::string, std::string>> nic_env;
   if (req.nic_env && req.policy != Policy::none) nic_env = node_nic_env(c.t, c.plan.ranks);
+  if (!c.spread.empty() && !req.isolate_gpus && req.policy != Policy::none) c.plan.visible_env = visibility_env(c, c.spread);
   for (unsigned r = 0; r < ranks; ++r) {
     assign_env(c, c.plan.ranks[r], gpus_of[r]);
     if (!c.plan.ranks[r].nics.empty())

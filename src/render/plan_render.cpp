@@ -36,18 +36,6 @@ std::string nic_text(const RankBinding& rb) {
   return (rb.nics[0].name.empty() ? rb.nics[0].pci : rb.nics[0].name) + " (" + topo::to_string(rb.nics[0].path) + ")";
 }
 
-// POSIX sh quoting: plain when every character is safe, else single quotes with each ' written
-// as '\'' , so no value from a topology file (a NIC or GPU name) can run as shell code under eval.
-std::string quote(const std::string& v) {
-  bool plain = !v.empty();
-  for (char c : v)
-    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/');
-  if (plain) return v;
-  std::string out = "'";
-  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string hex_mask(const CpuSet& s) {
   // Slurm's mask_cpu takes one hex number per task.
   std::string m = s.to_mask();
@@ -59,6 +47,18 @@ std::string hex_mask(const CpuSet& s) {
 }
 
 }  // namespace
+
+// POSIX sh quoting: plain when every character is safe, else single quotes with each ' written
+// as '\'' , so no value from a topology file (a NIC or GPU name) can run as shell code under eval.
+std::string shell_quote(const std::string& v) {
+  bool plain = !v.empty();
+  for (char c : v)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == ',' || c == '-' || c == '_' || c == '.' || c == ':' || c == '/');
+  if (plain) return v;
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 std::string format_share(const std::optional<double>& v) {
   if (!v) return "unknown";
@@ -82,6 +82,12 @@ std::string core_map(const topo::Topology& t, const CpuSet& cpus) {
   return out;
 }
 
+std::string env_words(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> words;
+  for (const auto& [k, v] : env) words.push_back(k + "=" + shell_quote(v));
+  return join(words, " ");
+}
+
 std::string plan_table(const Plan& p, bool explain) {
   std::string out = "Plan: " + std::to_string(p.ranks.size()) + " rank(s), policy " + plan::to_string(p.policy) + ", memory " +
                     plan::to_string(p.mem) + ", on " + p.topology_origin + "\n\n";
@@ -98,6 +104,7 @@ std::string plan_table(const Plan& p, bool explain) {
   out += "\nscore: cpu locality " + format_share(s.cpu_locality) + ", memory locality " + format_share(s.mem_locality) +
          ", overlap " + std::to_string(s.overlap_cpus) + " CPU(s)" + (s.cores_known ? "" : " (shared cores unknown)") + ", idle " + std::to_string(s.idle_cpus) + " CPU(s), cores per rank " + std::to_string(s.min_cores) + "-" +
          std::to_string(s.max_cores) + "\n";
+  if (!p.visible_env.empty()) out += "every rank: " + env_words(p.visible_env) + " (the GPUs chosen for fewer ranks than GPUs)\n";
   if (explain) out += text_block("explain", p.explain);
   return out;
 }
@@ -141,6 +148,10 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
   score["nic_path"] = oj::array();
   for (const auto& c : s.nic_path) score["nic_path"].push_back(c ? oj(topo::to_string(*c)) : oj());
   j["score"] = score;
+  if (!p.visible_env.empty()) {
+    j["visible_env"] = oj::object();
+    for (const auto& [k, v] : p.visible_env) j["visible_env"][k] = v;
+  }
   j["warnings"] = p.warnings;
   if (explain) j["explain"] = p.explain;
   return j;
@@ -149,7 +160,7 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
 std::string plan_env(const Plan& p, unsigned rank) {
   const RankBinding& rb = p.ranks.at(rank);
   std::string out = "# gpubind plan: local rank " + std::to_string(rank) + " of " + std::to_string(p.ranks.size()) + "\n";
-  for (const auto& [k, v] : plan::rank_environment(p, rb)) out += "export " + k + "=" + quote(v) + "\n";
+  for (const auto& [k, v] : plan::rank_environment(p, rb)) out += "export " + k + "=" + shell_quote(v) + "\n";
   return out;
 }
 

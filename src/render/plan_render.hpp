@@ -11,6 +11,11 @@ namespace gpubind::render {
 
 inline constexpr int kPlanSchemaVersion = 1;
 
+// POSIX sh quoting: plain when every character is safe, else single quotes.
+std::string shell_quote(const std::string& v);
+// "K=V K=V", as a shell or `env` takes them (values quoted).
+std::string env_words(const std::vector<std::pair<std::string, std::string>>& env);
+
 std::string plan_table(const plan::Plan& p, bool explain);
 nlohmann::ordered_json plan_json(const plan::Plan& p, bool explain);
 // Shell `export` lines for one rank: plan::rank_environment, what `gpubind exec` sets.

@@ -11,7 +11,7 @@
 //             the task keeps its CPU binding)
 //   topology= a topology file chosen by the admin (never one named by the user's environment)
 //   dryrun    plan and export GPUBIND_* but apply nothing (tests with a fake node layout)
-//   no-smt, nic-env, isolate-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N
+//   no-smt, nic-env, isolate-gpus, no-spread-gpus, omp, balanced, require-gpu, gpus-per-rank=N, mem-node=N
 //             the planning options of `gpubind exec` (same names without "--", same meaning)
 //   config=   the gpubind.conf to read (default /etc/gpubind.conf; never one named by the user's
 //             environment): binding = off disables the plugin; policy = is the mode of a bare

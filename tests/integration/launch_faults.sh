@@ -156,4 +156,24 @@ FULL
 else
   echo "note: the full-disk case needs root and mount namespaces; skipped"
 fi
+# 11. --report-bindings (issue 33): one line per rank, from the rank's own process once bound,
+# naming the CPUs that process really has; --dry-run prints the plan and each rank's environment
+# and starts nothing.
+"$GPUBIND" launch -n 2 -q --report-bindings -- sh -c 'echo "have $RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"' \
+  >"$WORK/out" 2>"$WORK/err"
+rc=$?
+ok=$rc
+for r in 0 1; do
+  have=$(sed -n "s/^have $r //p" "$WORK/out")
+  said=$(sed -n "s/^\[[^]]*\] gpubind: rank $r (local $r of 2) bound to .*CPUs \([0-9,-]*\), memory.*/\1/p" "$WORK/err")
+  [ -n "$have" ] && [ "$have" = "$said" ] || ok=1
+done
+[ $ok = 0 ] && pass "launch --report-bindings: each rank's line names the CPUs it runs on ($(grep -c '] gpubind: rank' "$WORK/err") lines)" \
+  || fail "launch --report-bindings: exit $rc: $(cat "$WORK/out" "$WORK/err")"
+"$GPUBIND" launch -n 2 --master-port 29444 --dry-run -- sh -c 'echo ran >"$0"' "$WORK/ran" >"$WORK/out" 2>&1
+rc=$?
+[ $rc = 0 ] && [ ! -e "$WORK/ran" ] && grep -q "^Plan: 2 rank(s)" "$WORK/out" \
+  && [ "$(grep -c "^  env RANK=[01] LOCAL_RANK=[01] .* MASTER_PORT=29444 .*GPUBIND_CPUS=" "$WORK/out")" = 2 ] \
+  && pass "launch --dry-run: the plan and both ranks' environment, nothing started" \
+  || fail "launch --dry-run: exit $rc: $(cat "$WORK/out")"
 finish

@@ -474,11 +474,12 @@ TEST(GpuIdentity, SlurmJobGpusAloneLimitsTheGpus) {
 }
 
 TEST(GpuIdentity, RocrThenHipVisibleDevices) {
-  // ROCR keeps GCDs 4-7, HIP then picks the second of those: GCD 5.
+  // ROCR keeps GCDs 4-7, HIP then picks the second of those: GCD 5, whose NUMA node (its L3 and
+  // its neighbour GCD's, first cores reserved) the lone rank gets.
   Plan p = must_plan(example("frontier-like"), with_env({{"ROCR_VISIBLE_DEVICES", "4,5,6,7"}, {"HIP_VISIBLE_DEVICES", "1"}}));
   ASSERT_EQ(p.ranks.size(), 1u);
   EXPECT_EQ(p.ranks[0].gpus[0].index, 5u);
-  EXPECT_EQ(p.ranks[0].cpus.to_list(), "9-15,73-79");
+  EXPECT_EQ(p.ranks[0].cpus.to_list(), "1-7,9-15,65-71,73-79");
 }
 
 TEST(GpuIdentity, ZeAffinityMaskTilesBelongToTheirDevice) {
@@ -981,10 +982,10 @@ TEST(Nic, NcclSeesTheSameHcaListOnEveryRank) {
   r.nic_env = true;
   Plan q = must_plan(example("dgx-h100"), r);
   for (const auto& rb : q.ranks) EXPECT_EQ(env_of(rb, "NCCL_IB_HCA"), "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
-  r.ranks = 2;
+  r.ranks = 2;  // on GPUs 0 and 4, one per package
   Plan two = must_plan(example("dgx-h100"), r);
-  EXPECT_EQ(env_of(two.ranks[0], "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
-  EXPECT_EQ(env_of(two.ranks[1], "NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
+  EXPECT_EQ(env_of(two.ranks[0], "NCCL_IB_HCA"), "=mlx5_0,mlx5_4");
+  EXPECT_EQ(env_of(two.ranks[1], "NCCL_IB_HCA"), "=mlx5_0,mlx5_4");
 }
 
 TEST(Nic, UcxDeviceIsTheRanksOwn) {
@@ -1064,6 +1065,161 @@ TEST(Env, EveryGpuStaysVisibleUnlessIsolated) {
   EXPECT_EQ(env_of(q.ranks[3], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   Plan a = must_plan(example("frontier-like"), r);
   EXPECT_EQ(env_of(a.ranks[2], "ROCR_VISIBLE_DEVICES"), "2");
+}
+
+// --- fewer ranks than GPUs (issue 33 item 1) ---------------------------------------------------
+
+std::vector<unsigned> gpu_indexes(const Plan& p) {
+  std::vector<unsigned> out;
+  for (const auto& rb : p.ranks) out.push_back(rb.gpus.at(0).index);
+  return out;
+}
+
+TEST(Spread, FewerRanksThanGpusTakeGpusSpreadOverPackages) {
+  auto t = example("dgx-h100");  // GPUs 0-3 on package 0, 4-7 on package 1
+  Request r;
+  r.ranks = 2;
+  Plan two = must_plan(t, r);
+  EXPECT_EQ(gpu_indexes(two), (std::vector<unsigned>{0, 4}));
+  EXPECT_EQ(two.score.idle_cpus, 0u);
+  EXPECT_EQ(two.score.cpu_locality, 1.0);
+  EXPECT_EQ(two.score.min_cores, 56u);
+  r.ranks = 4;
+  Plan four = must_plan(t, r);
+  EXPECT_EQ(gpu_indexes(four), (std::vector<unsigned>{0, 1, 4, 5}));
+  EXPECT_EQ(four.score.idle_cpus, 0u);
+  EXPECT_EQ(four.score.min_cores, 28u);
+}
+
+TEST(Spread, SpreadGpusAreEveryRanksVisibleListInRankOrder) {
+  Request r;
+  r.ranks = 2;
+  Plan p = must_plan(example("dgx-h100"), r);
+  for (const auto& rb : p.ranks) {
+    EXPECT_EQ(env_of(rb, "CUDA_VISIBLE_DEVICES"), "0,4");  // rank r's cuda:r is its GPU
+    EXPECT_EQ(env_of(rb, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+  }
+  r.isolate_gpus = true;  // isolated: each rank sees its own GPU only
+  Plan q = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(env_of(q.ranks[1], "CUDA_VISIBLE_DEVICES"), "4");
+  r.isolate_gpus = false;
+  r.ranks = 4;
+  Plan a = must_plan(example("frontier-like"), r);  // one GCD per NUMA node
+  EXPECT_EQ(gpu_indexes(a), (std::vector<unsigned>{0, 2, 4, 6}));
+  EXPECT_EQ(env_of(a.ranks[3], "ROCR_VISIBLE_DEVICES"), "0,2,4,6");
+}
+
+TEST(Spread, OneGpuPerNumaNodeBeforeTwoOnOne) {
+  auto t = example("dgx-a100-nps4");  // two GPUs on each of nodes 1, 3, 5 and 7
+  Request r;
+  r.ranks = 4;
+  Plan p = must_plan(t, r);
+  std::set<unsigned> nodes;
+  for (const auto& rb : p.ranks) nodes.insert(topo::find_gpu(t, rb.gpus[0].pci)->numa->at(0));
+  EXPECT_EQ(nodes, (std::set<unsigned>{1, 3, 5, 7}));
+  for (const auto& rb : p.ranks) EXPECT_EQ(rb.cpus.count(), 32u);  // the whole node each
+}
+
+TEST(Spread, WithinANodeGpusBehindOtherPcieSwitchesFirst) {
+  auto t = crowded_machine(1, 16, 1, {4});  // GPUs 0,1 behind one switch, 2,3 behind another
+  for (unsigned i = 0; i < 4; ++i)
+    t.gpus[i].pcie_path = {"hb:0000:10", i < 2 ? "0000:11:00.0" : "0000:21:00.0", "0000:1" + std::to_string(i) + ":01.0"};
+  Request r;
+  r.ranks = 2;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 2}));
+}
+
+TEST(Spread, VisibilityFixedByTheEnvironmentKeepsRankROnVisibleGpuR) {
+  for (const char* var : {"CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "NVIDIA_VISIBLE_DEVICES"}) {
+    Request r = with_env({{var, "0,1,2,3,4,5,6,7"}});
+    r.ranks = 2;
+    Plan p = must_plan(example("dgx-h100"), r);
+    EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 1})) << var;
+    EXPECT_EQ(env_of(p.ranks[0], "CUDA_VISIBLE_DEVICES"), "") << var;
+  }
+  Request all = with_env({{"NVIDIA_VISIBLE_DEVICES", "all"}});  // the container runtime's "every GPU"
+  all.ranks = 2;
+  EXPECT_EQ(gpu_indexes(must_plan(example("dgx-h100"), all)), (std::vector<unsigned>{0, 4}));
+}
+
+TEST(Spread, NoSpreadGpusKeepsRankROnVisibleGpuR) {
+  Request r;
+  r.ranks = 2;
+  r.spread_gpus = false;
+  Plan p = must_plan(example("dgx-h100"), r);
+  EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(env_of(p.ranks[0], "CUDA_VISIBLE_DEVICES"), "");
+}
+
+TEST(Spread, GpusTheProcessCannotOpenFixVisibility) {
+  auto t = example("dgx-h100");
+  Request r;
+  r.ranks = 2;
+  r.openable_gpus = std::vector<std::string>{t.gpus[2].pci, t.gpus[3].pci, t.gpus[6].pci};
+  Plan p = must_plan(t, r);  // the runtime renumbers what is left: no index of ours would be right
+  EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{2, 3}));
+  r.openable_gpus = std::vector<std::string>{};
+  for (const auto& g : t.gpus) r.openable_gpus->push_back(g.pci);
+  EXPECT_EQ(gpu_indexes(must_plan(t, r)), (std::vector<unsigned>{0, 4}));
+}
+
+TEST(Spread, SeveralGpusPerRankSpreadOnlyWhenIsolated) {
+  Request r;
+  r.ranks = 2;
+  r.gpus_per_rank = 2;
+  Plan kept = must_plan(example("dgx-h100"), r);  // a worker finds its GPUs by position: 0,1 and 2,3
+  EXPECT_EQ(kept.ranks[1].gpus[0].index, 2u);
+  r.isolate_gpus = true;
+  Plan p = must_plan(example("dgx-h100"), r);
+  ASSERT_EQ(p.ranks[1].gpus.size(), 2u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 0u);
+  EXPECT_EQ(p.ranks[1].gpus[0].index, 4u);
+  EXPECT_EQ(env_of(p.ranks[1], "CUDA_VISIBLE_DEVICES"), "4,5");
+  EXPECT_EQ(p.score.idle_cpus, 0u);
+}
+
+TEST(Spread, UnknownLocalityKeepsGpuOrder) {
+  Request r;
+  r.ranks = 2;
+  Plan p = must_plan(example("cloud-vm-unknown-locality"), r);
+  EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 1}));
+}
+
+// --- a lone rank (issue 33 item 2) ------------------------------------------------------------
+
+TEST(LoneRank, ARankAloneOnItsNumaNodeGetsTheWholeNode) {
+  auto t = example("frontier-like");  // a GCD's locality is one L3 domain, two per NUMA node
+  Request r;
+  r.ranks = 1;
+  r.gpus_per_rank = 1;
+  Plan p = must_plan(t, r);
+  const topo::Gpu* g = topo::find_gpu(t, p.ranks[0].gpus[0].pci);
+  EXPECT_EQ(p.ranks[0].cpus, topo::cpus_of_nodes(t, *g->numa) & t.allowed_cpus);
+  EXPECT_GT(p.ranks[0].cpus.count(), (*g->cpus & t.allowed_cpus).count());
+}
+
+TEST(LoneRank, RanksSharingANodeKeepTheirL3) {
+  Plan p = must_plan(example("frontier-like"), {});  // 8 ranks, two per node
+  for (const auto& rb : p.ranks) EXPECT_EQ(rb.cpus.count(), 14u);
+}
+
+TEST(LoneRank, PolicyL3KeepsTheL3) {
+  Request r;
+  r.ranks = 1;
+  r.gpus_per_rank = 1;
+  r.policy = Policy::l3;
+  Plan p = must_plan(example("frontier-like"), r);
+  EXPECT_EQ(p.ranks[0].cpus.count(), 14u);
+}
+
+TEST(LoneRank, UnknownLocalityOneRankGetsEveryAllowedCpu) {
+  auto t = example("cloud-vm-unknown-locality");
+  Request r;
+  r.ranks = 1;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].cpus, t.allowed_cpus);
+  EXPECT_TRUE(has_warning(p, "the one rank gets every allowed CPU"));
 }
 
 // --- 8. other policies -----------------------------------------------------------------------
