@@ -29,7 +29,7 @@ struct PeerRule {
 const PeerRule kPeers[] = {
     {Peer::torchrun_exclusive, "torchrun --numa-binding=exclusive: the node's cores split among its GPUs"},
     {Peer::torchrun_core_complex, "torchrun --numa-binding=core-complex: one L3 group per GPU, shared when fewer"},
-    {Peer::gpu_affinity_socket, "NVIDIA gpu_affinity socket_unique_contiguous: the socket split evenly"},
+    {Peer::gpu_affinity_socket, "NVIDIA gpu_affinity unique_contiguous, socket scope: node share + GPU-less cores"},
     {Peer::slurm_block, "srun -m block:block --cpu-bind=cores --gpu-bind=single:1: cores in order, GPU follows"},
     {Peer::slurm_cyclic, "srun -m block:cyclic (default) --cpu-bind=cores --gpu-bind=single:1: sockets in turn"},
 };

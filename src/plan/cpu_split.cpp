@@ -31,13 +31,6 @@ CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool s
   return table;
 }
 
-std::vector<CoreSlot> pu_slots(const std::vector<const CoreSlot*>& cores, const CpuSet& within) {
-  std::vector<CoreSlot> out;
-  for (const CoreSlot* s : cores)
-    for (unsigned pu : (s->pus & within).ids()) out.push_back({CpuSet::of({pu}), s->l3});
-  return out;
-}
-
 std::string ranks_text(const std::vector<size_t>& members) {
   // A warning about 4096 ranks stays one short line ("ranks 0-4095").
   return (members.size() == 1 ? "rank " : "ranks ") + join_number_runs(std::vector<unsigned>(members.begin(), members.end()));
@@ -66,6 +59,45 @@ std::vector<size_t> block_sizes(size_t n, size_t k, bool balanced) {
 }
 
 }  // namespace
+
+Split split_fewest_cores(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks) {
+  Split s;
+  s.blocks.assign(ranks, CpuSet());
+  size_t c = cores.size();
+  std::vector<std::vector<unsigned>> pus(c);
+  for (size_t j = 0; j < c; ++j) pus[j] = (cores[j]->pus & domain).ids();
+  // m split cores (the last m) take r = ranks - (c - m) ranks.
+  auto fits = [&](size_t m, bool even) {
+    size_t r = ranks - (c - m), have = 0;
+    for (size_t j = c - m; j < c; ++j) {
+      have += pus[j].size();
+      if (even && (r % m != 0 || pus[j].size() < r / m || pus[j].size() % (r / m) != 0)) return false;
+    }
+    return have >= r;
+  };
+  size_t m = 0;
+  for (size_t k = 1; k <= c && !m; ++k)
+    if (fits(k, true)) m = k;
+  for (size_t k = 1; k <= c && !m; ++k)
+    if (fits(k, false)) m = k;
+  if (c == 0 || !m || ranks <= c) return split_domain(cores, domain, ranks, false);
+  unsigned r = 0;
+  for (size_t j = 0; j < c - m; ++j) s.blocks[r++] = cores[j]->pus & domain;
+  size_t left = ranks - r;
+  for (size_t j = c - m; j < c; ++j) {
+    size_t k = left / (c - j) + (left % (c - j) ? 1 : 0);  // this core's ranks, the remainder first
+    k = std::min(k, pus[j].size());
+    for (size_t q = 0; q < k; ++q) {
+      size_t from = q * pus[j].size() / k, to = (q + 1) * pus[j].size() / k;
+      for (size_t i = from; i < to; ++i) s.blocks[r].set(pus[j][i]);
+      ++r;
+    }
+    left -= k;
+  }
+  s.how = std::to_string(c - m) + " rank(s) on a whole core each, " + std::to_string(ranks - (c - m)) + " on the PUs of " +
+          std::to_string(m) + " split core(s): the fewest cores split";
+  return s;
+}
 
 Split split_domain(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks, bool balanced) {
   Split s;

@@ -27,9 +27,6 @@ struct CoreTable {
 
 CoreTable make_core_table(const topo::Topology& t, const CpuSet& allowed, bool smt);
 
-// One slot per PU of `cores` (only PUs within `within`), siblings adjacent, l3 kept: for pools
-// whose SMT siblings go to different ranks.
-std::vector<CoreSlot> pu_slots(const std::vector<const CoreSlot*>& cores, const CpuSet& within);
 
 // "rank 3" or "ranks 0,1,2", for warnings and explain lines about a group of ranks.
 std::string ranks_text(const std::vector<size_t>& members);
@@ -39,6 +36,12 @@ struct Split {
   std::string how;             // for --explain
   bool shared = false;         // fewer cores than ranks: cores are shared
 };
+
+// More ranks than cores but no more than PUs: the fewest cores are split between ranks (issue 33
+// item 3: 6 ranks on 4 SMT4 cores split 2 cores in halves, not all 4). The first ranks get a whole
+// core each; the last m cores are divided evenly among the other ranks, m the smallest count that
+// divides evenly (each split core's PUs in equal groups), else the smallest that has a PU for each.
+Split split_fewest_cores(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks);
 
 // Divides `cores` (the slots inside `domain`, in order) among `ranks` ranks. `balanced` leaves
 // leftover cores idle rather than giving the first ranks one more.

@@ -93,6 +93,46 @@ std::vector<size_t> slurm_closest_gpus(const std::vector<const topo::Gpu*>& gpus
   return out;
 }
 
+// NVIDIA gpu_affinity, unique_contiguous, socket scope, balanced (its documented default mode
+// with the scope its README recommends for DGX A100), for the first `ranks` GPUs, as its tests
+// pin it down (tests/test_dgx.py, DGXA100 test_unique_contiguous_socket): per socket, each core of
+// the GPUs' NUMA nodes heads a group and the socket's other cores join the groups in turn; the
+// GPUs of one node take its groups in contiguous runs of `per` (the smallest groups-per-GPU of
+// any node), with as many members of each group as the run's shortest group has.
+Status gpu_affinity_socket(const topo::Topology& t, const std::vector<const topo::Gpu*>& gpus, unsigned ranks, const CpuSet& allowed,
+                           std::vector<CpuSet>& cpus_of) {
+  std::map<CpuSet, std::vector<size_t>> on_socket, on_node;
+  for (size_t i = 0; i < ranks; ++i) {
+    CpuSet node = topo::cpus_of_nodes(t, {node_of(*gpus[i])}) & allowed;
+    CpuSet socket;
+    for (const topo::Package& p : t.packages)
+      if (p.cpus.intersects(node)) socket |= p.cpus;
+    on_socket[(socket.empty() ? node : socket) & allowed].push_back(i);
+    on_node[node].push_back(i);
+  }
+  size_t per = SIZE_MAX;
+  for (const auto& [node, members] : on_node) per = std::min(per, cores_within(t, node).size() / members.size());
+  if (per == 0) return Error{"gpu-affinity-socket", "a NUMA node has fewer cores than GPUs", ErrorKind::usage};
+  std::map<unsigned, std::vector<CpuSet>> group_of;  // a head core's first PU -> its group
+  for (const auto& [socket, members] : on_socket) {
+    CpuSet assigned;
+    for (size_t i : members) assigned |= topo::cpus_of_nodes(t, {node_of(*gpus[i])}) & allowed;
+    std::vector<CpuSet> heads = cores_within(t, assigned), others = cores_within(t, socket - assigned);
+    for (const CpuSet& h : heads) group_of[*h.first()] = {h};
+    for (size_t k = 0; k < others.size(); ++k) group_of[*heads[k % heads.size()].first()].push_back(others[k]);
+  }
+  for (const auto& [node, members] : on_node) {
+    std::vector<CpuSet> heads = cores_within(t, node);
+    for (size_t k = 0; k < members.size(); ++k) {
+      size_t shortest = SIZE_MAX;
+      for (size_t c = k * per; c < (k + 1) * per; ++c) shortest = std::min(shortest, group_of[*heads[c].first()].size());
+      for (size_t c = k * per; c < (k + 1) * per; ++c)
+        for (size_t m = 0; m < shortest; ++m) cpus_of[members[k]] |= group_of[*heads[c].first()][m];
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Request& req, Peer peer) {
@@ -116,23 +156,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
     gpu_of = slurm_closest_gpus(gpus, *tasks);
     for (unsigned r = 0; r < ranks; ++r) cpus_of[gpu_of[r]] = (*tasks)[r];
   } else if (peer == Peer::gpu_affinity_socket) {
-    // GPUs grouped by their socket's allowed CPUs; each group splits its cores contiguously.
-    std::map<CpuSet, std::vector<size_t>> groups;
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      CpuSet node = topo::cpus_of_nodes(t, {node_of(*gpus[i])});
-      CpuSet socket;
-      for (const topo::Package& p : t.packages)
-        if (p.cpus.intersects(node)) socket |= p.cpus;
-      groups[(socket.empty() ? node : socket) & allowed].push_back(i);
-    }
-    size_t per = SIZE_MAX;
-    for (const auto& [cpus, members] : groups) per = std::min(per, cores_within(t, cpus).size() / members.size());
-    if (per == 0) return Error{to_string(peer), "a socket has fewer cores than GPUs", ErrorKind::usage};
-    for (const auto& [cpus, members] : groups) {
-      std::vector<CpuSet> cores = cores_within(t, cpus);
-      for (size_t k = 0; k < members.size(); ++k)
-        for (size_t c = k * per; c < (k + 1) * per; ++c) cpus_of[members[k]] |= cores[c];
-    }
+    if (Status st = gpu_affinity_socket(t, gpus, ranks, allowed, cpus_of); !st) return st.error();
   } else {
     // torchrun: per NUMA node, the GPUs torch sees on it, in index order.
     std::map<unsigned, std::vector<size_t>> on_node;

@@ -7,9 +7,10 @@
 //                          get one more), all siblings; no memory policy
 //   torchrun-core-complex  --numa-binding=core-complex: the node's L3 groups, largest first; the
 //                          k-th GPU on the node gets group k mod groups (GPUs may share one)
-//   gpu-affinity-socket    NVIDIA gpu_affinity socket_unique_contiguous with socket scope and
-//                          balanced=True: GPUs of one socket split its physical cores in
-//                          contiguous blocks, every GPU the smallest per-GPU count
+//   gpu-affinity-socket    NVIDIA gpu_affinity unique_contiguous with socket scope and
+//                          balanced=True: each GPU a contiguous share of its NUMA node's cores,
+//                          plus the socket's GPU-less cores dealt out to those cores in turn
+//                          (DGX A100: GPU 0 gets 48-55 and 32-39, as NVIDIA's own test says)
 //   slurm-block            srun --cpu-bind=cores -m block:block -c C --gpu-bind=single:1 over
 //                          the whole node: C = usable cores / ranks, task k gets cores k*C.. in
 //                          Slurm's (hwloc logical) core order; then each task, in order, takes

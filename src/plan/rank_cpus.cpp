@@ -152,16 +152,12 @@ void split_pool(Ctx& c, const CrowdedPool& pool) {
     c.plan.warnings.push_back("the topology has no L3 information: policy l3 falls back to closest");
   }
   std::vector<const CoreSlot*> slots = c.cores.within(domain);
-  std::vector<CoreSlot> singles;  // SMT siblings to different ranks: one slot per PU
-  if (pool.by_pu) {
-    singles = pu_slots(slots, domain);
-    slots.clear();
-    for (const CoreSlot& s : singles) slots.push_back(&s);
-  }
-  Split s = split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
+  // SMT siblings to different ranks: only as many cores split as the rank count needs.
+  Split s = pool.by_pu ? split_fewest_cores(slots, domain, unsigned(members.size()))
+                       : split_domain(slots, domain, unsigned(members.size()), c.req.balanced);
   for (size_t q = 0; q < members.size(); ++q) c.plan.ranks[members[q]].cpus = s.blocks[q];
-  c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(slots.size()) + (pool.by_pu ? " PUs" : " cores") +
-                           "): " + s.how);
+  c.plan.explain.push_back(who + " split " + cpus_text(domain) + " (" + std::to_string(slots.size()) + " cores" +
+                           (pool.by_pu ? ", " + std::to_string((domain & c.allowed).count()) + " PUs" : "") + "): " + s.how);
   if (s.shared) c.plan.warnings.push_back(who + ": more ranks than CPUs in " + cpus_text(domain) + "; ranks share cores");
 }
 
@@ -237,19 +233,15 @@ void assign_cpus(Ctx& c, const GpusOfRanks& gpus_of, bool any_gpu) {
     size_t pus = 0;
     for (const CoreSlot& s : in_order) pus += s.pus.count();
     bool by_pu = in_order.size() < ranks && pus >= ranks;
-    if (by_pu) {
-      std::vector<const CoreSlot*> cores;
-      for (const CoreSlot& s : in_order) cores.push_back(&s);
-      in_order = pu_slots(cores, c.allowed);
+    if (by_pu)
       c.plan.warnings.push_back(std::to_string(ranks) + " ranks on " + std::to_string(c.cores.slots.size()) +
                                 " allowed cores: SMT siblings of some cores go to different ranks");
-    }
     std::vector<const CoreSlot*> slots;
     for (CoreSlot& s : in_order) {
       if (req.policy == Policy::cpu_only) s.l3 = -1;
       slots.push_back(&s);
     }
-    Split s = split_domain(slots, c.allowed, ranks, req.balanced);
+    Split s = by_pu ? split_fewest_cores(slots, c.allowed, ranks) : split_domain(slots, c.allowed, ranks, req.balanced);
     for (unsigned r = 0; r < ranks; ++r) c.plan.ranks[r].cpus = req.policy == Policy::none ? c.allowed : s.blocks[r];
     c.plan.explain.push_back(std::string(req.policy == Policy::cpu_only ? "GPU-unaware: " : "no GPU: ") + s.how + " over " +
                              c.allowed.to_list());

@@ -35,14 +35,40 @@ TEST(Peers, TorchrunCoreComplexGivesOneL3GroupPerGpu) {
   EXPECT_TRUE((*b)[0].cpus.is_subset_of(topo::cpus_of_nodes(t, {3})));
 }
 
-TEST(Peers, GpuAffinitySocketSplitsTheSocketInGpuOrderIgnoringNodes) {
+// NVIDIA gpu_affinity's own expectations (github.com/NVIDIA/gpu_affinity, tests/test_dgx.py),
+// mode UNIQUE_CONTIGUOUS, scope SOCKET, balanced, ALL_LOGICAL (siblings at +128 on DGX A100, +112
+// on DGX H100), transcribed as first-core ranges of each GPU's set.
+CpuSet with_siblings(std::vector<std::pair<unsigned, unsigned>> ranges, unsigned offset) {
+  CpuSet s;
+  for (auto [from, to] : ranges)
+    for (unsigned c = from; c < to; ++c) {
+      s.set(c);
+      s.set(c + offset);
+    }
+  return s;
+}
+
+TEST(Peers, GpuAffinitySocketMatchesNvidiasDgxA100Test) {
+  // test_dgx.py DGXA100.test_unique_contiguous_socket: GPU 0 = cores 48-55 (its node 3) and 32-39
+  // (GPU-less node 2 dealt out to node 3's cores), and so on.
+  const std::map<unsigned, std::vector<std::pair<unsigned, unsigned>>> reference = {
+      {0, {{48, 56}, {32, 40}}},   {1, {{56, 64}, {40, 48}}},   {2, {{16, 24}, {0, 8}}},    {3, {{24, 32}, {8, 16}}},
+      {4, {{112, 120}, {96, 104}}}, {5, {{120, 128}, {104, 112}}}, {6, {{80, 88}, {64, 72}}}, {7, {{88, 96}, {72, 80}}}};
   auto t = a100();
   auto b = peer_bindings(t, {}, Peer::gpu_affinity_socket);
-  ASSERT_TRUE(b.ok());
-  // socket 0's 64 cores split 16 each in GPU order: GPU 0 (node 3) gets node 0's cores.
-  EXPECT_EQ((*b)[0].cpus.to_list(), "0-15,128-143");
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  for (const auto& [gpu, ranges] : reference) EXPECT_EQ((*b)[gpu].cpus, with_siblings(ranges, 128)) << "GPU " << gpu;
   Score s = score_plan(t, *b, usable_cpus(t, {}));
-  EXPECT_EQ(*s.cpu_locality, 0.0);
+  EXPECT_EQ(*s.cpu_locality, 0.5);  // as gpubind's socket-split: half of each rank's cores local
+}
+
+TEST(Peers, GpuAffinitySocketMatchesNvidiasDgxH100Test) {
+  // test_dgx.py DGXH100.test_unique_contiguous (node and socket scope alike): 14 cores per GPU in
+  // order, 0-13 for GPU 0 ... 98-111 for GPU 7.
+  auto t = *discover::load_topology("example:dgx-h100");
+  auto b = peer_bindings(t, {}, Peer::gpu_affinity_socket);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  for (unsigned g = 0; g < 8; ++g) EXPECT_EQ((*b)[g].cpus, with_siblings({{14 * g, 14 * g + 14}}, 112)) << "GPU " << g;
 }
 
 TEST(Peers, SlurmBlockGivesCoresInOrderAndTheGpuFollowsTheMask) {

@@ -831,6 +831,50 @@ TEST(Crowded, SpillsOnlyTheRanksBeyondTheNodesCpus) {
   EXPECT_TRUE(has_warning(p, "ranks 4,5: no CPU left near their GPU; moved"));
 }
 
+// Cores whose PUs went to more than one rank.
+unsigned split_cores(const topo::Topology& t, const Plan& p) {
+  unsigned n = 0;
+  for (const auto& core : t.cores) {
+    unsigned holders = 0;
+    for (const auto& rb : p.ranks) holders += rb.cpus.intersects(core.pus);
+    n += holders > 1;
+  }
+  return n;
+}
+
+TEST(Crowded, SmtSplitsTheFewestCores) {
+  // 6 ranks on a node of 4 SMT4 cores (POWER9 AC922 -n 12): 2 ranks on a whole core each, 4 on
+  // halves of the 2 other cores; before, all 4 cores were split.
+  auto t = crowded_machine(2, 4, 4, {3, 3});
+  Request r;
+  r.ranks = 12;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(split_cores(t, p), 4u);  // 2 per node
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  std::multiset<size_t> sizes;
+  for (unsigned i = 0; i < 6; ++i) sizes.insert(p.ranks[i].cpus.count());
+  EXPECT_EQ(sizes, (std::multiset<size_t>{2, 2, 2, 2, 4, 4}));
+  for (const auto& rb : p.ranks) EXPECT_TRUE(on_gpu_node(t, rb)) << rb.local_rank;
+}
+
+TEST(Crowded, SmtSplitsTheFewestCoresEvenWhenTheyCannotBeHalved) {
+  // 5 ranks on 4 cores x 2 PUs: one core split in two, three whole.
+  auto t = crowded_machine(1, 4, 2, {1});
+  Request r;
+  r.ranks = 5;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(split_cores(t, p), 1u);
+  EXPECT_EQ(p.score.overlap_cpus, 0u);
+  // 7 ranks on 3 cores x 4 PUs: no even division (4 ranks on 1 core of 4, or 5 on 2 cores of 8,
+  // do not divide evenly except 1 PU each): the fewest cores that hold them.
+  auto u = crowded_machine(1, 3, 4, {1});
+  r.ranks = 7;
+  Plan q = must_plan(u, r);
+  EXPECT_EQ(q.score.overlap_cpus, 0u);
+  for (const auto& rb : q.ranks) EXPECT_FALSE(rb.cpus.empty());
+  EXPECT_EQ(split_cores(u, q), 2u);
+}
+
 TEST(Crowded, SpilledRanksUseTheFreeCoresSmtSiblings) {
   // 12 ranks, 8 PUs on the GPUs' node: 8 stay (one PU each), 4 move onto 2 free cores' 4 PUs.
   auto t = crowded_machine(2, 4, 2, {2, 0});
