@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -69,6 +70,76 @@ TEST(Peers, GpuAffinitySocketMatchesNvidiasDgxH100Test) {
   auto b = peer_bindings(t, {}, Peer::gpu_affinity_socket);
   ASSERT_TRUE(b.ok()) << b.error().message();
   for (unsigned g = 0; g < 8; ++g) EXPECT_EQ((*b)[g].cpus, with_siblings({{14 * g, 14 * g + 14}}, 112)) << "GPU " << g;
+}
+
+// PyTorch's own expectations for torchrun --numa-binding (pytorch/pytorch, test/test_numa_binding.py):
+// its mock machine has `sockets` packages of `nodes` NUMA nodes, each with `gpus` GPUs and `l3s`
+// L3 caches of `cores` two-PU cores, numbered in order with siblings adjacent, as hwloc's
+// synthetic topology numbers them.
+topo::Topology torch_mock(unsigned sockets, unsigned nodes, unsigned gpus, unsigned l3s, unsigned cores) {
+  auto loaded = discover::load_topology("pack:" + std::to_string(sockets) + " numa:" + std::to_string(nodes) + " l3:" +
+                                        std::to_string(l3s) + " core:" + std::to_string(cores) + " pu:2");
+  EXPECT_TRUE(loaded.ok());
+  topo::Topology t = *loaded;
+  unsigned index = 0;
+  for (const auto& n : std::vector<topo::NumaNode>(t.numa_nodes))
+    for (unsigned k = 0; k < gpus; ++k, ++index) {
+      topo::Gpu g;
+      g.index = index;
+      char pci[16];
+      std::snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x10 + index);
+      g.pci = pci;
+      g.vendor = topo::Vendor::nvidia;
+      g.numa = std::vector<unsigned>{n.os_index};
+      g.cpus = n.cpus;
+      t.gpus.push_back(g);
+    }
+  return t;
+}
+
+TEST(Peers, TorchrunExclusiveMatchesPytorchsTest) {
+  // test_exclusive_numa_binding: 3 cores on node 0 for 2 GPUs: rank 0 --physcpubind=0-3 (the
+  // extra core), rank 1 4-5.
+  auto b = peer_bindings(torch_mock(2, 1, 2, 1, 3), {}, Peer::torchrun_exclusive);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_EQ((*b)[0].cpus.to_list(), "0-3");
+  EXPECT_EQ((*b)[1].cpus.to_list(), "4-5");
+  // test_exclusive_raises_if_too_few_physical_cores: 1 core for 2 GPUs is an error.
+  auto too_few = peer_bindings(torch_mock(2, 1, 2, 1, 1), {}, Peer::torchrun_exclusive);
+  ASSERT_FALSE(too_few.ok());
+  EXPECT_NE(too_few.error().message().find("fewer physical cores than GPUs on NUMA node 0"), std::string::npos);
+}
+
+TEST(Peers, TorchrunCoreComplexMatchesPytorchsTests) {
+  // test_core_complex_numa_binding_with_extra_l3: rank 3 (node 1's second GPU) gets node 1's
+  // second L3, 24-29.
+  auto extra = peer_bindings(torch_mock(2, 1, 2, 3, 3), {}, Peer::torchrun_core_complex);
+  ASSERT_TRUE(extra.ok());
+  EXPECT_EQ((*extra)[3].cpus.to_list(), "24-29");
+  // test_core_complex_numa_binding_with_fewer_l3_than_gpu: one L3 per node, rank 3 shares it.
+  auto fewer = peer_bindings(torch_mock(2, 1, 2, 1, 3), {}, Peer::torchrun_core_complex);
+  ASSERT_TRUE(fewer.ok());
+  EXPECT_EQ((*fewer)[3].cpus.to_list(), "6-11");
+  // test_core_complex_prefers_caches_with_more_cpus: affinity {0,4,6,7,9}: the L3 with the most
+  // of them, 6-7,9.
+  Request some;
+  some.allowed = CpuSet::of({0, 4, 6, 7, 9});
+  auto most = peer_bindings(torch_mock(1, 1, 1, 3, 3), some, Peer::torchrun_core_complex);
+  ASSERT_TRUE(most.ok());
+  EXPECT_EQ((*most)[0].cpus.to_list(), "6-7,9");
+  // test_core_complex_tiebreak_prefers_lower_cache_key: two equal L3s, the lower one.
+  auto tie = peer_bindings(torch_mock(1, 1, 1, 2, 1), {}, Peer::torchrun_core_complex);
+  ASSERT_TRUE(tie.ok());
+  EXPECT_EQ((*tie)[0].cpus.to_list(), "0-1");
+}
+
+TEST(Peers, TorchrunReadsAnUnknownNodeAsNodeZero) {
+  // test_binds_to_node_0_if_node_stored_as_minus_one.
+  auto t = torch_mock(2, 1, 1, 1, 2);
+  t.gpus[1].numa.reset();
+  auto b = peer_bindings(t, {}, Peer::torchrun_exclusive);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_TRUE((*b)[1].cpus.is_subset_of(topo::cpus_of_nodes(t, {0})));
 }
 
 TEST(Peers, SlurmBlockGivesCoresInOrderAndTheGpuFollowsTheMask) {
