@@ -251,11 +251,15 @@ void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sin
     dev.numa = loc.numa;
     dev.cpus = loc.cpus;
     dev.pcie_path = pcie_path_of(o);
-    std::string uuid;
+    std::string uuid, runtime_model;
     std::optional<unsigned> rsmi_index;
     for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
       if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
       dev.os_names.emplace_back(c->name);
+      // The model NVML or ROCm SMI reports (the nvml*/rsmi* OS device's GPUModel) is the name
+      // Slurm's AutoDetect types a GPU by; the PCI database's name is not ("TU104GL [Tesla T4]").
+      if (std::string_view(c->name).starts_with("nvml") || std::string_view(c->name).starts_with("rsmi"))
+        if (runtime_model.empty()) runtime_model = info(c, "GPUModel");
       if (uuid.empty()) uuid = info(c, "NVIDIAUUID");
       if (uuid.empty()) uuid = info(c, "AMDUUID");
       if (dev.name.empty()) dev.name = info(c, "GPUModel");
@@ -263,6 +267,7 @@ void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sin
       if (cn.starts_with("rsmi") && parse_uint(cn.substr(4))) rsmi_index = unsigned(*parse_uint(cn.substr(4)));
       if (role == DeviceRole::gpu) sink.gpu_of_obj[c] = dev.pci;
     }
+    if (!runtime_model.empty()) dev.name = runtime_model;
     std::sort(dev.os_names.begin(), dev.os_names.end());
     if (role == DeviceRole::gpu) sink.gpu_of_obj[o] = dev.pci;
     sink.add(id, std::move(dev), uuid, rsmi_index);

@@ -17,6 +17,7 @@
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "plan/peers.hpp"
+#include "render/gres_conf.hpp"
 #include "sys/archive.hpp"
 
 namespace {
@@ -168,6 +169,25 @@ TEST_P(CorpusPlans, ClosestIsNeverWorseThanAPeer) {
         << GetParam() << ": " << to_string(peer) << " locality " << *s.cpu_locality << " > " << *c.cpu_locality;
     EXPECT_FALSE(std::abs(*s.cpu_locality - *c.cpu_locality) < 1e-9 && s.overlap_cpus < c.overlap_cpus)
         << GetParam() << ": " << to_string(peer) << " shares " << s.overlap_cpus << " CPUs, closest " << c.overlap_cpus;
+  }
+}
+
+// gres.conf's Type= as Slurm's AutoDetect (gpu/nvml, gpu/rsmi) writes it: the model NVML or ROCm
+// SMI reports, which these captures carry on their nvml*/rsmi* OS devices, not the PCI database's
+// name (issue 33 item 10: "tu104gl__tesla_t4_" where AutoDetect writes "tesla_t4").
+TEST(CorpusGres, TypeIsTheModelAutoDetectReads) {
+  const std::map<std::string, std::string> model_of = {
+      {"aws-g4dn.metal-2xXeon8259CL-8xT4.hwloc.xml", "tesla_t4"},
+      {"llnl-lassen-ibm-ac922-2xPOWER9-4xV100.hwloc.xml", "tesla_v100-sxm2-16gb"},
+      {"llnl-pascal-2xE5-2695v4-2xP100.hwloc.xml", "tesla_p100-pcie-16gb"},
+      {"nvidia-dgx2h-16xV100-nvswitch-trimmedcpus.hwloc.xml", "tesla_v100-sxm3-32gb-h"},
+      {"llnl-corona-supermicro-2xEPYC7402-8xMI50-rsmi.hwloc.xml", "deon_instinct_mi50_32gb"},  // as ROCm SMI cut it
+  };
+  for (const auto& [file, type] : model_of) {
+    auto t = gpubind::discover::load_topology(kDir + "/" + file);
+    ASSERT_TRUE(t.ok()) << file << ": " << t.error().message();
+    ASSERT_FALSE(t->gpus.empty()) << file;
+    for (const auto& g : t->gpus) EXPECT_EQ(gpubind::render::slurm_gpu_type(g), type) << file << " GPU " << g.index;
   }
 }
 

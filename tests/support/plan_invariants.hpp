@@ -11,7 +11,8 @@
 
 namespace gpubind::testing {
 
-// The rank counts the acceptance names: 1, GPUs, 2 x GPUs, and GPUs/2 with 2 GPUs per rank.
+// The rank counts the acceptance names: 1, GPUs, 2 x GPUs, and GPUs/2 with 2 GPUs per rank; and
+// issue 33's sweep: GPUs/2, GPUs-1 and GPUs+1 with one GPU each (fewer ranks than GPUs spread).
 inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
   std::vector<plan::Request> out;
   auto add = [&](unsigned ranks, std::optional<unsigned> k) {
@@ -37,6 +38,9 @@ inline std::vector<plan::Request> invariant_requests(const topo::Topology& t) {
     add(2 * g, 1);
     add(4 * g, 1);  // crowded: issue 10's POWER8 -n 16, NEC -n 32
     if (g >= 2) add(g / 2, 2);
+    if (g >= 2) add(g / 2, 1);
+    if (g >= 3) add(g - 1, 1);
+    add(g + 1, 1);
   }
   return out;
 }
