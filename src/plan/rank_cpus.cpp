@@ -224,10 +224,20 @@ void assign_cpus(Ctx& c, const GpusOfRanks& gpus_of, bool any_gpu) {
   if (req.policy == Policy::closest) widen_lone_ranks(c, gpus_of, targets);
   if (req.policy == Policy::cpu_only || !any_gpu) {
     // GPU-unaware: contiguous blocks from CPU 0, like DeepSpeed's --bind_cores_to_rank
-    // (cpu-only), or, without GPUs, the whole machine split evenly.
+    // (cpu-only), or, without GPUs, the whole machine split evenly in hwloc's core order, so that
+    // a block is a NUMA domain's cores even where CPU numbers go round-robin over the sockets.
     std::vector<CoreSlot> in_order = c.cores.slots;
+    std::vector<unsigned> place(c.t.cpus.last().value_or(0) + 1, 0);
+    if (req.policy == Policy::cpu_only) {
+      for (unsigned pu = 0; pu < place.size(); ++pu) place[pu] = pu;
+    } else {
+      std::vector<unsigned> id = topo::logical_core_ids(c.t);
+      for (size_t i = 0; i < c.t.cores.size(); ++i)
+        for (unsigned pu : c.t.cores[i].pus.ids())
+          if (pu < place.size()) place[pu] = id[i];
+    }
     std::stable_sort(in_order.begin(), in_order.end(),
-                     [](const CoreSlot& a, const CoreSlot& b) { return *a.pus.first() < *b.pus.first(); });
+                     [&place](const CoreSlot& a, const CoreSlot& b) { return place[*a.pus.first()] < place[*b.pus.first()]; });
     // More ranks than cores but not than PUs: SMT siblings go to different ranks before ranks
     // share a core (as for crowded pools).
     size_t pus = 0;

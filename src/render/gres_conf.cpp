@@ -49,7 +49,7 @@ std::string device_file(const topo::Gpu& g) {
 
 std::string gres_conf(const topo::Topology& t, const std::string& node_name) {
   std::string out = "# gres.conf for " + (t.hostname.empty() ? std::string("this node") : t.hostname) + ", written by gpubind from " +
-                    t.origin + "\n# Cores= uses Slurm's core numbering (package by package), not OS CPU numbers.\n";
+                    t.origin + "\n# Cores= uses Slurm's core numbering (hwloc's logical order), not OS CPU numbers.\n";
   std::vector<unsigned> ids = topo::logical_core_ids(t);
   std::vector<const topo::Gpu*> gpus;
   for (const topo::Gpu& g : t.gpus) gpus.push_back(&g);

@@ -201,7 +201,7 @@ std::string plan_rankfile(const Plan& p, const topo::Topology& t, const std::vec
                 "#   mpirun --rankfile FILE --mca rmaps_rank_file_physical 1 ...\n"
                 "# Open MPI 5 (PRRTE) reads rankfile CPUs as logical indexes: use --format rankfile-logical there.\n";
   std::vector<std::string> slots;
-  // hwloc's logical core order is Slurm's core numbering (package by package) over the cores
+  // hwloc's logical core order is Slurm's core numbering (topo::logical_core_ids) over the cores
   // the process may use: hwloc leaves disallowed ones (a cgroup, reserved system cores) out.
   std::vector<unsigned> ids;
   if (logical) {

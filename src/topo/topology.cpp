@@ -1,6 +1,7 @@
 #include "topo/topology.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <tuple>
 
@@ -274,19 +275,28 @@ Status validate(const Topology& t) {
   return Ok{};
 }
 
-std::vector<unsigned> logical_core_ids(const Topology& t) {
-  auto package_of = [&](const Core& c) -> size_t {
+std::vector<size_t> cores_in_tree_order(const Topology& t) {
+  static constexpr unsigned kNone = ~0u;
+  auto first_of = [](const CpuSet& s) { return s.first().value_or(kNone); };
+  std::vector<std::array<unsigned, 4>> key(t.cores.size());
+  for (size_t i = 0; i < t.cores.size(); ++i) {
+    unsigned pu = first_of(t.cores[i].pus);
+    unsigned pkg = unsigned(t.packages.size()), node = kNone, l3 = kNone;
     for (size_t p = 0; p < t.packages.size(); ++p)
-      if (t.packages[p].cpus.test(*c.pus.first())) return p;
-    return t.packages.size();
-  };
+      if (t.packages[p].cpus.test(pu)) pkg = unsigned(p);
+    if (const NumaNode* n = numa_of_pu(t, pu)) node = first_of(n->cpus);
+    for (const L3Domain& l : t.l3_domains)
+      if (l.cpus.test(pu)) l3 = first_of(l.cpus);
+    key[i] = {pkg, node, l3, pu};
+  }
   std::vector<size_t> order(t.cores.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    size_t pa = package_of(t.cores[a]), pb = package_of(t.cores[b]);
-    if (pa != pb) return pa < pb;
-    return *t.cores[a].pus.first() < *t.cores[b].pus.first();
-  });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  return order;
+}
+
+std::vector<unsigned> logical_core_ids(const Topology& t) {
+  std::vector<size_t> order = cores_in_tree_order(t);
   std::vector<unsigned> id(t.cores.size());
   for (size_t i = 0; i < order.size(); ++i) id[order[i]] = unsigned(i);
   return id;

@@ -139,10 +139,14 @@ bool is_rdma_device_name(const std::string& name);
 // PCI class (class << 8 | subclass) of an InfiniBand adapter: 0x0207, or 0x0c06 that older
 // Mellanox HCAs (ConnectX-2) report.
 bool is_infiniband_class(uint32_t class_id);
-// Each core's logical index (index into Topology::cores -> number): package by package, then by
-// first PU, as hwloc numbers cores (lstopo "Core L#"). Slurm's gres.conf Cores= and its CPU
-// distribution number cores this way, not by OS CPU number.
+// Each core's logical index (index into Topology::cores -> number) in hwloc's tree order, as
+// lstopo numbers cores ("Core L#"): package by package, within a package NUMA domain by domain
+// (sub-NUMA clusters, NPS), within those L3 by L3, then by first PU, each level ordered by its
+// first PU. Slurm's gres.conf Cores= and its CPU distribution number cores this way, not by OS
+// CPU number: on a node numbered round-robin they differ.
 std::vector<unsigned> logical_core_ids(const Topology& t);
+// Indexes into Topology::cores in that order.
+std::vector<size_t> cores_in_tree_order(const Topology& t);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 // The GPU whose UUID ("GPU-...") or one of whose MIG instances' UUIDs ("MIG-...") is `uuid`, in

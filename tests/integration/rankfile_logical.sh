@@ -24,6 +24,29 @@ for m in dgx-h100 dgx-a100-nps4 frontier-like gh200 workstation-socket0; do
   [ $bad = 0 ] && pass "$m: logical rankfile = hwloc-calc's logical cores for every rank"
 done
 
+# Real captures as hwloc itself numbers them (issue 33 item 7): sub-NUMA clusters numbered
+# round-robin (the Dell R740 in SNC2), NPS4 and interleaved sockets. Each rank's logical cores
+# from gpubind against hwloc-calc on the original file, and each rank's CPUs within one NUMA node.
+corpus=$(cd "$(dirname "$0")/../../.." && pwd)/shared/topologies
+for f in nogpu-dell-r740-2xXeon6230-snc2-memside-cache.hwloc.xml clemson-palmetto-dell-r740-2xXeon6248-2xV100-interleaved-cpus.hwloc.xml \
+         llnl-tioga-hpe-ex235a-epyc7a53-nps4-4xMI250X-8gcd.hwloc.xml; do
+  [ -f "$corpus/$f" ] || { echo "note: $corpus/$f not found; skipped"; continue; }
+  "$GPUBIND" plan --topology "$corpus/$f" --format rankfile -q | grep '^rank' >"$WORK/phys" || { fail "$f: rankfile"; continue; }
+  "$GPUBIND" plan --topology "$corpus/$f" --format rankfile-logical -q | grep '^rank' >"$WORK/logi"
+  bad=0
+  while read -r rank slot; do
+    phys=$(echo "$slot" | sed 's/.*slot=//')
+    ours=$(awk -v r="$rank" -F'=' '$1 == "rank " r {print $NF}' "$WORK/logi")
+    locs=$(for part in $(echo "$phys" | tr ',' ' '); do printf 'pu:%s ' "$part"; done)
+    want=$(hwloc-calc -i "$corpus/$f" --physical-input --logical-output --intersect core $locs 2>&1)
+    nodes=$(hwloc-calc -i "$corpus/$f" --physical-input --intersect numa $locs 2>&1)
+    [ "$(expand_cpus "$ours" | tr -s ' ' | sed 's/ $//')" = "$(echo "$want" | tr ',' ' ')" ] || {
+      bad=1; fail "$f rank $rank: ours $ours, hwloc-calc $want (physical $phys)"; }
+    case "$nodes" in *,*) bad=1; fail "$f rank $rank: CPUs $phys span NUMA nodes $nodes" ;; esac
+  done < <(awk -F'[ =]' '{print $2, $0}' "$WORK/phys")
+  [ $bad = 0 ] && pass "$f: logical rankfile = hwloc-calc's logical cores, each rank on one NUMA node"
+done
+
 # The physical rankfile run by Open MPI 4: each rank where the plan puts it.
 if command -v mpirun >/dev/null && [ "$(nproc)" -ge 2 ]; then
   "$GPUBIND" plan -n 2 --format rankfile --hosts localhost -q >"$WORK/rankfile"

@@ -1398,6 +1398,28 @@ TEST(NoGpu, CpuOnlyPlanWithAWarning) {
 
 // A capture gathered without I/O holds no PCI devices: its GPUs are unknown, not absent, and the
 // CPU-only plan says so and how to gather one that has them.
+TEST(NoGpu, EachRankGetsANumaDomainUnderRoundRobinNumbering) {
+  // No GPU, one rank per NUMA node: the split follows hwloc's core order, so each rank's block is
+  // one node even where CPU numbers alternate between sockets and sub-NUMA clusters (issue 33
+  // item 11: contiguous CPU numbers spanned all four nodes).
+  topo::Topology t;
+  t.origin = "test";
+  for (unsigned c = 0; c < 16; ++c) t.cores.push_back({CpuSet::of({c})});
+  t.cpus = t.allowed_cpus = CpuSet::range(0, 15);
+  auto every4 = [](unsigned from) { return CpuSet::of({from, from + 4, from + 8, from + 12}); };
+  t.packages = {{0, every4(0) | every4(2)}, {1, every4(1) | every4(3)}};
+  t.numa_nodes = {{0, every4(0), 0, 0, ""}, {1, every4(1), 0, 1, ""}, {2, every4(2), 0, 0, ""}, {3, every4(3), 0, 1, ""}};
+  Plan p = must_plan(t, {});
+  ASSERT_EQ(p.ranks.size(), 4u);
+  std::set<unsigned> nodes;
+  for (const auto& rb : p.ranks) {
+    ASSERT_EQ(rb.mem_nodes.size(), 1u) << rb.cpus.to_list();
+    EXPECT_EQ(rb.cpus, every4(rb.mem_nodes[0])) << rb.local_rank;
+    nodes.insert(rb.mem_nodes[0]);
+  }
+  EXPECT_EQ(nodes.size(), 4u);
+}
+
 TEST(NoGpu, ACaptureWithoutDevicesSaysItsGpusAreUnknown) {
   auto t = discover::load_topology("pack:2 numa:2 core:4 pu:2");
   ASSERT_TRUE(t.ok());
