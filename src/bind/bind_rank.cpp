@@ -9,11 +9,21 @@ Result<BoundRank> bind_rank(const topo::Topology& t, const RankRequest& r, sys::
   if (!req) return req.error();
   BoundRank out;
   out.request = std::move(*req);
-  out.split_sockets = r.policy_open && r.launcher_pinned && out.request.policy == plan::Policy::closest &&
-                      pinned_to_whole_numa_nodes(t, r.machine.allowed_cpus, t.allowed_cpus);
-  if (out.split_sockets) out.request.policy = plan::Policy::socket_split;
   auto p = plan::make_plan(t, out.request);
   if (!p) return p.error();
+  // A launcher that bound ranks to whole NUMA nodes (--bind-to numa) gets socket-split, so no rank
+  // has fewer cores than a node's share; unless the binding is gpubind's own plan for this rank
+  // (plan --format rankfile -> mpirun --rankfile -> exec), which is kept as it is.
+  if (r.policy_open && r.launcher_pinned && out.request.policy == plan::Policy::closest &&
+      pinned_to_whole_numa_nodes(t, r.machine.allowed_cpus, t.allowed_cpus)) {
+    auto ours = rank_binding(*p, r.local.rank, r.local.source, r.hint);
+    out.split_sockets = !ours || ours->cpus != r.machine.allowed_cpus;
+  }
+  if (out.split_sockets) {
+    out.request.policy = plan::Policy::socket_split;
+    p = plan::make_plan(t, out.request);
+    if (!p) return p.error();
+  }
   out.plan = std::move(*p);
   auto mine = rank_binding(out.plan, r.local.rank, r.local.source, r.hint);
   if (!mine) return mine.error();

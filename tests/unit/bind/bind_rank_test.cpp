@@ -60,6 +60,22 @@ TEST(BindRank, ALauncherThatPinnedWholeNumaNodesGetsSocketSplit) {
   EXPECT_EQ(bound->binding.cpus.count(), 28u);  // a node's worth of a package's cores: 112 PUs over 4 ranks
 }
 
+TEST(BindRank, ALauncherBindingThatIsGpubindsOwnPlanIsKept) {
+  // plan --format rankfile -> mpirun --rankfile -> exec (issue 33 item 8): 2 ranks on the DGX H100
+  // take GPUs 0 and 4, a whole NUMA node each; the rankfile pins rank 1 to exactly that node. It is
+  // not taken for --bind-to numa and re-planned socket-split.
+  topo::Topology t = dgx();
+  testing::RecordingBinder b;
+  RankRequest r = under_srun(t, 1, "56-111,168-223");
+  r.options.ranks = 2;
+  r.local = {1, 2u, "OMPI_COMM_WORLD_LOCAL_RANK"};
+  auto bound = bind_rank(t, r, b);
+  ASSERT_TRUE(bound.ok()) << bound.error().message();
+  EXPECT_FALSE(bound->split_sockets);
+  EXPECT_EQ(bound->request.policy, plan::Policy::closest);
+  EXPECT_EQ(bound->binding.cpus, cpus("56-111,168-223"));
+}
+
 TEST(BindRank, APolicySomebodyChoseIsNotSwitchedForTheLaunchersNumaPinning) {
   topo::Topology t = dgx();
   testing::RecordingBinder b;
