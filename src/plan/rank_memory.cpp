@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -7,6 +8,53 @@
 namespace gpubind::plan::steps {
 
 using topo::Gpu;
+
+namespace {
+
+// Whether node `n` is known to have no memory: the source gives node sizes (some node has one)
+// and this node's is 0 (a memoryless die of a Threadripper 2990WX, an HBM-less CPU node).
+bool memoryless(const topo::Topology& t, unsigned n) {
+  bool sizes_known = std::any_of(t.numa_nodes.begin(), t.numa_nodes.end(), [](const topo::NumaNode& x) { return x.memory_bytes > 0; });
+  const topo::NumaNode* node = topo::find_numa(t, n);
+  return sizes_known && node && node->memory_bytes == 0;
+}
+
+// A rank whose CPUs are on no node with memory (memoryless nodes, or CPUs a capture puts in no
+// node): the nodes with memory nearest its CPUs' nodes by NUMA distance, else those of its
+// package(s), else every node with memory. numactl refuses an empty or memoryless node list.
+std::set<unsigned> nearest_memory(const topo::Topology& t, const CpuSet& cpus, std::string& why) {
+  std::vector<unsigned> from = topo::nodes_covering(t, cpus);
+  std::set<unsigned> out;
+  std::optional<unsigned> best;
+  for (unsigned f : from)
+    for (const topo::NumaNode& n : t.numa_nodes) {
+      if (memoryless(t, n.os_index) || n.os_index == f) continue;
+      auto d = topo::numa_distance(t, f, n.os_index);
+      if (!d) continue;
+      if (!best || *d < *best) {
+        out.clear();
+        best = *d;
+      }
+      if (*d == *best) out.insert(n.os_index);
+    }
+  if (!out.empty()) {
+    why = "the nearest by NUMA distance";
+    return out;
+  }
+  for (const topo::NumaNode& n : t.numa_nodes) {
+    if (memoryless(t, n.os_index)) continue;
+    for (const topo::Package& p : t.packages)
+      if (n.package == p.os_index && p.cpus.intersects(cpus)) out.insert(n.os_index);
+  }
+  why = "its package's";
+  if (!out.empty()) return out;
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (!memoryless(t, n.os_index)) out.insert(n.os_index);
+  why = "every node with memory";
+  return out;
+}
+
+}  // namespace
 
 void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
   if (c.req.policy == Policy::none || c.req.mem == MemPolicy::none) {
@@ -34,6 +82,16 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
       for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
   if (!on_gpu && (nodes.empty() || c.req.mem == MemPolicy::interleave))
     for (unsigned n : topo::nodes_covering(c.t, rb.cpus)) nodes.insert(n);
+  if (!on_gpu)
+    std::erase_if(nodes, [&](unsigned n) { return memoryless(c.t, n); });
+  if (nodes.empty()) {
+    std::string why;
+    nodes = nearest_memory(c.t, rb.cpus, why);
+    std::vector<unsigned> list(nodes.begin(), nodes.end());
+    if (!nodes.empty())
+      rb.warnings.push_back("CPUs " + rb.cpus.to_list() + " are on no NUMA node with memory (memoryless nodes); memory " +
+                            to_string(rb.mem_policy) + " on node(s) " + join_numbers(list) + ", " + why);
+  }
   // Never a node the cgroup forbids (cpuset.mems): set_mempolicy would fail, or the kernel would
   // silently allocate elsewhere. The nearest allowed node with CPUs takes its place.
   if (const auto& allowed = c.req.allowed_mems) {
@@ -58,6 +116,7 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
     nodes = kept;
   }
   rb.mem_nodes.assign(nodes.begin(), nodes.end());
+  if (rb.mem_nodes.empty()) rb.mem_policy = MemPolicy::none;  // nowhere to point it: first touch
 }
 
 }  // namespace gpubind::plan::steps

@@ -956,6 +956,31 @@ TEST(Memory, MemOnGpuRankWhoseGpuHasNoMemoryNodeKeepsItsCpusNode) {
   EXPECT_TRUE(has_warning(p, "rank 5: --mem-on-gpu: GPU 5 has no memory node of its own; memory on its CPUs' node(s)"));
 }
 
+TEST(Memory, NeverAMemorylessNodeNorAnEmptyList) {
+  // A Threadripper 2990WX in miniature (issue 33 item 9): node 0 has CPUs 0-3 and memory, node 1
+  // CPUs 4-7 and none, CPUs 8-11 are in no node (a capture's memoryless dies). numactl refuses
+  // --preferred-many= with an empty list and a memoryless node.
+  topo::Topology t;
+  t.origin = "test";
+  for (unsigned c = 0; c < 12; ++c) t.cores.push_back({CpuSet::of({c})});
+  t.cpus = t.allowed_cpus = CpuSet::range(0, 11);
+  t.packages = {{0, t.cpus}};
+  t.numa_nodes = {{0, CpuSet::range(0, 3), 64ull << 30, 0, ""}, {1, CpuSet::range(4, 7), 0, 0, ""}};
+  Request r;
+  r.ranks = 3;
+  r.policy = Policy::cpu_only;
+  Plan p = must_plan(t, r);
+  EXPECT_EQ(p.ranks[0].mem_nodes, (std::vector<unsigned>{0}));
+  EXPECT_EQ(p.ranks[1].mem_nodes, (std::vector<unsigned>{0}));  // not its memoryless node 1
+  EXPECT_EQ(p.ranks[2].mem_nodes, (std::vector<unsigned>{0}));  // not an empty list
+  EXPECT_EQ(p.ranks[2].mem_policy, MemPolicy::preferred);
+  EXPECT_TRUE(has_warning(p, "rank 2: CPUs 8-11 are on no NUMA node with memory"));
+  t.numa_nodes[1].memory_bytes = 0;
+  t.numa_nodes[0].memory_bytes = 0;  // sizes unknown: node 1 is not taken for memoryless
+  Plan q = must_plan(t, r);
+  EXPECT_EQ(q.ranks[1].mem_nodes, (std::vector<unsigned>{1}));
+}
+
 TEST(Memory, NoneLeavesMemoryAlone) {
   Request r;
   r.mem = MemPolicy::none;
