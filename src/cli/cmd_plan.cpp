@@ -82,6 +82,7 @@ Status site_config(const Args& app, PlanFlags& f) {
 
 // Formats that carry no environment cannot tell the ranks which GPUs gpubind chose for them.
 void warn_visible_env(const plan::Plan& plan, const PlanFlags& f) {
+  if (f.format == "slurm") print_warnings(render::plan_slurm_notes(plan), f.o.quiet);
   if (plan.visible_env.empty() || f.format == "table" || f.format == "json" || f.format == "env" || f.format == "svg" ||
       f.format == "slurm")  // --gpu-bind=map_gpu gives each task its GPU
     return;

@@ -164,6 +164,17 @@ std::string plan_env(const Plan& p, unsigned rank) {
   return out;
 }
 
+std::vector<std::string> plan_slurm_notes(const Plan& p) {
+  std::vector<std::string> out;
+  if (p.mem != MemPolicy::preferred) return out;
+  for (const RankBinding& rb : p.ranks)
+    if (rb.mem_nodes.size() > 1)
+      out.push_back("rank " + std::to_string(rb.local_rank) + ": memory preferred on nodes " + join_numbers(rb.mem_nodes) +
+                    ", but Slurm's --mem-bind=prefer takes one node: node " + std::to_string(rb.mem_nodes[0]) +
+                    " (--mem bind keeps them all)");
+  return out;
+}
+
 std::string plan_slurm(const Plan& p) {
   std::vector<std::string> masks, gpus, mems;
   bool multi_gpu = false, any_gpu = false;
@@ -173,6 +184,8 @@ std::string plan_slurm(const Plan& p) {
     any_gpu = any_gpu || !rb.gpus.empty();
     CpuSet nodes;
     for (unsigned n : rb.mem_nodes) nodes.set(n);
+    // Slurm's prefer is MPOL_PREFERRED on the mask's first node only: say that one.
+    if (p.mem == MemPolicy::preferred && !rb.mem_nodes.empty()) nodes = CpuSet::of({*nodes.first()});
     mems.push_back(rb.mem_nodes.empty() ? "" : hex_mask(nodes));
   }
   for (const RankBinding& rb : p.ranks) {

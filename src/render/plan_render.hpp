@@ -23,6 +23,8 @@ std::string plan_env(const plan::Plan& p, unsigned rank);
 // srun flags: --cpu-bind=mask_cpu:..., --gpu-bind=map_gpu:... (mask_gpu with several GPUs per
 // rank), --mem-bind=... .
 std::string plan_slurm(const plan::Plan& p);
+// What --format slurm cannot say as planned: ranks preferring several nodes get their first.
+std::vector<std::string> plan_slurm_notes(const plan::Plan& p);
 // An Open MPI rankfile for the node's plan on every host of `hosts` (ranks numbered host by host:
 // host i's local rank r is rank i*R+r). `logical` false: physical CPU numbers, for Open MPI 4
 // (`mpirun --rankfile F --mca rmaps_rank_file_physical 1`); true: hwloc logical core indexes,

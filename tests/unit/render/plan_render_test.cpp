@@ -39,8 +39,19 @@ TEST(PlanSlurm, MasksAreHexPerRankAndGpusAreTheirIndexes) {
 }
 
 TEST(PlanSlurm, PreferredMemoryIsPreferAndNoPolicyIsNoMemBind) {
-  EXPECT_NE(plan_slurm(two_ranks(plan::MemPolicy::preferred)).find("--mem-bind=prefer,mask_mem:0x1,0xa"), std::string::npos);
+  EXPECT_NE(plan_slurm(two_ranks(plan::MemPolicy::preferred)).find("--mem-bind=prefer,mask_mem:0x1,"), std::string::npos);
   EXPECT_EQ(plan_slurm(two_ranks(plan::MemPolicy::none)).find("--mem-bind"), std::string::npos);
+}
+
+TEST(PlanSlurm, PreferTakesOneNodeAndSaysSo) {
+  // Rank 1 prefers nodes 1 and 3; Slurm's prefer is MPOL_PREFERRED on the mask's first node
+  // (issue 33 item 11): the flags name node 1 and a note says what was dropped. bind keeps both.
+  EXPECT_NE(plan_slurm(two_ranks(plan::MemPolicy::preferred)).find("mask_mem:0x1,0x2\n"), std::string::npos);
+  auto notes = plan_slurm_notes(two_ranks(plan::MemPolicy::preferred));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rank 1: memory preferred on nodes 1,3"), std::string::npos) << notes[0];
+  EXPECT_NE(plan_slurm(two_ranks(plan::MemPolicy::bind)).find("--mem-bind=mask_mem:0x1,0xa"), std::string::npos);
+  EXPECT_TRUE(plan_slurm_notes(two_ranks(plan::MemPolicy::bind)).empty());
 }
 
 TEST(PlanNumactl, OneCommandLinePerRank) {
