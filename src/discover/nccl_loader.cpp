@@ -238,6 +238,11 @@ Result<Topology> load_nccl_xml(const std::string& text, const std::string& origi
     return std::tie(a.pci, a.os_names) < std::tie(b.pci, b.os_names);
   });
   add_locality_warnings(topo);
+  // An NCCL_TOPO_FILE often lists PCI devices only: NCCL finds the GPUs' NVLinks itself. Without
+  // any <gpu> element the links are unknown, not absent.
+  if (topo.gpus.size() >= 2 && std::none_of(w.has_index.begin(), w.has_index.end(), [](bool b) { return b; }))
+    topo.warnings.push_back("NCCL/RCCL topology file: no <gpu> elements, so NVLink/xGMI links between the GPUs are unknown: "
+                            "GPU-to-GPU classes are PCIe paths only, and --gpus-per-rank groups GPUs by PCIe alone");
   if (Status s = topo::validate(topo); !s) return Error{origin, s.error().why};
   return topo;
 }

@@ -72,6 +72,26 @@ TEST(NcclLoader, WarnsThatCoresAreUnknown) {
   EXPECT_NE(t->warnings[0].find("no packages, cores"), std::string::npos);
 }
 
+TEST(NcclLoader, WithoutGpuElementsLinksAreSaidToBeUnknown) {
+  // An NCCL_TOPO_FILE of PCI devices only (AWS p4d, Azure NDv4): NCCL finds NVLinks itself, so
+  // the file's GPU-to-GPU classes are PCIe paths and links unknown, which topo must say (issue
+  // 33 item 11). The same file with <gpu> elements says nothing of it.
+  std::string bare = kTwoSocket;
+  for (const char* drop : {"<gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\">", "<gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\">",
+                           "<nvlink target=\"0000:f0:00.0\" count=\"6\" tclass=\"0x068000\"/>", "</gpu>"})
+    for (size_t at; (at = bare.find(drop)) != std::string::npos;) bare.erase(at, std::string(drop).size());
+  auto t = load_nccl_xml(bare, "test");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  ASSERT_EQ(t->gpus.size(), 2u);
+  EXPECT_TRUE(t->links.empty());
+  bool said = false;
+  for (const auto& w : t->warnings) said = said || w.find("no <gpu> elements, so NVLink/xGMI links") != std::string::npos;
+  EXPECT_TRUE(said);
+  auto full = load_nccl_xml(kTwoSocket, "test");
+  ASSERT_TRUE(full.ok());
+  for (const auto& w : full->warnings) EXPECT_EQ(w.find("no <gpu> elements"), std::string::npos) << w;
+}
+
 TEST(NcclLoader, RcclDialectDefaultsToAmd) {
   const char* xml = R"(<system version="2"><cpu numaid="0" affinity="0000000f">
       <pci busid="0000:02:00.0" class="0x120000"><gpu dev="0"/></pci></cpu></system>)";

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "discover/source.hpp"
 #include "topo/topology.hpp"
 
 namespace gpubind::topo {
@@ -59,6 +60,16 @@ TEST(PathClass, UnknownLocalityIsSYS) {
   auto a = dev({"hb:0001:00"}, std::nullopt);
   auto b = dev({"hb:0002:00"}, std::nullopt);
   EXPECT_EQ(path_class(a, b), PathClass::SYS);
+}
+
+TEST(PathClass, DgxA100ExampleGpuToNicIsPxbAsNvidiaSmiShowsIt) {
+  // DGX/HGX A100 `nvidia-smi topo -m` shows PXB between a GPU and the HCAs of its switch (two
+  // levels of PCIe switches), so the example does too (issue 33 item 11: it showed PIX).
+  auto t = discover::load_topology("example:dgx-a100-nps4");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(topo::path_class(t->gpus[0], t->nics[0]), PathClass::PXB);
+  EXPECT_EQ(topo::path_class(t->gpus[0], t->nics[1]), PathClass::PXB);
+  EXPECT_EQ(topo::path_class(t->gpus[0], t->nics[2]), PathClass::SYS);
 }
 
 TEST(Topology, ValidateRejectsNoPUs) {
