@@ -347,7 +347,9 @@ Topology convert(hwloc_topology_t t, const HwlocInput& in) {
   topo.origin = in.origin;
   hwloc_obj_t root = hwloc_get_root_obj(t);
   topo.hostname = info(root, "HostName");
-  topo.cpus = to_cpuset(hwloc_topology_get_complete_cpuset(t));
+  // The PUs in the topology: online ones. The complete cpuset also holds offline PUs, which have no
+  // core and must not become PUs and one-PU cores of their own.
+  topo.cpus = to_cpuset(hwloc_topology_get_topology_cpuset(t));
   topo.allowed_cpus = to_cpuset(hwloc_topology_get_allowed_cpuset(t)) & topo.cpus;
 
   for (hwloc_obj_t p = nullptr; (p = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, p));)

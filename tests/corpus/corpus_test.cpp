@@ -191,6 +191,19 @@ TEST(CorpusGres, TypeIsTheModelAutoDetectReads) {
   }
 }
 
+// PUs in a capture's complete cpuset but not in its topology (offline, or removed as disallowed:
+// Lassen's 8 PUs of its two system cores) are not PUs of the machine, nor one-PU cores of their
+// own (issue 33 item 11: "56 cores, 176 PUs" where the tree has 40 cores and 160 PUs).
+TEST(CorpusTopo, PusOutsideTheTopologyAreNeitherPusNorCores) {
+  for (const char* file : {"llnl-lassen-ibm-ac922-2xPOWER9-4xV100.hwloc.xml", "llnl-lassen-ibm-ac922-2xPOWER9-4xV100-gpu-numa-nodes.hwloc1.xml"}) {
+    auto t = gpubind::discover::load_topology(kDir + "/" + file);
+    ASSERT_TRUE(t.ok()) << file << ": " << t.error().message();
+    EXPECT_EQ(t->cpus.count(), 160u) << file;
+    EXPECT_EQ(t->cores.size(), 40u) << file;
+    for (const auto& c : t->cores) EXPECT_EQ(c.pus.count(), 4u) << file << " core " << c.pus.to_list();  // SMT4 throughout
+  }
+}
+
 std::vector<std::string> sysfs_trees() {
   std::vector<std::string> out;
   if (!std::filesystem::exists(kDir + "/ground-truth.json")) return out;
