@@ -50,23 +50,26 @@ int reach(const Topology& t, const Gpu& g, const CpuSet& allowed) {
 }
 
 // `n` of the visible GPUs, chosen one at a time: the GPU nearest the allowed CPUs, then the one
-// whose package, then NUMA node, holds the fewest GPUs chosen so far, then the one farthest (PCIe)
-// from those of its node, then the first. Returned as positions in the visible list, in that order.
+// whose package, then NUMA node, holds the fewest GPUs chosen so far, then the one with the most
+// NVLink/xGMI lanes to the GPUs chosen (the ranks talk: on a DGX-1's hybrid cube mesh GPU 0's
+// partner on the other socket is GPU 4), then the one farthest (PCIe) from those of its node,
+// then the first. Returned as positions in the visible list, in that order.
 std::vector<size_t> spread_positions(const Topology& t, const std::vector<const Gpu*>& visible, unsigned n, const CpuSet& allowed) {
   std::vector<size_t> chosen;
   std::vector<bool> used(visible.size(), false);
   auto key = [&](size_t i) {
     const Gpu& g = *visible[i];
-    unsigned same_pkg = 0, same_node = 0;
+    unsigned same_pkg = 0, same_node = 0, lanes = 0;
     int nearest = int(topo::PathClass::SYS) + 1;
     for (size_t j : chosen) {
       const Gpu& o = *visible[j];
+      if (const topo::GpuLink* l = topo::find_link(t, g.pci, o.pci)) lanes += std::max(1u, l->count);
       same_pkg += package_of(t, o) == package_of(t, g);
       bool node = o.numa == g.numa;
       same_node += node;
       if (node) nearest = std::min(nearest, int(topo::path_class(g, o)));
     }
-    return std::make_tuple(reach(t, g, allowed), same_pkg, same_node, -nearest, i);
+    return std::make_tuple(reach(t, g, allowed), same_pkg, same_node, -int(lanes), -nearest, i);
   };
   while (chosen.size() < n) {
     size_t best = visible.size();

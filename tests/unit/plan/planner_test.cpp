@@ -1199,6 +1199,23 @@ TEST(Spread, WithinANodeGpusBehindOtherPcieSwitchesFirst) {
   EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 2}));
 }
 
+TEST(Spread, AcrossPackagesTheGpuLinkedToTheChosenOnes) {
+  // Two packages of two GPUs; NVLink joins GPU 0 and GPU 3 only (a bridge pair across sockets):
+  // two ranks take GPUs 0 and 3, one per package and able to talk over NVLink, not 0 and 2.
+  auto t = crowded_machine(2, 8, 1, {2, 2});
+  topo::GpuLink link;
+  link.a = t.gpus[0].pci;
+  link.b = t.gpus[3].pci;
+  link.count = 4;
+  link.kind = topo::GpuLink::Kind::nvlink;
+  t.links.push_back(link);
+  Request r;
+  r.ranks = 2;
+  EXPECT_EQ(gpu_indexes(must_plan(t, r)), (std::vector<unsigned>{0, 3}));
+  t.links.clear();
+  EXPECT_EQ(gpu_indexes(must_plan(t, r)), (std::vector<unsigned>{0, 2}));
+}
+
 TEST(Spread, VisibilityFixedByTheEnvironmentKeepsRankROnVisibleGpuR) {
   for (const char* var : {"CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "NVIDIA_VISIBLE_DEVICES"}) {
     Request r = with_env({{var, "0,1,2,3,4,5,6,7"}});
