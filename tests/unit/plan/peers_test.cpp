@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <map>
 #include <set>
 
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 
 namespace gpubind::plan {
@@ -77,24 +77,9 @@ TEST(Peers, GpuAffinitySocketMatchesNvidiasDgxH100Test) {
 // L3 caches of `cores` two-PU cores, numbered in order with siblings adjacent, as hwloc's
 // synthetic topology numbers them.
 topo::Topology torch_mock(unsigned sockets, unsigned nodes, unsigned gpus, unsigned l3s, unsigned cores) {
-  auto loaded = discover::load_topology("pack:" + std::to_string(sockets) + " numa:" + std::to_string(nodes) + " l3:" +
-                                        std::to_string(l3s) + " core:" + std::to_string(cores) + " pu:2");
-  EXPECT_TRUE(loaded.ok());
-  topo::Topology t = *loaded;
-  unsigned index = 0;
-  for (const auto& n : std::vector<topo::NumaNode>(t.numa_nodes))
-    for (unsigned k = 0; k < gpus; ++k, ++index) {
-      topo::Gpu g;
-      g.index = index;
-      char pci[16];
-      std::snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x10 + index);
-      g.pci = pci;
-      g.vendor = topo::Vendor::nvidia;
-      g.numa = std::vector<unsigned>{n.os_index};
-      g.cpus = n.cpus;
-      t.gpus.push_back(g);
-    }
-  return t;
+  return testing::synthetic_with_gpus("pack:" + std::to_string(sockets) + " numa:" + std::to_string(nodes) + " l3:" +
+                                          std::to_string(l3s) + " core:" + std::to_string(cores) + " pu:2",
+                                      std::vector<unsigned>(sockets * nodes, gpus));
 }
 
 TEST(Peers, TorchrunExclusiveMatchesPytorchsTest) {

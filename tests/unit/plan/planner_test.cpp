@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
 
@@ -80,27 +81,9 @@ topo::Topology eight_l3_node() {
 // `packages` packages with one NUMA node each of `cores` cores x `smt` PUs, and gpus_on[n] GPUs
 // on node n (issue 10's crowded machines in miniature).
 topo::Topology crowded_machine(unsigned packages, unsigned cores, unsigned smt, const std::vector<unsigned>& gpus_on) {
-  auto loaded = discover::load_topology("pack:" + std::to_string(packages) + " numa:1 core:" + std::to_string(cores) +
-                                        " pu:" + std::to_string(smt));
-  EXPECT_TRUE(loaded.ok());
-  topo::Topology t = *loaded;
-  unsigned index = 0;
-  for (unsigned n = 0; n < gpus_on.size(); ++n)
-    for (unsigned k = 0; k < gpus_on[n]; ++k) {
-      topo::Gpu g;
-      g.index = index;
-      char pci[16];
-      std::snprintf(pci, sizeof pci, "0000:%02x:00.0", 0x10 + index);
-      g.pci = pci;
-      g.vendor = topo::Vendor::nvidia;
-      g.device_id = 0x2330;
-      g.numa = std::vector<unsigned>{t.numa_nodes[n].os_index};
-      g.cpus = t.numa_nodes[n].cpus;
-      g.pcie_path = {"hb:0000:" + std::string(pci).substr(5, 2)};
-      t.gpus.push_back(g);
-      ++index;
-    }
-  return t;
+  return testing::synthetic_with_gpus("pack:" + std::to_string(packages) + " numa:1 core:" + std::to_string(cores) + " pu:" +
+                                          std::to_string(smt),
+                                      gpus_on);
 }
 
 bool on_gpu_node(const topo::Topology& t, const RankBinding& rb) {
@@ -1444,19 +1427,13 @@ TEST(NoGpu, EachRankGetsANumaDomainUnderRoundRobinNumbering) {
   // No GPU, one rank per NUMA node: the split follows hwloc's core order, so each rank's block is
   // one node even where CPU numbers alternate between sockets and sub-NUMA clusters (issue 33
   // item 11: contiguous CPU numbers spanned all four nodes).
-  topo::Topology t;
-  t.origin = "test";
-  for (unsigned c = 0; c < 16; ++c) t.cores.push_back({CpuSet::of({c})});
-  t.cpus = t.allowed_cpus = CpuSet::range(0, 15);
-  auto every4 = [](unsigned from) { return CpuSet::of({from, from + 4, from + 8, from + 12}); };
-  t.packages = {{0, every4(0) | every4(2)}, {1, every4(1) | every4(3)}};
-  t.numa_nodes = {{0, every4(0), 0, 0, ""}, {1, every4(1), 0, 1, ""}, {2, every4(2), 0, 0, ""}, {3, every4(3), 0, 1, ""}};
+  topo::Topology t = testing::round_robin_snc2();
   Plan p = must_plan(t, {});
   ASSERT_EQ(p.ranks.size(), 4u);
   std::set<unsigned> nodes;
   for (const auto& rb : p.ranks) {
     ASSERT_EQ(rb.mem_nodes.size(), 1u) << rb.cpus.to_list();
-    EXPECT_EQ(rb.cpus, every4(rb.mem_nodes[0])) << rb.local_rank;
+    EXPECT_EQ(rb.cpus, topo::find_numa(t, rb.mem_nodes[0])->cpus) << rb.local_rank;
     nodes.insert(rb.mem_nodes[0]);
   }
   EXPECT_EQ(nodes.size(), 4u);

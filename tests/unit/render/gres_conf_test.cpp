@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../../support/test_machines.hpp"
+
 namespace gpubind::render {
 
 // Two sockets with interleaved PU numbers (socket 0: even CPUs, socket 1: odd), as on many Dell
@@ -31,18 +33,13 @@ TEST(GresConf, CoresUseSlurmsPackageOrder) {
 // package 0's cores node by node: node 0's as 0-3, node 2's as 4-7; a GPU on node 0 has Cores=0-3
 // (issue 33 item 7: ordering by first PU within the package wrote 0,2,4,6, half on node 2).
 TEST(GresConf, SubNumaClustersNumberedRoundRobinFollowHwlocsTreeOrder) {
-  topo::Topology t;
-  t.origin = "test";
-  for (unsigned c = 0; c < 16; ++c) t.cores.push_back({CpuSet::of({c})});
-  t.cpus = t.allowed_cpus = CpuSet::range(0, 15);
-  auto every4 = [](unsigned from) { return CpuSet::of({from, from + 4, from + 8, from + 12}); };
-  t.packages = {{0, every4(0) | every4(2)}, {1, every4(1) | every4(3)}};
-  t.numa_nodes = {{0, every4(0), 0, 0, ""}, {1, every4(1), 0, 1, ""}, {2, every4(2), 0, 0, ""}, {3, every4(3), 0, 1, ""}};
+  topo::Topology t = testing::round_robin_snc2();
   t.l3_domains = {{t.packages[0].cpus, 1u << 20}, {t.packages[1].cpus, 1u << 20}};  // L3 spans the package
+  auto node_cpus = [&t](unsigned node) { return topo::find_numa(t, node)->cpus; };
   std::vector<unsigned> id = topo::logical_core_ids(t);
-  for (unsigned pu : every4(0).ids()) EXPECT_LT(id[pu], 4u) << pu;
-  for (unsigned pu : every4(2).ids()) EXPECT_GE(id[pu], 4u) << pu;
-  for (unsigned pu : every4(2).ids()) EXPECT_LT(id[pu], 8u) << pu;
+  for (unsigned pu : node_cpus(0).ids()) EXPECT_LT(id[pu], 4u) << pu;
+  for (unsigned pu : node_cpus(2).ids()) EXPECT_GE(id[pu], 4u) << pu;
+  for (unsigned pu : node_cpus(2).ids()) EXPECT_LT(id[pu], 8u) << pu;
   for (unsigned node : {0u, 2u}) {
     topo::Gpu g;
     g.pci = "0000:1" + std::to_string(node) + ":00.0";
@@ -50,7 +47,7 @@ TEST(GresConf, SubNumaClustersNumberedRoundRobinFollowHwlocsTreeOrder) {
     g.index = node / 2;
     g.name = "Tesla V100";
     g.numa = std::vector<unsigned>{node};
-    g.cpus = every4(node);
+    g.cpus = node_cpus(node);
     t.gpus.push_back(g);
   }
   std::string out = gres_conf(t, "");
