@@ -85,6 +85,8 @@ std::vector<size_t> spread_positions(const Topology& t, const std::vector<const 
 
 std::vector<const Gpu*> spread_gpus(Ctx& c, const std::vector<const Gpu*>& visible, unsigned ranks, unsigned k) {
   if (ranks < 2 || size_t(ranks) * k >= visible.size()) return visible;
+  // none binds nothing, cpu-only is GPU-unaware by definition: neither chooses GPUs.
+  if (c.req.policy == Policy::none || c.req.policy == Policy::cpu_only) return visible;
   if (k > 1 && !c.req.isolate_gpus) return visible;  // a worker of several GPUs finds them by position
   std::string fixed = visibility_fixed_by(c.t, c.req, visible);
   if (!fixed.empty()) {

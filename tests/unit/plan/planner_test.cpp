@@ -1248,6 +1248,17 @@ TEST(Spread, SeveralGpusPerRankSpreadOnlyWhenIsolated) {
   EXPECT_EQ(p.score.idle_cpus, 0u);
 }
 
+TEST(Spread, PoliciesThatIgnoreGpusKeepGpuOrder) {
+  for (Policy policy : {Policy::none, Policy::cpu_only}) {
+    Request r;
+    r.ranks = 2;
+    r.policy = policy;
+    Plan p = must_plan(example("dgx-h100"), r);
+    EXPECT_EQ(gpu_indexes(p), (std::vector<unsigned>{0, 1})) << to_string(policy);
+    EXPECT_TRUE(p.visible_env.empty()) << to_string(policy);
+  }
+}
+
 TEST(Spread, UnknownLocalityKeepsGpuOrder) {
   Request r;
   r.ranks = 2;
