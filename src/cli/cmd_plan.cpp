@@ -80,8 +80,9 @@ Status site_config(const Args& app, PlanFlags& f) {
   return Ok{};
 }
 
-// Formats that carry no environment cannot tell the ranks which GPUs gpubind chose for them.
-void warn_visible_env(const plan::Plan& plan, const PlanFlags& f) {
+// What a format cannot carry as planned: srun's prefer takes one memory node, and formats without
+// an environment cannot tell the ranks which GPUs gpubind chose for them.
+void format_warnings(const plan::Plan& plan, const PlanFlags& f) {
   if (f.format == "slurm") print_warnings(render::plan_slurm_notes(plan), f.o.quiet);
   if (plan.visible_env.empty() || f.format == "table" || f.format == "json" || f.format == "env" || f.format == "svg" ||
       f.format == "slurm")  // --gpu-bind=map_gpu gives each task its GPU
@@ -113,7 +114,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (f.rank && *f.rank >= plan->ranks.size())
     return fail(Error{"--rank " + std::to_string(*f.rank), "the plan has ranks 0-" + std::to_string(plan->ranks.size() - 1), ErrorKind::usage});
   print_warnings(plan->warnings, f.o.quiet);
-  warn_visible_env(*plan, f);
+  format_warnings(*plan, f);
   auto out = render_plan(*plan, *topo, f);
   if (!out) return fail(out.error());
   std::fwrite(out->data(), 1, out->size(), stdout);
