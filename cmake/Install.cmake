@@ -67,6 +67,16 @@ foreach(component_package core:gpubind exporter:gpubind-exporter k8s:gpubind-k8s
           DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/${package}" COMPONENT ${component})
 endforeach()
 
+# Installed binaries are stripped, their debug information kept beside them as Debian keeps it: in
+# /usr/lib/debug/<the file's own path>.debug, found by gdb through the stripped file's
+# .gnu_debuglink. Its own component (dbg), so `make install` / `cmake --install` runs it last and
+# CPack, which strips the packages itself (CPACK_STRIP_FILES), never puts debug files in a .deb.
+find_program(GPUBIND_OBJCOPY NAMES objcopy)
+if(GPUBIND_OBJCOPY)
+  install(CODE "set(GPUBIND_OBJCOPY \"${GPUBIND_OBJCOPY}\")" COMPONENT dbg)
+  install(SCRIPT "${PROJECT_SOURCE_DIR}/cmake/StripInstalled.cmake" COMPONENT dbg)
+endif()
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL core exporter k8s)

@@ -4,7 +4,8 @@
 # module and the systemd unit; gpubind-k8s with the YAML and pod-resources modules), lintian finds
 # no error in any, they install with dpkg into a clean root and gpubind runs, and without the
 # optional packages their commands say which package to install; the man pages render and
-# document every flag of their command; bash completion works from the installed file.
+# document every flag of their command; bash completion works from the installed file; `cmake
+# --install` strips what it installs and keeps the debug information in usr/lib/debug.
 # Usage: packaging.sh GPUBIND BUILD_DIR
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +45,25 @@ if [ -f "$(dirname "$GPUBIND")/gpubind-podresources.so" ]; then
     || fail "DESTDIR install lacks gpubind-podresources.so beside gpubind-hwloc.so: '$podres'"
 fi
 [ $failures = 0 ] && pass "DESTDIR install: binary, hwloc module, man pages, completions, deploy examples"
+# Installed stripped, debug information kept as Debian keeps it (issue 34 item 5): each ELF file
+# without .debug_info but with a .gnu_debuglink naming its file under usr/lib/debug, which holds
+# the debug information; the stripped binary and its modules still run.
+stripped=0
+for f in usr/bin/gpubind usr/lib/gpubind/gpubind-hwloc.so usr/lib/gpubind/gpubind-http.so usr/lib/gpubind/gpubind-yaml.so; do
+  sections=$(readelf -S -W "$WORK/stage/$f" 2>/dev/null)
+  debug_sections=$(readelf -S -W "$WORK/stage/usr/lib/debug/$f.debug" 2>/dev/null)
+  link=$(readelf -p .gnu_debuglink "$WORK/stage/$f" 2>/dev/null | sed -n 's/.*\] *\([^ ]*\.debug\).*/\1/p')
+  if echo "$sections" | grep -q '\.debug_info' || ! echo "$debug_sections" | grep -q '\.debug_info' || [ "$link" != "$(basename "$f").debug" ]; then
+    fail "$f: not stripped with its debug file (debuglink '$link')"
+  else
+    stripped=$((stripped + 1))
+  fi
+done
+"$WORK/stage/usr/bin/gpubind" topo --topology example:dgx-h100 >/dev/null 2>&1 && "$WORK/stage/usr/bin/gpubind" topo -q >/dev/null 2>&1 \
+  || fail "the stripped binary does not run (with its hwloc module)"
+size=$(du -sk --exclude=usr/lib/debug "$WORK/stage" | cut -f1)
+debug=$(du -sk "$WORK/stage/usr/lib/debug" | cut -f1)
+[ "$stripped" = 4 ] && pass "installed stripped: $((size / 1024)) MiB, debug information $((debug / 1024)) MiB in usr/lib/debug, linked"
 
 # 2. The Debian packages: built, checked by lintian, installed by dpkg into an empty root, run.
 mkdir -p "$WORK/pkg"
@@ -54,6 +74,10 @@ k8s=$(ls "$WORK"/pkg/gpubind-k8s_*.deb 2>/dev/null | head -1)
 [ -n "$deb" ] && [ -n "$exporter" ] && [ -n "$k8s" ] && pass "cpack built three packages: $(cd "$WORK/pkg" && ls *.deb | tr '\n' ' ')" \
   || fail "cpack built: $(ls "$WORK"/pkg/*.deb 2>&1 | tr '\n' ' ')"
 field() { dpkg-deb -f "$1" "$2" 2>/dev/null; }
+# The packages are stripped by CPack and carry no debug tree (Debian ships that in -dbgsym packages).
+for p in $deb $exporter $k8s; do
+  dpkg-deb -c "$p" | grep -q 'usr/lib/debug' && fail "$(basename "$p") carries usr/lib/debug"
+done
 if [ -n "$deb" ]; then
   # The core package depends on what exec needs, no more: no HTTP, YAML, gRPC, protobuf or abseil.
   dep=$(field "$deb" Depends)
