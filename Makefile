@@ -120,8 +120,10 @@ fuzz-regress: build-fuzz
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: binary, SPANK plugin (Slurm's plugin
 # dir under PREFIX), man pages, bash/zsh completion, deploy/ examples.
 PREFIX ?= /usr/local
+# DEBUG_FILES=no: installed stripped without the debug files in PREFIX/lib/debug.
+DEBUG_FILES ?= yes
 install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	GPUBIND_DEBUG_FILES=$(DEBUG_FILES) cmake --install $(BUILD) --prefix $(PREFIX)
 
 # make package: a Debian package (build/gpubind_VERSION_ARCH.deb) from CPack.
 package: build

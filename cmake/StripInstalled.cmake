@@ -2,7 +2,8 @@
 # binary, its modules, the SPANK plugin) is split into a stripped file and its debug file, Debian's
 # way: objcopy --only-keep-debug to <DESTDIR><prefix>/lib/debug/<path>.debug, then, only once that
 # is written, --strip-debug --strip-unneeded with --add-gnu-debuglink so gdb finds it. A file
-# objcopy refuses is left as it was, with a message.
+# objcopy refuses is left as it was, with a message. GPUBIND_DEBUG_FILES=no in the environment
+# (make install DEBUG_FILES=no) strips without keeping the debug information.
 foreach(installed IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
   if(NOT installed MATCHES "(/bin/gpubind|\\.so)$" OR installed MATCHES "/lib/debug/")
     continue()
@@ -19,6 +20,15 @@ foreach(installed IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
   string(REGEX REPLACE "^(.*)${CMAKE_INSTALL_PREFIX}/.*$" "\\1" root "${file}")
   string(REPLACE "${root}" "" path "${file}")
   set(debug "${root}${CMAKE_INSTALL_PREFIX}/lib/debug${path}.debug")
+  if("$ENV{GPUBIND_DEBUG_FILES}" STREQUAL "no")
+    execute_process(COMMAND "${GPUBIND_OBJCOPY}" --strip-debug --strip-unneeded "${file}" RESULT_VARIABLE rc1 ERROR_VARIABLE err)
+    if(rc1)
+      message(STATUS "Not stripped: ${file} (objcopy: ${err})")
+    else()
+      message(STATUS "Stripped: ${file} (no debug file: GPUBIND_DEBUG_FILES=no)")
+    endif()
+    continue()
+  endif()
   get_filename_component(debug_dir "${debug}" DIRECTORY)
   file(MAKE_DIRECTORY "${debug_dir}")
   execute_process(COMMAND "${GPUBIND_OBJCOPY}" --only-keep-debug "${file}" "${debug}" RESULT_VARIABLE rc1 ERROR_VARIABLE err)
