@@ -31,13 +31,16 @@ Result<std::string> cache_key(const sys::FsRoot& root) {
   auto boot = root.read("proc/sys/kernel/random/boot_id");
   auto status = root.read("proc/self/status");
   auto cgroup = root.read("proc/self/cgroup");
+  auto online = root.read("sys/devices/system/cpu/online");
   if (!boot) return boot.error();
   if (!status) return status.error();
-  // The topology's allowed set is the cgroup's cpuset: processes in different cgroups with the
-  // same affinity must not share an entry.
+  // What the discovered topology depends on: the machine (boot, online CPUs), the code, and the
+  // cgroup, whose cpuset is the topology's allowed set (processes in different cgroups must not
+  // share an entry). Not the caller's own affinity: hwloc's allowed set ignores it, so ranks a
+  // launcher pinned to different CPUs (srun --cpu-bind, mpirun --bind-to core) share one entry.
   return "gpubind " + std::string(kGpubindVersion) + " code " + kTopologyCodeId + "; hwloc " + hwloc_build_version() +
-         "; boot " + std::string(trim(*boot)) + "; cpus " + key_value(*status, "Cpus_allowed_list") + "; mems " + key_value(*status, "Mems_allowed_list") +
-         "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
+         "; boot " + std::string(trim(*boot)) + "; online " + std::string(trim(online ? *online : std::string())) + "; mems " +
+         key_value(*status, "Mems_allowed_list") + "; cgroup " + std::string(trim(cgroup ? *cgroup : std::string()));
 }
 
 std::string fnv1a(const std::string& s) {
@@ -111,8 +114,8 @@ Result<topo::Topology> load_live_cached(const std::string& cache_dir, size_t max
   nlohmann::ordered_json j;
   j["cache_key"] = *key;
   j["topology"] = topo::to_json(*t);
-  // A cache that cannot be written is only slower: a warning says why. Each cgroup or affinity
-  // has its own key, so old entries are pruned: the newest max_files stay.
+  // A cache that cannot be written is only slower: a warning says why. Each cgroup has its own
+  // key, so old entries are pruned: the newest max_files stay.
   if (Status w = dir->write_atomic(name, j.dump()); !w) {
     if (notes) notes->push_back("topology cache not written: " + w.error().message() + "; the next start discovers again");
   } else {
