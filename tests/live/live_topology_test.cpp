@@ -194,7 +194,8 @@ TEST(LivePlan, RespectsTheCallersAffinity) {
 }  // namespace
 
 // The topology cache on this machine: the first load discovers and writes one entry keyed by
-// boot, versions, code, CPUs, nodes and cgroup; the second reads it back unchanged.
+// boot, online CPUs, versions, code, nodes and cgroup, not this process's affinity; the second
+// reads it back unchanged.
 TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
   char tmpl[] = "/tmp/gpubind-live-cache.XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
@@ -208,8 +209,9 @@ TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
   ASSERT_EQ(entries.size(), 1u);
   auto entry = nlohmann::json::parse(read(entries[0].string()));
   std::string key = entry.at("cache_key").get<std::string>();
-  for (const char* part : {"gpubind ", " code ", "; hwloc ", "; boot ", "; cpus ", "; mems ", "; cgroup "})
+  for (const char* part : {"gpubind ", " code ", "; hwloc ", "; boot ", "; online ", "; mems ", "; cgroup "})
     EXPECT_NE(key.find(part), std::string::npos) << part << " in " << key;
+  EXPECT_EQ(key.find("; cpus "), std::string::npos) << key;  // pinned ranks share the entry
   // Marked, so the second load shows it came from the entry and not from a second discovery.
   entry["topology"]["hostname"] = "read-from-the-cache";
   std::ofstream(entries[0]) << entry.dump();
