@@ -134,13 +134,11 @@ void print_notes(const ExecFlags& f, const bind::BoundRank& b, unsigned local_ra
 }
 
 // --report-bindings' line, once the binding is applied (or previewed): what the rank has.
-void print_report(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b, unsigned local_rank) {
+void print_report(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b) {
   if (!f.report) return;
   bind::MemoryApplied memory = b.applied ? b.applied->memory : bind::MemoryApplied::unchanged;
   long g = topo::global_rank(environment_of(topo::global_rank_env_names()));
-  plan::RankBinding rb = b.binding;
-  rb.local_rank = local_rank;
-  std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), rb, memory).c_str());
+  std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), b.binding, memory).c_str());
 }
 
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
@@ -181,7 +179,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!bound) return fail_exec(bound.error());
   print_notes(f, *bound, lr->rank);
   if (f.dry_run) {
-    print_report(f, *topo, *bound, lr->rank);
+    print_report(f, *topo, *bound);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
                 describe_binding(bound->binding).c_str());
     std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
@@ -190,7 +188,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!bound->applied)
     return fail_exec(Error{"binding local rank " + std::to_string(lr->rank), bound->applied.error().message()});
   print_warnings(bound->apply_warnings, f.o.quiet);
-  print_report(f, *topo, *bound, lr->rank);
+  print_report(f, *topo, *bound);
   if (f.verbose) print_applied(*r, *topo, *bound);
   return exec_command(*binder, f);
 }

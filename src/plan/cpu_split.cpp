@@ -61,9 +61,10 @@ std::vector<size_t> block_sizes(size_t n, size_t k, bool balanced) {
 }  // namespace
 
 Split split_fewest_cores(const std::vector<const CoreSlot*>& cores, const CpuSet& domain, unsigned ranks) {
+  size_t c = cores.size();
+  if (c == 0 || ranks <= c) return split_domain(cores, domain, ranks, false);  // no core need be split
   Split s;
   s.blocks.assign(ranks, CpuSet());
-  size_t c = cores.size();
   std::vector<std::vector<unsigned>> pus(c);
   for (size_t j = 0; j < c; ++j) pus[j] = (cores[j]->pus & domain).ids();
   // m split cores (the last m) take r = ranks - (c - m) ranks.
@@ -80,7 +81,7 @@ Split split_fewest_cores(const std::vector<const CoreSlot*>& cores, const CpuSet
     if (fits(k, true)) m = k;
   for (size_t k = 1; k <= c && !m; ++k)
     if (fits(k, false)) m = k;
-  if (c == 0 || !m || ranks <= c) return split_domain(cores, domain, ranks, false);
+  if (!m) return split_domain(cores, domain, ranks, false);  // fewer PUs than ranks: they share cores
   unsigned r = 0;
   for (size_t j = 0; j < c - m; ++j) s.blocks[r++] = cores[j]->pus & domain;
   size_t left = ranks - r;

@@ -3,6 +3,7 @@
 // gpubind decides what the workers see, it takes GPUs spread over packages, then NUMA nodes, then
 // PCIe switches, and makes them the workers' visible list.
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "plan/steps.hpp"
@@ -28,10 +29,15 @@ std::string visibility_fixed_by(const Topology& t, const Request& req, const std
   size_t all = 0;
   for (const Gpu& g : t.gpus) all += g.vendor == visible[0]->vendor;
   if (req.openable_gpus && visible.size() < all) return "the GPU device files this process may open";
-  for (const Gpu* g : visible)
-    if (g->vendor != visible[0]->vendor || g->stack) return "GPUs of several vendors or stacks";
-  if (!locality_known(visible)) return "unknown GPU locality";
   return "";
+}
+
+// Whether the visible GPUs give a spread anything to go by: one vendor, whole GPUs (not Level
+// Zero stacks), every one's NUMA node known.
+bool spreadable(const std::vector<const Gpu*>& visible) {
+  for (const Gpu* g : visible)
+    if (g->vendor != visible[0]->vendor || g->stack) return false;
+  return locality_known(visible);
 }
 
 std::optional<unsigned> package_of(const Topology& t, const Gpu& g) {
@@ -57,6 +63,8 @@ int reach(const Topology& t, const Gpu& g, const CpuSet& allowed) {
 std::vector<size_t> spread_positions(const Topology& t, const std::vector<const Gpu*>& visible, unsigned n, const CpuSet& allowed) {
   std::vector<size_t> chosen;
   std::vector<bool> used(visible.size(), false);
+  std::vector<std::optional<unsigned>> pkg(visible.size());
+  for (size_t i = 0; i < visible.size(); ++i) pkg[i] = package_of(t, *visible[i]);
   auto key = [&](size_t i) {
     const Gpu& g = *visible[i];
     unsigned same_pkg = 0, same_node = 0, lanes = 0;
@@ -64,7 +72,7 @@ std::vector<size_t> spread_positions(const Topology& t, const std::vector<const 
     for (size_t j : chosen) {
       const Gpu& o = *visible[j];
       if (const topo::GpuLink* l = topo::find_link(t, g.pci, o.pci)) lanes += std::max(1u, l->count);
-      same_pkg += package_of(t, o) == package_of(t, g);
+      same_pkg += pkg[j] == pkg[i];
       bool node = o.numa == g.numa;
       same_node += node;
       if (node) nearest = std::min(nearest, int(topo::path_class(g, o)));
@@ -72,11 +80,13 @@ std::vector<size_t> spread_positions(const Topology& t, const std::vector<const 
     return std::make_tuple(reach(t, g, allowed), same_pkg, same_node, -int(lanes), -nearest, i);
   };
   while (chosen.size() < n) {
-    size_t best = visible.size();
+    std::optional<decltype(key(0))> best;
     for (size_t i = 0; i < visible.size(); ++i)
-      if (!used[i] && (best == visible.size() || key(i) < key(best))) best = i;
-    used[best] = true;
-    chosen.push_back(best);
+      if (!used[i])
+        if (auto k = key(i); !best || k < *best) best = k;
+    size_t pick = std::get<5>(*best);  // the key ends with the position
+    used[pick] = true;
+    chosen.push_back(pick);
   }
   return chosen;
 }
@@ -88,11 +98,10 @@ std::vector<const Gpu*> spread_gpus(Ctx& c, const std::vector<const Gpu*>& visib
   // none binds nothing, cpu-only is GPU-unaware by definition: neither chooses GPUs.
   if (c.req.policy == Policy::none || c.req.policy == Policy::cpu_only) return visible;
   if (k > 1 && !c.req.isolate_gpus) return visible;  // a worker of several GPUs finds them by position
-  std::string fixed = visibility_fixed_by(c.t, c.req, visible);
-  if (!fixed.empty()) {
-    if (fixed != "GPUs of several vendors or stacks" && fixed != "unknown GPU locality")
-      c.plan.explain.push_back(std::to_string(ranks) + " ranks on " + std::to_string(visible.size()) + " visible GPUs, fixed by " + fixed +
-                               ": rank r takes visible GPU r");
+  if (!spreadable(visible)) return visible;
+  if (std::string fixed = visibility_fixed_by(c.t, c.req, visible); !fixed.empty()) {
+    c.plan.explain.push_back(std::to_string(ranks) + " ranks on " + std::to_string(visible.size()) + " visible GPUs, fixed by " + fixed +
+                             ": rank r takes visible GPU r");
     return visible;
   }
   // One seed GPU per rank; a rank of several GPUs adds the free GPUs closest to its seed.

@@ -11,24 +11,26 @@ using topo::Gpu;
 
 namespace {
 
-// Whether node `n` is known to have no memory: the source gives node sizes (some node has one)
-// and this node's is 0 (a memoryless die of a Threadripper 2990WX, an HBM-less CPU node).
-bool memoryless(const topo::Topology& t, unsigned n) {
-  bool sizes_known = std::any_of(t.numa_nodes.begin(), t.numa_nodes.end(), [](const topo::NumaNode& x) { return x.memory_bytes > 0; });
-  const topo::NumaNode* node = topo::find_numa(t, n);
-  return sizes_known && node && node->memory_bytes == 0;
+// The nodes known to have no memory: the source gives node sizes (some node has one) and theirs is
+// 0 (the memoryless dies of a Threadripper 2990WX). None when the source gives no sizes.
+std::set<unsigned> memoryless_nodes(const topo::Topology& t) {
+  std::set<unsigned> out;
+  if (std::none_of(t.numa_nodes.begin(), t.numa_nodes.end(), [](const topo::NumaNode& x) { return x.memory_bytes > 0; })) return out;
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (n.memory_bytes == 0) out.insert(n.os_index);
+  return out;
 }
 
 // A rank whose CPUs are on no node with memory (memoryless nodes, or CPUs a capture puts in no
 // node): the nodes with memory nearest its CPUs' nodes by NUMA distance, else those of its
 // package(s), else every node with memory. numactl refuses an empty or memoryless node list.
-std::set<unsigned> nearest_memory(const topo::Topology& t, const CpuSet& cpus, std::string& why) {
+std::set<unsigned> nearest_memory(const topo::Topology& t, const CpuSet& cpus, const std::set<unsigned>& memoryless, std::string& why) {
   std::vector<unsigned> from = topo::nodes_covering(t, cpus);
   std::set<unsigned> out;
   std::optional<unsigned> best;
   for (unsigned f : from)
     for (const topo::NumaNode& n : t.numa_nodes) {
-      if (memoryless(t, n.os_index) || n.os_index == f) continue;
+      if (memoryless.count(n.os_index) || n.os_index == f) continue;
       auto d = topo::numa_distance(t, f, n.os_index);
       if (!d) continue;
       if (!best || *d < *best) {
@@ -42,14 +44,14 @@ std::set<unsigned> nearest_memory(const topo::Topology& t, const CpuSet& cpus, s
     return out;
   }
   for (const topo::NumaNode& n : t.numa_nodes) {
-    if (memoryless(t, n.os_index)) continue;
+    if (memoryless.count(n.os_index)) continue;
     for (const topo::Package& p : t.packages)
       if (n.package == p.os_index && p.cpus.intersects(cpus)) out.insert(n.os_index);
   }
   why = "its package's";
   if (!out.empty()) return out;
   for (const topo::NumaNode& n : t.numa_nodes)
-    if (!memoryless(t, n.os_index)) out.insert(n.os_index);
+    if (!memoryless.count(n.os_index)) out.insert(n.os_index);
   why = "every node with memory";
   return out;
 }
@@ -82,11 +84,11 @@ void assign_memory(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus)
       for (unsigned n : topo::nodes_with_cpus(c.t, *g->numa)) nodes.insert(n);
   if (!on_gpu && (nodes.empty() || c.req.mem == MemPolicy::interleave))
     for (unsigned n : topo::nodes_covering(c.t, rb.cpus)) nodes.insert(n);
-  if (!on_gpu)
-    std::erase_if(nodes, [&](unsigned n) { return memoryless(c.t, n); });
+  std::set<unsigned> memoryless = memoryless_nodes(c.t);
+  if (!on_gpu) std::erase_if(nodes, [&](unsigned n) { return memoryless.count(n) > 0; });
   if (nodes.empty()) {
     std::string why;
-    nodes = nearest_memory(c.t, rb.cpus, why);
+    nodes = nearest_memory(c.t, rb.cpus, memoryless, why);
     std::vector<unsigned> list(nodes.begin(), nodes.end());
     if (!nodes.empty())
       rb.warnings.push_back("CPUs " + rb.cpus.to_list() + " are on no NUMA node with memory (memoryless nodes); memory " +

@@ -275,6 +275,9 @@ Status validate(const Topology& t) {
   return Ok{};
 }
 
+namespace {
+
+// Indexes into Topology::cores in hwloc's tree order (logical_core_ids).
 std::vector<size_t> cores_in_tree_order(const Topology& t) {
   static constexpr unsigned kNone = ~0u;
   auto first_of = [](const CpuSet& s) { return s.first().value_or(kNone); };
@@ -294,6 +297,8 @@ std::vector<size_t> cores_in_tree_order(const Topology& t) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
   return order;
 }
+
+}  // namespace
 
 std::vector<unsigned> logical_core_ids(const Topology& t) {
   std::vector<size_t> order = cores_in_tree_order(t);

@@ -145,8 +145,6 @@ bool is_infiniband_class(uint32_t class_id);
 // first PU. Slurm's gres.conf Cores= and its CPU distribution number cores this way, not by OS
 // CPU number: on a node numbered round-robin they differ.
 std::vector<unsigned> logical_core_ids(const Topology& t);
-// Indexes into Topology::cores in that order.
-std::vector<size_t> cores_in_tree_order(const Topology& t);
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 // The GPU whose UUID ("GPU-...") or one of whose MIG instances' UUIDs ("MIG-...") is `uuid`, in
