@@ -1,11 +1,14 @@
 #pragma once
 // A cache of this machine's topology for `gpubind exec`, which every rank of every job pays for
 // (8 ranks start at once on a node). The cache file holds its key, and a file whose key differs
-// is never used: the kernel boot (boot_id), the online CPUs, gpubind's and hwloc's versions, a hash
-// of gpubind's discovery code (a rebuilt binary never reads an older build's entry), this process's
-// cgroup and its memory nodes. Not its affinity (taskset, srun --cpu-bind): the topology does not
-// depend on it, so pinned ranks share one entry. Anything else that changes the machine within one
-// boot (PCI hot-plug, a driver loaded later) needs --no-cache once.
+// is never used: the kernel boot (boot_id), the online CPUs and memory nodes, gpubind's and
+// hwloc's versions and a hash of gpubind's discovery code (a rebuilt binary never reads an older
+// build's entry). Not the process's affinity (taskset, srun --cpu-bind) nor its cgroup: ranks
+// pinned to different CPUs and jobs in per-job cgroups share one entry, and each start applies
+// its own cgroup's cpuset (sys::cgroup_allowed_cpus) as the allowed CPUs. Where that cpuset
+// cannot be read, or disagreed with hwloc's allowed set when the entry was discovered, the cgroup
+// is part of the key. Anything else that changes the machine within one boot (PCI hot-plug, a
+// driver loaded later) needs --no-cache once.
 #include <string>
 #include <vector>
 
@@ -20,7 +23,7 @@ namespace gpubind::discover {
 // by no one else (sys::PrivateDir), and each file only when it is this user's regular file.
 std::string default_cache_dir(const std::string& configured = "");
 
-// How many topology files the cache keeps (the newest; a new cgroup makes a new key).
+// How many topology files the cache keeps (the newest).
 inline constexpr size_t kDefaultCacheMaxFiles = 16;
 
 // This machine's topology, from the cache when its key matches, else discovered live and

@@ -29,6 +29,33 @@ else
   echo "note: one CPU: pinned ranks on different CPUs cannot be shown; not run"
 fi
 
+# Jobs in per-job cgroups (Slurm task/cgroup, a container each) share one cache entry too, and
+# each start takes the allowed CPUs of its own cgroup's cpuset (issue 34 item 1): a cgroup each
+# for CPU 0 and CPU 1, the second start reads the entry the first wrote, and binds within CPU 1.
+cpuset_parent=""
+if [ "$(nproc)" -ge 2 ] && [ "$(id -u)" = 0 ]; then
+  if [ -w /sys/fs/cgroup/cpuset/cgroup.procs ]; then cpuset_parent=/sys/fs/cgroup/cpuset
+  elif grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then cpuset_parent=/sys/fs/cgroup; fi
+fi
+if [ -n "$cpuset_parent" ]; then
+  for cpu in 0 1; do
+    cg="$cpuset_parent/gpubind-test-$$-$cpu"
+    mkdir "$cg" && echo $cpu >"$cg/cpuset.cpus" && { [ ! -e "$cg/cpuset.mems" ] || cat "$cpuset_parent/cpuset.mems" "$cpuset_parent/cpuset.mems.effective" 2>/dev/null | head -1 >"$cg/cpuset.mems"; } \
+      || fail "cgroup $cg"
+    got=$(sh -c 'echo $$ >"$1/cgroup.procs" && exec env GPUBIND_CACHE_DIR="$2" LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 "$3" exec -q -- sh -c "$4"' \
+      sh "$cg" "$WORK/cgroups" "$GPUBIND" "$probe")
+    [ "$got" = "$cpu $cpu" ] && pass "exec in a cgroup whose cpuset is CPU $cpu: bound to CPU $cpu" || fail "exec in cgroup of CPU $cpu: '$got'"
+    [ $cpu = 0 ] && first=$(stat -c %i "$WORK"/cgroups/topology-*.json 2>/dev/null)
+    rmdir "$cg"
+  done
+  n=$(ls "$WORK/cgroups" | grep -c '^topology-.*\.json$')
+  [ "$n" = 1 ] && [ "$(stat -c %i "$WORK"/cgroups/topology-*.json)" = "$first" ] && ! grep -q '; cgroup ' "$WORK"/cgroups/topology-*.json \
+    && pass "two per-job cgroups: one cache entry, keyed on the machine, written by the first, read by the second" \
+    || fail "per-job cgroups: $n cache files: $(ls -li "$WORK/cgroups"; head -c 300 "$WORK"/cgroups/topology-*.json)"
+else
+  echo "note: per-job cgroups need root, 2 CPUs and a writable cpuset hierarchy (v1, or v2 with cpuset delegated); not run"
+fi
+
 # cache_max_files: three keys (three boot ids, each bind-mounted over the kernel's in a mount
 # namespace of its own), two files kept, the newest.
 if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then

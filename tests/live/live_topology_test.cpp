@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "discover/live_cache.hpp"
+#include "sys/cgroup_cpuset.hpp"
 #include "discover/source.hpp"
 #include "topo/json.hpp"
 
@@ -194,8 +195,9 @@ TEST(LivePlan, RespectsTheCallersAffinity) {
 }  // namespace
 
 // The topology cache on this machine: the first load discovers and writes one entry keyed by
-// boot, online CPUs, versions, code, nodes and cgroup, not this process's affinity; the second
-// reads it back unchanged.
+// boot, online CPUs and nodes, versions and code, neither this process's affinity nor its cgroup
+// (whose cpuset this machine's reader reads as hwloc does); the second reads it back unchanged,
+// with the allowed CPUs of this process's cgroup applied.
 TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
   char tmpl[] = "/tmp/gpubind-live-cache.XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
@@ -209,11 +211,14 @@ TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
   ASSERT_EQ(entries.size(), 1u);
   auto entry = nlohmann::json::parse(read(entries[0].string()));
   std::string key = entry.at("cache_key").get<std::string>();
-  for (const char* part : {"gpubind ", " code ", "; hwloc ", "; boot ", "; online ", "; mems ", "; cgroup "})
+  for (const char* part : {"gpubind ", " code ", "; hwloc ", "; boot ", "; online ", "; nodes "})
     EXPECT_NE(key.find(part), std::string::npos) << part << " in " << key;
-  EXPECT_EQ(key.find("; cpus "), std::string::npos) << key;  // pinned ranks share the entry
-  // Marked, so the second load shows it came from the entry and not from a second discovery.
+  EXPECT_EQ(key.find("; cpus "), std::string::npos) << key;    // pinned ranks share the entry
+  EXPECT_EQ(key.find("; cgroup "), std::string::npos) << key;  // and so do per-job cgroups
+  // Marked, so the second load shows it came from the entry and not from a second discovery;
+  // the allowed CPUs stored are not used: the cgroup's are applied at each load.
   entry["topology"]["hostname"] = "read-from-the-cache";
+  entry["topology"]["allowed_cpus"] = std::to_string(*first->cpus.first());
   std::ofstream(entries[0]) << entry.dump();
   auto second = gpubind::discover::load_live_cached(dir, 16, &notes);
   ASSERT_TRUE(second.ok());
@@ -222,4 +227,16 @@ TEST(LiveCache, WrittenOnceThenReadBackUnchanged) {
   second->hostname = first->hostname;
   EXPECT_EQ(gpubind::topo::to_json(*second).dump(), gpubind::topo::to_json(*first).dump());
   std::filesystem::remove_all(tmpl);
+}
+
+// The cgroup cpuset reader agrees with hwloc's allowed set on this machine (the cache applies the
+// reader's value to entries hwloc discovered).
+TEST(LiveCache, CgroupCpusetIsHwlocsAllowedSet) {
+  auto root = gpubind::sys::open_fsroot("/");
+  ASSERT_TRUE(root.ok());
+  auto cg = gpubind::sys::cgroup_allowed_cpus(**root);
+  ASSERT_TRUE(cg.ok()) << cg.error().message();
+  auto t = gpubind::discover::load_topology("");
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  EXPECT_EQ((cg->cpus & t->cpus).to_list(), t->allowed_cpus.to_list()) << cg->file;
 }

@@ -56,8 +56,8 @@ taskset -c 0-3 $G launch -n 4 -- sh -c 'echo "rank=$LOCAL_RANK cpus=$(grep Cpus_
 end
 sed 's/^/stderr: /' /tmp/restricted.err
 
-# A cgroup v2 cpuset without socket 0 (as Slurm or Kubernetes confine a job): a fresh plan
-# inside it, never the cached one of the whole machine.
+# A cgroup v2 cpuset without socket 0 (as Slurm or Kubernetes confine a job): a plan inside it,
+# from the machine's cache entry with the cgroup's cpuset as the allowed CPUs.
 section cgroup
 mkdir -p /sys/fs/cgroup/job
 echo +cpuset >/sys/fs/cgroup/cgroup.subtree_control
