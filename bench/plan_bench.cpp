@@ -3,7 +3,11 @@
 #include <benchmark/benchmark.h>
 
 #include "discover/source.hpp"
+#include "plan/compare.hpp"
 #include "plan/plan.hpp"
+#include "render/node_svg.hpp"
+
+#include <algorithm>
 
 namespace {
 
@@ -105,5 +109,47 @@ BENCHMARK(BM_Plan_Synthetic)
     ->Args({8, 8, 2})     // 64 GPUs, 2048 PUs
     ->Args({8, 16, 2})    // 64 GPUs, 4096 PUs
     ->Unit(benchmark::kMicrosecond);
+
+// Scale (issue 34 item 4): plan, compare and the SVG drawing on synthetic nodes of 1024 to 16384
+// PUs (2 PUs per core, 16 NUMA nodes per 4 packages... growing with the packages), one GPU per
+// NUMA node x 2. bench/scale.py fits the growth exponent from these.
+topo::Topology scale_node(unsigned pus) {
+  // sockets x 4 x 4 x cores_per_l3 x 2 = pus, with 8 cores per L3 domain up to 16 sockets.
+  unsigned sockets = std::max(1u, pus / (4 * 4 * 8 * 2));
+  unsigned per_l3 = pus / (sockets * 4 * 4 * 2);
+  return synthetic(std::min(sockets, 16u), sockets > 16 ? per_l3 * sockets / 16 : per_l3, 2);
+}
+
+void BM_Scale_Plan(benchmark::State& s) {
+  auto t = scale_node(unsigned(s.range(0)));
+  run(s, t);
+}
+
+void BM_Scale_Compare(benchmark::State& s) {
+  auto t = scale_node(unsigned(s.range(0)));
+  plan::Request r;
+  for (auto _ : s) {
+    auto c = plan::compare_strategies(t, r);
+    if (!c) s.SkipWithError(c.error().message().c_str());
+    benchmark::DoNotOptimize(c);
+  }
+}
+
+void BM_Scale_PlanSvg(benchmark::State& s) {
+  auto t = scale_node(unsigned(s.range(0)));
+  auto p = plan::make_plan(t, plan::Request{});
+  for (auto _ : s) benchmark::DoNotOptimize(render::plan_svg(t, *p));
+}
+
+void BM_Scale_CompareSvg(benchmark::State& s) {
+  auto t = scale_node(unsigned(s.range(0)));
+  auto c = plan::compare_strategies(t, plan::Request{});
+  for (auto _ : s) benchmark::DoNotOptimize(render::compare_svg(t, *c));
+}
+
+BENCHMARK(BM_Scale_Plan)->RangeMultiplier(2)->Range(1024, 16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Scale_Compare)->RangeMultiplier(2)->Range(1024, 16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Scale_PlanSvg)->RangeMultiplier(2)->Range(1024, 16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Scale_CompareSvg)->RangeMultiplier(2)->Range(1024, 16384)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -19,11 +19,9 @@ const char* to_string(Peer p) {
 namespace {
 
 // Physical cores (all allowed siblings) within `cpus`, sorted by lowest sibling.
-std::vector<CpuSet> cores_within(const topo::Topology& t, const CpuSet& cpus) {
+std::vector<CpuSet> cores_within(const topo::Topology& t, const topo::CoreIndex& index, const CpuSet& cpus) {
   std::vector<CpuSet> out;
-  for (const topo::Core& c : t.cores)
-    if (CpuSet pus = c.pus & cpus; !pus.empty()) out.push_back(pus);
-  std::sort(out.begin(), out.end());
+  for (size_t c : index.touching(cpus)) out.push_back(t.cores[c].pus & cpus);
   return out;
 }
 
@@ -99,7 +97,7 @@ std::vector<size_t> slurm_closest_gpus(const std::vector<const topo::Gpu*>& gpus
 // the GPUs' NUMA nodes heads a group and the socket's other cores join the groups in turn; the
 // GPUs of one node take its groups in contiguous runs of `per` (the smallest groups-per-GPU of
 // any node), with as many members of each group as the run's shortest group has.
-Status gpu_affinity_socket(const topo::Topology& t, const std::vector<const topo::Gpu*>& gpus, unsigned ranks, const CpuSet& allowed,
+Status gpu_affinity_socket(const topo::Topology& t, const topo::CoreIndex& index, const std::vector<const topo::Gpu*>& gpus, unsigned ranks, const CpuSet& allowed,
                            std::vector<CpuSet>& cpus_of) {
   std::map<CpuSet, std::vector<size_t>> on_socket, on_node;
   for (size_t i = 0; i < ranks; ++i) {
@@ -111,18 +109,18 @@ Status gpu_affinity_socket(const topo::Topology& t, const std::vector<const topo
     on_node[node].push_back(i);
   }
   size_t per = SIZE_MAX;
-  for (const auto& [node, members] : on_node) per = std::min(per, cores_within(t, node).size() / members.size());
+  for (const auto& [node, members] : on_node) per = std::min(per, cores_within(t, index, node).size() / members.size());
   if (per == 0) return Error{"gpu-affinity-socket", "a NUMA node has fewer cores than GPUs", ErrorKind::usage};
   std::map<unsigned, std::vector<CpuSet>> group_of;  // a head core's first PU -> its group
   for (const auto& [socket, members] : on_socket) {
     CpuSet assigned;
     for (size_t i : members) assigned |= topo::cpus_of_nodes(t, {node_of(*gpus[i])}) & allowed;
-    std::vector<CpuSet> heads = cores_within(t, assigned), others = cores_within(t, socket - assigned);
+    std::vector<CpuSet> heads = cores_within(t, index, assigned), others = cores_within(t, index, socket - assigned);
     for (const CpuSet& h : heads) group_of[*h.first()] = {h};
     for (size_t k = 0; k < others.size(); ++k) group_of[*heads[k % heads.size()].first()].push_back(others[k]);
   }
   for (const auto& [node, members] : on_node) {
-    std::vector<CpuSet> heads = cores_within(t, node);
+    std::vector<CpuSet> heads = cores_within(t, index, node);
     for (size_t k = 0; k < members.size(); ++k) {
       size_t shortest = SIZE_MAX;
       for (size_t c = k * per; c < (k + 1) * per; ++c) shortest = std::min(shortest, group_of[*heads[c].first()].size());
@@ -145,6 +143,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
   if (ranks > gpus.size()) return Error{to_string(peer), "one process per GPU only (" + std::to_string(ranks) + " ranks, " +
                                                              std::to_string(gpus.size()) + " GPUs)", ErrorKind::usage};
   CpuSet allowed = usable_cpus(t, req);
+  const topo::CoreIndex index(t);
   std::vector<CpuSet> cpus_of(gpus.size());
   std::vector<size_t> gpu_of(ranks);
   for (unsigned r = 0; r < ranks; ++r) gpu_of[r] = r;
@@ -156,7 +155,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
     gpu_of = slurm_closest_gpus(gpus, *tasks);
     for (unsigned r = 0; r < ranks; ++r) cpus_of[gpu_of[r]] = (*tasks)[r];
   } else if (peer == Peer::gpu_affinity_socket) {
-    if (Status st = gpu_affinity_socket(t, gpus, ranks, allowed, cpus_of); !st) return st.error();
+    if (Status st = gpu_affinity_socket(t, index, gpus, ranks, allowed, cpus_of); !st) return st.error();
   } else {
     // torchrun: per NUMA node, the GPUs torch sees on it, in index order.
     std::map<unsigned, std::vector<size_t>> on_node;
@@ -165,7 +164,7 @@ Result<std::vector<RankBinding>> peer_bindings(const topo::Topology& t, const Re
       CpuSet cpus = topo::cpus_of_nodes(t, {node}) & allowed;
       if (cpus.empty()) return Error{to_string(peer), "GPU on NUMA node " + std::to_string(node) + ", which has no allowed CPU", ErrorKind::usage};
       if (peer == Peer::torchrun_exclusive) {
-        std::vector<CpuSet> cores = cores_within(t, cpus);
+        std::vector<CpuSet> cores = cores_within(t, index, cpus);
         if (cores.size() < members.size())
           return Error{to_string(peer), "fewer physical cores than GPUs on NUMA node " + std::to_string(node), ErrorKind::usage};
         size_t at = 0;

@@ -292,12 +292,12 @@ std::vector<unsigned> ranks_off_gpu_node(const Topology& t, const plan::Plan& p)
 class MiniMap {
  public:
   explicit MiniMap(const Topology& t) : m_t(t) {
+    const topo::CoreIndex index(t);
     for (const topo::Package& pk : t.packages)
       for (const NumaNode& n : t.numa_nodes)
-        if (!n.cpus.empty() && in_package(n, pk)) m_columns.push_back({&n, pk.os_index});
+        if (!n.cpus.empty() && in_package(n, pk)) m_columns.push_back({&n, pk.os_index, index.within(n.cpus)});
     for (const Column& c : m_columns) {
-      size_t cores = 0;
-      for (const topo::Core& core : t.cores) cores += core.pus.is_subset_of(c.node->cpus);
+      size_t cores = c.cores.size();
       m_rows = std::max(m_rows, (cores + kSquaresPerRow - 1) / kSquaresPerRow);
     }
   }
@@ -335,8 +335,8 @@ class MiniMap {
       for (size_t k = 0; k < mem.size(); ++k)
         s.circle(cx + 8 + double(k) * 8, my + 3, 3, "fill=\"" + std::string(colour(mem[k]).strong) + "\"");
       size_t n = 0;
-      for (const topo::Core& core : m_t.cores) {
-        if (!core.pus.is_subset_of(c.node->cpus)) continue;
+      for (size_t core_index : c.cores) {
+        const topo::Core& core = m_t.cores[core_index];
         std::vector<unsigned> ranks = distinct_ranks(o, core.pus);
         std::string fill = ranks.empty() ? "#f3f3f3" : ranks.size() > 1 ? "#ff6b6b" : colour(ranks.front()).strong;
         double sx = cx + kPad + double(n % kSquaresPerRow) * (kSquare + kSquareGap);
@@ -352,6 +352,7 @@ class MiniMap {
   struct Column {
     const NumaNode* node;
     unsigned package;
+    std::vector<size_t> cores;  // the node's cores, indexes into the topology's
   };
   const Topology& m_t;
   std::vector<Column> m_columns;

@@ -1,7 +1,6 @@
 #include "render/node_svg_layout.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include "render/topo_text.hpp"
 #include "util/strings.hpp"
@@ -36,18 +35,19 @@ std::string ranks_text(const std::vector<unsigned>& ranks) {
 }
 
 std::vector<unsigned> distinct_ranks(const Owners& o, const CpuSet& pus) {
-  std::set<unsigned> r;
+  std::vector<unsigned> r;
   for (unsigned pu : pus.ids())
-    for (unsigned k : Owners::of(o.pu, pu)) r.insert(k);
-  return {r.begin(), r.end()};
+    if (pu < o.pu.size()) r.insert(r.end(), o.pu[pu].begin(), o.pu[pu].end());
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
 }
 
-L3Box make_l3(const Topology& t, const CpuSet& cpus, const std::string& title, const Owners& o) {
+L3Box make_l3(const Topology& t, const topo::CoreIndex& index, const CpuSet& cpus, const std::string& title, const Owners& o) {
   L3Box b;
   b.title = title;
   std::vector<const topo::Core*> cores;
-  for (const topo::Core& c : t.cores)
-    if (c.pus.is_subset_of(cpus)) cores.push_back(&c);
+  for (size_t c : index.within(cpus)) cores.push_back(&t.cores[c]);
   b.collapsed = cores.size() > kCollapseAbove;
   for (const topo::Core* c : cores) {
     Cell cell{c->pus, join_numbers(c->pus.ids()), distinct_ranks(o, c->pus)};
@@ -115,15 +115,15 @@ double devices_height(const std::vector<Device>& devices) {
   return slots.empty() ? 0 : double(slots.back().row + 1) * kDevRow;
 }
 
-NodeBox make_node(const Topology& t, const NumaNode& n, const Owners& o) {
+NodeBox make_node(const Topology& t, const topo::CoreIndex& index, const NumaNode& n, const Owners& o) {
   NodeBox b;
   b.node = &n;
   for (const topo::L3Domain& l3 : t.l3_domains) {
     CpuSet cpus = l3.cpus & n.cpus;
     if (cpus.empty()) continue;
-    b.l3s.push_back(make_l3(t, cpus, "L3 " + (l3.size_bytes ? human_bytes(l3.size_bytes) : std::string("")), o));
+    b.l3s.push_back(make_l3(t, index, cpus, "L3 " + (l3.size_bytes ? human_bytes(l3.size_bytes) : std::string("")), o));
   }
-  if (b.l3s.empty()) b.l3s.push_back(make_l3(t, n.cpus, "cores", o));
+  if (b.l3s.empty()) b.l3s.push_back(make_l3(t, index, n.cpus, "cores", o));
   for (const Gpu& g : t.gpus)
     if (device_node(t, g) == n.os_index) b.devices.push_back({&g, nullptr});
   for (const Nic& nic : t.nics)
@@ -139,11 +139,12 @@ NodeBox make_node(const Topology& t, const NumaNode& n, const Owners& o) {
 
 std::vector<PackageBox> make_packages(const Topology& t, const Owners& o) {
   std::vector<PackageBox> out;
+  const topo::CoreIndex index(t);
   auto add_nodes = [&](PackageBox& p, auto belongs) {
     for (const NumaNode& n : t.numa_nodes) {
       if (!belongs(n)) continue;
       if (n.cpus.empty()) p.memory_nodes.push_back(&n);
-      else p.nodes.push_back(make_node(t, n, o));
+      else p.nodes.push_back(make_node(t, index, n, o));
     }
   };
   for (const topo::Package& pk : t.packages) {

@@ -52,14 +52,18 @@ std::string ranks_text(const std::vector<unsigned>& ranks);
 
 // Who uses what, from the overlay: the entries (by id) of each PU, GPU, NIC and memory node.
 struct Owners {
-  std::map<unsigned, std::vector<unsigned>> pu, mem;
+  std::vector<std::vector<unsigned>> pu;  // indexed by PU
+  std::map<unsigned, std::vector<unsigned>> mem;
   std::map<std::string, std::vector<unsigned>> gpu, nic;
   const Overlay* overlay = nullptr;
 
   explicit Owners(const Overlay* o) : overlay(o) {
     if (!o) return;
     for (const Overlay::Entry& e : o->entries) {
-      for (unsigned cpu : e.cpus.ids()) pu[cpu].push_back(e.id);
+      for (unsigned cpu : e.cpus.ids()) {
+        if (cpu >= pu.size()) pu.resize(cpu + 1);
+        pu[cpu].push_back(e.id);
+      }
       for (const std::string& g : e.gpus) gpu[g].push_back(e.id);
       for (const std::string& n : e.nics) nic[n].push_back(e.id);
       for (unsigned n : e.mem_nodes) mem[n].push_back(e.id);
@@ -142,13 +146,13 @@ struct Slot {
 bool in_package(const NumaNode& n, const topo::Package& pk);
 Grid grid(const std::vector<std::pair<double, double>>& sizes, size_t per_row);
 std::vector<unsigned> distinct_ranks(const Owners& o, const CpuSet& pus);
-L3Box make_l3(const Topology& t, const CpuSet& cpus, const std::string& title, const Owners& o);
+L3Box make_l3(const Topology& t, const topo::CoreIndex& index, const CpuSet& cpus, const std::string& title, const Owners& o);
 std::optional<unsigned> device_node(const Topology& t, const topo::PciDevice& d);
 void sort_devices(std::vector<Device>& devices);
 std::vector<Slot> device_slots(const std::vector<Device>& devices);
 double devices_width(const std::vector<Device>& devices);
 double devices_height(const std::vector<Device>& devices);
-NodeBox make_node(const Topology& t, const NumaNode& n, const Owners& o);
+NodeBox make_node(const Topology& t, const topo::CoreIndex& index, const NumaNode& n, const Owners& o);
 std::vector<PackageBox> make_packages(const Topology& t, const Owners& o);
 std::string cell_title(const Cell& c, const Owners& o);
 

@@ -1,5 +1,6 @@
 #include "render/svg.hpp"
 
+#include <charconv>
 #include <cstdio>
 
 #include "util/strings.hpp"
@@ -8,8 +9,8 @@ namespace gpubind::render {
 
 std::string svg_number(double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.1f", v);
-  return b;
+  auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 1);  // printf's "%.1f"
+  return std::string(b, r.ptr);
 }
 
 Svg::Svg(int width, int height) : m_width(width), m_height(height) {}

@@ -281,16 +281,23 @@ namespace {
 std::vector<size_t> cores_in_tree_order(const Topology& t) {
   static constexpr unsigned kNone = ~0u;
   auto first_of = [](const CpuSet& s) { return s.first().value_or(kNone); };
+  // Each PU's package (the last that holds it), NUMA node's and L3's first PU (the first that
+  // holds it), filled set by set: the cost is the PUs, not cores times domains.
+  unsigned top = t.cpus.last().value_or(0);
+  for (const Core& c : t.cores) top = std::max(top, c.pus.last().value_or(0));
+  std::vector<unsigned> pkg_of(top + 1, unsigned(t.packages.size())), node_of(top + 1, kNone), l3_of(top + 1, kNone);
+  auto fill = [&](std::vector<unsigned>& of, const CpuSet& cpus, unsigned value, bool first_wins) {
+    for (unsigned pu : cpus.ids())
+      if (pu <= top && (!first_wins || of[pu] == kNone)) of[pu] = value;
+  };
+  for (size_t p = 0; p < t.packages.size(); ++p) fill(pkg_of, t.packages[p].cpus, unsigned(p), false);
+  for (const NumaNode& n : t.numa_nodes) fill(node_of, n.cpus, first_of(n.cpus), true);
+  for (const L3Domain& l : t.l3_domains) fill(l3_of, l.cpus, first_of(l.cpus), false);
   std::vector<std::array<unsigned, 4>> key(t.cores.size());
   for (size_t i = 0; i < t.cores.size(); ++i) {
     unsigned pu = first_of(t.cores[i].pus);
-    unsigned pkg = unsigned(t.packages.size()), node = kNone, l3 = kNone;
-    for (size_t p = 0; p < t.packages.size(); ++p)
-      if (t.packages[p].cpus.test(pu)) pkg = unsigned(p);
-    if (const NumaNode* n = numa_of_pu(t, pu)) node = first_of(n->cpus);
-    for (const L3Domain& l : t.l3_domains)
-      if (l.cpus.test(pu)) l3 = first_of(l.cpus);
-    key[i] = {pkg, node, l3, pu};
+    key[i] = pu == kNone ? std::array<unsigned, 4>{unsigned(t.packages.size()), kNone, kNone, pu}
+                         : std::array<unsigned, 4>{pkg_of[pu], node_of[pu], l3_of[pu], pu};
   }
   std::vector<size_t> order(t.cores.size());
   std::iota(order.begin(), order.end(), 0);
@@ -299,6 +306,33 @@ std::vector<size_t> cores_in_tree_order(const Topology& t) {
 }
 
 }  // namespace
+
+CoreIndex::CoreIndex(const Topology& t) : m_t(t) {
+  for (size_t i = 0; i < t.cores.size(); ++i)
+    for (unsigned pu : t.cores[i].pus.ids()) {
+      if (pu >= m_core_of.size()) m_core_of.resize(pu + 1, 0);
+      m_core_of[pu] = uint32_t(i + 1);
+    }
+}
+
+std::vector<size_t> CoreIndex::touching(const CpuSet& cpus) const {
+  std::vector<size_t> out;
+  std::vector<bool> seen(m_t.cores.size());
+  for (unsigned pu : cpus.ids()) {
+    if (pu >= m_core_of.size() || m_core_of[pu] == 0) continue;
+    size_t core = m_core_of[pu] - 1;
+    if (!seen[core]) out.push_back(core);
+    seen[core] = true;
+  }
+  return out;
+}
+
+std::vector<size_t> CoreIndex::within(const CpuSet& cpus) const {
+  std::vector<size_t> out = touching(cpus);
+  std::erase_if(out, [&](size_t c) { return !m_t.cores[c].pus.is_subset_of(cpus); });
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::vector<unsigned> logical_core_ids(const Topology& t) {
   std::vector<size_t> order = cores_in_tree_order(t);

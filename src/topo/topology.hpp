@@ -145,6 +145,20 @@ bool is_infiniband_class(uint32_t class_id);
 // first PU. Slurm's gres.conf Cores= and its CPU distribution number cores this way, not by OS
 // CPU number: on a node numbered round-robin they differ.
 std::vector<unsigned> logical_core_ids(const Topology& t);
+// Each PU's core, for lookups that would otherwise test every core against a set (a 16384-PU
+// node has 8192 cores): built once per topology, then each query costs the set's members.
+class CoreIndex {
+ public:
+  explicit CoreIndex(const Topology& t);
+  // Indexes into t.cores of the cores with a PU in `cpus`, ordered by their lowest PU in `cpus`.
+  std::vector<size_t> touching(const CpuSet& cpus) const;
+  // Those whose PUs all lie in `cpus`, in t.cores order.
+  std::vector<size_t> within(const CpuSet& cpus) const;
+
+ private:
+  const Topology& m_t;
+  std::vector<uint32_t> m_core_of;  // PU -> core index + 1; 0 for a PU of no core
+};
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
 // The GPU whose UUID ("GPU-...") or one of whose MIG instances' UUIDs ("MIG-...") is `uuid`, in

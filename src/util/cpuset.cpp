@@ -23,31 +23,77 @@ std::optional<unsigned> parse_id(std::string_view s) {
 }
 }  // namespace
 
-void CpuSet::Words::resize(size_t n, uint64_t fill) {
-  if (n <= kInline) {
-    if (m_size > kInline) {  // heap -> inline
-      for (size_t i = 0; i < n; ++i) m_inline[i] = m_heap[i];
-      m_heap.clear();
-    } else {
-      for (size_t i = m_size; i < n; ++i) m_inline[i] = fill;
-    }
-  } else {
-    if (m_size <= kInline) m_heap.assign(m_inline, m_inline + m_size);  // inline -> heap
-    m_heap.resize(n, fill);
-  }
-  m_size = n;
+CpuSet::Chunks& CpuSet::Chunks::operator=(const Chunks& o) {
+  if (this == &o) return *this;
+  m_size = 0;
+  reserve(o.m_size);
+  std::copy(o.data(), o.data() + o.m_size, data());
+  m_size = o.m_size;
+  return *this;
 }
 
-bool CpuSet::Words::operator==(const Words& o) const {
-  if (m_size != o.m_size) return false;
-  for (size_t i = 0; i < m_size; ++i)
-    if ((*this)[i] != o[i]) return false;
-  return true;
+CpuSet::Chunks& CpuSet::Chunks::operator=(Chunks&& o) noexcept {
+  if (this == &o) return *this;
+  if (o.m_heap.empty()) {
+    m_heap.clear();
+    std::copy(o.m_inline, o.m_inline + o.m_size, m_inline);
+  } else {
+    m_heap = std::move(o.m_heap);
+    o.m_heap.clear();
+  }
+  m_size = o.m_size;
+  o.m_size = 0;
+  return *this;
+}
+
+void CpuSet::Chunks::reserve(size_t n) {
+  size_t capacity = m_heap.empty() ? kInline : m_heap.size();
+  if (n <= capacity) return;
+  std::vector<Chunk> grown(std::max(n, capacity * 2));
+  std::copy(data(), data() + m_size, grown.begin());
+  m_heap.swap(grown);
+}
+
+void CpuSet::Chunks::push_back(Chunk c) {
+  reserve(m_size + 1);
+  data()[m_size++] = c;
+}
+
+void CpuSet::Chunks::insert(size_t at, Chunk c) {
+  reserve(m_size + 1);
+  Chunk* d = data();
+  std::copy_backward(d + at, d + m_size, d + m_size + 1);
+  d[at] = c;
+  ++m_size;
+}
+
+void CpuSet::Chunks::erase(size_t at) {
+  Chunk* d = data();
+  std::copy(d + at + 1, d + m_size, d + at);
+  --m_size;
+}
+
+bool CpuSet::Chunks::operator==(const Chunks& o) const {
+  return m_size == o.m_size && std::equal(data(), data() + m_size, o.data());
+}
+
+size_t CpuSet::find(uint32_t index) const {
+  size_t lo = 0, hi = m_chunks.size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (m_chunks[mid].index < index) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 CpuSet CpuSet::range(unsigned first, unsigned last) {
   CpuSet s;
-  for (unsigned i = first; i <= last; ++i) s.set(i);
+  for (unsigned w = first / 64; first <= last && w <= last / 64; ++w) {
+    unsigned lo = w == first / 64 ? first % 64 : 0, hi = w == last / 64 ? last % 64 : 63;
+    uint64_t bits = (hi == 63 ? ~uint64_t(0) : (uint64_t(1) << (hi + 1)) - 1) & ~((uint64_t(1) << lo) - 1);
+    s.m_chunks.push_back({w, bits});
+  }
   return s;
 }
 
@@ -59,9 +105,8 @@ CpuSet CpuSet::of(std::initializer_list<unsigned> ids) {
 
 CpuSet CpuSet::from_words(const uint64_t* words, size_t n) {
   CpuSet s;
-  s.m_words.resize(n);
-  for (size_t i = 0; i < n; ++i) s.m_words[i] = words[i];
-  s.drop_zero_words();
+  for (size_t i = 0; i < n; ++i)
+    if (words[i]) s.m_chunks.push_back({uint32_t(i), words[i]});
   return s;
 }
 
@@ -90,7 +135,9 @@ Result<CpuSet> CpuSet::parse_list(std::string_view text) {
     auto hi = parse_id(hi_part);
     if (!lo || !hi || *lo > *hi)
       return Error{"cpu list '" + std::string(text) + "'", "'" + std::string(part) + "' is not a range"};
-    for (unsigned i = *lo; i <= *hi; i += stride) s.set(i);
+    if (stride == 1) s |= range(*lo, *hi);
+    else
+      for (unsigned i = *lo; i <= *hi; i += stride) s.set(i);
   }
   return s;
 }
@@ -140,67 +187,73 @@ std::string CpuSet::to_list() const {
 }
 
 std::string CpuSet::to_mask() const {
-  if (m_words.empty()) return "0";
+  if (m_chunks.empty()) return "0";
   static const char* hex = "0123456789abcdef";
+  auto word = [&](size_t i) {  // 64-bit word i of the dense bitmap
+    size_t at = find(uint32_t(i));
+    return at < m_chunks.size() && m_chunks[at].index == i ? m_chunks[at].bits : uint64_t(0);
+  };
   std::string out;
-  size_t n32 = m_words.size() * 2;
-  while (n32 > 1 && ((m_words[(n32 - 1) / 2] >> (32 * ((n32 - 1) % 2))) & 0xffffffffu) == 0) --n32;
+  size_t n32 = (size_t(m_chunks.back().index) + 1) * 2;
+  while (n32 > 1 && ((word((n32 - 1) / 2) >> (32 * ((n32 - 1) % 2))) & 0xffffffffu) == 0) --n32;
   for (size_t w = n32; w-- > 0;) {
-    uint32_t word = uint32_t(m_words[w / 2] >> (32 * (w % 2)));
-    for (int d = 7; d >= 0; --d) out += hex[(word >> (4 * d)) & 0xf];
+    uint32_t half = uint32_t(word(w / 2) >> (32 * (w % 2)));
+    for (int d = 7; d >= 0; --d) out += hex[(half >> (4 * d)) & 0xf];
     if (w) out += ',';
   }
   return out;
 }
 
 void CpuSet::set(unsigned id) {
-  size_t w = id / 64;
-  if (m_words.size() <= w) m_words.resize(w + 1, 0);
-  m_words[w] |= uint64_t(1) << (id % 64);
+  uint32_t w = id / 64;
+  uint64_t bit = uint64_t(1) << (id % 64);
+  // Members added in increasing order (lists, ranges, masks) land in the last word or after it.
+  if (m_chunks.empty() || m_chunks.back().index < w) return m_chunks.push_back({w, bit});
+  if (m_chunks.back().index == w) {
+    m_chunks.back().bits |= bit;
+    return;
+  }
+  size_t at = find(w);
+  if (at < m_chunks.size() && m_chunks[at].index == w) m_chunks[at].bits |= bit;
+  else m_chunks.insert(at, {w, bit});
 }
 
 void CpuSet::clear(unsigned id) {
-  size_t w = id / 64;
-  if (w < m_words.size()) {
-    m_words[w] &= ~(uint64_t(1) << (id % 64));
-    drop_zero_words();
-  }
+  size_t at = find(id / 64);
+  if (at == m_chunks.size() || m_chunks[at].index != id / 64) return;
+  m_chunks[at].bits &= ~(uint64_t(1) << (id % 64));
+  if (m_chunks[at].bits == 0) m_chunks.erase(at);
 }
 
 bool CpuSet::test(unsigned id) const {
-  size_t w = id / 64;
-  return w < m_words.size() && (m_words[w] >> (id % 64)) & 1;
+  size_t at = find(id / 64);
+  return at < m_chunks.size() && m_chunks[at].index == id / 64 && (m_chunks[at].bits >> (id % 64)) & 1;
 }
 
-bool CpuSet::empty() const { return m_words.empty(); }
+bool CpuSet::empty() const { return m_chunks.empty(); }
 
 unsigned CpuSet::count() const {
   unsigned n = 0;
-  for (size_t w = 0; w < m_words.size(); ++w) n += unsigned(std::popcount(m_words[w]));
+  for (size_t i = 0; i < m_chunks.size(); ++i) n += unsigned(std::popcount(m_chunks[i].bits));
   return n;
 }
 
 std::optional<unsigned> CpuSet::first() const {
-  for (size_t w = 0; w < m_words.size(); ++w)
-    if (m_words[w]) return unsigned(w * 64 + unsigned(std::countr_zero(m_words[w])));
-  return std::nullopt;
+  if (m_chunks.empty()) return std::nullopt;
+  return m_chunks[0].index * 64 + unsigned(std::countr_zero(m_chunks[0].bits));
 }
 
 std::optional<unsigned> CpuSet::last() const {
-  if (m_words.empty()) return std::nullopt;
-  size_t w = m_words.size() - 1;
-  return unsigned(w * 64 + 63 - unsigned(std::countl_zero(m_words[w])));
+  if (m_chunks.empty()) return std::nullopt;
+  return m_chunks.back().index * 64 + 63 - unsigned(std::countl_zero(m_chunks.back().bits));
 }
 
 std::vector<unsigned> CpuSet::ids() const {
   std::vector<unsigned> v;
-  for (size_t w = 0; w < m_words.size(); ++w) {
-    uint64_t bits = m_words[w];
-    while (bits) {
-      v.push_back(unsigned(w * 64 + unsigned(std::countr_zero(bits))));
-      bits &= bits - 1;
-    }
-  }
+  v.reserve(count());
+  for (size_t i = 0; i < m_chunks.size(); ++i)
+    for (uint64_t bits = m_chunks[i].bits; bits; bits &= bits - 1)
+      v.push_back(m_chunks[i].index * 64 + unsigned(std::countr_zero(bits)));
   return v;
 }
 
@@ -217,50 +270,79 @@ CpuSet CpuSet::operator&(const CpuSet& o) const {
 }
 
 CpuSet CpuSet::operator-(const CpuSet& o) const {
-  CpuSet r = *this;
-  for (size_t w = 0; w < std::min(r.m_words.size(), o.m_words.size()); ++w) r.m_words[w] &= ~o.m_words[w];
-  r.drop_zero_words();
+  CpuSet r;
+  size_t j = 0;
+  for (size_t i = 0; i < m_chunks.size(); ++i) {
+    Chunk c = m_chunks[i];
+    while (j < o.m_chunks.size() && o.m_chunks[j].index < c.index) ++j;
+    if (j < o.m_chunks.size() && o.m_chunks[j].index == c.index) c.bits &= ~o.m_chunks[j].bits;
+    if (c.bits) r.m_chunks.push_back(c);
+  }
   return r;
 }
 
 CpuSet& CpuSet::operator|=(const CpuSet& o) {
-  if (m_words.size() < o.m_words.size()) m_words.resize(o.m_words.size(), 0);
-  for (size_t w = 0; w < o.m_words.size(); ++w) m_words[w] |= o.m_words[w];
+  if (o.m_chunks.empty()) return *this;
+  // Appending past the end (sets built in increasing order) needs no merge.
+  if (m_chunks.empty() || m_chunks.back().index < o.m_chunks[0].index) {
+    for (size_t j = 0; j < o.m_chunks.size(); ++j) m_chunks.push_back(o.m_chunks[j]);
+    return *this;
+  }
+  Chunks merged;
+  size_t i = 0, j = 0;
+  while (i < m_chunks.size() || j < o.m_chunks.size()) {
+    if (j == o.m_chunks.size() || (i < m_chunks.size() && m_chunks[i].index < o.m_chunks[j].index)) {
+      merged.push_back(m_chunks[i++]);
+    } else if (i == m_chunks.size() || o.m_chunks[j].index < m_chunks[i].index) {
+      merged.push_back(o.m_chunks[j++]);
+    } else {
+      merged.push_back({m_chunks[i].index, m_chunks[i].bits | o.m_chunks[j].bits});
+      ++i, ++j;
+    }
+  }
+  m_chunks = std::move(merged);
   return *this;
 }
 
 CpuSet& CpuSet::operator&=(const CpuSet& o) {
-  if (m_words.size() > o.m_words.size()) m_words.resize(o.m_words.size());
-  for (size_t w = 0; w < m_words.size(); ++w) m_words[w] &= o.m_words[w];
-  drop_zero_words();
+  size_t kept = 0, j = 0;
+  for (size_t i = 0; i < m_chunks.size(); ++i) {
+    while (j < o.m_chunks.size() && o.m_chunks[j].index < m_chunks[i].index) ++j;
+    if (j == o.m_chunks.size()) break;
+    if (o.m_chunks[j].index != m_chunks[i].index) continue;
+    if (uint64_t bits = m_chunks[i].bits & o.m_chunks[j].bits) m_chunks[kept++] = {m_chunks[i].index, bits};
+  }
+  m_chunks.truncate(kept);
   return *this;
 }
 
 bool CpuSet::intersects(const CpuSet& o) const {
-  for (size_t w = 0; w < std::min(m_words.size(), o.m_words.size()); ++w)
-    if (m_words[w] & o.m_words[w]) return true;
+  size_t i = 0, j = 0;
+  while (i < m_chunks.size() && j < o.m_chunks.size()) {
+    if (m_chunks[i].index < o.m_chunks[j].index) ++i;
+    else if (o.m_chunks[j].index < m_chunks[i].index) ++j;
+    else if (m_chunks[i++].bits & o.m_chunks[j++].bits) return true;
+  }
   return false;
 }
 
 bool CpuSet::is_subset_of(const CpuSet& o) const {
-  for (size_t w = 0; w < m_words.size(); ++w) {
-    uint64_t theirs = w < o.m_words.size() ? o.m_words[w] : 0;
-    if (m_words[w] & ~theirs) return false;
+  size_t j = 0;
+  for (size_t i = 0; i < m_chunks.size(); ++i) {
+    while (j < o.m_chunks.size() && o.m_chunks[j].index < m_chunks[i].index) ++j;
+    uint64_t theirs = j < o.m_chunks.size() && o.m_chunks[j].index == m_chunks[i].index ? o.m_chunks[j].bits : 0;
+    if (m_chunks[i].bits & ~theirs) return false;
   }
   return true;
 }
 
-bool CpuSet::operator==(const CpuSet& o) const { return m_words == o.m_words; }
+bool CpuSet::operator==(const CpuSet& o) const { return m_chunks == o.m_chunks; }
 
 bool CpuSet::operator<(const CpuSet& o) const {
   auto a = first(), b = o.first();
   if (a != b) return a < b;
   if (count() != o.count()) return count() < o.count();
   return ids() < o.ids();
-}
-
-void CpuSet::drop_zero_words() {
-  while (!m_words.empty() && m_words.back() == 0) m_words.pop_back();
 }
 
 }  // namespace gpubind

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/result.hpp"
@@ -53,30 +54,48 @@ class CpuSet {
   bool operator<(const CpuSet& o) const;
 
  private:
-  // The bitmap's 64-bit words with room for 256 CPUs inline: sets are built and combined in
-  // every planning step, and most machines fit, so most sets never touch the heap.
-  class Words {
+  // The bitmap as its non-zero 64-bit words, each with its index (word i holds members 64i to
+  // 64i+63), in increasing index order. Sparse: a core whose siblings are PU 5 and PU 8197 (SMT
+  // siblings numbered half the machine apart) is two words, not 129, so set algebra costs the
+  // words in use, not the highest member. Room for four words inline: most sets never touch the
+  // heap (any set of a machine up to 256 CPUs, any core's PUs).
+  struct Chunk {
+    uint32_t index = 0;
+    uint64_t bits = 0;
+    bool operator==(const Chunk&) const = default;
+  };
+  class Chunks {
    public:
+    Chunks() = default;
+    Chunks(const Chunks& o) { *this = o; }
+    Chunks(Chunks&& o) noexcept { *this = std::move(o); }
+    Chunks& operator=(const Chunks& o);
+    Chunks& operator=(Chunks&& o) noexcept;
     size_t size() const { return m_size; }
     bool empty() const { return m_size == 0; }
-    uint64_t& operator[](size_t i) { return data()[i]; }
-    uint64_t operator[](size_t i) const { return data()[i]; }
-    uint64_t back() const { return data()[m_size - 1]; }
-    void pop_back() { resize(m_size - 1); }
-    void resize(size_t n, uint64_t fill = 0);
-    bool operator==(const Words& o) const;
+    Chunk& operator[](size_t i) { return data()[i]; }
+    const Chunk& operator[](size_t i) const { return data()[i]; }
+    const Chunk& back() const { return data()[m_size - 1]; }
+    Chunk& back() { return data()[m_size - 1]; }
+    void push_back(Chunk c);
+    void insert(size_t at, Chunk c);
+    void erase(size_t at);
+    void truncate(size_t n) { m_size = n; }  // n <= size()
+    bool operator==(const Chunks& o) const;
 
    private:
     static constexpr size_t kInline = 4;
-    uint64_t* data() { return m_size > kInline ? m_heap.data() : m_inline; }
-    const uint64_t* data() const { return m_size > kInline ? m_heap.data() : m_inline; }
-    uint64_t m_inline[kInline] = {};
-    std::vector<uint64_t> m_heap;  // in use only when m_size > kInline
+    Chunk* data() { return m_heap.empty() ? m_inline : m_heap.data(); }
+    const Chunk* data() const { return m_heap.empty() ? m_inline : m_heap.data(); }
+    void reserve(size_t n);
+    Chunk m_inline[kInline] = {};
+    std::vector<Chunk> m_heap;  // the storage once more than kInline were needed (capacity = size)
     size_t m_size = 0;
   };
 
-  void drop_zero_words();
-  Words m_words;  // no trailing zero words
+  // The position of the word with `index`, or where it would be inserted.
+  size_t find(uint32_t index) const;
+  Chunks m_chunks;  // no zero words
 };
 
 }  // namespace gpubind

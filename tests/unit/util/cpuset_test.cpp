@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <random>
+#include <set>
+
 namespace gpubind {
 
 TEST(CpuSet, ParsesListWithRangesAndSingles) {
@@ -113,6 +118,74 @@ TEST(CpuSet, GrowsPastInlineStorageAndShrinksBack) {
   copy.clear(0);
   EXPECT_EQ(big.count(), 4096u);
   EXPECT_EQ(copy.count(), 4095u);
+}
+
+}  // namespace gpubind
+
+namespace gpubind {
+
+// The sparse words: SMT siblings numbered half a 16384-PU machine apart are two words, and every
+// operation agrees with a plain set of ids on random sets, sparse and dense, small and large.
+TEST(CpuSet, SparseSetsAgreeWithAPlainSetOfIds) {
+  std::mt19937 rng(34);
+  auto random_set = [&](std::set<unsigned>& ids) {
+    CpuSet s;
+    unsigned span = std::uniform_int_distribution<unsigned>(1, 3)(rng) == 1 ? 200 : 20000;
+    unsigned n = std::uniform_int_distribution<unsigned>(0, 40)(rng);
+    for (unsigned k = 0; k < n; ++k) {
+      unsigned id = std::uniform_int_distribution<unsigned>(0, span)(rng);
+      ids.insert(id);
+      s.set(id);  // out of order: inserts before, between and after the words in use
+    }
+    if (std::uniform_int_distribution<unsigned>(0, 4)(rng) == 0) {
+      unsigned lo = std::uniform_int_distribution<unsigned>(0, span)(rng), len = std::uniform_int_distribution<unsigned>(0, 300)(rng);
+      s |= CpuSet::range(lo, lo + len);
+      for (unsigned i = lo; i <= lo + len; ++i) ids.insert(i);
+    }
+    return s;
+  };
+  auto list = [](const std::set<unsigned>& ids) { return std::vector<unsigned>(ids.begin(), ids.end()); };
+  for (int round = 0; round < 2000; ++round) {
+    std::set<unsigned> a_ids, b_ids;
+    CpuSet a = random_set(a_ids), b = random_set(b_ids);
+    ASSERT_EQ(a.ids(), list(a_ids));
+    std::set<unsigned> u = a_ids, i, d;
+    u.insert(b_ids.begin(), b_ids.end());
+    std::set_intersection(a_ids.begin(), a_ids.end(), b_ids.begin(), b_ids.end(), std::inserter(i, i.end()));
+    std::set_difference(a_ids.begin(), a_ids.end(), b_ids.begin(), b_ids.end(), std::inserter(d, d.end()));
+    EXPECT_EQ((a | b).ids(), list(u));
+    EXPECT_EQ((a & b).ids(), list(i));
+    EXPECT_EQ((a - b).ids(), list(d));
+    EXPECT_EQ(a.intersects(b), !i.empty());
+    EXPECT_EQ(a.is_subset_of(b), d.empty());
+    EXPECT_EQ(a.count(), a_ids.size());
+    EXPECT_EQ(a.empty(), a_ids.empty());
+    EXPECT_EQ(a == b, a_ids == b_ids);
+    EXPECT_EQ((a & b) == (b & a), true);
+    EXPECT_EQ(a - a, CpuSet());
+    if (!a_ids.empty()) {
+      EXPECT_EQ(a.first(), *a_ids.begin());
+      EXPECT_EQ(a.last(), *a_ids.rbegin());
+      unsigned gone = *std::next(a_ids.begin(), long(a_ids.size() / 2));
+      CpuSet c = a;
+      c.clear(gone);
+      a_ids.erase(gone);
+      EXPECT_EQ(c.ids(), list(a_ids));
+      EXPECT_FALSE(c.test(gone));
+      EXPECT_EQ(*CpuSet::parse_list(c.to_list()), c);
+      EXPECT_EQ(*CpuSet::parse_mask(c.to_mask()), c);
+    }
+  }
+}
+
+TEST(CpuSet, RangesAcrossWordEdges) {
+  for (auto [lo, hi] : std::vector<std::pair<unsigned, unsigned>>{{0, 0}, {0, 63}, {63, 64}, {1, 62}, {64, 127}, {60, 200}, {8191, 16383}}) {
+    std::vector<unsigned> want;
+    for (unsigned i = lo; i <= hi; ++i) want.push_back(i);
+    EXPECT_EQ(CpuSet::range(lo, hi).ids(), want) << lo << "-" << hi;
+  }
+  EXPECT_TRUE(CpuSet::range(5, 4).empty());
+  EXPECT_EQ(CpuSet::of({5, 8197}).to_mask().size(), 257u * 8 + 256);  // 257 32-bit words of 8 digits, commas between
 }
 
 }  // namespace gpubind
