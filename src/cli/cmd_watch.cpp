@@ -217,7 +217,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   auto endpoint = start_endpoint(f.listen, node, *topo);
   if (!endpoint) return fail(endpoint.error());
 
-  watch::SamplerOptions sampling{*sel, f.mem_every, {}, {}};
+  watch::SamplerOptions sampling{*sel, f.mem_every, {}, {}, {}};
+  for (const topo::NumaNode& n : topo->numa_nodes)
+    if (!n.cpus.empty()) sampling.numa_cpus.push_back(n.cpus);
   discover::GpuRuntimes runtimes;
   if (f.roots.empty()) runtimes = use_gpu_runtimes(*topo);
   if (!runtimes.empty()) {

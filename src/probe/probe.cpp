@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <optional>
 #include <set>
 
 #include "topo/binding_env.hpp"
@@ -124,6 +125,11 @@ Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& 
   return t;
 }
 
+// Whether `cpus` lies within one of these sets.
+bool within_one(const std::vector<CpuSet>& sets, const CpuSet& cpus) {
+  return !cpus.empty() && std::any_of(sets.begin(), sets.end(), [&](const CpuSet& s) { return cpus.is_subset_of(s); });
+}
+
 // What watch needs, cheaply (sys/task_counters.hpp): the allowed CPUs, CPU time and migrations
 // from the TaskCounters; `stat` for the last CPU and the name, unless the ThreadMemo knows them
 // and the thread has not migrated since; `schedstat` and `sched` only where no counter could be
@@ -142,6 +148,8 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   std::string schedstat = dir + "/schedstat", stat_file = dir + "/stat";
   if (ThreadMemo::Entry* m = counts && memo && !counts->fresh ? memo->find(tid) : nullptr) {
     bool same = counts->run_ns != m->run_ns;  // it ran: the counter's thread lives, the id is its own
+    m->idle = same ? 0 : m->idle + 1;
+    if (!same && m->idle % ThreadMemo::kIdentityEvery != 0) same = true;  // not checked this time
     if (same && r.options.kept) r.options.kept->keep(schedstat);
     if (!same) {
       bool opened = true;
@@ -151,14 +159,18 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
         counts = r.options.counters->counts(tid);
       }
     }
-    if (same && counts->migrations == m->migrations) {
+    bool moved = counts->migrations != m->migrations;
+    if (same && (!moved || within_one(r.options.numa_cpus, t.cpus_allowed))) {
       if (r.options.kept) r.options.kept->keep(stat_file);
       m->run_ns = counts->run_ns;
+      m->migrations = counts->migrations;
       t.run_ns = counts->run_ns;
       t.migrations = counts->migrations;
       t.switches = counts->switches;
       t.comm = m->comm;
       t.last_cpu = m->last_cpu;
+      m->stale |= moved;
+      t.last_cpu_stale = m->stale;
       return t;
     }
   }
@@ -459,7 +471,8 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   if (p.threads.empty()) return Error{"PID " + std::to_string(pid), kVanished, ErrorKind::not_found};
 
   // GPUs held open.
-  GpuDeviceMap devices(root);
+  std::optional<GpuDeviceMap> own_devices;
+  const GpuDeviceMap& devices = options.devices ? *options.devices : own_devices.emplace(root);
   std::set<std::string> gpus;
   if (auto fds = root.list(dir + "/fd")) {
     for (const std::string& fd : *fds) {

@@ -19,12 +19,17 @@
 namespace gpubind::probe {
 
 // What the light probe read of each thread's `stat`, kept from one probe to the next. A thread
-// that has not migrated since still last ran on the same CPU, so its `stat` is not read again:
-// - one that ran (its CPU time grew: the counter's thread is alive, so the id is still its own)
-//   costs no file read;
-// - one that did not run costs a read of its kept-open `schedstat`, which fails when the thread
-//   has ended, its id perhaps reused: then it is counted afresh.
-// A thread renamed since keeps its old name until it next migrates.
+// that has not migrated since still last ran on the same CPU, so its `stat` is not read again;
+// nor is it for a thread whose allowed CPUs lie within one NUMA node (ProbeOptions::numa_cpus):
+// wherever it ran, it ran on that node and package, which is all watch judges of the last CPU
+// (the last CPU kept is then the one first read).
+// - One that ran (its CPU time grew: the counter's thread is alive, so the id is still its own)
+//   costs no file read.
+// - One that did not run costs, at every kIdentityEvery-th such sample, a read of its kept-open
+//   `schedstat`, which fails when the thread has ended, its id perhaps reused: then it is counted
+//   afresh. A thread id the same process reuses for a new thread within that many samples is
+//   told at the next check (its counts until then are the ended thread's).
+// A thread renamed since keeps its old name until its `stat` is read again.
 class ThreadMemo {
  public:
   struct Entry {
@@ -32,8 +37,11 @@ class ThreadMemo {
     std::optional<unsigned> last_cpu;
     uint64_t migrations = 0;
     uint64_t run_ns = 0;
+    unsigned idle = 0;   // samples in a row it did not run
+    bool stale = false;  // it migrated since last_cpu was read
     bool used = true;
   };
+  static constexpr unsigned kIdentityEvery = 4;
   // The entry of a thread probed before, marked as used; nullptr when none.
   Entry* find(int tid);
   void put(int tid, Entry e);
@@ -45,6 +53,8 @@ class ThreadMemo {
   std::unordered_map<int, Entry> m_entries;
 };
 
+class GpuDeviceMap;
+
 struct ProbeOptions {
   bool numa_maps = false;
   // Per-thread files kept open between probes of the same root (watch samples every second);
@@ -55,6 +65,11 @@ struct ProbeOptions {
   // from /proc files (sys/task_counters.hpp says why).
   sys::TaskCounters* counters = nullptr;
   ThreadMemo* memo = nullptr;  // with counters: skip `stat` for threads that did not migrate
+  // The GPU device files of this root, read once for all the processes of one probe (a sample);
+  // nullptr: each process reads them.
+  const GpuDeviceMap* devices = nullptr;
+  // The CPUs of each NUMA node (the light probe's: see ThreadMemo); empty: unknown.
+  std::vector<CpuSet> numa_cpus = {};
 };
 
 // The container id in a /proc/PID/cgroup text: the last run of 64 hexadecimal digits, as

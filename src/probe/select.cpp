@@ -98,8 +98,12 @@ Selected select_processes(const sys::FsRoot& root, const Selection& s) {
   return out;
 }
 
-Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const ProbeOptions& options) {
+Probed probe_selected(const sys::FsRoot& root, const Selected& selected, const ProbeOptions& given) {
   Probed out;
+  // The GPU device map once for every process of this probe.
+  const GpuDeviceMap devices(root);
+  ProbeOptions options = given;
+  if (!options.devices) options.devices = &devices;
   for (int p : selected.pids) {
     auto s = probe_process(root, p, options);
     bool was_named = std::find(selected.named.begin(), selected.named.end(), p) != selected.named.end();

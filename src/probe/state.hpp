@@ -18,6 +18,9 @@ struct ThreadState {
   CpuSet cpus_allowed;
   CpuSet mems_allowed;
   std::optional<unsigned> last_cpu;        // /proc/PID/task/TID/stat field 39
+  // The last CPU is an earlier sample's: the light probe did not read `stat` again, the thread's
+  // allowed CPUs lying within one NUMA node (where it ran is judged by those).
+  bool last_cpu_stale = false;
   // se.nr_migrations (needs CONFIG_SCHED_DEBUG). With TaskCounters (watch), this and run_ns count
   // from when watch attached its counters: only deltas between two probes of a thread mean anything.
   std::optional<uint64_t> migrations;

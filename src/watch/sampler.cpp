@@ -26,7 +26,7 @@ Taken Sampler::take() {
   if (contexts)
     for (const probe::GpuProcess& c : *contexts) m_options.selection.gpu_context_pids.push_back(c.pid);
   probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection),
-                                               {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr});
+                                               {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr, nullptr, m_options.numa_cpus});
   if (contexts) probe::add_context_gpus(probed.states, *contexts);
   // Threads that ended: their files, counters and memo close.
   if (m_kept) m_kept->sweep();

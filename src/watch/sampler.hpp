@@ -26,6 +26,9 @@ struct SamplerOptions {
   // They are selected too, judged by the GPU of their context, and a holder of GPU device files
   // with none is a daemon (check::holder_reason).
   std::function<std::optional<std::vector<probe::GpuProcess>>()> gpu_contexts;
+  // The CPUs of each NUMA node of the machine watched (probe::ThreadMemo: a thread confined to one
+  // has its last CPU read only once); empty: every migrated thread's is read.
+  std::vector<CpuSet> numa_cpus = {};
 };
 
 struct Taken {

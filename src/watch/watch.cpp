@@ -40,7 +40,9 @@ CpuSet packages_of(const topo::Topology& t, const CpuSet& cpus) {
   return out;
 }
 
-// Where each thread ran in the interval, weighted by the CPU time it used in it.
+// Where each thread ran in the interval, weighted by the CPU time it used in it: where it last ran
+// or, when the light probe did not read that again (a thread confined to one NUMA node), outside
+// a domain when its allowed CPUs are, inside when they lie within it.
 struct Placement {
   double weight = 0, off_node = 0, off_package = 0;
   bool by_time = true;  // every weight is CPU time (false: some thread counted once, no CPU time)
@@ -62,9 +64,14 @@ Placement placement(const ThreadsById& prev, const ProcessState& cur, const CpuS
     } else {
       continue;  // new in this interval: no delta yet
     }
+    auto outside = [&](const CpuSet& domain) {
+      if (t.last_cpu_stale && !t.cpus_allowed.empty() && t.cpus_allowed.is_subset_of(domain)) return false;
+      if (t.last_cpu_stale && !t.cpus_allowed.empty() && !t.cpus_allowed.intersects(domain)) return true;
+      return !domain.test(*t.last_cpu);
+    };
     p.weight += w;
-    if (!node_cpus.test(*t.last_cpu)) p.off_node += w;
-    if (!package_cpus.test(*t.last_cpu)) p.off_package += w;
+    if (outside(node_cpus)) p.off_node += w;
+    if (outside(package_cpus)) p.off_package += w;
   }
   return p;
 }

@@ -135,6 +135,61 @@ TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
   EXPECT_EQ(memo.size(), 0u);
 }
 
+// A thread confined to one NUMA node: its stat is read when first seen, then not again when it
+// migrates within the node. A thread that idles has its kept schedstat read (the identity check)
+// every kIdentityEvery-th idle sample only.
+TEST(Probe, LightProbeSkipsStatForAThreadWithinOneNodeAndChecksIdleThreadsEveryFewSamples) {
+  gpubind::testing::FakeTree t;
+  process(t, 82, "worker", "0-1", 1);
+  t.file("proc/82/task/82/schedstat", "1000 0 1\n");
+  auto root = sys::open_fsroot(t.root());
+  FakeTaskCounters counters;
+  counters.allowed[82] = CpuSet::of({0, 1});
+  counters.values[82] = {1000, 4, 0, true};
+  ThreadMemo memo;
+  sys::KeptOpenFiles kept(**root, 16);
+  ProbeOptions options;
+  options.counters = &counters;
+  options.memo = &memo;
+  options.kept = &kept;
+  options.numa_cpus = {CpuSet::range(0, 1), CpuSet::range(2, 3)};
+  auto probe = [&] {
+    auto p = probe_process(**root, 82, options);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    if (options.kept) kept.sweep();
+    memo.sweep();
+    return p.ok() && p->threads.size() == 1 ? p->threads[0] : ThreadState{};
+  };
+  EXPECT_EQ(probe().last_cpu, 1u);
+  // It ran and migrated within node 0 (CPUs 0-1): stat (changed here) is not read again.
+  std::string moved = "82 (renamed) S 1";
+  for (int f = 2; f < 45; ++f) moved += " 0";  // last CPU 0
+  t.file("proc/82/task/82/stat", moved + "\n");
+  counters.values[82] = {5000, 9, 0, false};
+  ThreadState th = probe();
+  EXPECT_EQ(th.comm, "worker");
+  EXPECT_EQ(th.migrations, 9u);
+  EXPECT_TRUE(th.last_cpu_stale);
+  // Re-pinned across both nodes, it migrates again: now stat is read.
+  counters.allowed[82] = CpuSet::range(0, 3);
+  counters.values[82] = {6000, 10, 0, false};
+  th = probe();
+  EXPECT_EQ(th.comm, "renamed");
+  EXPECT_FALSE(th.last_cpu_stale);
+  // Idle from here, its files no longer kept open (so the identity check, a read of a file
+  // opened afresh, fails): the id is checked only at the kIdentityEvery-th idle sample, which
+  // counts it afresh.
+  options.kept = nullptr;
+  size_t fresh_at = 0;
+  for (size_t k = 1; k <= ThreadMemo::kIdentityEvery && !fresh_at; ++k) {
+    size_t asked = counters.asked.size();
+    probe();
+    // forget() then counts() again: the probe asked twice for a thread it found ended.
+    if (counters.asked.size() - asked == 2) fresh_at = k;
+  }
+  EXPECT_EQ(fresh_at, ThreadMemo::kIdentityEvery);
+}
+
 TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
   gpubind::testing::FakeTree t;
   process(t, 10, "python", "0-1", 0);

@@ -121,6 +121,29 @@ TEST(Watch, AnIdleThreadOffTheNodeDoesNotCount) {
   EXPECT_TRUE(iv->ranks[0].findings.empty());
 }
 
+// Where the light probe did not read a thread's last CPU again (confined to one NUMA node, it
+// migrated), its allowed CPUs tell where it ran when they lie within the domain or outside it.
+// Thread 10 is pinned to node 1 (CPUs 56-111) with a stale last CPU 3 on node 0; thread 11 is
+// pinned to node 0 with a stale last CPU 60; thread 12 is unbound and last ran on 60 (fresh);
+// thread 13 is pinned to node 0 and its fresh last CPU 60 (re-pinned since) is taken as read.
+TEST(Watch, AStaleLastCpuGivesWayToTheAllowedCpus) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto threads = [](double run) {
+    return std::vector<T>{{10, 3, 0, run, "56-111"}, {11, 60, 0, run, "0-55"}, {12, 60, 0, run, "0-223"}, {13, 60, 0, run, "0-55"}};
+  };
+  auto stale = [](probe::ProcessState p) {
+    p.threads[0].last_cpu_stale = p.threads[1].last_cpu_stale = true;
+    return p;
+  };
+  w.observe(at(0, {stale(process(10, kGpu0, threads(0)))}));
+  auto iv = w.observe(at(1, {stale(process(10, kGpu0, threads(1)))}));
+  const RankInterval& r = iv->ranks[0];
+  ASSERT_TRUE(r.cross_numa.has_value());
+  EXPECT_NEAR(*r.cross_numa, 3.0 / 4.0, 1e-9);  // 10 by its mask, 12 and 13 by their last CPU; not 11
+  EXPECT_NEAR(*r.cross_socket, 3.0 / 4.0, 1e-9);
+}
+
 TEST(Watch, DriftedWhenAThreadsAllowedCpusChangeAfterTheFirstSample) {
   auto t = example("dgx-h100");
   Watcher w(t, {});
