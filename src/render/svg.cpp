@@ -1,6 +1,6 @@
 #include "render/svg.hpp"
 
-#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "util/strings.hpp"
@@ -8,9 +8,21 @@
 namespace gpubind::render {
 
 std::string svg_number(double v) {
-  char b[32];
-  auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 1);  // printf's "%.1f"
-  return std::string(b, r.ptr);
+  // What snprintf's "%.1f" writes. A drawing's coordinates are mostly multiples of a quarter
+  // (sums of whole and half sizes), written with integers here, ties to even as printf rounds;
+  // anything else through snprintf, which is slow for the tens of thousands of coordinates of a
+  // large node's drawing. (std::to_chars for double would link libm into the binary.)
+  double quarters = v * 4;  // exact: a power of two
+  if (quarters > -1e15 && quarters < 1e15 && double(static_cast<long long>(quarters)) == quarters) {
+    long long q = static_cast<long long>(quarters);
+    unsigned long long scaled = static_cast<unsigned long long>(q < 0 ? -q : q) * 10;  // tenths, times 4
+    unsigned long long tenths = scaled / 4, rest = scaled % 4;
+    if (rest > 2 || (rest == 2 && tenths % 2 == 1)) ++tenths;
+    return (std::signbit(v) ? "-" : "") + std::to_string(tenths / 10) + "." + char('0' + tenths % 10);
+  }
+  char b[320];  // the largest double is 309 digits
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
 }
 
 Svg::Svg(int width, int height) : m_width(width), m_height(height) {}

@@ -2,9 +2,11 @@
 // drawn for each part of the topology and of a plan, read back from the SVG with a small parser
 // of its rectangles and tooltips.
 #include "render/node_svg.hpp"
+#include "render/svg.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <regex>
 
 #include "discover/source.hpp"
@@ -202,6 +204,23 @@ TEST(NodeSvg, SixtyFourGpusStayLegible) {
   ASSERT_TRUE(std::regex_search(svg, root, std::regex("<svg[^>]* width=\"(\\d+)\"")));
   EXPECT_LE(std::stoi(root[1]), 1600);
   EXPECT_NE(svg.find("NVLink NV18: every pair within GPUs 0-7; 8-15; 16-23; 24-31; 32-39; 40-47; 48-55; 56-63"), std::string::npos);
+}
+
+}  // namespace gpubind::render
+
+namespace gpubind::render {
+
+// svg_number writes what printf's "%.1f" writes: quarters through integers (ties to even, the
+// sign of negative zero kept), anything else through snprintf.
+TEST(SvgNumber, WritesWhatPrintfWrites) {
+  std::vector<double> values = {0, -0.0, 0.25, -0.25, 0.75, 1.25, 2.75, -2.75, 0.05, 0.15, 1.0 / 3, 12.5, 1e14 + 0.25, -1e14 - 0.75,
+                                1e16, 3.999, -0.04, 1e300};
+  for (int i = -4000; i <= 4000; ++i) values.push_back(i / 4.0), values.push_back(i / 8.0), values.push_back(i / 10.0);
+  for (double v : values) {
+    char b[400];
+    std::snprintf(b, sizeof b, "%.1f", v);
+    EXPECT_EQ(svg_number(v), b) << v;
+  }
 }
 
 }  // namespace gpubind::render
