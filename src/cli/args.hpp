@@ -7,10 +7,16 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace gpubind::cli {
 
 class Args {
  public:
+  struct Impl;  // the declarations, and CLI11's App once built (src/cli/args.cpp)
+
   // `name` is "gpubind <command>": the help's usage line and the error line name it.
   Args(const std::string& description, const std::string& name);
   ~Args();
@@ -54,6 +60,10 @@ class Args {
   std::vector<std::string> remaining() const;
   const std::string& name() const { return m_name; }
 
+  // parse() then hands CLI11 every option, not only those the arguments name (for the test that
+  // both ways agree).
+  void declare_every_option();
+
   // Parses args. Returns -1 when the command should go on, else the exit status to return (0
   // after --help, `usage_exit` after a usage error, which it reports in gpubind's format).
   int parse(const std::vector<std::string>& args, int usage_exit = 2);
@@ -63,8 +73,9 @@ class Args {
   int parse_with_command(const std::vector<std::string>& args, int usage_exit, std::vector<std::string>& command);
 
  private:
-  struct Impl;
   Args(std::unique_ptr<Impl> impl, const std::string& name);
+  // CLI11's App, built at the first need: with the options `args` name, else with every one.
+  CLI::App& built(const std::vector<std::string>* args = nullptr) const;
   int usage_error(const std::string& why, int usage_exit) const;
   std::optional<std::string> conflicts() const;  // of this command and its given subcommands
   std::unique_ptr<Impl> m_impl;

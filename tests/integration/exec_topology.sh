@@ -88,6 +88,11 @@ else pass "the gpubind binary does not link libhwloc (it loads gpubind-hwloc.so 
 # Every shared library is time at every rank's start: libc (and the loader) only.
 others=$(ldd "$GPUBIND" | grep -vE 'linux-vdso|ld-linux|libc\.so' || true)
 [ -z "$others" ] && pass "the gpubind binary links only libc" || fail "the gpubind binary links more than libc: $others"
+# Nor does it build the C++ streams and locale before main (std::ios_base::Init, which any file
+# including <iostream> runs: CLI11's headers do; src/cli/args.cpp keeps it out).
+if ! command -v nm >/dev/null; then echo "skip: no ios_base::Init check: nm (binutils) not found"
+elif nm "$GPUBIND" | grep -q ' T _ZNSt8ios_base4InitC[12]Ev'; then fail "the gpubind binary constructs std::ios_base::Init at start (a file includes <iostream>)"
+else pass "the gpubind binary has no std::ios_base::Init (no <iostream> start-up)"; fi
 mkdir -p "$WORK/alone"
 cp "$GPUBIND" "$WORK/alone/gpubind"
 GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$GPUBIND" exec -q -- true  # the real binary fills the cache
