@@ -9,6 +9,9 @@ if(WARNINGS_AS_ERRORS)
 endif()
 
 add_library(gpubind_options INTERFACE)
+# Each function in a section of its own, so that the link can lay out exec's together
+# (src/CMakeLists.txt, src/cli/exec_hot_symbols.txt).
+target_compile_options(gpubind_options INTERFACE -ffunction-sections)
 if(ENABLE_ASAN)
   target_compile_options(gpubind_options INTERFACE -fsanitize=address -fno-omit-frame-pointer)
   target_link_options(gpubind_options INTERFACE -fsanitize=address)

@@ -9,6 +9,8 @@ set -euo pipefail
 # benchmarks compile against, and Slurm's SPANK header for the plugin.
 build_packages=(
   cmake g++ make pkg-config
+  # lld lays out the functions exec runs together (src/CMakeLists.txt)
+  lld
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   # k8s check: the kubelet's config.yaml, read by libyaml, and its pod-resources API, asked through
   # gRPC (each in a module only that command loads)
@@ -20,8 +22,9 @@ build_packages=(
 )
 # What `make test` adds: the real components the tests run against.
 test_packages=(
-  # tools the tests and benchmarks run; stress-ng loads the CPUs for `make test-load`
-  hwloc-nox hyperfine bzip2 numactl stress-ng
+  # tools the tests and benchmarks run; stress-ng loads the CPUs for `make test-load`; valgrind's
+  # callgrind lists the functions exec runs (scripts/hot-symbols.sh, tests/integration/hot_symbols.sh)
+  hwloc-nox hyperfine bzip2 numactl stress-ng valgrind
   # real clients of `gpubind exec` and `gpubind launch`: Open MPI's mpirun, PyTorch DDP (CPU, gloo)
   openmpi-bin python3-torch
   # the Slurm test refuses set_mempolicy to slurmd with a seccomp filter (tests/slurm/seccomp_deny.py)
