@@ -57,11 +57,14 @@ rss0=$(rss); scrapes; rss1=$(rss); scrapes; rss2=$(rss)
 echo "watch resident memory: $rss0 kB, after 1000 scrapes $rss1 kB, after 2000 $rss2 kB"
 # Sampling alone: watch's CPU ticks (utime+stime, 100 per second) over 20 quiet seconds.
 ticks() { awk '{print $14 + $15}' /proc/$wpid/stat; }
+# ...and the same to the nanosecond: the CPU time of each of its threads (schedstat's first field).
+cpu_ns() { cat /proc/$wpid/task/*/schedstat | awk '{s += $1} END {printf "%d\n", s}'; }
 # Meanwhile watch's own time per sample (gpubind_watch_sample_seconds), read once a second.
-t0=$(ticks)
+t0=$(ticks); n0=$(cpu_ns)
 for i in $(seq 20); do sleep 1; awk '/^gpubind_watch_sample_seconds/{print $2}' "$tmp/m.prom" >>"$tmp/samples"; done
-t1=$(ticks)
-echo "watch sampling alone: $((t1 - t0)) ticks in 20 s = $(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 20}") % of one core"
+t1=$(ticks); n1=$(cpu_ns)
+echo "watch sampling alone: $((t1 - t0)) ticks in 20 s = $(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 20}") % of one core;" \
+  "schedstat: $(awk "BEGIN{printf \"%.1f ms = %.3f\", ($n1 - $n0) / 1e6, ($n1 - $n0) / 2e8}") % of one core"
 "$build/bench/gpubind_proc_read" 8 "${pids[@]}"
 sample=$(sort -g "$tmp/samples" | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
 /usr/bin/python3 -c "print(f'watch sample (median of 20): {float(\"$sample\")*1e3:.2f} ms, {float(\"$sample\")*1e6/$threads:.1f} us per thread')"

@@ -133,23 +133,31 @@ bool within_one(const std::vector<CpuSet>& sets, const CpuSet& cpus) {
 // What watch needs, cheaply (sys/task_counters.hpp): the allowed CPUs, CPU time and migrations
 // from the TaskCounters; `stat` for the last CPU and the name, unless the ThreadMemo knows them
 // and the thread has not migrated since; `schedstat` and `sched` only where no counter could be
-// attached. The memory nodes are the process's; context switches are not read.
+// attached. A thread the ThreadMemo knows that has not run since keeps the allowed CPUs read
+// then, but at its identity check. The memory nodes are the process's; context switches are not
+// read.
 Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& dir, int tid, const CpuSet& process_mems) {
   ThreadState t;
   t.tid = tid;
-  auto cpus = r.options.counters->allowed_cpus(tid);
-  if (!cpus) return Error{r.root.path_of(dir), "no such thread", ErrorKind::not_found};
-  t.cpus_allowed = std::move(*cpus);
   t.mems_allowed = process_mems;
   ThreadMemo* memo = r.options.memo;
   auto counts = r.options.counters->counts(tid);
+  ThreadMemo::Entry* m = counts && memo && !counts->fresh ? memo->find(tid) : nullptr;
+  if (m) m->idle = counts->run_ns != m->run_ns ? 0 : m->idle + 1;
+  // It ran (its counter's thread lives, the id is its own), or it idles and is not checked now.
+  bool unchecked = m && (m->idle == 0 || m->idle % ThreadMemo::kIdentityEvery != 0);
+  if (m && m->idle != 0 && unchecked) {
+    t.cpus_allowed = m->cpus;
+  } else {
+    auto cpus = r.options.counters->allowed_cpus(tid);
+    if (!cpus) return Error{r.root.path_of(dir), "no such thread", ErrorKind::not_found};
+    t.cpus_allowed = std::move(*cpus);
+  }
   // The thread's stat and schedstat stay open while unread: stat for when it next migrates,
   // schedstat for the identity check below.
   std::string schedstat = dir + "/schedstat", stat_file = dir + "/stat";
-  if (ThreadMemo::Entry* m = counts && memo && !counts->fresh ? memo->find(tid) : nullptr) {
-    bool same = counts->run_ns != m->run_ns;  // it ran: the counter's thread lives, the id is its own
-    m->idle = same ? 0 : m->idle + 1;
-    if (!same && m->idle % ThreadMemo::kIdentityEvery != 0) same = true;  // not checked this time
+  if (m) {
+    bool same = unchecked;
     if (same && r.options.kept) r.options.kept->keep(schedstat);
     if (!same) {
       bool opened = true;
@@ -164,6 +172,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
       if (r.options.kept) r.options.kept->keep(stat_file);
       m->run_ns = counts->run_ns;
       m->migrations = counts->migrations;
+      m->cpus = t.cpus_allowed;
       t.run_ns = counts->run_ns;
       t.migrations = counts->migrations;
       t.switches = counts->switches;
@@ -185,7 +194,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   t.comm = std::move(f.comm);
   t.last_cpu = f.last_cpu;
   if (counts) {
-    if (memo) memo->put(tid, {t.comm, t.last_cpu, counts->migrations, counts->run_ns});
+    if (memo) memo->put(tid, {t.comm, t.last_cpu, counts->migrations, counts->run_ns, t.cpus_allowed});
     if (memo && r.options.kept) r.options.kept->keep(schedstat);
     return t;
   }
@@ -242,8 +251,20 @@ void ThreadMemo::put(int tid, Entry e) {
   m_entries.insert_or_assign(tid, std::move(e));
 }
 
+const std::vector<std::string>* ThreadMemo::threads_of(int pid, uint64_t count) {
+  auto it = m_threads.find(pid);
+  if (it == m_threads.end() || it->second.count != count || ++it->second.age % kIdentityEvery == 0) return nullptr;
+  it->second.used = true;
+  return &it->second.tids;
+}
+
+void ThreadMemo::put_threads(int pid, uint64_t count, std::vector<std::string> tids) {
+  m_threads.insert_or_assign(pid, Threads{count, std::move(tids), 0, true});
+}
+
 void ThreadMemo::sweep() {
   sweep_unused(m_entries, [](const Entry&) {});
+  sweep_unused(m_threads, [](const Threads&) {});
 }
 
 std::string container_id_of_cgroup(std::string_view text) {
@@ -455,8 +476,12 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
 
   // Threads; one that exits while being read is simply gone, not an error.
   ThreadReader reader{root, options};
-  auto tids = root.list(dir + "/task");
+  ThreadMemo* memo = options.counters ? options.memo : nullptr;
+  auto count = parse_uint(key_value(*status, "Threads"));
+  const std::vector<std::string>* listed = memo && count ? memo->threads_of(pid, *count) : nullptr;
+  Result<std::vector<std::string>> tids = listed ? *listed : root.list(dir + "/task");
   if (!tids) return vanished_or(tids.error(), pid, kVanished);
+  if (memo && count && !listed) memo->put_threads(pid, *count, *tids);
   p.threads.reserve(tids->size());
   for (const std::string& t : *tids) {
     auto tid = parse_uint(t);
@@ -465,6 +490,7 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
     auto ts = options.counters ? read_thread_light(reader, tdir, int(*tid), p.mems_allowed) : read_thread_files(reader, tdir, int(*tid));
     if (ts) p.threads.push_back(std::move(*ts));
     else if (int(*tid) == pid) return vanished_or(ts.error(), pid, kVanished);
+    else if (memo) memo->forget_threads(pid);  // listed, now gone: list again next time
   }
   // Reaped after its status was read: the kernel still opens /proc/PID/task but lists no thread
   // in it. A living process always lists at least its leader (a zombie leader too).

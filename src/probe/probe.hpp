@@ -25,10 +25,12 @@ namespace gpubind::probe {
 // (the last CPU kept is then the one first read).
 // - One that ran (its CPU time grew: the counter's thread is alive, so the id is still its own)
 //   costs no file read.
-// - One that did not run costs, at every kIdentityEvery-th such sample, a read of its kept-open
-//   `schedstat`, which fails when the thread has ended, its id perhaps reused: then it is counted
-//   afresh. A thread id the same process reuses for a new thread within that many samples is
-//   told at the next check (its counts until then are the ended thread's).
+// - One that did not run ran nowhere: its allowed CPUs are not asked for either (a change of them
+//   is read when it next runs) but at every kIdentityEvery-th such sample, with a
+//   read of its kept-open `schedstat`, which fails when the thread has ended, its id perhaps
+//   reused: then it is counted afresh. A thread id the same process reuses for a new thread within
+//   that many samples is told at the next check (its counts and allowed CPUs until then are the
+//   ended thread's).
 // A thread renamed since keeps its old name until its `stat` is read again.
 class ThreadMemo {
  public:
@@ -37,6 +39,7 @@ class ThreadMemo {
     std::optional<unsigned> last_cpu;
     uint64_t migrations = 0;
     uint64_t run_ns = 0;
+    CpuSet cpus = {};    // its allowed CPUs, when last read
     unsigned idle = 0;   // samples in a row it did not run
     bool stale = false;  // it migrated since last_cpu was read
     bool used = true;
@@ -45,12 +48,29 @@ class ThreadMemo {
   // The entry of a thread probed before, marked as used; nullptr when none.
   Entry* find(int tid);
   void put(int tid, Entry e);
-  // Forgets the threads not probed since the last sweep.
+
+  // A process's thread ids as /proc/PID/task listed them, with its thread count then (`status`'
+  // Threads:). The light probe lists the directory again when the count changed, a listed thread
+  // was found gone, or at every kIdentityEvery-th sample (a thread that ended while another
+  // started, the count the same, is seen by then).
+  struct Threads {
+    uint64_t count = 0;
+    std::vector<std::string> tids = {};
+    unsigned age = 0;  // samples since listed
+    bool used = true;
+  };
+  // The ids to probe this sample if the listing still stands for `count` threads; else nullptr.
+  const std::vector<std::string>* threads_of(int pid, uint64_t count);
+  void put_threads(int pid, uint64_t count, std::vector<std::string> tids);
+  void forget_threads(int pid) { m_threads.erase(pid); }
+
+  // Forgets the threads and processes not probed since the last sweep.
   void sweep();
   size_t size() const { return m_entries.size(); }
 
  private:
   std::unordered_map<int, Entry> m_entries;
+  std::unordered_map<int, Threads> m_threads;
 };
 
 class GpuDeviceMap;

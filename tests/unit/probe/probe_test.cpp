@@ -50,8 +50,9 @@ class FakeTaskCounters final : public sys::TaskCounters {
  public:
   std::map<int, CpuSet> allowed;
   std::map<int, Counts> values;
-  std::vector<int> asked;
+  std::vector<int> asked, asked_cpus;
   std::optional<CpuSet> allowed_cpus(int tid) override {
+    asked_cpus.push_back(tid);
     auto it = allowed.find(tid);
     return it == allowed.end() ? std::nullopt : std::optional<CpuSet>(it->second);
   }
@@ -62,6 +63,46 @@ class FakeTaskCounters final : public sys::TaskCounters {
   }
   void forget(int) override {}
   void sweep() override {}
+};
+}  // namespace
+
+namespace {
+// One process of one thread, probed lightly sample after sample as watch does: its counters, the
+// memo of its stat, its files kept open.
+struct LightProbeRig {
+  gpubind::testing::FakeTree t;
+  int pid;
+  FakeTaskCounters counters;
+  ThreadMemo memo;
+  std::unique_ptr<sys::FsRoot> root;
+  std::optional<sys::KeptOpenFiles> kept;
+  ProbeOptions options;
+  LightProbeRig(int id, const std::string& cpus, int last_cpu) : pid(id) {
+    process(t, pid, "worker", cpus, last_cpu);
+    t.file("proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/schedstat", "1000 0 1\n");
+    auto opened = sys::open_fsroot(t.root());
+    root = std::move(*opened);
+    kept.emplace(*root, 16);
+    counters.allowed[pid] = *CpuSet::parse_list(cpus);
+    counters.values[pid] = {1000, 4, 0, true};
+    options.counters = &counters;
+    options.memo = &memo;
+    options.kept = &*kept;
+  }
+  // One sample: the thread as the probe saw it.
+  ThreadState probe() {
+    auto p = probe_process(*root, pid, options);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    if (options.kept) kept->sweep();
+    memo.sweep();
+    return p.ok() && p->threads.size() == 1 ? p->threads[0] : ThreadState{};
+  }
+  // Its stat now says it last ran on `cpu`, under the name `comm`.
+  void stat(const std::string& comm, int cpu) {
+    std::string text = std::to_string(pid) + " (" + comm + ") S 1";
+    for (int f = 2; f < 45; ++f) text += " " + std::to_string(f == 36 ? cpu : 0);
+    t.file("proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/stat", text + "\n");
+  }
 };
 }  // namespace
 
@@ -90,104 +131,144 @@ TEST(Probe, LightProbeTakesAllowedCpusAndCountsFromTheCountersNotStatus) {
 }
 
 TEST(Probe, LightProbeReadsStatAgainOnlyForAThreadThatMigrated) {
-  gpubind::testing::FakeTree t;
-  process(t, 81, "worker", "0-3", 2);
-  t.file("proc/81/task/81/schedstat", "1000 0 1\n");
-  auto root = sys::open_fsroot(t.root());
-  FakeTaskCounters counters;
-  counters.allowed[81] = CpuSet::of({0, 1, 2, 3});
-  counters.values[81] = {1000, 4, 0, true};
-  ThreadMemo memo;
-  sys::KeptOpenFiles kept(**root, 16);
-  ProbeOptions options;
-  options.counters = &counters;
-  options.memo = &memo;
-  options.kept = &kept;
-  auto probe = [&] {
-    auto p = probe_process(**root, 81, options);
-    EXPECT_TRUE(p.ok()) << p.error().message();
-    kept.sweep();
-    memo.sweep();
-    return p.ok() && p->threads.size() == 1 ? p->threads[0] : ThreadState{};
-  };
-  EXPECT_EQ(probe().last_cpu, 2u);
-  EXPECT_EQ(memo.size(), 1u);
+  LightProbeRig rig(81, "0-3", 2);
+  EXPECT_EQ(rig.probe().last_cpu, 2u);
+  EXPECT_EQ(rig.memo.size(), 1u);
   // It ran on without migrating: its stat is not read (changed here, and not seen).
-  std::string moved = "81 (worker) S 1";
-  for (int f = 2; f < 45; ++f) moved += " " + std::to_string(f == 36 ? 3 : 0);
-  t.file("proc/81/task/81/stat", moved + "\n");
-  counters.values[81] = {5000, 4, 0, false};
-  ThreadState th = probe();
+  rig.stat("worker", 3);
+  rig.counters.values[81] = {5000, 4, 0, false};
+  ThreadState th = rig.probe();
   EXPECT_EQ(th.last_cpu, 2u);
   EXPECT_EQ(th.comm, "worker");
   EXPECT_EQ(th.run_ns, 5000u);
   // It idled: its kept schedstat still reads, so it is the same thread; stat is not read.
-  EXPECT_EQ(probe().last_cpu, 2u);
-  EXPECT_EQ(counters.asked.size(), 3u);
+  EXPECT_EQ(rig.probe().last_cpu, 2u);
+  EXPECT_EQ(rig.counters.asked.size(), 3u);
   // It migrated: stat is read again, and says where it runs now.
-  counters.values[81] = {9000, 5, 0, false};
-  EXPECT_EQ(probe().last_cpu, 3u);
+  rig.counters.values[81] = {9000, 5, 0, false};
+  EXPECT_EQ(rig.probe().last_cpu, 3u);
   // A new thread with the same id (fresh counters): stat is read whatever the count.
-  t.file("proc/81/task/81/stat", "81 (renamed) S 1" + std::string(43 * 2, ' ') + "\n");
-  counters.values[81] = {0, 5, 0, true};
-  EXPECT_EQ(probe().comm, "renamed");
-  memo.sweep();  // not probed since the last sweep: forgotten
-  EXPECT_EQ(memo.size(), 0u);
+  rig.stat("renamed", 3);
+  rig.counters.values[81] = {0, 5, 0, true};
+  EXPECT_EQ(rig.probe().comm, "renamed");
+  rig.memo.sweep();  // not probed since the last sweep: forgotten
+  EXPECT_EQ(rig.memo.size(), 0u);
 }
 
 // A thread confined to one NUMA node: its stat is read when first seen, then not again when it
 // migrates within the node. A thread that idles has its kept schedstat read (the identity check)
 // every kIdentityEvery-th idle sample only.
 TEST(Probe, LightProbeSkipsStatForAThreadWithinOneNodeAndChecksIdleThreadsEveryFewSamples) {
-  gpubind::testing::FakeTree t;
-  process(t, 82, "worker", "0-1", 1);
-  t.file("proc/82/task/82/schedstat", "1000 0 1\n");
-  auto root = sys::open_fsroot(t.root());
-  FakeTaskCounters counters;
-  counters.allowed[82] = CpuSet::of({0, 1});
-  counters.values[82] = {1000, 4, 0, true};
-  ThreadMemo memo;
-  sys::KeptOpenFiles kept(**root, 16);
-  ProbeOptions options;
-  options.counters = &counters;
-  options.memo = &memo;
-  options.kept = &kept;
-  options.numa_cpus = {CpuSet::range(0, 1), CpuSet::range(2, 3)};
-  auto probe = [&] {
-    auto p = probe_process(**root, 82, options);
-    EXPECT_TRUE(p.ok()) << p.error().message();
-    if (options.kept) kept.sweep();
-    memo.sweep();
-    return p.ok() && p->threads.size() == 1 ? p->threads[0] : ThreadState{};
-  };
-  EXPECT_EQ(probe().last_cpu, 1u);
+  LightProbeRig rig(82, "0-1", 1);
+  rig.options.numa_cpus = {CpuSet::range(0, 1), CpuSet::range(2, 3)};
+  EXPECT_EQ(rig.probe().last_cpu, 1u);
   // It ran and migrated within node 0 (CPUs 0-1): stat (changed here) is not read again.
-  std::string moved = "82 (renamed) S 1";
-  for (int f = 2; f < 45; ++f) moved += " 0";  // last CPU 0
-  t.file("proc/82/task/82/stat", moved + "\n");
-  counters.values[82] = {5000, 9, 0, false};
-  ThreadState th = probe();
+  rig.stat("renamed", 0);
+  rig.counters.values[82] = {5000, 9, 0, false};
+  ThreadState th = rig.probe();
   EXPECT_EQ(th.comm, "worker");
   EXPECT_EQ(th.migrations, 9u);
   EXPECT_TRUE(th.last_cpu_stale);
   // Re-pinned across both nodes, it migrates again: now stat is read.
-  counters.allowed[82] = CpuSet::range(0, 3);
-  counters.values[82] = {6000, 10, 0, false};
-  th = probe();
+  rig.counters.allowed[82] = CpuSet::range(0, 3);
+  rig.counters.values[82] = {6000, 10, 0, false};
+  th = rig.probe();
   EXPECT_EQ(th.comm, "renamed");
   EXPECT_FALSE(th.last_cpu_stale);
   // Idle from here, its files no longer kept open (so the identity check, a read of a file
   // opened afresh, fails): the id is checked only at the kIdentityEvery-th idle sample, which
   // counts it afresh.
-  options.kept = nullptr;
+  rig.options.kept = nullptr;
   size_t fresh_at = 0;
   for (size_t k = 1; k <= ThreadMemo::kIdentityEvery && !fresh_at; ++k) {
-    size_t asked = counters.asked.size();
-    probe();
+    size_t asked = rig.counters.asked.size();
+    rig.probe();
     // forget() then counts() again: the probe asked twice for a thread it found ended.
-    if (counters.asked.size() - asked == 2) fresh_at = k;
+    if (rig.counters.asked.size() - asked == 2) fresh_at = k;
   }
   EXPECT_EQ(fresh_at, ThreadMemo::kIdentityEvery);
+}
+
+// A thread that did not run since the last sample ran nowhere: its allowed CPUs are those read
+// before, asked for again when it runs and at its identity check, not at every sample.
+TEST(Probe, LightProbeAsksAnIdleThreadsAllowedCpusOnlyAtItsIdentityCheck) {
+  LightProbeRig rig(83, "0-1", 1);
+  EXPECT_EQ(rig.probe().cpus_allowed.to_list(), "0-1");
+  EXPECT_EQ(rig.counters.asked_cpus.size(), 1u);
+  rig.counters.values[83] = {5000, 4, 0, false};  // it ran: asked
+  EXPECT_EQ(rig.probe().cpus_allowed.to_list(), "0-1");
+  EXPECT_EQ(rig.counters.asked_cpus.size(), 2u);
+  // Re-pinned while it sleeps: not asked, the CPUs read before stand, until the check.
+  rig.counters.allowed[83] = CpuSet::of({1});
+  for (unsigned k = 1; k < ThreadMemo::kIdentityEvery; ++k) {
+    ThreadState th = rig.probe();
+    EXPECT_EQ(th.cpus_allowed.to_list(), "0-1") << "idle sample " << k;
+    EXPECT_EQ(th.run_ns, 5000u);
+  }
+  EXPECT_EQ(rig.counters.asked_cpus.size(), 2u);
+  EXPECT_EQ(rig.probe().cpus_allowed.to_list(), "1");  // the identity check asks
+  EXPECT_EQ(rig.counters.asked_cpus.size(), 3u);
+  // It runs: asked at once.
+  rig.counters.allowed[83] = CpuSet::of({0});
+  rig.counters.values[83] = {7000, 5, 0, false};
+  EXPECT_EQ(rig.probe().cpus_allowed.to_list(), "0");
+  // A thread gone between two samples while still listed is no thread (asked when it ran).
+  rig.counters.allowed.erase(83);
+  rig.counters.values[83] = {8000, 5, 0, false};
+  auto p = probe_process(*rig.root, 83, rig.options);
+  EXPECT_FALSE(p.ok());
+}
+
+// The light probe lists /proc/PID/task again only when the process's thread count changed, a
+// listed thread is gone, or at every kIdentityEvery-th sample.
+TEST(Probe, LightProbeListsThreadsAgainWhenTheirCountChangesOrEveryFewSamples) {
+  LightProbeRig rig(84, "0-1", 1);
+  auto threads = [&](int n) {
+    rig.t.file("proc/84/status", "Name:\tworker\nPPid:\t1\nThreads:\t" + std::to_string(n) +
+                                     "\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n");
+  };
+  auto add_thread = [&](int tid) {
+    rig.t.file("proc/84/task/" + std::to_string(tid) + "/stat", std::to_string(tid) + " (helper) S 1" + std::string(43 * 2, ' ') + "\n");
+    rig.counters.allowed[tid] = CpuSet::of({0});
+    rig.counters.values[tid] = {100, 0, 0, true};
+  };
+  auto seen = [&] {
+    auto p = probe_process(*rig.root, 84, rig.options);
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    rig.memo.sweep();
+    std::string ids;
+    for (const ThreadState& th : p->threads) ids += (ids.empty() ? "" : ",") + std::to_string(th.tid);
+    return ids;
+  };
+  auto end_thread = [&](int tid, uint64_t run_ns) {  // its counter reads the same ever after
+    std::filesystem::remove_all(rig.t.root() + "/proc/84/task/" + std::to_string(tid));
+    rig.counters.allowed.erase(tid);
+    rig.counters.values[tid] = {run_ns, 0, 0, false};
+  };
+  threads(1);
+  EXPECT_EQ(seen(), "84");
+  // A thread appears but the count read says 1 still: the listing stands (until the check).
+  add_thread(85);
+  EXPECT_EQ(seen(), "84");
+  threads(2);
+  EXPECT_EQ(seen(), "84,85");
+  // One ends and another starts between samples, the count the same. The one that ended ran
+  // first: asked for, it is gone, and the directory is listed again at the next sample.
+  end_thread(85, 500);
+  add_thread(86);
+  EXPECT_EQ(seen(), "84");
+  EXPECT_EQ(seen(), "84,86");
+  // One that ended idle is not asked for: the listing is checked every kIdentityEvery-th sample.
+  end_thread(86, 100);
+  add_thread(87);
+  size_t relisted_at = 0;
+  for (unsigned k = 1; k <= ThreadMemo::kIdentityEvery && !relisted_at; ++k)
+    if (seen() == "84,87") relisted_at = k;
+  EXPECT_EQ(relisted_at, ThreadMemo::kIdentityEvery);
+  // Without the memo the directory is listed at every probe.
+  rig.options.memo = nullptr;
+  add_thread(88);
+  EXPECT_EQ(seen(), "84,87,88");
 }
 
 TEST(Probe, GpusFromNvidiaMinorsAndDrmNodes) {
