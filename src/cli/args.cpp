@@ -8,9 +8,10 @@
 // CLI11's headers include <iostream> for std::cout and std::cerr, which it names only as default
 // arguments of App::exit and in warnings about deprecated and retired options, none of which
 // gpubind uses (it prints through stdio). <iostream>'s static ios_base::Init builds the C++ locale
-// and the eight standard streams before main: 0.65 ms of every start on a VM whose page faults
-// are slow (a third of what exec adds to numactl). Its include guard is set here instead, with the
-// two declarations CLI11 needs; exec_topology.sh checks that the binary has no ios_base::Init.
+// and the eight standard streams before main, at every start (0.65 ms of an empty binder's start
+// on a VM whose page faults are slow; docs/PERFORMANCE.md). Its include guard is set here instead,
+// with the two declarations CLI11 needs; exec_topology.sh checks that the binary has no
+// ios_base::Init.
 #include <istream>
 #include <ostream>
 #define _GLIBCXX_IOSTREAM 1
