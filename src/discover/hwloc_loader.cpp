@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -436,10 +437,28 @@ std::string cpuid_dumps(const std::string& root) {
   return "";
 }
 
+// The registers a PU's dump gives for `leaf` (subleaf 0): lines "MASK EAX EBX ECX EDX => EAX EBX
+// ECX EDX" in hexadecimal, the subleaf in ECX, as hwloc-gather-topology writes them.
+std::optional<std::vector<uint64_t>> dumped_leaf(const std::string& dump, uint64_t leaf) {
+  for (std::string_view line : split(dump, '\n')) {
+    size_t arrow = line.find("=>");
+    if (arrow == std::string_view::npos) continue;
+    std::vector<std::string_view> in = split(trim(line.substr(0, arrow)), ' '), out = split(trim(line.substr(arrow + 2)), ' ');
+    if (in.size() != 5 || out.size() != 4 || std::strtoull(std::string(in[1]).c_str(), nullptr, 16) != leaf ||
+        std::strtoull(std::string(in[3]).c_str(), nullptr, 16) != 0)
+      continue;
+    std::vector<uint64_t> regs;
+    for (std::string_view r : out) regs.push_back(std::strtoull(std::string(r).c_str(), nullptr, 16));
+    return regs;
+  }
+  return std::nullopt;
+}
+
 // Settings hwloc reads only from the environment, for one load of `in`. They are applied in the
 // child process that loads (sys::run_isolated), never in gpubind's own environment: nothing
 // leaks into the command gpubind executes, and no other thread can see the environment change.
-std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<std::string>& ignored) {
+std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<std::string>& ignored,
+                                               std::vector<std::string>& warnings) {
   std::vector<sys::EnvChange> env;
   // hwloc reads these from the environment and would then describe another machine (or a file)
   // as this one: gpubind chooses its source itself (--topology), so none of them applies.
@@ -466,7 +485,12 @@ std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<
     // hwloc-gather-topology also saves each x86 PU's CPUID answers (cpuid/). Live discovery on
     // x86 completes what sysfs lacks from CPUID (caches, on VMs without cpu*/cache), so the
     // capture is read the same way: its x86 backend on the dumps, never on this host's CPUID.
-    if (std::string dumps = cpuid_dumps(in.value); !dumps.empty()) {
+    std::string dumps = cpuid_dumps(in.value);
+    std::string disagreement = dumps.empty() ? "" : cpuid_disagreement(in.value, dumps);
+    if (!disagreement.empty())
+      warnings.push_back("the capture's CPUID dumps disagree with it (" + disagreement +
+                         "): caches are not taken from them, only from its /sys");
+    if (!dumps.empty() && disagreement.empty()) {
       env.emplace_back("HWLOC_CPUID_PATH", dumps);
       env.emplace_back("HWLOC_COMPONENTS", "linux,x86,stop");
     } else {
@@ -516,12 +540,34 @@ Result<Topology> load_in_process(const HwlocInput& in) {
 
 }  // namespace
 
+std::string cpuid_disagreement(const std::string& root, const std::string& dumps) {
+  auto cpuinfo = sys::read_file(root + "/proc/cpuinfo", 1 << 22);
+  if (!cpuinfo) return "";
+  std::optional<uint64_t> processor;
+  for (std::string_view line : split(*cpuinfo, '\n')) {
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (key == "processor") processor = parse_uint(value);
+    if (key != "initial apicid" || !processor) continue;
+    auto booted = parse_uint(value);
+    auto dump = sys::read_file(dumps + "/pu" + std::to_string(*processor), 1 << 20);
+    auto regs = dump ? dumped_leaf(*dump, 1) : std::nullopt;
+    if (!booted || !regs) continue;
+    uint64_t dumped = ((*regs)[1] >> 24) & 0xff;
+    if (dumped != *booted % 256)
+      return "PU " + std::to_string(*processor) + " has APIC id " + std::to_string(dumped) + " in its CPUID dump, " +
+             std::to_string(*booted) + " in /proc/cpuinfo";
+  }
+  return "";
+}
+
 Result<Topology> hwloc_backend_load(const HwlocInput& in) {
   // Every load runs in a child process: hwloc's settings are environment variables (applied
   // there only, see hwloc_environment), and hwloc crashes on some malformed files (SIGSEGV,
   // SIGABRT), which must be one line of error, not the end of gpubind.
-  std::vector<std::string> ignored;
-  std::vector<sys::EnvChange> env = hwloc_environment(in, ignored);
+  std::vector<std::string> ignored, warnings;
+  std::vector<sys::EnvChange> env = hwloc_environment(in, ignored, warnings);
   auto out = sys::run_isolated(
       [&]() -> std::string {
         auto t = load_in_process(in);
@@ -543,6 +589,7 @@ Result<Topology> hwloc_backend_load(const HwlocInput& in) {
   nlohmann::json j = nlohmann::json::parse(std::string_view(*out).substr(1), nullptr, false);
   if (j.is_discarded()) return Error{in.origin, "hwloc's reader returned nothing usable"};
   auto topo = topo::from_json(j);
+  if (topo) topo->warnings.insert(topo->warnings.end(), warnings.begin(), warnings.end());
   if (topo && in.kind == HwlocInput::Kind::live && !ignored.empty())
     topo->warnings.push_back(join(ignored, ", ") + " set in the environment: ignored for this machine's discovery (--topology "
                              "reads a file, a synthetic description or a gathered tree)");

@@ -31,6 +31,15 @@ Result<std::string> hwloc_version();
 // The version of hwloc's headers gpubind was built with (no library needed): for cache keys.
 const char* hwloc_build_version();
 
+// Why the CPUID dumps hwloc-gather-topology saved in the gathered tree `root` (directory
+// `dumps`) cannot describe it, or "" when they can: each PU's initial APIC id (leaf 1, EBX bits
+// 31-24) must be the one the kernel recorded at boot ("initial apicid" in the tree's
+// /proc/cpuinfo). Some hypervisors answer CPUID with values that change from one call to the next
+// (an AMD EPYC family 26 guest: 212 and 127 against 0 and 1); hwloc's x86 backend then splits
+// the caches the kernel shows shared. Such dumps are not used: the capture keeps the caches its
+// /sys has, with a warning.
+std::string cpuid_disagreement(const std::string& root, const std::string& dumps);
+
 // --- the implementation, in hwloc_loader.cpp; reached through the two functions above ---
 Result<topo::Topology> hwloc_backend_load(const HwlocInput& in);
 std::string hwloc_backend_version();

@@ -156,6 +156,13 @@ TEST(LiveTopology, GatheredCaptureWithoutSysfsCachesTakesThemFromItsCpuidDumps) 
   ASSERT_TRUE(gathered.ok()) << gathered.error().message();
   if (!dumps) GTEST_SKIP() << "hwloc-gather-topology saved no CPUID dumps here (not x86): the capture cannot carry caches sysfs lacks";
   if (live->l3_domains.empty()) GTEST_SKIP() << "this machine shows no L3 live: nothing to compare";
+  // A hypervisor whose CPUID answers vary from call to call leaves dumps that disagree with the
+  // capture (hwloc_loader.hpp): gpubind then says so and takes no caches from them.
+  for (const std::string& w : gathered->warnings)
+    if (w.find("CPUID dumps disagree") != std::string::npos) {
+      EXPECT_TRUE(gathered->l3_domains.empty()) << "caches taken from dumps said to disagree";
+      GTEST_SKIP() << "this machine's CPUID cannot describe its caches: " << w;
+    }
   EXPECT_EQ(gathered->l3_domains.size(), live->l3_domains.size());
   ASSERT_EQ(gathered->cores.size(), live->cores.size());
   EXPECT_EQ(gathered->cpus, live->cpus);

@@ -450,8 +450,9 @@ Epilog=$WORK/epilog" NODES=1 "$HERE/cluster.sh" start "$D7" "$PLUGIN"; then
   summary_done() { ls "$WORK"/spool/*/n1.summary >/dev/null 2>&1 && [ ! -e "$(ls -d "$WORK"/spool/* | head -1)/n1.pid" ]; }
   wait_until 30 summary_done
   sum=$(cat "$WORK"/spool/*/n1.summary 2>/dev/null)
-  r1=$(echo "$sum" | awk '$2=="1" && $4 ~ /^[0-9]/' | grep -c DRIFTED)
-  r0=$(echo "$sum" | awk '$2=="0"' | grep -c DRIFTED)
+  # The summary's rows: PID, RANK, COMMAND (which may read "sh (exited)"), ...
+  r1=$(echo "$sum" | awk '$1 ~ /^[0-9]+$/ && $2=="1"' | grep -c DRIFTED)
+  r0=$(echo "$sum" | awk '$1 ~ /^[0-9]+$/ && $2=="0"' | grep -c DRIFTED)
   [ "$r1" -ge 1 ] && [ "$r0" = 0 ] && pass "Prolog/Epilog: the finished job's summary says rank 1 DRIFTED, rank 0 not" \
     || fail "per-job summary: '$sum' $(cat "$WORK"/spool/*/n1.err 2>/dev/null) $(cat "$WORK/err")"
   [ "$(stat -c %a "$(ls -d "$WORK"/spool/* | head -1)")" = 700 ] && pass "the job's spool directory is root's alone (0700)" \
