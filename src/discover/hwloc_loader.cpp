@@ -20,6 +20,7 @@
 #include "sys/process.hpp"
 #include "topo/json.hpp"
 #include "util/strings.hpp"
+#include "sys/affinity.hpp"
 #include "sys/environment.hpp"
 
 namespace gpubind::discover {
@@ -478,6 +479,14 @@ std::vector<sys::EnvChange> hwloc_environment(const HwlocInput& in, std::vector<
   // and libpciaccess, ~4 ms of loading per process. gpubind needs none of them: hwloc's built-in
   // XML reader imports files, and its linux backend (or gpubind's sysfs scan) finds PCI devices.
   env.emplace_back("HWLOC_PLUGINS_BLACKLIST", "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci");
+  // Live, hwloc takes the caches from CPUID where sysfs has no cache directories (cloud guests);
+  // not from a CPUID that disagrees with the kernel (see cpuid_disagreement).
+  if (in.kind == HwlocInput::Kind::live && sys::path_kind("/sys/devices/system/cpu/cpu0/cache/index0") == sys::PathKind::missing)
+    if (std::string why = live_cpuid_disagreement(); !why.empty()) {
+      env.emplace_back("HWLOC_COMPONENTS", "-x86");
+      warnings.push_back("this machine's CPUID disagrees with its kernel (" + why +
+                         ") and its sysfs has no cache directories: its caches (L3 domains) are unknown");
+    }
   if (in.kind == HwlocInput::Kind::fsroot) {
     // A gathered tree: hwloc's linux backend reads it in place; nothing else may look at this host.
     env.emplace_back("HWLOC_FSROOT", in.value);
@@ -540,26 +549,52 @@ Result<Topology> load_in_process(const HwlocInput& in) {
 
 }  // namespace
 
-std::string cpuid_disagreement(const std::string& root, const std::string& dumps) {
-  auto cpuinfo = sys::read_file(root + "/proc/cpuinfo", 1 << 22);
-  if (!cpuinfo) return "";
+namespace {
+
+// Each processor's initial APIC id as the kernel recorded it at boot ("initial apicid" in
+// /proc/cpuinfo), by processor number.
+std::map<uint64_t, uint64_t> initial_apic_ids(const std::string& cpuinfo) {
+  std::map<uint64_t, uint64_t> ids;
   std::optional<uint64_t> processor;
-  for (std::string_view line : split(*cpuinfo, '\n')) {
+  for (std::string_view line : split(cpuinfo, '\n')) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     std::string_view key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
     if (key == "processor") processor = parse_uint(value);
-    if (key != "initial apicid" || !processor) continue;
-    auto booted = parse_uint(value);
-    auto dump = sys::read_file(dumps + "/pu" + std::to_string(*processor), 1 << 20);
+    if (key == "initial apicid" && processor)
+      if (auto id = parse_uint(value)) ids[*processor] = *id;
+  }
+  return ids;
+}
+
+std::string apic_disagreement(uint64_t cpu, uint64_t cpuid, uint64_t booted, const char* where) {
+  if (cpuid == booted % 256) return "";
+  return "PU " + std::to_string(cpu) + " has APIC id " + std::to_string(cpuid) + where + ", " + std::to_string(booted) +
+         " in /proc/cpuinfo";
+}
+
+}  // namespace
+
+std::string cpuid_disagreement(const std::string& root, const std::string& dumps) {
+  auto cpuinfo = sys::read_file(root + "/proc/cpuinfo", 1 << 22);
+  if (!cpuinfo) return "";
+  for (const auto& [cpu, booted] : initial_apic_ids(*cpuinfo)) {
+    auto dump = sys::read_file(dumps + "/pu" + std::to_string(cpu), 1 << 20);
     auto regs = dump ? dumped_leaf(*dump, 1) : std::nullopt;
-    if (!booted || !regs) continue;
-    uint64_t dumped = ((*regs)[1] >> 24) & 0xff;
-    if (dumped != *booted % 256)
-      return "PU " + std::to_string(*processor) + " has APIC id " + std::to_string(dumped) + " in its CPUID dump, " +
-             std::to_string(*booted) + " in /proc/cpuinfo";
+    if (!regs) continue;
+    if (std::string why = apic_disagreement(cpu, ((*regs)[1] >> 24) & 0xff, booted, " in its CPUID dump"); !why.empty()) return why;
   }
   return "";
+}
+
+std::string live_cpuid_disagreement() {
+  auto here = sys::current_cpu_apic_id();
+  if (!here) return "";
+  auto cpuinfo = sys::read_file("/proc/cpuinfo", 1 << 22);
+  if (!cpuinfo) return "";
+  auto ids = initial_apic_ids(*cpuinfo);
+  auto it = ids.find(here->first);
+  return it == ids.end() ? "" : apic_disagreement(here->first, here->second, it->second, " by CPUID");
 }
 
 Result<Topology> hwloc_backend_load(const HwlocInput& in) {

@@ -39,6 +39,9 @@ const char* hwloc_build_version();
 // the caches the kernel shows shared. Such dumps are not used: the capture keeps the caches its
 // /sys has, with a warning.
 std::string cpuid_disagreement(const std::string& root, const std::string& dumps);
+// The same for this machine, live: the CPU this runs on, by CPUID and in /proc/cpuinfo. Live
+// discovery then takes no caches from CPUID where sysfs has none, with a warning.
+std::string live_cpuid_disagreement();
 
 // --- the implementation, in hwloc_loader.cpp; reached through the two functions above ---
 Result<topo::Topology> hwloc_backend_load(const HwlocInput& in);

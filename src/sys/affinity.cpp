@@ -1,7 +1,11 @@
 #include "sys/affinity.hpp"
 
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -45,6 +49,18 @@ Result<CpuSet> current_mems_allowed() {
   auto nodes = CpuSet::parse_list(list);
   if (!nodes) return Error{"/proc/self/status Mems_allowed_list", nodes.error().message()};
   return *nodes;
+}
+
+std::optional<std::pair<unsigned, unsigned>> current_cpu_apic_id() {
+#if defined(__x86_64__) || defined(__i386__)
+  for (int tries = 0; tries < 8; ++tries) {
+    int before = ::sched_getcpu();
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return std::nullopt;
+    if (before >= 0 && ::sched_getcpu() == before) return std::pair<unsigned, unsigned>(unsigned(before), (ebx >> 24) & 0xff);
+  }
+#endif
+  return std::nullopt;
 }
 
 }  // namespace gpubind::sys

@@ -1,5 +1,7 @@
 // Live: gpubind's view of this machine against what Linux reports in /sys and sched_getaffinity.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sched.h>
 #include <unistd.h>
 
@@ -114,11 +116,18 @@ TEST(LiveTopology, GatheredCaptureMatchesLive) {
   ASSERT_TRUE(live.ok()) << live.error().message();
   ASSERT_TRUE(archive.ok()) << archive.error().message();
   ASSERT_TRUE(xml.ok()) << xml.error().message();
+  // Where this machine's CPUID disagrees with its kernel and sysfs has no caches, gpubind takes
+  // none from CPUID (hwloc_loader.hpp); hwloc-gather-topology's XML is hwloc's own export, caches
+  // from that CPUID included, so only the archive's L3 domains can match.
+  bool cpuid_refused = std::any_of(live->warnings.begin(), live->warnings.end(),
+                                   [](const std::string& w) { return w.find("CPUID disagrees") != std::string::npos; });
   for (const auto* t : {&*archive, &*xml}) {
     EXPECT_EQ(t->cpus, live->cpus) << t->origin;
     EXPECT_EQ(t->packages.size(), live->packages.size()) << t->origin;
     EXPECT_EQ(t->cores.size(), live->cores.size()) << t->origin;
-    EXPECT_EQ(t->l3_domains.size(), live->l3_domains.size()) << t->origin;
+    if (!cpuid_refused || t == &*archive) {
+      EXPECT_EQ(t->l3_domains.size(), live->l3_domains.size()) << t->origin;
+    }
     ASSERT_EQ(t->numa_nodes.size(), live->numa_nodes.size()) << t->origin;
     for (size_t i = 0; i < t->numa_nodes.size(); ++i) EXPECT_EQ(t->numa_nodes[i].cpus, live->numa_nodes[i].cpus);
   }
