@@ -441,15 +441,14 @@ std::string cpuid_dumps(const std::string& root) {
 // The registers a PU's dump gives for `leaf` (subleaf 0): lines "MASK EAX EBX ECX EDX => EAX EBX
 // ECX EDX" in hexadecimal, the subleaf in ECX, as hwloc-gather-topology writes them.
 std::optional<std::vector<uint64_t>> dumped_leaf(const std::string& dump, uint64_t leaf) {
+  auto hex = [](std::string_view v) { return std::strtoull(std::string(v).c_str(), nullptr, 16); };
   for (std::string_view line : split(dump, '\n')) {
     size_t arrow = line.find("=>");
     if (arrow == std::string_view::npos) continue;
     std::vector<std::string_view> in = split(trim(line.substr(0, arrow)), ' '), out = split(trim(line.substr(arrow + 2)), ' ');
-    if (in.size() != 5 || out.size() != 4 || std::strtoull(std::string(in[1]).c_str(), nullptr, 16) != leaf ||
-        std::strtoull(std::string(in[3]).c_str(), nullptr, 16) != 0)
-      continue;
+    if (in.size() != 5 || out.size() != 4 || hex(in[1]) != leaf || hex(in[3]) != 0) continue;
     std::vector<uint64_t> regs;
-    for (std::string_view r : out) regs.push_back(std::strtoull(std::string(r).c_str(), nullptr, 16));
+    for (std::string_view r : out) regs.push_back(hex(r));
     return regs;
   }
   return std::nullopt;
