@@ -38,7 +38,7 @@ watcher=$!
 sleep 3
 threads=$(for p in "${pids[@]}"; do ls /proc/$p/task; done | wc -l)
 echo "workload ($workload): ${#pids[@]} processes, $threads threads"
-wpid=$(pgrep -P $watcher -x gpubind || echo $watcher)
+wpid=$(pgrep -P $watcher -x 'gpubind(-full)?' || echo $watcher)
 scrapes() {
   /usr/bin/python3 - "$port" <<'PY'
 import sys, time, urllib.request

@@ -30,6 +30,14 @@ set(GPUBIND_MAINTAINER "gpubind developers <gpubind-maintainers@example.org>" CA
   "The Debian packages' Maintainer (a site that rebuilds them sets its own)")
 
 install(TARGETS gpubind RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT core)
+# The full binary the static front hands every command but a cached exec (src/CMakeLists.txt),
+# where the front looks for it: beside the modules.
+if(TARGET gpubind_full)
+  install(TARGETS gpubind_full RUNTIME DESTINATION "${CMAKE_INSTALL_LIBDIR}/gpubind" COMPONENT core)
+  # Why the static front is static, for lintian (packaging/lintian-overrides).
+  install(FILES "${PROJECT_SOURCE_DIR}/packaging/lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
+          RENAME gpubind COMPONENT core)
+endif()
 # Loaded by the binary only when a command needs them (src/CMakeLists.txt): hwloc discovery (core),
 # watch --listen's HTTP server (exporter), k8s check's YAML and pod-resources readers (k8s).
 install(TARGETS gpubind_hwloc_module LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/gpubind" COMPONENT core)

@@ -1,11 +1,11 @@
 # Run at install time (cmake/Install.cmake, component dbg): every ELF file installed so far (the
-# binary, its modules, the SPANK plugin) is split into a stripped file and its debug file, Debian's
+# binaries, gpubind and gpubind-full, its modules, the SPANK plugin) is split into a stripped file and its debug file, Debian's
 # way: objcopy --only-keep-debug to <DESTDIR><prefix>/lib/debug/<path>.debug, then, only once that
 # is written, --strip-debug --strip-unneeded with --add-gnu-debuglink so gdb finds it. A file
 # objcopy refuses is left as it was, with a message. GPUBIND_DEBUG_FILES=no in the environment
 # (make install DEBUG_FILES=no) strips without keeping the debug information.
 foreach(installed IN LISTS CMAKE_INSTALL_MANIFEST_FILES)
-  if(NOT installed MATCHES "(/bin/gpubind|\\.so)$" OR installed MATCHES "/lib/debug/")
+  if(NOT installed MATCHES "(/bin/gpubind|/gpubind-full|\\.so)$" OR installed MATCHES "/lib/debug/")
     continue()
   endif()
   set(file "${installed}")

@@ -27,7 +27,7 @@ done
 # callgrind_annotate lists every function that ran as "COST (PCT)  FILE:NAME [OBJECT]".
 for f in "$tmp"/cg.*; do
   callgrind_annotate --threshold=100 "$f" 2>/dev/null | grep -F " [$gpubind]" | sed -E 's/^ *[0-9,]+ +\([ 0-9.]+%\) +//; s/ \[[^]]*\]$//; s/^.*://'
-done | grep -vE '^(0x[0-9a-f]+|\(below main\))$' | sort -u >"$tmp/list"
+done | grep -vE '^(0x[0-9a-f]+|\(below main\)('"'"'[0-9]+)?)$' | sort -u >"$tmp/list"
 [ -s "$tmp/list" ] || { echo "$0: no function of $gpubind in the profiles" >&2; exit 1; }
 mv "$tmp/list" "$out"
 echo "$(wc -l <"$out") functions -> $out"

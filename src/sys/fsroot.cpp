@@ -310,8 +310,8 @@ Result<int> regular_only(int fd, const std::string& what) {
                        : S_ISSOCK(st.st_mode) ? "a socket, not a regular file"
                                               : "a device, not a regular file"};
   }
-  // Opened non-blocking so that a FIFO could not hold the open; a regular file's reads ignore it.
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Opened non-blocking so that a FIFO could not hold the open; a regular file's reads ignore the
+  // flag (open(2)), so it stays: two system calls fewer per file read.
   return fd;
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -42,7 +43,28 @@ std::vector<std::string> module_candidates(const std::string& file) {
   return out;
 }
 
+namespace {
+ModuleRefusal refusal = nullptr;
+}  // namespace
+
+void refuse_modules(ModuleRefusal take_over) { refusal = take_over; }
+
+Error exec_module_binary(const std::string& file, char** argv) {
+  std::string looked;
+  for (const std::string& path : module_candidates(file)) {
+    if (::access(path.c_str(), X_OK) != 0) {
+      looked += (looked.empty() ? "" : ", ") + path;
+      continue;
+    }
+    std::fflush(nullptr);
+    ::execv(path.c_str(), argv);
+    return Error{path, std::strerror(errno)};
+  }
+  return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
+}
+
 Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::string& symbol) {
+  if (refusal) refusal(file);
   std::vector<std::string> tried;
   for (const std::string& path : module_candidates(file)) {
     if (!readable(path)) {
@@ -70,6 +92,7 @@ Result<const void*> load_module_api(const ModuleSpec& spec, bool (*valid)(const 
 }
 
 Result<void*> module_symbol(const std::string& path, const std::string& symbol) {
+  if (refusal) refusal(path.substr(path.rfind('/') + 1));
   if (int e = injected_errno("gpubind/dlopen")) return Error{path, std::strerror(e)};
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {

@@ -30,6 +30,17 @@ struct ModuleSymbol {
 // (looked for A, B, C)") when none exists; otherwise the loader's message, named by the path.
 Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::string& symbol);
 
+// A binary that must not load modules (the static front, src/cli/front.cpp: a static glibc
+// binary cannot dlopen reliably) names a function that takes over instead: called with the
+// module's file name before find_module_symbol or module_symbol would look for or load it, and
+// never returns (it executes the full binary, or exits with an error line).
+using ModuleRefusal = void (*)(const std::string& file);
+void refuse_modules(ModuleRefusal take_over);
+
+// Replaces this process with the first of module_candidates(file) that exists, with `argv` as it
+// is (argv[0] included); returns only on failure: not installed (where it looked) or execv's error.
+Error exec_module_binary(const std::string& file, char** argv);
+
 // Loads the module at `path` (all symbols bound now, none exported to others) and returns the
 // address of `symbol` in it; an Error with the loader's message otherwise. Never unloaded.
 Result<void*> module_symbol(const std::string& path, const std::string& symbol);

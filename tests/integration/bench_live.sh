@@ -75,7 +75,7 @@ PYEOF
 # no rank is left behind.
 "$GPUBIND" bench --steps 1000000 --noise 0 >/dev/null 2>"$WORK/stop.err" &
 bench_pid=$!
-rank_of_bench() { pgrep -P $bench_pid -x gpubind | head -1; }
+rank_of_bench() { pgrep -P $bench_pid -x 'gpubind(-full)?' | head -1; }
 has_rank() { [ -n "$(rank_of_bench)" ]; }
 if wait_until 60 has_rank; then
   rank_pid=$(rank_of_bench)

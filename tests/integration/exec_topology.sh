@@ -81,29 +81,60 @@ got=$(HWLOC_XMLFILE="$(dirname "$0")/../../data/examples/dgx-h100.json" HWLOC_SY
   && pass "HWLOC_XMLFILE/HWLOC_SYNTHETIC ignored for live discovery, with a warning ($got)" \
   || fail "hwloc env overrides: '$got': $(cat "$WORK/err")"
 
-# The fast path (issue 11): the binary does not link libhwloc, and exec on a cached topology runs
-# where the hwloc discovery module is absent; discovery then says what is missing.
-if ldd "$GPUBIND" | grep -q libhwloc; then fail "the gpubind binary links libhwloc: $(ldd "$GPUBIND" | grep hwloc)"
-else pass "the gpubind binary does not link libhwloc (it loads gpubind-hwloc.so to discover)"; fi
+# The fast path (issues 11 and 34). Where the build has the static front (src/cli/front.cpp), the
+# gpubind binary is static (no dynamic loader at a rank's start) and gpubind-full beside it is the
+# dynamic binary every other command runs; otherwise gpubind is the dynamic binary. The dynamic
+# binary does not link libhwloc (it loads gpubind-hwloc.so to discover) and links only libc.
+full=$(dirname "$GPUBIND")/gpubind-full
+dynamic=$GPUBIND
+if [ -x "$full" ]; then
+  dynamic=$full
+  if readelf -lW "$GPUBIND" | grep -q INTERP; then fail "the gpubind front is dynamically linked: $(readelf -lW "$GPUBIND" | grep -A1 INTERP | tr -s ' ')"
+  else pass "the gpubind front is linked statically (no program interpreter)"; fi
+fi
+if ldd "$dynamic" | grep -q libhwloc; then fail "$(basename "$dynamic") links libhwloc: $(ldd "$dynamic" | grep hwloc)"
+else pass "$(basename "$dynamic") does not link libhwloc (it loads gpubind-hwloc.so to discover)"; fi
 # Every shared library is time at every rank's start: libc (and the loader) only.
-others=$(ldd "$GPUBIND" | grep -vE 'linux-vdso|ld-linux|libc\.so' || true)
-[ -z "$others" ] && pass "the gpubind binary links only libc" || fail "the gpubind binary links more than libc: $others"
-# Nor does it build the C++ streams and locale before main (std::ios_base::Init, which any file
-# including <iostream> runs: CLI11's headers do; src/cli/args.cpp keeps it out).
-if ! command -v nm >/dev/null; then echo "skip: no ios_base::Init check: nm (binutils) not found"
-elif nm "$GPUBIND" | grep -q ' T _ZNSt8ios_base4InitC[12]Ev'; then fail "the gpubind binary constructs std::ios_base::Init at start (a file includes <iostream>)"
-else pass "the gpubind binary has no std::ios_base::Init (no <iostream> start-up)"; fi
+others=$(ldd "$dynamic" | grep -vE 'linux-vdso|ld-linux|libc\.so' || true)
+[ -z "$others" ] && pass "$(basename "$dynamic") links only libc" || fail "$(basename "$dynamic") links more than libc: $others"
+# Nor does either build the C++ streams and locale before main (std::ios_base::Init, which any
+# file including <iostream> runs: CLI11's headers do; src/cli/args.cpp keeps it out).
+for b in "$GPUBIND" "$dynamic"; do
+  if ! command -v nm >/dev/null; then echo "skip: no ios_base::Init check: nm (binutils) not found"; break
+  elif nm "$b" | grep -q ' T _ZNSt8ios_base4InitC[12]Ev'; then fail "$(basename "$b") constructs std::ios_base::Init at start (a file includes <iostream>)"
+  else pass "$(basename "$b") has no std::ios_base::Init (no <iostream> start-up)"; fi
+done
+# The binary alone, without its modules (and without gpubind-full): exec on a cached topology
+# binds; what needs a module or the full binary says which is missing, in one line.
 mkdir -p "$WORK/alone"
 cp "$GPUBIND" "$WORK/alone/gpubind"
 GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$GPUBIND" exec -q -- true  # the real binary fills the cache
 got=$(GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- sh -c 'echo "$GPUBIND_CPUS"' 2>"$WORK/err")
-[ -n "$got" ] && pass "exec on a cached topology without the hwloc module binds CPUs $got" || fail "cached exec without module: $(cat "$WORK/err")"
+[ -n "$got" ] && pass "exec on a cached topology without the hwloc module or gpubind-full binds CPUs $got"   || fail "cached exec without module: $(cat "$WORK/err")"
 if [ -e /usr/lib/gpubind/gpubind-hwloc.so ] || ls /usr/lib/*/gpubind/gpubind-hwloc.so /usr/local/lib/gpubind/gpubind-hwloc.so >/dev/null 2>&1; then
-  echo "note: a gpubind module is installed system-wide: the missing-module error is not checked"
+  echo "note: gpubind is installed system-wide: the missing-module and missing-binary errors are not checked"
 else
   GPUBIND_CACHE_DIR=off LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- true 2>"$WORK/err"
   rc=$?
-  [ $rc = 125 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^gpubind: error: hwloc discovery: the module gpubind-hwloc.so is not installed" "$WORK/err" \
-    && pass "discovery without the module: one line, exit 125" || fail "missing module (rc $rc): $(cat "$WORK/err")"
+  if [ -x "$full" ]; then want="^gpubind: error: gpubind-full: not installed (looked for $WORK/alone/gpubind-full, .*); the gpubind front binary hands it an exec that needs gpubind-hwloc.so$"
+  else want="^gpubind: error: hwloc discovery: the module gpubind-hwloc.so is not installed"; fi
+  [ $rc = 125 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "$want" "$WORK/err" \
+    && pass "exec that must discover, alone: one line, exit 125: $(cat "$WORK/err")" || fail "missing module (rc $rc): $(cat "$WORK/err")"
+  if [ -x "$full" ]; then
+    "$WORK/alone/gpubind" topo >/dev/null 2>"$WORK/err"
+    rc=$?
+    [ $rc = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^gpubind: error: gpubind-full: not installed (.*); the gpubind front binary hands it every command but exec$" "$WORK/err" \
+      && pass "another command without gpubind-full: one line, exit 1" || fail "topo without gpubind-full (rc $rc): $(cat "$WORK/err")"
+  fi
+fi
+# With gpubind-full beside it, a cache miss is the full binary's: the same binding, the cache filled.
+if [ -x "$full" ]; then
+  cp "$full" "$WORK/alone/"
+  cp "$(dirname "$GPUBIND")/gpubind-hwloc.so" "$WORK/alone/"
+  got=$(GPUBIND_CACHE_DIR="$WORK/miss-cache" LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- sh -c 'echo "$GPUBIND_CPUS"' 2>"$WORK/err")
+  want=$(GPUBIND_CACHE_DIR="$WORK/fast-cache" LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- sh -c 'echo "$GPUBIND_CPUS"')
+  [ -n "$got" ] && [ "$got" = "$want" ] && [ -n "$(ls "$WORK/miss-cache")" ] && [ ! -s "$WORK/err" ] \
+    && pass "a cache miss runs in gpubind-full: CPUs $got, the cache filled, nothing printed twice" \
+    || fail "cache miss through the front: '$got' vs '$want', cache: $(ls "$WORK/miss-cache" 2>&1) err: $(cat "$WORK/err")"
 fi
 finish

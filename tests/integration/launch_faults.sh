@@ -120,7 +120,7 @@ timeout 60 "$GPUBIND" launch -n 2 -- sh -c "echo \$\$ > $WORK/pid.\$LOCAL_RANK; 
   2>"$WORK/err" &
 launcher=$!
 wait_until 20 have_pids 2 || fail "ranks did not start"
-gp=$(pgrep -P $launcher -x gpubind)  # launch, under timeout
+gp=$(pgrep -P $launcher -x 'gpubind(-full)?')  # launch, under timeout (gpubind-full behind the static front)
 rp=$(pgrep -P "$gp" -x gpubind-reaper) || fail "no group reaper under launch $gp"
 kill -KILL $rp
 # Dead (its end of the pipe closed) once it is a zombie or reaped.

@@ -23,7 +23,7 @@ case $layout in
   *) echo "tier.sh: unknown layout $layout"; exit 2 ;;
 esac
 copies=()
-for f in "$gpubind" "$module" "${helpers[@]}" "$here/guest_$guest.sh" "$here/show_rank.sh"; do [ -e "$f" ] && copies+=(--copy "$f"); done
+for f in "$gpubind" "$(dirname "$gpubind")/gpubind-full" "$module" "${helpers[@]}" "$here/guest_$guest.sh" "$here/show_rank.sh"; do [ -e "$f" ] && copies+=(--copy "$f"); done
 # hwloc's own view (lstopo with its PCI plugin), to compare gpubind's discovery with.
 for f in /usr/bin/lstopo-no-graphics /usr/lib/x86_64-linux-gnu/hwloc/hwloc_pci.so; do
   [ -e "$f" ] || { echo "SKIP: hwloc's lstopo or PCI plugin is not installed ($f; Debian package hwloc-nox)"; exit 77; }
