@@ -105,10 +105,7 @@ Result<std::optional<unsigned>> ranks_for(const bind::JobShape& shape, const top
 Result<bind::JobShape> launch_shape(const bind::LaunchFlags& f, const bind::Config& cfg) {
   auto shape = bind::job_shape(f, environment_of(bind::job_env_names()));
   if (!shape) return shape.error();
-  if (!cfg.binding && shape->spec.bind) {
-    if (!f.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg.path.c_str());
-    shape->spec.bind = false;
-  }
+  if (!cfg.binding && shape->spec.bind) shape->spec.bind = false;  // said once the topology is loaded
   if (shape->needs_free_port) {
     auto port = sys::free_tcp_port();
     if (!port) return port.error();
@@ -190,8 +187,11 @@ int cmd_launch(const std::vector<std::string>& args) {
   auto shape = launch_shape(f, *cfg);
   if (!shape) return fail(shape.error());
   bind::LaunchSpec& spec = shape->spec;
+  // Nothing is printed before the topology is loaded: the static front hands the whole command to
+  // gpubind-full when loading it needs a module (cli/front.hpp).
   auto topo = launch_topology(*cfg, no_cache, o.quiet, f.dry_run);
   if (!topo) return fail(topo.error());
+  if (!cfg->binding && !o.quiet) std::fprintf(stderr, "gpubind: note: binding = off in %s: ranks start unbound\n", cfg->path.c_str());
   auto plan = launch_plan(*shape, *topo, o, f.dry_run);
   if (!plan) return fail(plan.error());
   if (spec.bind) print_warnings(plan->warnings, o.quiet);

@@ -24,22 +24,30 @@ int hand_over(const std::string& needed, int failure_exit) {
   return fail_with(Error{e.what, e.why + "; the gpubind front binary hands it " + needed}, failure_exit);
 }
 
-// A module is needed (discovery, a GPU runtime, a topology file read through hwloc): nothing was
-// applied or printed yet, so gpubind-full runs the whole command instead.
-[[noreturn]] void hand_over_exec(const std::string& module) {
-  std::exit(hand_over("an exec that needs " + module, kExitExecFailed));
+// A module is needed (discovery, a GPU runtime, a topology file read through hwloc): exec and
+// launch load them before they print, bind or start anything, so gpubind-full runs the whole
+// command instead.
+int served_failure_exit = kExitFailure;
+[[noreturn]] void hand_over_needing(const std::string& module) {
+  std::exit(hand_over(std::string(front_argv[1]) + " when it needs " + module, served_failure_exit));
 }
 
 }  // namespace
 
 int run_front(int argc, char** argv) {
   front_argv = argv;
-  if (argc < 2 || std::strcmp(argv[1], "exec") != 0) return hand_over("every command but exec", kExitFailure);
-  sys::refuse_modules(hand_over_exec);
+  // What the front serves: a rank's start, and a node's launch of its ranks.
+  static const Command served[] = {{"exec", "", cmd_exec, kExitExecFailed}, {"launch", "", cmd_launch}};
+  const Command* c = nullptr;
+  for (const Command& s : served)
+    if (argc >= 2 && std::strcmp(argv[1], s.name) == 0) c = &s;
+  if (!c) return hand_over("every command but exec and launch", kExitFailure);
+  served_failure_exit = c->internal_error_exit;
+  sys::refuse_modules(hand_over_needing);
   try {
-    return cmd_exec(std::vector<std::string>(argv + 2, argv + argc));
+    return c->run(std::vector<std::string>(argv + 2, argv + argc));
   } catch (const std::exception& e) {
-    return fail_with(Error{"exec", std::string("internal error: ") + e.what()}, kExitExecFailed);
+    return fail_with(Error{c->name, std::string("internal error: ") + e.what()}, c->internal_error_exit);
   }
 }
 

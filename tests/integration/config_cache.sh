@@ -12,6 +12,10 @@ got=$(GPUBIND_CONFIG="$WORK/off.conf" LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 "$GPUBIND"
   || fail "off-switch exec: '$got' $(cat "$WORK/err")"
 got=$(GPUBIND_CONFIG="$WORK/off.conf" "$GPUBIND" launch -n 2 -q -- sh -c "$probe" 2>/dev/null | sort -u)
 [ "$got" = "$all unset" ] && pass "binding = off: launch starts its ranks unbound" || fail "off-switch launch: '$got'"
+# ...and says so once, also on a cache miss (where the static front hands launch to gpubind-full).
+GPUBIND_CACHE_DIR="$WORK/off-cache" GPUBIND_CONFIG="$WORK/off.conf" "$GPUBIND" launch -n 2 -- true 2>"$WORK/err" >/dev/null
+[ "$(grep -c "binding = off" "$WORK/err")" = 1 ] && [ -n "$(ls "$WORK/off-cache")" ] \
+  && pass "binding = off: launch says so once, on a cache miss" || fail "off-switch launch's note: $(cat "$WORK/err")"
 
 # Ranks a launcher pinned to different CPUs share one cache entry (issue 34 item 1): the second
 # rank reads what the first wrote, instead of discovering the machine again.

@@ -116,14 +116,14 @@ if [ -e /usr/lib/gpubind/gpubind-hwloc.so ] || ls /usr/lib/*/gpubind/gpubind-hwl
 else
   GPUBIND_CACHE_DIR=off LOCAL_RANK=0 "$WORK/alone/gpubind" exec -q -- true 2>"$WORK/err"
   rc=$?
-  if [ -x "$full" ]; then want="^gpubind: error: gpubind-full: not installed (looked for $WORK/alone/gpubind-full, .*); the gpubind front binary hands it an exec that needs gpubind-hwloc.so$"
+  if [ -x "$full" ]; then want="^gpubind: error: gpubind-full: not installed (looked for $WORK/alone/gpubind-full, .*); the gpubind front binary hands it exec when it needs gpubind-hwloc.so$"
   else want="^gpubind: error: hwloc discovery: the module gpubind-hwloc.so is not installed"; fi
   [ $rc = 125 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "$want" "$WORK/err" \
     && pass "exec that must discover, alone: one line, exit 125: $(cat "$WORK/err")" || fail "missing module (rc $rc): $(cat "$WORK/err")"
   if [ -x "$full" ]; then
     "$WORK/alone/gpubind" topo >/dev/null 2>"$WORK/err"
     rc=$?
-    [ $rc = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^gpubind: error: gpubind-full: not installed (.*); the gpubind front binary hands it every command but exec$" "$WORK/err" \
+    [ $rc = 1 ] && [ "$(wc -l <"$WORK/err")" = 1 ] && grep -q "^gpubind: error: gpubind-full: not installed (.*); the gpubind front binary hands it every command but exec and launch$" "$WORK/err" \
       && pass "another command without gpubind-full: one line, exit 1" || fail "topo without gpubind-full (rc $rc): $(cat "$WORK/err")"
   fi
 fi
