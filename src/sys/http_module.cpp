@@ -234,7 +234,9 @@ struct Server {
     epoll_event events[256];
     Clock::time_point next_tick = Clock::now();
     for (;;) {
-      int n = ::epoll_wait(epoll_fd, events, 256, kTickMs);
+      // The tick serves open connections' deadlines and a paused listener: with neither, sleep until
+      // a connection comes (a watch that nobody scrapes wakes only to sample, not five times a second).
+      int n = ::epoll_wait(epoll_fd, events, 256, connections.empty() && !listen_paused ? -1 : kTickMs);
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == wake_fd) return;

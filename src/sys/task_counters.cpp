@@ -1,6 +1,7 @@
 #include "sys/task_counters.hpp"
 
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,6 +76,7 @@ class LiveTaskCounters final : public TaskCounters {
           if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
         } else {
           m_open += kMembers + 1;
+          g.page = map_user_page(g.leader);
         }
       }
       it = m_counters.emplace(tid, g).first;
@@ -82,9 +84,23 @@ class LiveTaskCounters final : public TaskCounters {
     Group& g = it->second;
     g.used = true;
     if (g.leader < 0) return std::nullopt;
+    // The kernel rewrites the leader's page (and steps its `lock`) each time the group is switched
+    // in with its thread. A thread whose counts did not change between the last two reads was not
+    // running at the last one; if it has not been switched in since, its counts are the same, and
+    // are not read again: no system call for a thread that waits (most of a training process's).
+    uint32_t lock = g.page ? __atomic_load_n(&g.page->lock, __ATOMIC_ACQUIRE) : 0;
+    if (g.page && g.idle && lock == g.lock) {
+      Counts same = g.last;
+      same.unread = true;
+      return same;
+    }
     uint64_t values[kMembers + 2] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
     if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
-    return Counts{values[1], values[2], values[3], fresh};
+    Counts c{values[1], values[2], values[3], fresh};
+    g.idle = !fresh && c.run_ns == g.last.run_ns;
+    g.lock = lock;
+    g.last = c;
+    return c;
   }
 
   void forget(int tid) override {
@@ -103,9 +119,23 @@ class LiveTaskCounters final : public TaskCounters {
     int leader = -1;  // -1: none could be attached; the caller reads /proc for this thread
     int members[kMembers] = {-1, -1};
     bool used = true;
+    // The leader's user page, mapped read-only (nullptr where mmap was refused: every call reads),
+    // its `lock` at the last read, that read's counts, and whether they equalled the read before.
+    const perf_event_mmap_page* page = nullptr;
+    uint32_t lock = 0;
+    Counts last;
+    bool idle = false;
   };
+  // One page, no ring buffer: perf's mlock accounting charges it (perf_event_mlock_kb, then
+  // RLIMIT_MEMLOCK, unless CAP_IPC_LOCK); past those the thread is read each time instead.
+  static const perf_event_mmap_page* map_user_page(int leader) {
+    void* p = ::mmap(nullptr, size_t(::sysconf(_SC_PAGESIZE)), PROT_READ, MAP_SHARED, leader, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<const perf_event_mmap_page*>(p);
+  }
   void close(Group& g) {
     if (g.leader < 0) return;
+    if (g.page) ::munmap(const_cast<perf_event_mmap_page*>(g.page), size_t(::sysconf(_SC_PAGESIZE)));
+    g.page = nullptr;
     for (int& m : g.members) {
       ::close(m);
       m = -1;

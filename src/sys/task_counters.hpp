@@ -23,6 +23,7 @@ class TaskCounters {
     uint64_t migrations = 0;  // moves to another CPU, counted when the thread next runs there
     uint64_t switches = 0;    // context switches, voluntary and involuntary
     bool fresh = false;       // attached by this call: nothing is known of the thread from before
+    bool unread = false;      // the last read's counts: the thread has not run since (not read again)
   };
   // The thread's counts since its counters were attached, at the first call for this thread.
   // nullopt where no counter can be attached (perf_event_paranoid above 1 without CAP_PERFMON, a

@@ -123,6 +123,89 @@ TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {
   EXPECT_FALSE(counters->counts(tid).has_value());  // no such thread to attach to now
 }
 
+TEST(TaskCounters, AThreadThatHasNotRunSinceAnIdleReadIsNotReadAgainUntilItRuns) {
+  auto counters = live_task_counters(64);
+  COUNTERS_OR_SKIP(counters, ::gettid());
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  std::atomic<int> tid{0}, runs{0};
+  std::thread t([&] {
+    tid = ::gettid();
+    char c = 0;
+    while (::read(pipe_fds[0], &c, 1) == 1 && c == 'r') {  // waits in read(), as an idle pool's thread
+      spin(std::chrono::milliseconds(5));
+      ++runs;
+    }
+  });
+  while (!tid) std::this_thread::yield();
+  // Read until two reads in a row agree: the thread then waits in read(), and the second read
+  // was of a thread that had not run since the first.
+  auto last = counters->counts(tid);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_TRUE(last->fresh);
+  bool agreed = false;
+  for (int i = 0; i < 400 && !agreed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto now = counters->counts(tid);
+    ASSERT_TRUE(now.has_value());
+    EXPECT_FALSE(now->unread);  // not before two reads agreed
+    agreed = now->run_ns == last->run_ns;
+    last = now;
+  }
+  ASSERT_TRUE(agreed) << "the thread never stopped running";
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto waiting = counters->counts(tid);
+  ASSERT_TRUE(waiting.has_value());
+  EXPECT_TRUE(waiting->unread) << "read again although the thread has not run";
+  EXPECT_EQ(waiting->run_ns, last->run_ns);
+  EXPECT_EQ(waiting->switches, last->switches);
+  // It runs: the next call reads, and sees the CPU time it used.
+  ASSERT_EQ(::write(pipe_fds[1], "r", 1), 1);
+  while (runs < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto ran = counters->counts(tid);
+  ASSERT_TRUE(ran.has_value());
+  EXPECT_FALSE(ran->unread);
+  EXPECT_GE(ran->run_ns, waiting->run_ns + 4'000'000u);  // its 5 ms by its own clock, less perf's switch-in lag
+  EXPECT_GT(ran->switches, waiting->switches);
+  ::close(pipe_fds[1]);  // read() returns 0: the thread ends
+  t.join();
+  ::close(pipe_fds[0]);
+}
+
+TEST(TaskCounters, AThreadRunningAtTheLastReadIsReadAgainThoughNotSwitchedInSince) {
+  auto all = current_affinity();
+  ASSERT_TRUE(all.ok());
+  if (all->count() < 2) GTEST_SKIP() << "needs 2 CPUs, one for a thread that runs throughout; this process has " << all->count();
+  auto counters = live_task_counters(64);
+  COUNTERS_OR_SKIP(counters, ::gettid());
+  unsigned a = *all->first(), b = *all->last();
+  std::atomic<int> tid{0};
+  std::atomic<bool> stop{false};
+  std::thread t([&] {
+    pin_self(b);
+    tid = ::gettid();
+    while (!stop) {  // runs throughout: switched in once, perhaps never again while read
+    }
+  });
+  pin_self(a);
+  while (!tid) std::this_thread::yield();
+  auto first = counters->counts(tid);
+  ASSERT_TRUE(first.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto second = counters->counts(tid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto third = counters->counts(tid);
+  stop = true;
+  t.join();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (unsigned c : all->ids()) CPU_SET(c, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
+  ASSERT_TRUE(second.has_value() && third.has_value());
+  EXPECT_FALSE(third->unread) << "a thread that ran up to the last read was taken for idle";
+  EXPECT_GT(third->run_ns, second->run_ns);
+}
+
 TEST(TaskCounters, SweepClosesTheCountersOfThreadsNotAskedAboutSinceTheLastSweep) {
   auto counters = live_task_counters(64);
   int tid = ::gettid();
