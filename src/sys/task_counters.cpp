@@ -76,7 +76,6 @@ class LiveTaskCounters final : public TaskCounters {
           if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
         } else {
           m_open += kMembers + 1;
-          g.page = map_user_page(g.leader);
         }
       }
       it = m_counters.emplace(tid, g).first;
@@ -84,10 +83,11 @@ class LiveTaskCounters final : public TaskCounters {
     Group& g = it->second;
     g.used = true;
     if (g.leader < 0) return std::nullopt;
-    // The kernel rewrites the leader's page (and steps its `lock`) each time the group is switched
-    // in with its thread. A thread whose counts did not change between the last two reads was not
-    // running at the last one; if it has not been switched in since, its counts are the same, and
-    // are not read again: no system call for a thread that waits (most of a training process's).
+    // Once the leader's user page is mapped, the kernel rewrites it (and steps its `lock`) each time
+    // the group is switched in with its thread. A thread whose counts did not change between two
+    // reads was not running at the second; if it has not been switched in since (the lock as it was
+    // before that read), its counts are the same and are not read again: no system call for a
+    // thread that waits (most of a training process's).
     uint32_t lock = g.page ? __atomic_load_n(&g.page->lock, __ATOMIC_ACQUIRE) : 0;
     if (g.page && g.idle && lock == g.lock) {
       Counts same = g.last;
@@ -97,9 +97,14 @@ class LiveTaskCounters final : public TaskCounters {
     uint64_t values[kMembers + 2] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
     if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
     Counts c{values[1], values[2], values[3], fresh};
-    g.idle = !fresh && c.run_ns == g.last.run_ns;
+    bool still = !fresh && c.run_ns == g.last.run_ns;
+    g.idle = still && g.page;  // only with a lock read before this read
     g.lock = lock;
     g.last = c;
+    // The page costs the thread at every switch-in (0.2-0.5 us here), so only a waiting thread has
+    // it: mapped when it is found idle (trusted from the next read on), unmapped once it runs.
+    if (still && !g.page) g.page = map_user_page(g.leader);
+    if (!still && g.page) unmap(g);
     return c;
   }
 
@@ -132,10 +137,14 @@ class LiveTaskCounters final : public TaskCounters {
     void* p = ::mmap(nullptr, size_t(::sysconf(_SC_PAGESIZE)), PROT_READ, MAP_SHARED, leader, 0);
     return p == MAP_FAILED ? nullptr : static_cast<const perf_event_mmap_page*>(p);
   }
+  static void unmap(Group& g) {
+    ::munmap(const_cast<perf_event_mmap_page*>(g.page), size_t(::sysconf(_SC_PAGESIZE)));
+    g.page = nullptr;
+    g.idle = false;
+  }
   void close(Group& g) {
     if (g.leader < 0) return;
-    if (g.page) ::munmap(const_cast<perf_event_mmap_page*>(g.page), size_t(::sysconf(_SC_PAGESIZE)));
-    g.page = nullptr;
+    if (g.page) unmap(g);
     for (int& m : g.members) {
       ::close(m);
       m = -1;

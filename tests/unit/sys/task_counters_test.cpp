@@ -55,6 +55,14 @@ void spin(std::chrono::milliseconds d) {
                  << "): watch reads /proc's schedstat and sched instead";                                     \
   }
 
+// Perf counters this process has mapped (their user pages), from /proc/self/maps.
+size_t perf_mappings() {
+  auto maps = read_file("/proc/self/maps");
+  size_t n = 0;
+  for (size_t at = 0; maps && (at = maps->find("[perf_event]", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
@@ -153,6 +161,11 @@ TEST(TaskCounters, AThreadThatHasNotRunSinceAnIdleReadIsNotReadAgainUntilItRuns)
     last = now;
   }
   ASSERT_TRUE(agreed) << "the thread never stopped running";
+  EXPECT_EQ(perf_mappings(), 1u);  // the waiting thread's page, mapped when it was found idle
+  // The read after the page was mapped is trusted; from the next one on, it is not read again.
+  auto trusted = counters->counts(tid);
+  ASSERT_TRUE(trusted.has_value());
+  EXPECT_FALSE(trusted->unread);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto waiting = counters->counts(tid);
   ASSERT_TRUE(waiting.has_value());
@@ -167,6 +180,7 @@ TEST(TaskCounters, AThreadThatHasNotRunSinceAnIdleReadIsNotReadAgainUntilItRuns)
   EXPECT_FALSE(ran->unread);
   EXPECT_GE(ran->run_ns, waiting->run_ns + 4'000'000u);  // its 5 ms by its own clock, less perf's switch-in lag
   EXPECT_GT(ran->switches, waiting->switches);
+  EXPECT_EQ(perf_mappings(), 0u);  // a thread that runs pays nothing at its switches
   ::close(pipe_fds[1]);  // read() returns 0: the thread ends
   t.join();
   ::close(pipe_fds[0]);
@@ -195,6 +209,7 @@ TEST(TaskCounters, AThreadRunningAtTheLastReadIsReadAgainThoughNotSwitchedInSinc
   auto second = counters->counts(tid);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto third = counters->counts(tid);
+  size_t mapped = perf_mappings();
   stop = true;
   t.join();
   cpu_set_t set;
@@ -204,6 +219,7 @@ TEST(TaskCounters, AThreadRunningAtTheLastReadIsReadAgainThoughNotSwitchedInSinc
   ASSERT_TRUE(second.has_value() && third.has_value());
   EXPECT_FALSE(third->unread) << "a thread that ran up to the last read was taken for idle";
   EXPECT_GT(third->run_ns, second->run_ns);
+  EXPECT_EQ(mapped, 0u) << "a running thread's counters were mapped: it pays at every switch-in";
 }
 
 TEST(TaskCounters, SweepClosesTheCountersOfThreadsNotAskedAboutSinceTheLastSweep) {
