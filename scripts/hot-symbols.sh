@@ -27,7 +27,14 @@ done
 # callgrind_annotate lists every function that ran as "COST (PCT)  FILE:NAME [OBJECT]".
 for f in "$tmp"/cg.*; do
   callgrind_annotate --threshold=100 "$f" 2>/dev/null | grep -F " [$gpubind]" | sed -E 's/^ *[0-9,]+ +\([ 0-9.]+%\) +//; s/ \[[^]]*\]$//; s/^.*://'
-done | grep -vE '^(0x[0-9a-f]+|\(below main\)('"'"'[0-9]+)?)$' | sort -u >"$tmp/list"
-[ -s "$tmp/list" ] || { echo "$0: no function of $gpubind in the profiles" >&2; exit 1; }
+done | sed -E "s/'[0-9]+\$//" | grep -vE '^(0x[0-9a-f]+|\(below main\))$' | sort -u >"$tmp/ran"
+[ -s "$tmp/ran" ] || { echo "$0: no function of $gpubind in the profiles" >&2; exit 1; }
+# glibc picks each string function's variant for the CPU it runs on (an ifunc), and valgrind's
+# CPU is not this one (no AVX-512): every variant of each string function that ran is listed,
+# memcpy's with memmove's (one implementation, two names).
+nm --defined-only "$gpubind" | awk '{print $3}' | sort -u >"$tmp/all"
+sed -nE 's/^(__(mem|str|wcs|wmem|rawmem|stp)[a-z]*_)(sse|avx|evex).*/\1/p' "$tmp/ran" | sed 's/^__memcpy_$/&\n__memmove_/' | sort -u |
+  while read -r family; do grep -E "^${family}(sse|avx|evex)" "$tmp/all" || true; done >"$tmp/variants"
+sort -u "$tmp/ran" "$tmp/variants" >"$tmp/list"
 mv "$tmp/list" "$out"
 echo "$(wc -l <"$out") functions -> $out"

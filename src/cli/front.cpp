@@ -24,10 +24,12 @@ int hand_over(const std::string& needed, int failure_exit) {
   return fail_with(Error{e.what, e.why + "; the gpubind front binary hands it " + needed}, failure_exit);
 }
 
+// The served command's status for a failure of gpubind itself (exec: 125).
+int served_failure_exit = kExitFailure;
+
 // A module is needed (discovery, a GPU runtime, a topology file read through hwloc): exec and
 // launch load them before they print, bind or start anything, so gpubind-full runs the whole
 // command instead.
-int served_failure_exit = kExitFailure;
 [[noreturn]] void hand_over_needing(const std::string& module) {
   std::exit(hand_over(std::string(front_argv[1]) + " when it needs " + module, served_failure_exit));
 }
