@@ -24,8 +24,6 @@ std::string executable_dir() {
   return path.substr(0, path.rfind('/'));
 }
 
-bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
-
 #ifndef GPUBIND_MODULE_DIR
 #error "GPUBIND_MODULE_DIR must name the installed module directory"
 #endif
@@ -45,39 +43,36 @@ std::vector<std::string> module_candidates(const std::string& file) {
 
 namespace {
 ModuleRefusal refusal = nullptr;
+
+// The first of module_candidates(file) that this process may access with `mode` (R_OK to load,
+// X_OK to run); not_found, naming where it looked, when none.
+Result<std::string> installed(const std::string& file, int mode) {
+  std::string looked;
+  for (const std::string& path : module_candidates(file)) {
+    if (::access(path.c_str(), mode) == 0) return path;
+    looked += (looked.empty() ? "" : ", ") + path;
+  }
+  return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
+}
 }  // namespace
 
 void refuse_modules(ModuleRefusal take_over) { refusal = take_over; }
 
 Error exec_module_binary(const std::string& file, char** argv) {
-  std::string looked;
-  for (const std::string& path : module_candidates(file)) {
-    if (::access(path.c_str(), X_OK) != 0) {
-      looked += (looked.empty() ? "" : ", ") + path;
-      continue;
-    }
-    std::fflush(nullptr);
-    ::execv(path.c_str(), argv);
-    return Error{path, std::strerror(errno)};
-  }
-  return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
+  auto path = installed(file, X_OK);
+  if (!path) return path.error();
+  std::fflush(nullptr);
+  ::execv(path->c_str(), argv);
+  return Error{*path, std::strerror(errno)};
 }
 
 Result<ModuleSymbol> find_module_symbol(const std::string& file, const std::string& symbol) {
   if (refusal) refusal(file);
-  std::vector<std::string> tried;
-  for (const std::string& path : module_candidates(file)) {
-    if (!readable(path)) {
-      tried.push_back(path);
-      continue;
-    }
-    auto sym = module_symbol(path, symbol);
-    if (!sym) return sym.error();
-    return ModuleSymbol{path, *sym};
-  }
-  std::string looked;
-  for (const std::string& t : tried) looked += (looked.empty() ? "" : ", ") + t;
-  return Error{file, "not installed (looked for " + looked + ")", ErrorKind::not_found};
+  auto path = installed(file, R_OK);
+  if (!path) return path.error();
+  auto sym = module_symbol(*path, symbol);
+  if (!sym) return sym.error();
+  return ModuleSymbol{*path, *sym};
 }
 
 Result<const void*> load_module_api(const ModuleSpec& spec, bool (*valid)(const void* api)) {

@@ -14,9 +14,6 @@ std::string executable_path();
 // The directory holding it, "" when it cannot be read.
 std::string executable_dir();
 
-// Whether `path` exists and this process may read it.
-bool readable(const std::string& path);
-
 // Where gpubind's module `file` (gpubind-hwloc.so, gpubind-http.so) may be, in order: beside the
 // executable (the build tree), in ../LIBDIR/gpubind relative to it (a relocated install), in the
 // configured LIBDIR/gpubind.
