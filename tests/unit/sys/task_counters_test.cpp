@@ -63,6 +63,13 @@ size_t perf_mappings() {
   return n;
 }
 
+// The state letter of thread `tid` of this process (`stat`'s third field), '?' when unreadable.
+char thread_state(int tid) {
+  auto stat = read_file("/proc/self/task/" + std::to_string(tid) + "/stat");
+  size_t paren = stat ? stat->rfind(')') : std::string::npos;
+  return paren != std::string::npos && paren + 2 < stat->size() ? (*stat)[paren + 2] : '?';
+}
+
 }  // namespace
 
 TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
@@ -146,8 +153,11 @@ TEST(TaskCounters, AThreadThatHasNotRunSinceAnIdleReadIsNotReadAgainUntilItRuns)
     }
   });
   while (!tid) std::this_thread::yield();
-  // Read until two reads in a row agree: the thread then waits in read(), and the second read
-  // was of a thread that had not run since the first.
+  // Until it sleeps in read(), its only wait (on a loaded machine it may sit runnable for a while
+  // first, which two equal reads would not tell from waiting).
+  while (thread_state(tid) != 'S') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Read until two reads in a row agree: the second read was of a thread that had not run since
+  // the first.
   auto last = counters->counts(tid);
   ASSERT_TRUE(last.has_value());
   EXPECT_TRUE(last->fresh);
@@ -195,20 +205,26 @@ TEST(TaskCounters, AThreadRunningAtTheLastReadIsReadAgainThoughNotSwitchedInSinc
   unsigned a = *all->first(), b = *all->last();
   std::atomic<int> tid{0};
   std::atomic<bool> stop{false};
+  std::atomic<uint64_t> used{0};  // the thread's CPU time, as it last saw it
   std::thread t([&] {
     pin_self(b);
     tid = ::gettid();
-    while (!stop) {  // runs throughout: switched in once, perhaps never again while read
-    }
+    while (!stop) used = thread_cpu_ns();  // runs throughout: switched in once, perhaps never again while read
   });
   pin_self(a);
   while (!tid) std::this_thread::yield();
-  auto first = counters->counts(tid);
+  // Between reads, the thread uses 2 ms of CPU (by its own clock, whatever else the machine runs),
+  // so each read finds its counts changed and none takes it for waiting.
+  auto after_using = [&](auto read) {
+    uint64_t from = used;
+    while (used < from + 2'000'000u) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return read();
+  };
+  auto read = [&] { return counters->counts(tid); };
+  auto first = read();
   ASSERT_TRUE(first.has_value());
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto second = counters->counts(tid);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto third = counters->counts(tid);
+  auto second = after_using(read);
+  auto third = after_using(read);
   size_t mapped = perf_mappings();
   stop = true;
   t.join();
