@@ -55,17 +55,6 @@ void add_check_options(Args& app, CheckFlags& f) {
   gpubind check --slurm-job 4242               every node of Slurm job 4242, one table)");
 }
 
-// The GPU libraries know which GPU each process has a context on (CUDA opens every visible GPU's
-// device file): asked for this machine's processes only. They count as GPU processes too.
-std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel) {
-  discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, "GPU contexts unknown (judged by open device files)");
-  print_warnings(runtimes.notes, false);
-  auto contexts = runtimes.processes();
-  if (contexts)
-    for (const probe::GpuProcess& c : *contexts) sel.gpu_context_pids.push_back(c.pid);
-  return contexts;
-}
-
 std::string render_check(const check::Report& report, const topo::Topology& t, const CheckFlags& f) {
   if (f.format == "json") return render::json_text(render::check_json(report, node_name(f.node_name, "", t), sys::utc_timestamp()));
   if (f.format == "svg") {
@@ -116,7 +105,7 @@ int cmd_check(const std::vector<std::string>& args) {
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
   std::optional<std::vector<probe::GpuProcess>> contexts;
-  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel);
+  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (judged by open device files)");
   probe::Selected selected = probe::select_processes(**root, *sel);
   // A parent that is not there and has no descendant (a captured tree may hold children only).
   if (sel->children_of && selected.pids.empty() && !(*root)->exists("proc/" + std::to_string(*sel->children_of)))

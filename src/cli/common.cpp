@@ -90,6 +90,15 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live) {
   return sel;
 }
 
+std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown) {
+  discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, unknown);
+  print_warnings(runtimes.notes, false);
+  auto contexts = runtimes.processes();
+  if (contexts)
+    for (const probe::GpuProcess& c : *contexts) sel.gpu_context_pids.push_back(c.pid);
+  return contexts;
+}
+
 Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what) {
   std::string source = topology_source(topology_flag);
   if (!root.empty() && source.empty())

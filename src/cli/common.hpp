@@ -59,6 +59,11 @@ void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb
 // selector), else a recorded tree (--self is refused). Errors are usage errors.
 Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
 
+// The GPU libraries know which GPU each process has a context on (CUDA opens every visible GPU's
+// device file): asked for this machine's processes only, `unknown` the note printed when no
+// library answers. They count as GPU processes too: added to `sel`.
+std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown);
+
 // check's and watch's machine: --topology (or $GPUBIND_TOPOLOGY), else this one from the
 // topology cache (its notes printed). A captured tree (--root `root`) needs --topology: a usage
 // error otherwise, naming the root.

@@ -204,11 +204,20 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   return t;
 }
 
-// numa_maps lines carry "N<node>=<pages>" per mapping. Only anonymous mappings count (heap,
-// stacks, anonymous mmap: "anon=", no "file="): where the process's own memory is. A file's page
-// cache (its binary, shared libraries, /dev/shm) sits where it was first read, often by another
-// process, and is no placement of this one's (the qemu tier found a bound `sleep` judged remote
-// by its busybox text alone).
+constexpr const char* kNoSuchProcess = "no such process";
+constexpr const char* kVanished = "vanished while being read";
+constexpr const char* kExited = "has exited (";
+constexpr const char* kKernelThread = "is a kernel thread (";
+
+Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
+  if (e.kind == ErrorKind::not_found) return Error{"PID " + std::to_string(pid), gone, ErrorKind::not_found};
+  if (e.kind == ErrorKind::permission)
+    return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)", ErrorKind::permission};
+  return e;
+}
+
+}  // namespace
+
 std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   std::map<unsigned, uint64_t> pages;
   for (std::string_view line : split(text, '\n')) {
@@ -224,20 +233,6 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   }
   return pages;
 }
-
-constexpr const char* kNoSuchProcess = "no such process";
-constexpr const char* kVanished = "vanished while being read";
-constexpr const char* kExited = "has exited (";
-constexpr const char* kKernelThread = "is a kernel thread (";
-
-Error vanished_or(const Error& e, int pid, const char* gone = kNoSuchProcess) {
-  if (e.kind == ErrorKind::not_found) return Error{"PID " + std::to_string(pid), gone, ErrorKind::not_found};
-  if (e.kind == ErrorKind::permission)
-    return Error{"PID " + std::to_string(pid), "permission denied (run as its user or as root)", ErrorKind::permission};
-  return e;
-}
-
-}  // namespace
 
 ThreadMemo::Entry* ThreadMemo::find(int tid) {
   auto it = m_entries.find(tid);

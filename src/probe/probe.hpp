@@ -108,6 +108,11 @@ const std::vector<std::string>& env_names();
 Result<std::map<std::string, std::string>> environment_of(const sys::FsRoot& root, int pid, const std::vector<std::string>& names);
 
 
+// Resident pages per NUMA node from a numa_maps text: anonymous mappings only (heap, stacks,
+// anonymous mmap: "anon=", no "file="), where the process's own memory is. A file's page cache (its
+// binary, shared libraries, /dev/shm) sits where it was first read, often by another process.
+std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text);
+
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
 Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);
 

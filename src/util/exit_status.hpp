@@ -7,6 +7,8 @@ enum ExitStatus : int {
   kExitFailure = 1,        // runtime error: unreadable input, failed syscall
   kExitUsage = 2,          // bad flags or arguments
   kExitCheckFindings = 3,  // `check` found problems
+  kExitRebindRefused = 4,       // `rebind`: nothing changed, a rank or its GPU cannot be told
+  kExitRebindNoPermission = 5,  // `rebind`: a process of another user could not be moved (others were)
   kExitExecFailed = 125,   // `exec`: gpubind itself failed before the command started
   kExitNotExecutable = 126,
   kExitNotFound = 127,

@@ -229,4 +229,25 @@ else
   echo "skipped: watch without perf counters (needs 2 CPUs and se.nr_migrations in /proc's sched)"
 fi
 
+# --- rebind: the kernel refuses to move a thread -> that process stops, said exactly; the others move
+if [ "$(nproc)" -ge 2 ]; then
+  "$GPUBIND" launch -q --no-bind -n 2 -- sh -c 'echo $$ > '"$WORK"'/rb.$LOCAL_RANK; exec sleep 300' & rb=$!
+  started() { [ -s "$WORK/rb.0" ] && [ -s "$WORK/rb.1" ] && grep -q sleep "/proc/$(cat "$WORK/rb.1")/comm"; }
+  wait_until 30 started || fail "rebind: ranks did not start"
+  fault gpubind/rebind_setaffinity,$EPERM -- "$GPUBIND" rebind -q --children-of $rb
+  if [ $rc = 5 ] && [ "$(wc -l <"$WORK/err")" = 2 ] && [ "$(grep -c "no permission to move it .*Operation not permitted.*; nothing of it changed$" "$WORK/err")" = 2 ]; then
+    pass "rebind: sched_setaffinity refused (EPERM) -> exit 5, one line per process"
+  else fail "rebind with EPERM: exit $rc, stderr: $(cat "$WORK/err")"; fi
+  fault gpubind/rebind_setaffinity,$EINVAL,onetime -- "$GPUBIND" rebind -q --children-of $rb
+  want1=$(plan_cpus 2 1)
+  got1=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$(cat "$WORK/rb.1")/status")
+  if [ $rc = 1 ] && one_error "PID $(cat "$WORK/rb.0") \\(sleep\\): sched_setaffinity .*Invalid argument; nothing of it changed$" && [ "$got1" = "$want1" ]; then
+    pass "rebind: one process's thread refused (EINVAL) -> exit 1, that process named; the other moved to $want1"
+  else fail "rebind with EINVAL once: exit $rc, rank 1 on $got1 (want $want1), stderr: $(cat "$WORK/err")"; fi
+  kill $rb 2>/dev/null
+  wait $rb 2>/dev/null
+else
+  echo "skipped: rebind faults (need 2 CPUs for two ranks)"
+fi
+
 finish

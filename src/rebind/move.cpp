@@ -1,0 +1,160 @@
+#include "rebind/move.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "probe/probe.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::rebind {
+
+namespace {
+
+std::string proc_dir(int pid) { return "proc/" + std::to_string(pid); }
+
+std::optional<std::map<unsigned, uint64_t>> pages_of(const sys::FsRoot& root, int pid) {
+  auto maps = root.read(proc_dir(pid) + "/numa_maps");
+  if (!maps) return std::nullopt;
+  return probe::sum_numa_maps(*maps);
+}
+
+// The nodes holding pages that are not the rank's.
+CpuSet nodes_to_leave(const std::optional<std::map<unsigned, uint64_t>>& pages, const CpuSet& to) {
+  CpuSet from;
+  if (pages)
+    for (const auto& [node, n] : *pages)
+      if (n > 0 && !to.test(node)) from.set(node);
+  return from;
+}
+
+CpuSet node_set(const std::vector<unsigned>& nodes) {
+  CpuSet s;
+  for (unsigned n : nodes) s.set(n);
+  return s;
+}
+
+// What the plan says, nothing changed.
+ProcessMove as_planned(const RankPlan& r, const ProcessPlan& p) {
+  ProcessMove m{p.pid, p.comm, {}, {}, "", std::nullopt};
+  for (const ThreadPlan& t : p.threads) m.threads.push_back({t.tid, t.comm, t.before, t.before, t.action, false, ""});
+  m.memory.before = p.pages;
+  m.memory.to = node_set(r.mem_nodes);
+  if (!r.mem_nodes.empty()) m.memory.from = nodes_to_leave(p.pages, m.memory.to);
+  return m;
+}
+
+// Step 1 for one thread; false when the process must stop (m.error set).
+bool move_thread(const RankPlan& r, int tid, const std::string& comm, sys::TaskMover& mover, bool all_threads, ProcessMove& m) {
+  ThreadMove t{tid, comm, {}, {}, ThreadAction::move, false, ""};
+  auto before = mover.affinity(tid);
+  if (!before) {
+    if (before.error().kind != ErrorKind::not_found) {
+      m.error = before.error();
+      return false;
+    }
+    t.note = "ended before it was moved";
+    m.threads.push_back(std::move(t));
+    return true;
+  }
+  t.before = t.after = *before;
+  t.action = thread_action(*before, r.cpus, all_threads);
+  if (t.action == ThreadAction::move) {
+    if (Status s = mover.set_affinity(tid, r.cpus); !s) {
+      if (s.error().kind != ErrorKind::not_found) {
+        t.note = "not moved: " + s.error().message();
+        m.threads.push_back(std::move(t));
+        m.error = s.error();
+        return false;
+      }
+      t.note = "ended before it was moved";
+    } else {
+      t.after = r.cpus;
+      t.moved = true;
+    }
+  }
+  m.threads.push_back(std::move(t));
+  return true;
+}
+
+// Step 1 for one process: every thread, listed again until no new one appears.
+bool move_threads(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& root, sys::TaskMover& mover, bool all_threads,
+                  ProcessMove& m) {
+  std::map<int, std::string> comm;
+  for (const ThreadPlan& t : p.threads) comm[t.tid] = t.comm;
+  std::set<int> done;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    auto tids = root.list(proc_dir(p.pid) + "/task");
+    if (!tids) {
+      m.gone = tids.error().kind == ErrorKind::not_found ? "ended while its threads were moved" : "";
+      if (m.gone.empty()) m.error = tids.error();
+      return false;
+    }
+    bool fresh = false;
+    for (const std::string& name : *tids) {
+      auto tid = parse_uint(name);
+      if (!tid || !done.insert(int(*tid)).second) continue;
+      fresh = true;
+      std::string c = comm[int(*tid)];
+      if (c.empty())
+        if (auto text = root.read(proc_dir(p.pid) + "/task/" + name + "/comm")) c = std::string(trim(*text));
+      if (!move_thread(r, int(*tid), c, mover, all_threads, m)) return false;
+    }
+    if (!fresh) return true;
+  }
+  return true;
+}
+
+// Step 2: the pages on other nodes to the rank's.
+void move_memory(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& root, sys::TaskMover& mover, ProcessMove& m) {
+  MemoryMove& mem = m.memory;
+  mem.to = node_set(r.mem_nodes);
+  if (r.mem_nodes.empty()) {
+    mem.note = "no memory node planned: pages stay where they are";
+    return;
+  }
+  mem.before = pages_of(root, p.pid);
+  if (!mem.before) {
+    mem.note = "numa_maps not readable: where its pages are is unknown, none moved";
+    return;
+  }
+  mem.from = nodes_to_leave(mem.before, mem.to);
+  if (mem.from.empty()) {
+    mem.note = "already on node " + mem.to.to_list();
+    return;
+  }
+  uint64_t start = mover.now_ns();
+  auto left = mover.migrate_pages(p.pid, mem.from, mem.to);
+  mem.ns = mover.now_ns() - start;
+  if (!left) {
+    if (left.error().kind == ErrorKind::not_found) m.gone = "ended before its pages were moved";
+    else m.error = left.error();
+    return;
+  }
+  mem.done = true;
+  mem.not_moved = *left;
+  mem.after = pages_of(root, p.pid);
+}
+
+}  // namespace
+
+Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run) {
+  Outcome out;
+  out.dry_run = dry_run || !mover;
+  for (const RankPlan& r : plan.ranks) {
+    RankMove rm{r, {}};
+    for (const ProcessPlan& p : r.processes) {
+      if (out.dry_run) {
+        rm.processes.push_back(as_planned(r, p));
+        continue;
+      }
+      ProcessMove m{p.pid, p.comm, {}, {}, "", std::nullopt};
+      if (move_threads(r, p, root, *mover, plan.all_threads, m) && !m.error) move_memory(r, p, root, *mover, m);
+      if (m.error) ++(m.error->kind == ErrorKind::permission ? out.refused : out.failed);
+      rm.processes.push_back(std::move(m));
+    }
+    out.ranks.push_back(std::move(rm));
+  }
+  return out;
+}
+
+}  // namespace gpubind::rebind

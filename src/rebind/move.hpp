@@ -1,0 +1,26 @@
+#pragma once
+// Carrying out a rebind plan (rebind/rebind.hpp) on running processes, through a sys::TaskMover
+// (the system calls, or a test's recording fake) and an FsRoot (their thread lists and
+// numa_maps). Per process of each rank:
+//   1. every thread listed in /proc/PID/task gets the rank's CPUs, unless thread_action leaves it;
+//      its allowed CPUs are read again just before (the plan's may be a second old). The list is
+//      read again until no new thread appears (one started meanwhile by a thread not yet moved
+//      inherits the old CPUs), at most kPasses times;
+//   2. its pages on other nodes are migrated to the rank's memory nodes (migrate_pages), timed,
+//      resident pages per node read from numa_maps before and after.
+// A thread or process that ends meanwhile is skipped with a note. A refusal (another user's
+// process without CAP_SYS_NICE) stops that process, with one error naming it; any other failure
+// too. Nothing is undone: the outcome says exactly what changed, thread by thread.
+#include "rebind/outcome.hpp"
+#include "rebind/rebind.hpp"
+#include "sys/fsroot.hpp"
+#include "sys/task_mover.hpp"
+
+namespace gpubind::rebind {
+
+inline constexpr int kPasses = 4;
+
+// `mover` nullptr or dry_run: nothing changes; the outcome is the plan's (threads as probed).
+Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);
+
+}  // namespace gpubind::rebind

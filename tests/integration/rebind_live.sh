@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# gpubind rebind on a running job of this machine: two multi-threaded ranks started unbound by
+# `gpubind launch --no-bind` are moved while they run. Every TID of each rank ends on the CPUs
+# `gpubind plan` gives its local rank, including a thread pinned elsewhere by hand; a thread the
+# rank starts afterwards inherits them; a dry run changes nothing; the ranks go on running. Then
+# a job of another user, rebound by root without CAP_SYS_NICE: one line per process, exit 5,
+# nothing of it changed.
+set -u
+. "$(dirname "$0")/lib.sh"
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+command -v python3 >/dev/null || skip "python3 not found (the worker is a Python script)"
+
+chmod 1777 "$WORK"  # the second job runs as nobody
+cat >"$WORK/worker.py" <<'EOF'
+# A rank: four threads that wake every 10 ms, then, once told, one more thread.
+import os, threading, time
+d, r = os.environ["WORK_DIR"], os.environ["LOCAL_RANK"]
+stop = threading.Event()
+def tick():
+    while not stop.is_set():
+        time.sleep(0.01)
+for _ in range(4):
+    threading.Thread(target=tick, daemon=True).start()
+steps = 0
+open(f"{d}/ready.{r}.{os.getpid()}", "w").close()
+while not os.path.exists(f"{d}/go.{os.getuid()}"):
+    time.sleep(0.01)
+    steps += 1
+late = threading.Thread(target=tick, daemon=True, name="late")
+late.start()
+with open(f"{d}/late.{r}.{os.getuid()}", "w") as f:
+    f.write(str(late.native_id))
+while True:
+    time.sleep(0.01)
+EOF
+
+# ranks_ready UID: both ranks of that user's job wrote their ready file.
+ranks_ready() { [ "$(ls "$WORK"/ready.* 2>/dev/null | wc -l)" -ge "$1" ]; }
+# cpus_of TID: its allowed CPUs.
+cpus_of() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
+rank_pid() { ls "$WORK"/ready."$1".* | head -1 | sed 's/.*\.//'; }
+
+WORK_DIR=$WORK "$GPUBIND" launch --no-bind -n 2 -- python3 "$WORK/worker.py" 2>"$WORK/launch.err" &
+launcher=$!
+ready_or_gone() { ranks_ready 2 || ! alive $launcher; }
+wait_until 60 ready_or_gone && ranks_ready 2 || { fail "ranks did not start: $(cat "$WORK/launch.err")"; finish; }
+p0=$(rank_pid 0)
+p1=$(rank_pid 1)
+want0=$(plan_cpus 2 0)
+want1=$(plan_cpus 2 1)
+all=$(cpus_of $$)
+[ -n "$want0" ] && [ -n "$want1" ] || fail "plan gave no CPUs: '$want0' '$want1'"
+
+# A thread of rank 0 pinned by hand where rank 1 belongs: not within rank 0's CPUs, so it moves.
+stray=$(ls /proc/$p0/task | sort -n | tail -1)
+taskset -pc "$want1" "$stray" >/dev/null || fail "taskset on thread $stray"
+
+"$GPUBIND" rebind --children-of $launcher --dry-run >"$WORK/dry" 2>&1 || fail "dry run: $(cat "$WORK/dry")"
+unchanged=1
+for t in /proc/$p0/task/* /proc/$p1/task/*; do
+  tid=${t##*/}
+  [ "$tid" = "$stray" ] && continue
+  [ "$(cpus_of "$tid")" = "$all" ] || unchanged=0
+done
+[ $unchanged = 1 ] && grep -q "dry run: nothing changed" "$WORK/dry" && pass "a dry run changes no thread" || fail "dry run changed threads"
+
+"$GPUBIND" rebind --children-of $launcher --json >"$WORK/out.json" 2>"$WORK/err"
+rc=$?
+[ $rc = 0 ] && pass "rebind exit 0" || fail "rebind: rc $rc: $(cat "$WORK/err")"
+bad=""
+n=0
+for pr in "$p0:$want0" "$p1:$want1"; do
+  pid=${pr%%:*} want=${pr#*:}
+  for t in /proc/$pid/task/*; do
+    n=$((n + 1))
+    got=$(cpus_of "${t##*/}")
+    [ "$got" = "$want" ] || bad="$bad ${t##*/}:$got(want $want)"
+  done
+done
+[ -z "$bad" ] && [ $n -ge 10 ] && pass "all $n threads of both ranks on their planned CPUs ($want0 and $want1)" || fail "threads off their plan:$bad ($n threads)"
+moved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads_moved"])' "$WORK/out.json")
+[ "$moved" = 10 ] && pass "the report counts 10 threads moved" || fail "threads_moved $moved, expected 10"
+
+touch "$WORK/go.0"
+late_ready() { [ -s "$WORK/late.0.0" ] && [ -s "$WORK/late.1.0" ]; }
+wait_until 30 late_ready || fail "ranks did not start their late thread (did they stop running?)"
+l0=$(cat "$WORK/late.0.0" 2>/dev/null)
+[ "$(cpus_of "$l0")" = "$want0" ] && pass "a thread started after the rebind inherits the rank's CPUs" || fail "late thread $l0: $(cpus_of "$l0")"
+alive $p0 && alive $p1 && pass "both ranks still running" || fail "a rank died"
+
+"$GPUBIND" rebind --children-of $launcher >"$WORK/again" 2>&1
+grep -q "0 of 6 moved" "$WORK/again" && pass "a second rebind moves nothing" || fail "second rebind: $(cat "$WORK/again")"
+kill -TERM $launcher
+wait $launcher 2>/dev/null
+rm -f "$WORK"/ready.*
+
+# Another user's job, root without CAP_SYS_NICE: the kernel refuses sched_setaffinity.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  WORK_DIR=$WORK setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUBIND" launch --no-bind -n 2 -- python3 "$WORK/worker.py" \
+    2>"$WORK/launch.err" &
+  other=$!
+  ready_or_gone() { ranks_ready 2 || ! alive $other; }
+  if wait_until 60 ready_or_gone && ranks_ready 2; then
+    q0=$(rank_pid 0)
+    before=$(cpus_of "$q0")
+    setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "$GPUBIND" rebind --children-of $other >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    lines=$(grep -c "no permission to move it" "$WORK/err")
+    [ $rc = 5 ] && [ "$lines" = 2 ] && pass "another user's ranks: exit 5, one line each" || fail "other user: rc $rc, $lines lines: $(cat "$WORK/err")"
+    [ "$(cpus_of "$q0")" = "$before" ] && pass "nothing of them changed" || fail "rank moved: $(cpus_of "$q0")"
+  else
+    fail "the other user's ranks did not start: $(cat "$WORK/launch.err")"
+  fi
+  kill -TERM $other 2>/dev/null
+  wait $other 2>/dev/null
+else
+  echo "SKIP (part): another user's job needs root and setpriv"
+fi
+finish

@@ -1,0 +1,499 @@
+// gpubind rebind's rules (rebind/rebind.hpp), one test each, on hand-made process states of the
+// dgx-h100 example; and moving them (rebind/move.hpp) with a recording TaskMover over fixture
+// /proc trees.
+#include "rebind/rebind.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "discover/source.hpp"
+#include "rebind/move.hpp"
+#include "../../support/fake_tree.hpp"
+
+namespace gpubind::rebind {
+
+namespace {
+
+const std::vector<std::string> kGpus = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                                        "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"};
+
+topo::Topology dgx() { return *discover::load_topology("example:dgx-h100"); }
+
+// A process of `threads` threads (pid, pid+1...), each allowed every CPU of the machine.
+probe::ProcessState proc(int pid, std::map<std::string, std::string> env, unsigned threads = 2) {
+  probe::ProcessState p;
+  p.pid = pid;
+  p.ppid = 1;
+  p.comm = "python";
+  p.env = std::move(env);
+  p.cpus_allowed = CpuSet::range(0, 223);
+  p.mems_allowed = CpuSet::range(0, 1);
+  for (unsigned i = 0; i < threads; ++i) {
+    probe::ThreadState t;
+    t.tid = pid + int(i);
+    t.comm = i == 0 ? "python" : "worker";
+    t.cpus_allowed = p.cpus_allowed;
+    p.threads.push_back(t);
+  }
+  return p;
+}
+
+probe::ProcessState rank(int pid, unsigned local, unsigned size, const std::string& context_gpu = "") {
+  probe::ProcessState p = proc(pid, {{"LOCAL_RANK", std::to_string(local)}, {"LOCAL_WORLD_SIZE", std::to_string(size)}});
+  if (!context_gpu.empty()) p.context_gpus = {context_gpu};
+  return p;
+}
+
+Planned plan_of(const std::vector<probe::ProcessState>& states, Options o = {}, const std::map<int, CpuSet>& cgroups = {}) {
+  return make_plan(dgx(), states, cgroups, o);
+}
+
+// What exec plans for `ranks` ranks on the machine: rank r on GPU r.
+plan::Plan exec_plan(unsigned ranks) {
+  plan::Request r;
+  r.ranks = ranks;
+  return *plan::make_plan(dgx(), r);
+}
+
+const RankPlan* rank_of(const Planned& p, int pid) {
+  for (const RankPlan& r : p.plan.ranks)
+    if (r.pid() == pid) return &r;
+  return nullptr;
+}
+
+std::string refusals(const Planned& p) {
+  std::string s;
+  for (const Error& e : p.refusals) s += e.message() + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST(RebindThreads, AThreadAllowedExactlyTheRanksCpusIsLeft) {
+  EXPECT_EQ(thread_action(CpuSet::range(0, 13), CpuSet::range(0, 13), false), ThreadAction::already);
+  EXPECT_EQ(thread_action(CpuSet::range(0, 13), CpuSet::range(0, 13), true), ThreadAction::already);
+}
+
+TEST(RebindThreads, AThreadPinnedWithinTheRanksCpusIsLeftUnlessAllThreads) {
+  EXPECT_EQ(thread_action(CpuSet::of({3}), CpuSet::range(0, 13), false), ThreadAction::within);
+  EXPECT_EQ(thread_action(CpuSet::of({3}), CpuSet::range(0, 13), true), ThreadAction::move);
+}
+
+TEST(RebindThreads, AThreadAllowedWiderOrElsewhereMoves) {
+  EXPECT_EQ(thread_action(CpuSet::range(0, 223), CpuSet::range(0, 13), false), ThreadAction::move);
+  EXPECT_EQ(thread_action(CpuSet::range(56, 69), CpuSet::range(0, 13), false), ThreadAction::move);
+  EXPECT_EQ(thread_action(CpuSet::range(10, 20), CpuSet::range(0, 13), false), ThreadAction::move);
+}
+
+TEST(RebindPlan, EachRankGetsWhatExecPlansForItsGpu) {
+  std::vector<probe::ProcessState> states;
+  for (unsigned r = 0; r < 8; ++r) states.push_back(rank(100 + 10 * int(r), r, 8, kGpus[r]));
+  Planned p = plan_of(states);
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  plan::Plan expected = exec_plan(8);
+  ASSERT_EQ(p.plan.ranks.size(), 8u);
+  for (unsigned r = 0; r < 8; ++r) {
+    const RankPlan* rp = rank_of(p, 100 + 10 * int(r));
+    ASSERT_NE(rp, nullptr);
+    EXPECT_EQ(rp->cpus, expected.ranks[r].cpus) << "rank " << r;
+    EXPECT_EQ(rp->mem_nodes, expected.ranks[r].mem_nodes);
+    EXPECT_EQ(rp->gpu_source, "its GPU context");
+    for (const ThreadPlan& t : rp->processes[0].threads) EXPECT_EQ(t.action, ThreadAction::move);
+  }
+}
+
+TEST(RebindPlan, ARankGoesWhereItsOwnGpuIsWhateverItsLocalRank) {
+  // Local rank 0 drives GPU 5 (on socket 1), local rank 1 GPU 0: each follows its GPU.
+  Planned p = plan_of({rank(100, 0, 2, kGpus[5]), rank(200, 1, 2, kGpus[0])});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  topo::Topology t = dgx();
+  EXPECT_TRUE(rank_of(p, 100)->cpus.is_subset_of(topo::cpus_of_nodes(t, {1})));
+  EXPECT_TRUE(rank_of(p, 200)->cpus.is_subset_of(topo::cpus_of_nodes(t, {0})));
+  EXPECT_EQ(rank_of(p, 100)->mem_nodes, std::vector<unsigned>{1});
+}
+
+TEST(RebindPlan, AGpuDaemonIsSkipped) {
+  probe::ProcessState daemon = proc(50, {});
+  daemon.comm = "nvidia-persiste";  // the kernel keeps 15 bytes of its name
+  daemon.gpus = kGpus;
+  Planned p = plan_of({daemon, rank(100, 0, 1, kGpus[0])});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  ASSERT_EQ(p.plan.skipped.size(), 1u);
+  EXPECT_EQ(p.plan.skipped[0].pid, 50);
+  EXPECT_NE(p.plan.skipped[0].why.find("GPU daemon"), std::string::npos);
+  EXPECT_EQ(p.plan.ranks.size(), 1u);
+}
+
+TEST(RebindPlan, AProcessWithNeitherRankVariableNorGpuIsSkipped) {
+  Planned p = plan_of({proc(60, {}), rank(100, 0, 1, kGpus[0])});
+  ASSERT_EQ(p.plan.skipped.size(), 1u);
+  EXPECT_EQ(p.plan.skipped[0].why, "not a rank: no rank variable and no GPU");
+}
+
+TEST(RebindPlan, AProcessUnderARankMovesWithIt) {
+  probe::ProcessState loader = proc(105, {});  // a data loader worker: no variables read
+  loader.ppid = 100;
+  probe::ProcessState inherited = rank(106, 0, 1);  // a helper that inherited the rank's variables
+  inherited.ppid = 105;
+  Planned p = plan_of({rank(100, 0, 1, kGpus[0]), loader, inherited});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  ASSERT_EQ(p.plan.ranks.size(), 1u);
+  ASSERT_EQ(p.plan.ranks[0].processes.size(), 3u);
+  EXPECT_EQ(p.plan.ranks[0].processes[0].pid, 100);
+  EXPECT_TRUE(p.plan.skipped.empty());
+}
+
+TEST(RebindPlan, ItsGpuContextWinsOverTheDeviceFilesItHolds) {
+  probe::ProcessState r = rank(100, 0, 1, kGpus[3]);
+  r.gpus = kGpus;  // CUDA opens every visible GPU's device file
+  Planned p = plan_of({r});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_EQ(p.plan.ranks[0].gpus, std::vector<std::string>{kGpus[3]});
+}
+
+TEST(RebindPlan, GpubindGpuNamesTheGpuAmongSeveralHeld) {
+  probe::ProcessState r = proc(100, {{"GPUBIND_GPU", kGpus[6]}});
+  r.gpus = kGpus;
+  Planned p = plan_of({r});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_EQ(p.plan.ranks[0].gpus, std::vector<std::string>{kGpus[6]});
+  EXPECT_EQ(p.plan.ranks[0].gpu_source, "GPUBIND_GPU (gpubind bound it)");
+}
+
+TEST(RebindPlan, TheOneDeviceFileItHoldsNamesTheGpu) {
+  probe::ProcessState r = proc(100, {});
+  r.gpus = {kGpus[4]};
+  Planned p = plan_of({r});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_EQ(p.plan.ranks[0].gpus, std::vector<std::string>{kGpus[4]});
+}
+
+TEST(RebindPlan, SeveralGpusHeldAreToldByExecsLocalRankRule) {
+  probe::ProcessState r = rank(100, 2, 4);
+  r.gpus = kGpus;
+  std::vector<probe::ProcessState> states = {r};
+  for (unsigned i : {0u, 1u, 3u}) {
+    states.push_back(rank(200 + int(i), i, 4));
+    states.back().gpus = kGpus;
+  }
+  Planned p = plan_of(states);
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_EQ(rank_of(p, 100)->gpus, std::vector<std::string>{kGpus[2]});
+  EXPECT_NE(rank_of(p, 100)->gpu_source.find("as exec binds"), std::string::npos);
+}
+
+TEST(RebindPlan, ALocalRankGpuItDoesNotHoldIsRefused) {
+  probe::ProcessState r = rank(100, 0, 1);
+  r.gpus = {kGpus[5], kGpus[6]};
+  Planned p = plan_of({r});
+  ASSERT_EQ(p.refusals.size(), 1u);
+  EXPECT_NE(p.refusals[0].why.find("cannot be told"), std::string::npos);
+  EXPECT_TRUE(p.plan.ranks.empty());
+}
+
+TEST(RebindPlan, SeveralGpusHeldWithoutLocalRankAreRefused) {
+  probe::ProcessState r = proc(100, {{"RANK", "3"}});
+  r.gpus = {kGpus[0], kGpus[1]};
+  Planned p = plan_of({r});
+  ASSERT_EQ(p.refusals.size(), 1u) << refusals(p);
+  EXPECT_EQ(p.refusals[0].what, "PID 100 (python)");
+  EXPECT_NE(p.refusals[0].why.find("holds 2 GPUs open"), std::string::npos);
+}
+
+TEST(RebindPlan, TwoRanksClaimingOneLocalRankAreRefused) {
+  Planned p = plan_of({rank(100, 0, 2, kGpus[0]), rank(200, 0, 2, kGpus[1])});
+  ASSERT_FALSE(p.refusals.empty());
+  EXPECT_NE(refusals(p).find("claims local rank 0"), std::string::npos);
+  EXPECT_TRUE(p.plan.ranks.empty());
+}
+
+TEST(RebindPlan, FewerRanksSelectedThanItsLauncherStartedIsRefused) {
+  Planned p = plan_of({rank(100, 0, 4, kGpus[0]), rank(200, 1, 4, kGpus[1])});
+  ASSERT_EQ(p.refusals.size(), 1u) << refusals(p);
+  EXPECT_NE(p.refusals[0].why.find("say 4 local ranks"), std::string::npos);
+}
+
+TEST(RebindPlan, ALocalRankAboveThoseSelectedMeansTheOthersRunHereToo) {
+  // No size variable, but local rank 3 says ranks 0-2 run here too: one rank alone is refused.
+  probe::ProcessState r = proc(100, {{"LOCAL_RANK", "3"}});
+  r.context_gpus = {kGpus[3]};
+  Planned p = plan_of({r});
+  ASSERT_EQ(p.refusals.size(), 1u) << refusals(p);
+  EXPECT_NE(p.refusals[0].why.find("say 4 local ranks"), std::string::npos);
+  r.env["LOCAL_RANK"] = "0";
+  EXPECT_TRUE(plan_of({r}).refusals.empty());
+}
+
+TEST(RebindPlan, RanksWhoseGpusOverlapAreRefused) {
+  probe::ProcessState a = proc(100, {}), b = proc(200, {});
+  a.context_gpus = {kGpus[0], kGpus[1]};
+  b.context_gpus = {kGpus[1], kGpus[2]};
+  Planned p = plan_of({a, b});
+  ASSERT_EQ(p.refusals.size(), 1u) << refusals(p);
+  EXPECT_NE(p.refusals[0].why.find("overlap"), std::string::npos);
+}
+
+TEST(RebindPlan, TwoRanksSharingOneGpuSplitItsCpus) {
+  Planned p = plan_of({rank(100, 0, 2, kGpus[0]), rank(200, 1, 2, kGpus[0])});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  const RankPlan *a = rank_of(p, 100), *b = rank_of(p, 200);
+  EXPECT_FALSE(a->cpus.intersects(b->cpus));
+  EXPECT_TRUE((a->cpus | b->cpus).is_subset_of(topo::cpus_of_nodes(dgx(), {0})));
+}
+
+TEST(RebindPlan, ARanksCpusStayWithinItsCgroup) {
+  // Both ranks' cgroups allow socket 0's first 28 cores only: planned over those.
+  CpuSet cg = CpuSet::range(0, 27) | CpuSet::range(112, 139);
+  Planned p = plan_of({rank(100, 0, 2, kGpus[0]), rank(200, 1, 2, kGpus[1])}, {}, {{100, cg}, {200, cg}});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  for (const RankPlan& r : p.plan.ranks) {
+    EXPECT_TRUE(r.cpus.is_subset_of(cg)) << r.cpus.to_list();
+    EXPECT_EQ(r.cgroup, cg);
+  }
+}
+
+TEST(RebindPlan, PlannedCpusWhollyOutsideItsCgroupAreRefused) {
+  // Two ranks of one job in different cgroups (per-task cgroups): rank 0's planned CPUs lie on
+  // GPU 0's node, its cgroup on the other socket.
+  Planned p = plan_of({rank(100, 0, 2, kGpus[0]), rank(200, 1, 2, kGpus[4])}, {},
+                      {{100, CpuSet::range(56, 60)}, {200, CpuSet::range(0, 4) | CpuSet::range(61, 111)}});
+  EXPECT_NE(refusals(p).find("are all outside its cgroup's cpuset"), std::string::npos) << refusals(p);
+  EXPECT_TRUE(p.plan.ranks.empty());
+}
+
+TEST(RebindPlan, EachJobIsPlannedOverItsOwnCgroup) {
+  auto job = [](int pid, unsigned local, const std::string& id, const std::string& gpu) {
+    probe::ProcessState s = rank(pid, local, 2, gpu);
+    s.env["SLURM_JOB_ID"] = id;
+    return s;
+  };
+  CpuSet first = CpuSet::range(0, 27), second = CpuSet::range(28, 55);
+  Planned p = plan_of({job(100, 0, "7", kGpus[0]), job(101, 1, "7", kGpus[1]), job(200, 0, "8", kGpus[2]), job(201, 1, "8", kGpus[3])},
+                      {}, {{100, first}, {101, first}, {200, second}, {201, second}});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_TRUE(rank_of(p, 100)->cpus.is_subset_of(first));
+  EXPECT_TRUE(rank_of(p, 101)->cpus.is_subset_of(first));
+  EXPECT_TRUE(rank_of(p, 200)->cpus.is_subset_of(second));
+  EXPECT_TRUE(rank_of(p, 201)->cpus.is_subset_of(second));
+  EXPECT_EQ(rank_of(p, 200)->job, "8");
+}
+
+TEST(RebindPlan, PagesGoToThePlannedNodeOnlyWhereCpusetMemsAllowsIt) {
+  probe::ProcessState r = rank(100, 0, 1, kGpus[4]);
+  r.mems_allowed = CpuSet::of({0});
+  Planned p = plan_of({r});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_TRUE(p.plan.ranks[0].mem_nodes.empty());
+  ASSERT_EQ(p.plan.ranks[0].notes.size(), 1u);
+  EXPECT_NE(p.plan.ranks[0].notes[0].find("pages stay"), std::string::npos);
+}
+
+TEST(RebindPlan, NoMemoryPolicyOrNoMemoryLeavesPages) {
+  Options none;
+  none.base.mem = plan::MemPolicy::none;
+  EXPECT_TRUE(plan_of({rank(100, 0, 1, kGpus[0])}, none).plan.ranks[0].mem_nodes.empty());
+  Options threads_only;
+  threads_only.memory = false;
+  EXPECT_TRUE(plan_of({rank(100, 0, 1, kGpus[0])}, threads_only).plan.ranks[0].mem_nodes.empty());
+  EXPECT_EQ(plan_of({rank(100, 0, 1, kGpus[0])}).plan.ranks[0].mem_nodes, std::vector<unsigned>{0});
+}
+
+TEST(RebindPlan, ThreadsPinnedWithinTheirRanksCpusAreLeftUnlessAllThreads) {
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  plan::Plan expected = exec_plan(1);
+  r.threads[1].cpus_allowed = CpuSet::of({*expected.ranks[0].cpus.first()});  // NCCL's proxy thread, pinned
+  Planned p = plan_of({r});
+  EXPECT_EQ(p.plan.ranks[0].processes[0].threads[1].action, ThreadAction::within);
+  Options all;
+  all.all_threads = true;
+  EXPECT_EQ(plan_of({r}, all).plan.ranks[0].processes[0].threads[1].action, ThreadAction::move);
+}
+
+// --- moving: a recording TaskMover over a fixture /proc tree ---
+
+namespace {
+
+class RecordingMover : public sys::TaskMover {
+ public:
+  std::vector<std::string> calls;
+  std::map<int, CpuSet> affinities;                       // every thread's, as the kernel holds them
+  std::map<int, ErrorKind> fail_set;                      // set_affinity of this thread fails so
+  std::function<void(int tid)> on_set;                    // after a successful set
+  std::function<void(int pid)> on_migrate;                // after a successful migrate_pages
+  std::optional<ErrorKind> fail_migrate;
+  uint64_t clock = 0;
+
+  Result<CpuSet> affinity(int tid) override {
+    auto it = affinities.find(tid);
+    if (it == affinities.end()) return Error{"sched_getaffinity", "No such process", ErrorKind::not_found};
+    return it->second;
+  }
+  Status set_affinity(int tid, const CpuSet& cpus) override {
+    calls.push_back("affinity " + std::to_string(tid) + " " + cpus.to_list());
+    if (auto it = fail_set.find(tid); it != fail_set.end())
+      return Error{"sched_setaffinity " + std::to_string(tid), it->second == ErrorKind::permission ? "Operation not permitted" : "Invalid argument", it->second};
+    if (!affinities.count(tid)) return Error{"sched_setaffinity", "No such process", ErrorKind::not_found};
+    affinities[tid] = cpus;
+    if (on_set) on_set(tid);
+    return Ok{};
+  }
+  Result<uint64_t> migrate_pages(int pid, const CpuSet& from, const CpuSet& to) override {
+    calls.push_back("migrate " + std::to_string(pid) + " " + from.to_list() + " -> " + to.to_list());
+    clock += 25'000'000;
+    if (fail_migrate) return Error{"migrate_pages", "refused", *fail_migrate};
+    if (on_migrate) on_migrate(pid);
+    return uint64_t{3};
+  }
+  uint64_t now_ns() override { return clock; }
+};
+
+// A fixture /proc with each process's threads and numa_maps, and the mover's view of them.
+struct Fixture {
+  testing::FakeTree tree;
+  RecordingMover mover;
+  std::unique_ptr<sys::FsRoot> root;
+
+  void process(const probe::ProcessState& s, const std::string& numa_maps) {
+    for (const probe::ThreadState& t : s.threads) thread(s.pid, t.tid, t.cpus_allowed);
+    tree.file("proc/" + std::to_string(s.pid) + "/numa_maps", numa_maps);
+  }
+  void thread(int pid, int tid, const CpuSet& cpus) {
+    tree.file("proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm", "worker\n");
+    mover.affinities[tid] = cpus;
+  }
+  Outcome run(const Plan& plan, bool dry_run = false) {
+    auto opened = sys::open_fsroot(tree.root());
+    root = std::move(opened.value());
+    return move(plan, *root, &mover, dry_run);
+  }
+};
+
+const std::string kOnNode1 = "7f0000000000 default anon=100 dirty=100 N1=100 kernelpagesize_kB=4\n"
+                             "7f1000000000 default anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n"
+                             "55d000000000 default file=/usr/bin/python3 mapped=50 N1=50 kernelpagesize_kB=4\n";
+const std::string kOnNode0 = "7f0000000000 default anon=100 dirty=100 N0=100 kernelpagesize_kB=4\n"
+                             "7f1000000000 default anon=10 dirty=10 N0=10 kernelpagesize_kB=4\n";
+
+}  // namespace
+
+TEST(RebindMove, EveryThreadMovesIncludingOneStartedMeanwhile) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  f.process(r, kOnNode0);
+  Planned p = plan_of({r});
+  // While the first thread is moved, an unmoved one starts thread 150 with the old CPUs.
+  f.mover.on_set = [&](int tid) {
+    if (tid == 100) f.thread(100, 150, CpuSet::range(0, 223));
+  };
+  Outcome o = f.run(p.plan);
+  const RankPlan& rp = p.plan.ranks[0];
+  for (int tid : {100, 101, 150}) EXPECT_EQ(f.mover.affinities[tid], rp.cpus) << tid;
+  EXPECT_EQ(o.threads_moved(), 3u);
+  EXPECT_EQ(o.ranks[0].processes[0].threads.size(), 3u);
+}
+
+TEST(RebindMove, AThreadThatEndsMidwayIsSkippedWithANote) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  f.process(r, kOnNode0);
+  f.mover.affinities.erase(101);  // listed, but gone when asked
+  Outcome o = f.run(plan_of({r}).plan);
+  const ProcessMove& pm = o.ranks[0].processes[0];
+  EXPECT_FALSE(pm.error);
+  ASSERT_EQ(pm.threads.size(), 2u);
+  EXPECT_TRUE(pm.threads[0].moved);
+  EXPECT_EQ(pm.threads[1].note, "ended before it was moved");
+  EXPECT_EQ(o.failed + o.refused, 0u);
+}
+
+TEST(RebindMove, AProcessThatEndedIsSkippedNotAnError) {
+  Fixture f;
+  probe::ProcessState a = rank(100, 0, 2, kGpus[0]), b = rank(200, 1, 2, kGpus[1]);
+  f.process(b, kOnNode0);  // 100 has no /proc entry: it ended after the probe
+  Outcome o = f.run(plan_of({a, b}).plan);
+  ASSERT_EQ(o.ranks.size(), 2u);
+  EXPECT_EQ(o.ranks[0].processes[0].gone, "ended while its threads were moved");
+  EXPECT_FALSE(o.ranks[0].processes[0].error);
+  EXPECT_EQ(o.ranks[1].processes[0].threads.size(), 2u);
+  EXPECT_EQ(o.failed + o.refused, 0u);
+}
+
+TEST(RebindMove, NoPermissionStopsThatProcessAndTheOthersMove) {
+  Fixture f;
+  probe::ProcessState a = rank(100, 0, 2, kGpus[0]), b = rank(200, 1, 2, kGpus[1]);
+  f.process(a, kOnNode0);
+  f.process(b, kOnNode0);
+  f.mover.fail_set[100] = ErrorKind::permission;
+  Outcome o = f.run(plan_of({a, b}).plan);
+  EXPECT_EQ(o.refused, 1u);
+  EXPECT_EQ(o.failed, 0u);
+  ASSERT_TRUE(o.ranks[0].processes[0].error);
+  EXPECT_EQ(o.ranks[0].processes[0].error->kind, ErrorKind::permission);
+  ASSERT_EQ(o.ranks[0].processes[0].threads.size(), 1u);  // the first thread refused; nothing of it changed
+  EXPECT_FALSE(o.ranks[0].processes[0].threads[0].moved);
+  ASSERT_EQ(o.errors().size(), 1u);
+  EXPECT_NE(o.errors()[0].why.find("nothing of it changed"), std::string::npos);
+  EXPECT_EQ(o.ranks[1].processes[0].threads.size(), 2u);
+  EXPECT_TRUE(o.ranks[1].processes[0].threads[1].moved);
+}
+
+TEST(RebindMove, AFailurePartWaySaysExactlyWhatMoved) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  r.threads.push_back(r.threads[1]);
+  r.threads[2].tid = 102;
+  f.process(r, kOnNode1);
+  f.mover.fail_set[101] = ErrorKind::failed;
+  Outcome o = f.run(plan_of({r}).plan);
+  const ProcessMove& pm = o.ranks[0].processes[0];
+  EXPECT_EQ(o.failed, 1u);
+  ASSERT_TRUE(pm.error);
+  ASSERT_EQ(pm.threads.size(), 2u);  // thread 100 moved; 101 failed; 102 not reached
+  EXPECT_TRUE(pm.threads[0].moved);
+  EXPECT_FALSE(pm.threads[1].moved);
+  EXPECT_EQ(pm.threads[1].note, "not moved: sched_setaffinity 101: Invalid argument");
+  ASSERT_EQ(o.errors().size(), 1u);
+  EXPECT_NE(o.errors()[0].why.find("1 of its threads had moved"), std::string::npos);
+  EXPECT_EQ(f.mover.affinities[102], CpuSet::range(0, 223));
+  EXPECT_FALSE(pm.memory.done);  // pages are not moved after a failure
+}
+
+TEST(RebindMove, PagesOnOtherNodesMigrateAndAreCounted) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  f.process(r, kOnNode1);
+  f.mover.on_migrate = [&](int pid) { f.tree.file("proc/" + std::to_string(pid) + "/numa_maps", kOnNode0); };
+  Outcome o = f.run(plan_of({r}).plan);
+  const MemoryMove& m = o.ranks[0].processes[0].memory;
+  ASSERT_TRUE(m.done) << m.note;
+  EXPECT_EQ(m.from, CpuSet::of({1}));
+  EXPECT_EQ(m.to, CpuSet::of({0}));
+  EXPECT_EQ(m.ns, 25'000'000u);
+  EXPECT_EQ(m.not_moved, 3u);
+  EXPECT_EQ(o.pages_moved(), 100u);  // anonymous pages only: the binary's page cache is not the rank's
+  EXPECT_EQ(f.mover.calls.back(), "migrate 100 1 -> 0");
+}
+
+TEST(RebindMove, PagesAlreadyOnTheNodeAreNotMigrated) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  f.process(r, kOnNode0);
+  Outcome o = f.run(plan_of({r}).plan);
+  EXPECT_EQ(o.ranks[0].processes[0].memory.note, "already on node 0");
+  for (const std::string& c : f.mover.calls) EXPECT_EQ(c.find("migrate"), std::string::npos) << c;
+}
+
+TEST(RebindMove, ADryRunChangesNothing) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  r.pages_per_node = std::map<unsigned, uint64_t>{{1, 100}, {0, 10}};
+  f.process(r, kOnNode1);
+  Outcome o = f.run(plan_of({r}).plan, true);
+  EXPECT_TRUE(o.dry_run);
+  EXPECT_TRUE(f.mover.calls.empty());
+  EXPECT_EQ(o.ranks[0].processes[0].memory.from, CpuSet::of({1}));
+  EXPECT_EQ(o.threads_moved(), 0u);
+}
+
+}  // namespace gpubind::rebind
