@@ -89,6 +89,34 @@ echo "pids good=$good wrong=$wrong remote=$remote drifted=$drifted"
 $G check --pid $good --pid $wrong --pid $remote --pid $drifted --numa-maps --no-gpu-runtime --json; end
 kill $good $wrong $remote $drifted 2>/dev/null
 
+# rebind: a job that was never bound, each rank's buffer first-touched on another socket's node
+# (rank 0's GPU is on node 0, its pages on node 3; rank 1's on node 1, its pages on node 2),
+# moved while its threads step through the buffer. Each thread's allowed CPUs and the anonymous
+# pages per node before and after; the steps go on after.
+section rebind
+LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 $TOUCH 32 work 3 3 >/tmp/rank0.out & r0=$!
+LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 $TOUCH 32 work 3 2 >/tmp/rank1.out & r1=$!
+steps() { tail -n 1 /tmp/rank$1.out 2>/dev/null | sed -n 's/^steps //p'; }
+stepping() { [ "$(steps 0)" -gt 0 ] 2>/dev/null && [ "$(steps 1)" -gt 0 ] 2>/dev/null; }
+i=0
+while [ $i -lt 300 ] && ! stepping; do sleep 0.1; i=$((i + 1)); done
+stepping && echo "stepping" || echo "not stepping after 30 s"
+echo "pids r0=$r0 r1=$r1"
+state() {  # state PHASE PID: each thread's allowed CPUs, the anonymous pages per node
+  for t in /proc/$2/task/*; do echo "$1 pid=$2 tid=${t##*/} cpus=$(grep Cpus_allowed_list $t/status | cut -f2)"; done
+  echo "$1 pid=$2 pages $(awk '/ anon=/ && !/ file=/ { for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split(substr($i, 2), a, "="); n[a[1]] += a[2] } }
+    END { for (k in n) printf "N%s=%s ", k, n[k] }' /proc/$2/numa_maps)"
+}
+state before $r0; state before $r1
+s0=$(steps 0) s1=$(steps 1)
+$G rebind --match 'first_touch [0-9]+ work' --no-gpu-runtime --json; end
+state after $r0; state after $r1
+moved_on() { [ "$(steps 0)" -gt $((s0 + 10)) ] 2>/dev/null && [ "$(steps 1)" -gt $((s1 + 10)) ] 2>/dev/null; }
+i=0
+while [ $i -lt 300 ] && ! moved_on; do sleep 0.1; i=$((i + 1)); done
+echo "steps at rebind r0=$s0 r1=$s1, later r0=$(steps 0) r1=$(steps 1)"
+kill $r0 $r1 2>/dev/null
+
 # watch: a bound busy rank, and an unbound one that is moved between the sockets while watched
 # (its GPU is on node 1; it is moved between nodes 0 and 2).
 section watch

@@ -138,6 +138,44 @@ def launch_as_planned(n, name="launch"):
         check(policy == expected, f"{name} rank {r}: the kernel's memory policy is {policy}", f"want {expected}")
 
 
+def judge_rebind():
+    """rebind on a real 4-node kernel: a never-bound job whose pages were first-touched on another
+    socket is moved while it runs: every thread on its planned CPUs, its pages on its GPU's node,
+    its steps going on. The before and after are printed (the issue's closing note shows them)."""
+    s, rc = section("rebind")
+    check("stepping" in s.splitlines(), "rebind: the job's ranks started stepping", s[:300])
+    check(rc == 0, "rebind exits 0", f"rc {rc}: {s[-400:]}")
+    pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}
+    record = json_of(s) if "{" in s else {"ranks": []}
+    by_pid = {str(r["processes"][0]["pid"]): r for r in record["ranks"] if r["processes"]}
+    for r in (0, 1):
+        pid = pids.get(f"r{r}", "?")
+        # A job gpubind did not start sees every GPU: local rank r drives cuda:r, GPU r (exec would
+        # have spread 2 ranks over the sockets, and said so to the workers in CUDA_VISIBLE_DEVICES).
+        want = host_plan(r, 2, "--no-spread-gpus")
+        cpus, node = want["GPUBIND_CPUS"], int(want["GPUBIND_MEM"])
+        rank = by_pid.get(pid, {})
+        check(rank.get("cpus") == cpus and rank.get("mem_nodes") == [node],
+              f"rebind: rank {r} planned on CPUs {cpus}, memory node {node}, as gpubind plan --no-spread-gpus gives it", str(rank)[:300])
+        for phase in ("before", "after"):
+            threads = re.findall(rf"^{phase} pid={pid} tid=(\d+) cpus=(\S+)$", s, flags=re.M)
+            pages = {int(n): int(c) for n, c in re.findall(r"N(\d+)=(\d+)", (re.search(rf"^{phase} pid={pid} pages (.*)$", s, flags=re.M) or [None, ""])[1])}
+            total = sum(pages.values())
+            print(f"info: rebind rank {r} {phase}: threads {' '.join(f'{t}:{c}' for t, c in threads)}; anonymous pages {pages}")
+            if phase == "before":
+                check(len(threads) == 4 and all(c == "0-7" for _, c in threads), f"rebind: rank {r}'s 4 threads started unbound", str(threads))
+                check(total > 0 and pages.get(node, 0) < 0.1 * total, f"rebind: rank {r}'s pages started off node {node}", str(pages))
+            else:
+                check(len(threads) == 4 and all(c == cpus for _, c in threads), f"rebind: all 4 threads of rank {r} now on CPUs {cpus}", str(threads))
+                check(total > 0 and pages.get(node, 0) >= 0.95 * total, f"rebind: at least 95% of rank {r}'s pages now on node {node}", str(pages))
+        for p in rank.get("processes", []):
+            m = p["memory"]
+            print(f"info: rebind rank {r}: migrate_pages {m['from']} -> {m['to']} in {m['seconds'] * 1e3:.1f} ms (TCG), {m['not_moved']} not moved")
+    m = re.search(r"^steps at rebind r0=(\d+) r1=(\d+), later r0=(\d+) r1=(\d+)$", s, flags=re.M)
+    check(m is not None and int(m.group(3)) > int(m.group(1)) + 10 and int(m.group(4)) > int(m.group(2)) + 10,
+          "rebind: both ranks kept stepping after they were moved", m.group(0) if m else s[-300:])
+
+
 def judge_2s4n():
     """2 sockets x 2 nodes, a GPU per node: binding, memory, cache, restriction, check, measure."""
     s, rc = section("topo_json")
@@ -202,6 +240,8 @@ def judge_2s4n():
         got = verdicts.get(pids.get(who, "?"), "missing")
         check(want_verdict in got.split(","), f"check: the {who} rank is {want_verdict}", got)
     check(rc == 3, "check exits 3 on findings", str(rc))
+
+    judge_rebind()
 
     # watch: the moved rank migrates and runs off its GPU's node; the bound one stays on its own.
     s, rc = section("watch")
