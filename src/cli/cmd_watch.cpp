@@ -7,11 +7,15 @@
 #include "cli/check_slurm_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/plan_options.hpp"
 #include "discover/gpu_runtime.hpp"
 #include "render/check_render.hpp"
 #include "render/json_text.hpp"
 #include "render/metrics.hpp"
+#include "render/rebind_render.hpp"
+#include "rebind/move.hpp"
 #include "render/watch_render.hpp"
+#include "sys/cgroup_cpuset.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
 #include "sys/fsroot.hpp"
@@ -27,7 +31,8 @@ namespace gpubind::cli {
 namespace {
 
 struct WatchFlags {
-  std::string topology, textfile, listen, slurm_node, slurm_job, summary_file, node_name;
+  std::string topology, textfile, listen, slurm_node, slurm_job, summary_file, node_name, enforce;
+  double enforce_gap = 10;
   std::vector<std::string> roots;
   SelectionFlags which;
   bool json = false, once = false, no_tty = false;
@@ -69,6 +74,12 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--slurm-job", f.slurm_job,
              "Every node of this running Slurm job, through srun --overlap, for --duration or --count: the nodes' "
              "summaries as one table (--json: one object)");
+  app.option("--enforce", f.enforce,
+             "Put a rank's thread that drifts off its CPUs back (--enforce), or only log it (--enforce=report); each "
+             "action a log line and gpubind_rank_repins_total (docs/cli.md)")
+      .one_of({"on", "report"});
+  app.option("--enforce-gap", f.enforce_gap, "With --enforce: at most one round of repins per rank every this many seconds (default 10)")
+      .range(0.0, 86400.0);
   app.option("--summary", f.summary_file, "At the end, also write the summary as text to FILE (replaced whole)");
   app.option("--textfile", f.textfile,
              "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
@@ -129,12 +140,19 @@ class Outputs final : public watch::Sink {
     std::fflush(stdout);
     if (m_f.textfile.empty() && !m_endpoint) return Ok{};
     watch::Summary so_far = watcher.summary();
-    std::string metrics = render::metrics_text({m_node, &m_topo, &so_far, &iv, cost_seconds});
+    render::MetricsInput in{m_node, &m_topo, &so_far, &iv, cost_seconds};
+    if (enforcer) {
+      in.repins = &enforcer->totals();
+      in.enforce_mode = enforcer->acts() ? "enforce" : "report";
+    }
+    std::string metrics = render::metrics_text(in);
     if (m_endpoint) m_endpoint->publish(metrics);
     if (m_f.textfile.empty()) return Ok{};
     if (Status s = sys::replace_file(m_f.textfile, metrics); !s) return Error{"--textfile", s.error().message()};
     return Ok{};
   }
+
+  const rebind::Enforcer* enforcer = nullptr;  // --enforce: its counts go into the metrics
 
  private:
   const WatchFlags& m_f;
@@ -142,6 +160,53 @@ class Outputs final : public watch::Sink {
   const topo::Topology& m_topo;
   sys::MetricsEndpoint* m_endpoint;
   bool m_redraw;
+};
+
+// --enforce: after each sample, the threads of its ranks that drifted off their CPUs put back (or
+// reported), each action one line (a JSON line on stdout with --json, else on stderr); the rest
+// goes to the outputs.
+class Enforcing final : public watch::Sink {
+ public:
+  Enforcing(Outputs& out, rebind::Enforcer& e, const topo::Topology& t, const sys::FsRoot& root, bool json, std::string node)
+      : m_out(out), m_e(e), m_topo(t), m_root(root), m_json(json), m_node(std::move(node)), m_mover(sys::real_task_mover()) {
+    m_out.enforcer = &m_e;
+  }
+
+  void sampled(const watch::Taken& t, unsigned index) override {
+    m_out.sampled(t, index);
+    const std::vector<probe::ProcessState>& states = t.snapshot.processes;
+    std::map<int, CpuSet> cgroups;
+    if (m_e.needs_plan(states))
+      for (const probe::ProcessState& s : states)
+        if (auto c = sys::cgroup_allowed_cpus(m_root, std::to_string(s.pid))) cgroups[s.pid] = c->cpus;
+    std::vector<rebind::Repin> repins = m_e.decide(m_topo, states, cgroups, t.snapshot.t);
+    print_warnings(m_e.take_notes(), false);
+    rebind::apply_repins(repins, *m_mover, m_e.acts());
+    m_e.record(repins);
+    for (const rebind::Repin& r : repins) {
+      if (r.outcome == rebind::RepinOutcome::already || r.outcome == rebind::RepinOutcome::gone) continue;
+      if (m_json) {
+        std::string line = render::json_line(render::repin_json(r, m_node, sys::utc_timestamp()));
+        std::fwrite(line.data(), 1, line.size(), stdout);
+      } else {
+        std::fprintf(stderr, "gpubind: enforce: %s\n", render::repin_text(r).c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  Status interval(const watch::Interval& iv, const watch::Watcher& watcher, double cost_seconds) override {
+    return m_out.interval(iv, watcher, cost_seconds);
+  }
+
+ private:
+  Outputs& m_out;
+  rebind::Enforcer& m_e;
+  const topo::Topology& m_topo;
+  const sys::FsRoot& m_root;
+  bool m_json;
+  std::string m_node;
+  std::unique_ptr<sys::TaskMover> m_mover;
 };
 
 // GPU utilization and contexts from NVML and ROCm SMI, on the live system, for the vendors it has;
@@ -161,10 +226,11 @@ int watch_job(const WatchFlags& f) {
   if (!f.schedule.count && f.schedule.duration == 0)
     return fail(Error{"--slurm-job " + f.slurm_job, "needs --duration or --count: the nodes' summaries are merged when they end",
                       ErrorKind::usage});
-  if (!f.roots.empty() || f.which.any() || !f.slurm_node.empty() || !f.listen.empty() || !f.textfile.empty() || !f.summary_file.empty())
+  if (!f.roots.empty() || f.which.any() || !f.slurm_node.empty() || !f.listen.empty() || !f.textfile.empty() || !f.summary_file.empty() ||
+      !f.enforce.empty())
     return fail(Error{"--slurm-job " + f.slurm_job, "selects the job's tasks on every node by itself: --root, --pid, --self, --all-gpu-procs, "
-                                                    "--children-of, --match, --slurm-node, --listen, --textfile and --summary do not "
-                                                    "combine with it", ErrorKind::usage});
+                                                    "--children-of, --match, --slurm-node, --listen, --textfile, --summary and --enforce "
+                                                    "do not combine with it", ErrorKind::usage});
   auto number = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g", v); return std::string(b); };
   std::vector<std::string> pass = {"--json", "--no-tty", "--interval", number(f.schedule.interval), "--mem-every", std::to_string(f.mem_every),
                                    "--max-migrations", number(f.th.migrations_per_second), "--max-cross-numa", number(f.th.cross_numa),
@@ -181,6 +247,46 @@ int watch_job(const WatchFlags& f) {
   return report->any_finding ? kExitCheckFindings : kExitOk;
 }
 
+// --enforce's Enforcer (nullptr without it): threads moved only by a plan of this machine's own
+// processes, planned as rebind plans (gpubind.conf's policy, mem and reserve).
+Result<std::unique_ptr<rebind::Enforcer>> make_enforcer(const WatchFlags& f, const topo::Topology& t) {
+  if (f.enforce.empty()) return std::unique_ptr<rebind::Enforcer>();
+  if (!f.roots.empty() || t.origin != "live")
+    return Error{"--enforce", "moves this machine's processes by this machine's plan: --root and a --topology file do not combine with it",
+                 ErrorKind::usage};
+  auto cfg = load_config();
+  if (!cfg) return cfg.error();
+  bind::PlanOptions po;
+  bind::apply_config(*cfg, po, {});
+  auto base = bind::make_request(po, t, AllowedFrom::topology, {});
+  if (!base) return base.error();
+  rebind::EnforceOptions o{f.enforce != "report", f.enforce_gap, rebind::Options{*base, false, false, false}};
+  return std::make_unique<rebind::Enforcer>(o);
+}
+
+// The watch's sampling: the selection, numa_maps every --mem-every samples, each NUMA node's CPUs
+// (the light probe's), GPU use and contexts from the runtimes when there are any.
+watch::SamplerOptions sampler_options(const probe::Selection& sel, const WatchFlags& f, const topo::Topology& t,
+                                      discover::GpuRuntimes& runtimes) {
+  watch::SamplerOptions sampling{sel, f.mem_every, {}, {}, {}};
+  for (const topo::NumaNode& n : t.numa_nodes)
+    if (!n.cpus.empty()) sampling.numa_cpus.push_back(n.cpus);
+  if (!runtimes.empty()) {
+    sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
+    sampling.gpu_contexts = [&runtimes] { return runtimes.processes(); };
+  }
+  return sampling;
+}
+
+// "--enforce" alone means --enforce=on (its value is optional; --enforce=report gives one).
+std::vector<std::string> enforce_spelled(std::vector<std::string> args) {
+  for (std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--enforce") a = "--enforce=on";
+  }
+  return args;
+}
+
 }  // namespace
 
 int cmd_watch(const std::vector<std::string>& args) {
@@ -189,7 +295,7 @@ int cmd_watch(const std::vector<std::string>& args) {
            "gpubind watch");
   WatchFlags f;
   add_watch_options(app, f);
-  if (int rc = app.parse(args); rc >= 0) return rc;
+  if (int rc = app.parse(enforce_spelled(args)); rc >= 0) return rc;
 
   if (!f.slurm_job.empty()) return watch_job(f);
   // The selection is found again at every sample: ranks that start, restart or exit are followed.
@@ -201,7 +307,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
   auto topo = topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded");
-  if (!topo) return fail(topo.error());
+  auto enforcer = topo ? make_enforcer(f, *topo) : Result<std::unique_ptr<rebind::Enforcer>>(topo.error());
+  if (!enforcer) return fail(enforcer.error());
   auto opened = open_roots(f.roots);
   if (!opened) return fail(opened.error());
   std::vector<const sys::FsRoot*> tree;
@@ -217,19 +324,14 @@ int cmd_watch(const std::vector<std::string>& args) {
   auto endpoint = start_endpoint(f.listen, node, *topo);
   if (!endpoint) return fail(endpoint.error());
 
-  watch::SamplerOptions sampling{*sel, f.mem_every, {}, {}, {}};
-  for (const topo::NumaNode& n : topo->numa_nodes)
-    if (!n.cpus.empty()) sampling.numa_cpus.push_back(n.cpus);
   discover::GpuRuntimes runtimes;
   if (f.roots.empty()) runtimes = use_gpu_runtimes(*topo);
-  if (!runtimes.empty()) {
-    sampling.gpu_usage = [&runtimes] { return runtimes.usage(); };
-    sampling.gpu_contexts = [&runtimes] { return runtimes.processes(); };
-  }
-  watch::Sampler sampler(tree, clock, std::move(sampling));
+  watch::Sampler sampler(tree, clock, sampler_options(*sel, f, *topo, runtimes));
   watch::Watcher watcher(*topo, f.th);
   Outputs outputs(f, node, *topo, endpoint->get());
-  watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, outputs,
+  std::optional<Enforcing> enforcing;
+  if (*enforcer) enforcing.emplace(outputs, **enforcer, *topo, *tree[0], f.json, node);
+  watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, enforcing ? static_cast<watch::Sink&>(*enforcing) : outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);
   std::string out = f.json ? render::json_line(render::summary_json(o.summary, node, sys::utc_timestamp())) : render::summary_text(o.summary);

@@ -157,4 +157,27 @@ Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, b
   return out;
 }
 
+void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act) {
+  for (Repin& r : repins) {
+    auto now = mover.affinity(r.tid);
+    if (!now) {
+      r.outcome = now.error().kind == ErrorKind::not_found ? RepinOutcome::gone : RepinOutcome::failed;
+      r.error = now.error().message();
+      continue;
+    }
+    r.from = *now;
+    if (now->is_subset_of(r.to)) {
+      r.outcome = RepinOutcome::already;
+      continue;
+    }
+    if (!act) {
+      r.outcome = RepinOutcome::reported;
+      continue;
+    }
+    Status s = mover.set_affinity(r.tid, r.to);
+    r.outcome = s ? RepinOutcome::repinned : s.error().kind == ErrorKind::not_found ? RepinOutcome::gone : RepinOutcome::failed;
+    if (!s) r.error = s.error().message();
+  }
+}
+
 }  // namespace gpubind::rebind

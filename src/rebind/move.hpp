@@ -11,6 +11,7 @@
 // A thread or process that ends meanwhile is skipped with a note. A refusal (another user's
 // process without CAP_SYS_NICE) stops that process, with one error naming it; any other failure
 // too. Nothing is undone: the outcome says exactly what changed, thread by thread.
+#include "rebind/enforce.hpp"
 #include "rebind/outcome.hpp"
 #include "rebind/rebind.hpp"
 #include "sys/fsroot.hpp"
@@ -22,5 +23,11 @@ inline constexpr int kPasses = 4;
 
 // `mover` nullptr or dry_run: nothing changes; the outcome is the plan's (threads as probed).
 Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);
+
+// Makes watch --enforce's repins: each thread's allowed CPUs read again (the sample's may be a
+// few samples old for a thread that has not run since: probe::ThreadMemo); already within its
+// target: `already`; ended: `gone`; else set (`repinned`, or `failed` with the error), or with
+// `act` false only `reported`, with the CPUs read as `from`.
+void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act);
 
 }  // namespace gpubind::rebind

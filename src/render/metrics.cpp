@@ -67,6 +67,9 @@ const Family kFamilies[] = {
      "Spread of the utilization of the GPUs the ranks hold, max - min, 0-1; absent while they are idle or unknown"},
     {"gpubind_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe traffic from the GPU to the host (NVML's last 20 ms)"},
     {"gpubind_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe traffic from the host to the GPU (NVML's last 20 ms)"},
+    {"gpubind_rank_repins_total", "counter",
+     "Threads of the rank watch --enforce put back on its CPUs (mode=\"report\": drifts it only reported); a rising count is a "
+     "library or user fighting the binding"},
     {"gpubind_rank_context_switches_total", "counter", "Context switches of the rank's threads, voluntary and involuntary, since watch started"},
 };
 
@@ -197,6 +200,16 @@ std::string metrics_text(const MetricsInput& in) {
   per_gpu("gpubind_gpu_pcie_tx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_tx; });
   per_gpu("gpubind_gpu_pcie_rx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_rx; });
   per_rank("gpubind_rank_context_switches_total", totals, [](const Sum& r) { return std::optional<double>(double(r.context_switches)); });
+  {  // with --enforce, every rank watched: 0 until its first repin, so that increase() sees the first
+    const Family& f = family("gpubind_rank_repins_total");
+    header(out, f);
+    if (last && in.repins)
+      for (const Now& r : *last)
+        if (live.count(r.pid)) {
+          auto it = in.repins->find(r.pid);
+          out += std::string(f.name) + labels(r, "mode", in.enforce_mode) + " " + number(double(it == in.repins->end() ? 0 : it->second)) + "\n";
+        }
+  }
   return out;
 }
 

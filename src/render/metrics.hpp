@@ -7,6 +7,7 @@
 // `instance`, the labels Prometheus gives every target, nor `namespace`, `pod` or `container`,
 // which Kubernetes scrape configs give the watch pod itself: with honor_labels false they would
 // be renamed exported_*.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct MetricsInput {
   const watch::Summary* summary = nullptr;  // totals per rank (counters)
   const watch::Interval* last = nullptr;    // the last interval (gauges); nullptr before the first
   double sample_seconds = 0;                // the last sample's own cost
+  // watch --enforce: repins (or, mode "report", drifts reported) per rank's PID; nullptr: not enforcing.
+  const std::map<int, uint64_t>* repins = nullptr;
+  std::string enforce_mode = {};            // "enforce" or "report"
 };
 
 std::string metrics_text(const MetricsInput& in);

@@ -167,4 +167,23 @@ oj rebind_json(const rebind::Outcome& o, const std::vector<rebind::Skipped>& ski
   return j;
 }
 
+std::string repin_text(const rebind::Repin& r) {
+  std::string who = "rank " + (r.local_rank.empty() ? "?" : r.local_rank) + " (PID " + std::to_string(r.rank_pid) + ")" +
+                    (r.pid != r.rank_pid ? " PID " + std::to_string(r.pid) : "") + " thread " + std::to_string(r.tid) + " (" + r.comm + ")";
+  std::string what;
+  switch (r.outcome) {
+    case rebind::RepinOutcome::repinned: what = "repinned to " + r.to.to_list(); break;
+    case rebind::RepinOutcome::reported: what = "off its CPUs " + r.to.to_list() + " (reported only)"; break;
+    case rebind::RepinOutcome::failed: what = "not repinned to " + r.to.to_list() + ": " + r.error; break;
+    default: what = rebind::to_string(r.outcome); break;
+  }
+  return who + ": allowed " + r.from.to_list() + ", " + what + " (target from " + r.target + ")";
+}
+
+oj repin_json(const rebind::Repin& r, const std::string& node, const std::string& time) {
+  return {{"type", "repin"}, {"node", node}, {"time", time}, {"pid", r.pid}, {"tid", r.tid}, {"comm", r.comm}, {"rank_pid", r.rank_pid},
+          {"local_rank", r.local_rank.empty() ? oj() : oj(r.local_rank)}, {"from", r.from.to_list()}, {"to", r.to.to_list()},
+          {"target", r.target}, {"outcome", rebind::to_string(r.outcome)}, {"error", r.error.empty() ? oj() : oj(r.error)}};
+}
+
 }  // namespace gpubind::render

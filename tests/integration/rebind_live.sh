@@ -3,7 +3,8 @@
 # `gpubind launch --no-bind` are moved while they run. Every TID of each rank ends on the CPUs
 # `gpubind plan` gives its local rank, including a thread pinned elsewhere by hand; a thread the
 # rank starts afterwards inherits them; a dry run changes nothing; the ranks go on running. Then
-# a job of another user, rebound by root without CAP_SYS_NICE: one line per process, exit 5,
+# watch --enforce puts a re-pinned thread of a bound job back (and --enforce=report only says so),
+# and a job of another user, rebound by root without CAP_SYS_NICE: one line per process, exit 5,
 # nothing of it changed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -92,6 +93,41 @@ alive $p0 && alive $p1 && pass "both ranks still running" || fail "a rank died"
 grep -q "0 of 6 moved" "$WORK/again" && pass "a second rebind moves nothing" || fail "second rebind: $(cat "$WORK/again")"
 kill -TERM $launcher
 wait $launcher 2>/dev/null
+rm -f "$WORK"/ready.*
+
+# watch --enforce: a bound job whose thread is re-pinned off its CPUs gets it back, logged and
+# counted; --enforce=report only says so.
+WORK_DIR=$WORK "$GPUBIND" launch -n 2 -- python3 "$WORK/worker.py" 2>"$WORK/launch.err" &
+launcher=$!
+ready_or_gone() { ranks_ready 2 || ! alive $launcher; }
+if wait_until 60 ready_or_gone && ranks_ready 2; then
+  p0=$(rank_pid 0)
+  want0=$(plan_cpus 2 0)
+  victim=$(ls /proc/$p0/task | sort -n | tail -1)
+  "$GPUBIND" watch --children-of $launcher --enforce --enforce-gap 0 --interval 0.2 --count 300 --json \
+    --textfile "$WORK/enforce.prom" >"$WORK/enforce.out" 2>"$WORK/enforce.err" &
+  watcher=$!
+  watching() { [ -s "$WORK/enforce.prom" ]; }
+  wait_until 30 watching || fail "watch --enforce did not start: $(cat "$WORK/enforce.err")"
+  taskset -pc "0-$(($(nproc) - 1))" "$victim" >/dev/null
+  back() { [ "$(cpus_of "$victim")" = "$want0" ]; }
+  counted() { grep -q "^gpubind_rank_repins_total{.*pid=\"$p0\".*mode=\"enforce\"} [1-9]" "$WORK/enforce.prom"; }
+  wait_until 30 back && pass "watch --enforce put thread $victim back on $want0" || fail "thread $victim still on $(cpus_of "$victim")"
+  wait_until 30 counted && pass "gpubind_rank_repins_total counts it" || fail "no repin counted: $(grep repins "$WORK/enforce.prom")"
+  grep -q "\"type\":\"repin\".*\"tid\":$victim,.*\"outcome\":\"repinned\"" "$WORK/enforce.out" &&
+    pass "the repin is a JSON line" || fail "no repin line: $(grep repin "$WORK/enforce.out" | head -3)"
+  kill -TERM $watcher; wait $watcher 2>/dev/null
+  "$GPUBIND" watch --children-of $launcher --enforce=report --enforce-gap 0 --interval 0.2 --count 300 >/dev/null 2>"$WORK/report.err" &
+  watcher=$!
+  taskset -pc "0-$(($(nproc) - 1))" "$victim" >/dev/null
+  reported() { grep -q "thread $victim .*(reported only)" "$WORK/report.err"; }
+  wait_until 30 reported && [ "$(cpus_of "$victim")" = "0-$(($(nproc) - 1))" ] && pass "--enforce=report says so and moves nothing" ||
+    fail "report mode: $(cat "$WORK/report.err"), thread on $(cpus_of "$victim")"
+  kill -TERM $watcher; wait $watcher 2>/dev/null
+else
+  fail "the bound job did not start: $(cat "$WORK/launch.err")"
+fi
+kill -TERM $launcher; wait $launcher 2>/dev/null
 rm -f "$WORK"/ready.*
 
 # Another user's job, root without CAP_SYS_NICE: the kernel refuses sched_setaffinity.

@@ -25,7 +25,7 @@ set -u
 root=${1:-"$(dirname "$0")/../.."}
 cd "$root" || exit 2
 bad=0
-pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome)\.|watch/(watch|rules)\.|k8s/(state|judge)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist)\.)'
+pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome|enforce)\.|watch/(watch|rules)\.|k8s/(state|judge)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist)\.)'
 # rule NAME PATTERN FILES_REGEX ALLOWED_REGEX MESSAGE: PATTERN in a file matching FILES_REGEX and
 # not ALLOWED_REGEX breaks the rule.
 rule() {

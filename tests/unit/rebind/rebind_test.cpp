@@ -496,4 +496,133 @@ TEST(RebindMove, ADryRunChangesNothing) {
   EXPECT_EQ(o.threads_moved(), 0u);
 }
 
+// --- watch --enforce: the Enforcer's decisions, and apply_repins through the recording mover ---
+
+namespace {
+
+// Two ranks bound where the plan puts them (every thread on its rank's CPUs).
+std::vector<probe::ProcessState> bound_job() {
+  std::vector<probe::ProcessState> states = {rank(100, 0, 2, kGpus[0]), rank(200, 1, 2, kGpus[4])};
+  Planned p = plan_of(states);
+  for (probe::ProcessState& s : states)
+    for (probe::ThreadState& t : s.threads) t.cpus_allowed = rank_of(p, s.pid)->cpus;
+  return states;
+}
+
+}  // namespace
+
+TEST(Enforce, AThreadAllowedOffItsRanksCpusIsPutBack) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 0).empty());
+  CpuSet target = states[0].threads[0].cpus_allowed;
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);  // a runtime reset it
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].tid, 101);
+  EXPECT_EQ(r[0].rank_pid, 100);
+  EXPECT_EQ(r[0].from, CpuSet::range(0, 223));
+  EXPECT_EQ(r[0].to, target);
+  EXPECT_EQ(r[0].target, "plan");
+  EXPECT_EQ(r[0].outcome, RepinOutcome::planned);
+}
+
+TEST(Enforce, AThreadPinnedWithinItsRanksCpusIsNoDrift) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  states[0].threads[1].cpus_allowed = CpuSet::of({*states[0].threads[0].cpus_allowed.first()});  // NCCL's proxy thread
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 0).empty());
+}
+
+TEST(Enforce, TheTargetIsWhatGpubindAppliedWhereItBoundTheRank) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  states[0].env["GPUBIND_CPUS"] = "0-3";
+  for (probe::ThreadState& t : states[0].threads) t.cpus_allowed = CpuSet::range(0, 3);
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 0).empty());  // the plan's wider set would not matter
+  states[0].threads[0].cpus_allowed = CpuSet::range(0, 7);
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].to, CpuSet::range(0, 3));
+  EXPECT_EQ(r[0].target, "GPUBIND_CPUS");
+}
+
+TEST(Enforce, EachRankIsActedOnAtMostOncePerGap) {
+  EnforceOptions o;
+  o.gap_seconds = 10;
+  Enforcer e(o);
+  std::vector<probe::ProcessState> states = bound_job();
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  EXPECT_EQ(e.decide(dgx(), states, {}, 0).size(), 1u);
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 5).empty());  // rank 0 again within the gap
+  states[1].threads[0].cpus_allowed = CpuSet::range(0, 223);
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 5);  // rank 1 has a gap of its own
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].rank_pid, 200);
+  EXPECT_EQ(e.decide(dgx(), states, {}, 10.5).size(), 1u);  // rank 0's gap has passed; rank 1's not
+}
+
+TEST(Enforce, AJobWhoseRanksCannotBeToldIsLeftAloneSaidOnce) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = {rank(100, 0, 2, kGpus[0]), rank(200, 0, 2, kGpus[1])};
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 0).empty());
+  std::vector<std::string> notes = e.take_notes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("left alone"), std::string::npos);
+  states.push_back(proc(300, {}));  // the processes change: planned again, refused again, not said again
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 1).empty());
+  EXPECT_TRUE(e.take_notes().empty());
+}
+
+TEST(Enforce, ARankThatAppearsIsPlannedWithTheOthers) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> one = {rank(100, 0, 1, kGpus[0])};
+  EXPECT_FALSE(e.decide(dgx(), one, {}, 0).empty());  // never bound: its threads are put on its plan
+  EXPECT_FALSE(e.needs_plan(one));
+  std::vector<probe::ProcessState> states = bound_job();
+  EXPECT_TRUE(e.needs_plan(states));
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 20).empty());  // planned for both: both where they belong
+}
+
+TEST(Enforce, ReportOnlyMovesNothingAndCountsWhatItReported) {
+  EnforceOptions o;
+  o.act = false;
+  Enforcer e(o);
+  std::vector<probe::ProcessState> states = bound_job();
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 0);
+  ASSERT_EQ(r.size(), 1u);
+  RecordingMover mover;
+  mover.affinities[101] = CpuSet::range(0, 223);
+  apply_repins(r, mover, false);
+  EXPECT_EQ(r[0].outcome, RepinOutcome::reported);
+  EXPECT_TRUE(mover.calls.empty());
+  e.record(r);
+  EXPECT_EQ(e.totals().at(100), 1u);
+}
+
+TEST(Enforce, ARepinReadsTheThreadAgainFirst) {
+  std::vector<Repin> r(4);
+  for (int i = 0; i < 4; ++i) {
+    r[size_t(i)].tid = 10 + i;
+    r[size_t(i)].rank_pid = 1;
+    r[size_t(i)].to = CpuSet::range(0, 3);
+  }
+  RecordingMover mover;
+  mover.affinities[10] = CpuSet::range(0, 7);  // still off: set
+  mover.affinities[11] = CpuSet::of({2});      // moved back meanwhile (a stale sample): left
+  mover.affinities[13] = CpuSet::range(0, 7);  // 12 ended
+  mover.fail_set[13] = ErrorKind::permission;
+  apply_repins(r, mover, true);
+  EXPECT_EQ(r[0].outcome, RepinOutcome::repinned);
+  EXPECT_EQ(mover.affinities[10], CpuSet::range(0, 3));
+  EXPECT_EQ(r[1].outcome, RepinOutcome::already);
+  EXPECT_EQ(r[2].outcome, RepinOutcome::gone);
+  EXPECT_EQ(r[3].outcome, RepinOutcome::failed);
+  EXPECT_NE(r[3].error.find("Operation not permitted"), std::string::npos);
+  Enforcer e({});
+  e.record(r);
+  EXPECT_EQ(e.totals().at(1), 1u);  // only what was moved
+}
+
 }  // namespace gpubind::rebind

@@ -123,4 +123,18 @@ TEST(Metrics, GpusCarryIndexAndUuidAndNoLabelCollidesWithATargetLabel) {
       EXPECT_TRUE(at > 0 && (std::isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_')) << target_label << " in " << text;
 }
 
+TEST(Metrics, RepinsAreCountedPerRankFromZeroOnlyWhenEnforcing) {
+  watch::Interval iv;
+  iv.ranks = {rank(7, "0"), rank(8, "1")};
+  EXPECT_EQ(metrics_text({"n1", nullptr, nullptr, &iv, 0}).find("gpubind_rank_repins_total{"), std::string::npos);
+  std::map<int, uint64_t> repins = {{7, 3}};
+  MetricsInput in{"n1", nullptr, nullptr, &iv, 0};
+  in.repins = &repins;
+  in.enforce_mode = "report";
+  std::string text = metrics_text(in);
+  EXPECT_NE(text.find("gpubind_rank_repins_total{node=\"n1\",pid=\"7\""), std::string::npos) << text;
+  EXPECT_NE(text.find(",mode=\"report\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(",mode=\"report\"} 0\n"), std::string::npos) << text;  // rank 8: none yet
+}
+
 }  // namespace gpubind::render
