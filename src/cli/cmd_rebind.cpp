@@ -80,7 +80,8 @@ int cmd_rebind(const std::vector<std::string>& args) {
   if (!root) return fail(root.error());
   std::optional<std::vector<probe::GpuProcess>> contexts;
   if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (ranks told by device files and rank variables)");
-  probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, *sel), {true});
+  // Pages per node: the dry run shows them as probed; a move reads them itself, before and after.
+  probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, *sel), {f.dry_run});
   if (contexts) probe::add_context_gpus(probed.states, *contexts);
   for (const Error& e : probed.errors) fail(e);
   if (!probed.errors.empty()) return kExitFailure;
