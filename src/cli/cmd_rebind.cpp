@@ -99,6 +99,7 @@ int cmd_rebind(const std::vector<std::string>& args) {
   std::string text = f.json ? render::json_text(render::rebind_json(out, planned.plan.skipped, node_name(f.node_name, "", *topo), sys::utc_timestamp()))
                             : render::rebind_text(out, planned.plan.skipped, f.verbose);
   std::fwrite(text.data(), 1, text.size(), stdout);
+  print_warnings(out.warnings(), f.plan.quiet);
   for (const Error& e : out.errors()) fail(e);
   return out.failed ? kExitFailure : out.refused ? kExitRebindNoPermission : kExitOk;
 }

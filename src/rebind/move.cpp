@@ -126,8 +126,16 @@ void move_memory(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& roo
   auto left = mover.migrate_pages(p.pid, mem.from, mem.to);
   mem.ns = mover.now_ns() - start;
   if (!left) {
-    if (left.error().kind == ErrorKind::not_found) m.gone = "ended before its pages were moved";
-    else m.error = left.error();
+    if (left.error().kind == ErrorKind::not_found) {
+      m.gone = "ended before its pages were moved";
+    } else if (left.error().kind == ErrorKind::permission) {
+      // Docker's and Debian podman's default seccomp profiles refuse migrate_pages: the threads
+      // are moved, the pages stay, and the job runs on, as exec's refused memory policy does.
+      mem.refused = true;
+      mem.note = "not moved: " + left.error().message() + " (a container's seccomp profile, or no CAP_SYS_NICE)";
+    } else {
+      m.error = left.error();
+    }
     return;
   }
   mem.done = true;

@@ -29,6 +29,7 @@ struct MemoryMove {
   uint64_t not_moved = 0;      // pages migrate_pages could not move
   uint64_t ns = 0;             // how long migrate_pages took
   bool done = false;           // migrate_pages ran and succeeded
+  bool refused = false;        // the environment refused migrate_pages (a seccomp profile): a warning, not an error
   std::string note;            // why nothing moved, or the failure
 };
 
@@ -55,6 +56,8 @@ struct Outcome {
   // One error per process that was stopped, naming it and what of it had changed by then; a
   // refusal says what would have been allowed to do it.
   std::vector<Error> errors() const;
+  // One warning per process whose pages the environment refused to move (its threads moved).
+  std::vector<std::string> warnings() const;
   uint64_t pages_moved() const;  // by numa_maps: on the target nodes after less before
 };
 

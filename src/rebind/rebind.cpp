@@ -334,4 +334,14 @@ std::vector<Error> Outcome::errors() const {
   return out;
 }
 
+std::vector<std::string> Outcome::warnings() const {
+  std::vector<std::string> out;
+  for (const RankMove& r : ranks)
+    for (const ProcessMove& p : r.processes)
+      if (p.memory.refused)
+        out.push_back("PID " + std::to_string(p.pid) + " (" + p.comm + "): its threads moved, its pages on node " + p.memory.from.to_list() +
+                      " did not: " + p.memory.note);
+  return out;
+}
+
 }  // namespace gpubind::rebind

@@ -49,6 +49,7 @@ std::string memory_text(const rebind::ProcessMove& p, bool dry_run) {
   const rebind::MemoryMove& m = p.memory;
   if (p.error && !m.done) return "not moved: stopped (below)";
   if (!p.gone.empty()) return "-";
+  if (m.refused) return "not moved: refused (the warning says why)";
   if (!m.note.empty() && !m.done) return m.note;
   if (m.from.empty()) return m.to.empty() ? "stays" : !m.before ? "to node " + m.to.to_list() + " (pages not probed)" : "already on node " + m.to.to_list();
   uint64_t away = pages_on(m.before, m.from);

@@ -153,4 +153,19 @@ if in_container docker two -- sh -c '/gpubind/gpubind exec --local-rank 1 --loca
 else
   fail "check and watch in the container did not run"; show
 fi
+
+# 9. rebind inside the container (Debian's default profile: sched_setaffinity allowed,
+#    migrate_pages refused): the container's own ranks, started unbound, are moved; exit 0.
+if in_container debian real -- sh -c 'LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 sleep 60 & a=$!; LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 sleep 60 & b=$!
+  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q LOCAL_RANK /proc/$b/environ 2>/dev/null && break; sleep 1; done
+  /gpubind/gpubind rebind -q --pid $a --pid $b; echo rebind=$?
+  echo "a=$(grep Cpus_allowed_list /proc/$a/status | cut -f2) b=$(grep Cpus_allowed_list /proc/$b/status | cut -f2)"; kill $a $b'; then
+  if grep -q rebind=0 "$WORK/out" && grep -Eq '^a=0 b=1$' "$WORK/out" && [ "$(count '^gpubind: error')" = 0 ]; then
+    pass "rebind in a container with the default seccomp profile: its ranks moved to CPUs 0 and 1, exit 0"
+  else
+    fail "rebind in the container: expected exit 0, ranks on 0 and 1"; show
+  fi
+else
+  fail "rebind in the container did not run"; show
+fi
 finish

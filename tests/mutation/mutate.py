@@ -45,6 +45,13 @@ MUTATIONS = [
      "if (cpu && cpu->imbalance > th.imbalance)", "if (cpu && cpu->imbalance > 1.0)", UNIT),
     ("watch: samples drift by their own cost", "src/watch/run.cpp",
      "clock.sleep_for(std::chrono::duration_cast<Ms>(due - at));", "clock.sleep_for(step);", UNIT),
+    ("rebind: threads a library pinned within the rank's CPUs moved anyway", "src/rebind/rebind.cpp",
+     "if (!all_threads && !before.empty() && before.is_subset_of(target)) return ThreadAction::within;",
+     "if (!all_threads && false) return ThreadAction::within;", UNIT),
+    ("rebind: a rank moved outside its cgroup's cpuset", "src/rebind/rebind.cpp",
+     "rp.cpus = b.cpus & rp.cgroup;", "rp.cpus = b.cpus;", UNIT),
+    ("enforce: no rate limit per rank", "src/rebind/enforce.cpp",
+     "now - last->second < m_o.gap_seconds", "now - last->second < 0", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",
      "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
 ]

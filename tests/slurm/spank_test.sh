@@ -379,6 +379,24 @@ n2 0 1 0000:e2:00.0
 n2 1 0 0000:e1:00.0"
     [ "$out" = "$want" ] && pass "heterogeneous step: each component's tasks on their own GPU's CPU" \
       || fail "heterogeneous step: '$out' $(cat "$WORK/err")"
+    # rebind (issue 35): a job whose user asked for no binding (--cpu-bind=none: task/affinity and
+    # the site default both stand back) is moved while it runs, from a step of its own
+    # (srun --overlap): each task by its SLURM_LOCALID onto its plan's CPU (a CPU-only plan here:
+    # the stand-in GPUs are the admin's topology file's, not this machine's).
+    srun -Q -w n1 -N1 -n2 --cpu-bind=none sh -c 'exec sleep 120' &
+    job_step=$!
+    both_running() { [ "$(pgrep -x sleep -P "$(pgrep -d, -x slurmstepd)" 2>/dev/null | wc -l)" -ge 2 ] || [ "$(pgrep -fx 'sleep 120' | wc -l)" -ge 2 ]; }
+    wait_until 30 both_running || fail "the unbound job's tasks did not start"
+    jid=$(squeue -h -t R -o %i | head -1)
+    before=$(for p in $(pgrep -fx 'sleep 120'); do grep Cpus_allowed_list /proc/$p/status | cut -f2; done | sort -u | tr '\n' ' ')
+    srun -Q --overlap --jobid "$jid" -w n1 -N1 -n1 "$GPUBIND" rebind -q --match '^sleep 120$' >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    after=$(for p in $(pgrep -fx 'sleep 120'); do echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
+    [ $rc = 0 ] && [ "$before" = "0-1 " ] && [ "$after" = "0:0 1:1 " ] \
+      && pass "rebind from a step of the job (srun --overlap): the unbound tasks (0-1) moved, local rank 0 to CPU 0 and 1 to CPU 1" \
+      || fail "rebind under Slurm: rc $rc, before '$before', after '$after': $(cat "$WORK/out" "$WORK/err")"
+    scancel --quiet "$jid"
+    wait $job_step 2>/dev/null
   else
     fail "cluster with task/affinity did not start"
   fi

@@ -475,6 +475,21 @@ TEST(RebindMove, PagesOnOtherNodesMigrateAndAreCounted) {
   EXPECT_EQ(f.mover.calls.back(), "migrate 100 1 -> 0");
 }
 
+TEST(RebindMove, PagesARefusingSeccompProfileKeepsWhereTheyAreAreAWarning) {
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  f.process(r, kOnNode1);
+  f.mover.fail_migrate = ErrorKind::permission;  // Docker's and Debian podman's default profiles
+  Outcome o = f.run(plan_of({r}).plan);
+  const ProcessMove& pm = o.ranks[0].processes[0];
+  EXPECT_FALSE(pm.error);
+  EXPECT_EQ(o.failed + o.refused, 0u);
+  EXPECT_TRUE(pm.memory.refused);
+  EXPECT_EQ(o.threads_moved(), 2u);
+  ASSERT_EQ(o.warnings().size(), 1u);
+  EXPECT_NE(o.warnings()[0].find("its threads moved, its pages on node 1 did not"), std::string::npos) << o.warnings()[0];
+}
+
 TEST(RebindMove, PagesAlreadyOnTheNodeAreNotMigrated) {
   Fixture f;
   probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
