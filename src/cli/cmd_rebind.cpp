@@ -28,12 +28,9 @@ struct RebindFlags {
 void add_rebind_options(Args& app, RebindFlags& f) {
   add_topology_option(app, f.plan.topology);
   add_selection_options(app, f.which, "rebind");
-  app.option("--policy", f.plan.policy, "closest (default), socket-split, socket, numa, l3, cpu-only, none: as exec plans")
-      .one_of({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"});
+  add_policy_and_mem_options(app, f.plan, "Memory policy the pages follow: preferred (default), bind, interleave, none (pages stay)");
   app.flag("--no-smt,!--smt", f.plan.no_smt, "One PU per core");
   app.option("--reserve", f.plan.reserve, "CPUs never to use (cpulist)");
-  app.option("--mem", f.plan.mem, "Memory policy the pages follow: preferred (default), bind, interleave, none (pages stay)")
-      .one_of({"preferred", "bind", "interleave", "none"});
   app.flag("--dry-run", f.dry_run, "Show what would move, change nothing");
   app.flag("--all-threads", f.all_threads, "Also move threads already pinned within their rank's CPUs (NCCL's, a library's own)");
   app.flag("--no-memory", f.no_memory, "Move threads only; leave pages where they are");

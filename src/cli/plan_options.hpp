@@ -30,6 +30,10 @@ Result<bind::Config> load_config();
 // configuration file. Returns the settings it took ("reserve = 56"), for plan to say.
 std::vector<std::string> apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o);
 
+// --policy and --mem with their choices, for the commands that plan with a few flags only
+// (rebind); `mem_help` words what the memory policy does there.
+void add_policy_and_mem_options(Args& app, bind::PlanOptions& o, const std::string& mem_help);
+
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
 void add_plan_options(Args& app, PlanOptions& o, bool with_policy = true);
 
