@@ -67,10 +67,10 @@ int cmd_rebind(const std::vector<std::string>& args) {
   if (!f.which.any()) return fail(Error{"rebind", "name the job's processes: --pid, --children-of, --match or --all-gpu-procs", ErrorKind::usage});
   if (!f.root_dir.empty() && !f.dry_run) return fail(Error{"--root " + f.root_dir, "a captured tree can only be shown: add --dry-run", ErrorKind::usage});
   auto sel = make_selection(f.which, f.root_dir.empty());
-  auto topo = sel ? topology_of_processes(f.plan.topology, f.root_dir, "captured") : Result<topo::Topology>(sel.error());
+  if (!sel) return fail(sel.error());
+  // Moving needs this machine's plan: its topology, or an admin's copy of it; a dry run shows any.
+  auto topo = f.dry_run ? topology_of_processes(f.plan.topology, f.root_dir, "captured") : topology_for_moving(f.plan.topology);
   if (!topo) return fail(topo.error());
-  if (topo->origin != "live" && !f.dry_run)
-    return fail(Error{"--topology " + topo->origin, "not this machine's live topology: threads are only moved by a plan of this machine; add --dry-run", ErrorKind::usage});
   auto options = rebind_options(app, f, *topo);
   if (!options) return fail(options.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);

@@ -247,13 +247,11 @@ int watch_job(const WatchFlags& f) {
   return report->any_finding ? kExitCheckFindings : kExitOk;
 }
 
-// --enforce's Enforcer (nullptr without it): threads moved only by a plan of this machine's own
-// processes, planned as rebind plans (gpubind.conf's policy, mem and reserve).
+// --enforce's Enforcer (nullptr without it): this machine's processes (`t` is this machine's:
+// topology_for_moving), planned as rebind plans (gpubind.conf's policy, mem and reserve).
 Result<std::unique_ptr<rebind::Enforcer>> make_enforcer(const WatchFlags& f, const topo::Topology& t) {
   if (f.enforce.empty()) return std::unique_ptr<rebind::Enforcer>();
-  if (!f.roots.empty() || t.origin != "live")
-    return Error{"--enforce", "moves this machine's processes by this machine's plan: --root and a --topology file do not combine with it",
-                 ErrorKind::usage};
+  if (!f.roots.empty()) return Error{"--enforce", "moves this machine's processes: --root does not combine with it", ErrorKind::usage};
   auto cfg = load_config();
   if (!cfg) return cfg.error();
   bind::PlanOptions po;
@@ -306,7 +304,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
-  auto topo = topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded");
+  // --enforce moves threads by this machine's plan: its topology, or an admin's copy of it.
+  auto topo = !f.enforce.empty() && f.roots.empty() ? topology_for_moving(f.topology)
+                                                   : topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded");
   auto enforcer = topo ? make_enforcer(f, *topo) : Result<std::unique_ptr<rebind::Enforcer>>(topo.error());
   if (!enforcer) return fail(enforcer.error());
   auto opened = open_roots(f.roots);

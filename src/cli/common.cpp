@@ -110,6 +110,15 @@ Result<topo::Topology> topology_of_processes(const std::string& topology_flag, c
   return topo;
 }
 
+Result<topo::Topology> topology_for_moving(const std::string& topology_flag) {
+  std::string source = topology_source(topology_flag);
+  std::string label = (topology_flag.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
+  std::vector<std::string> cache_notes;
+  auto topo = discover::load_for_binding(source, label, discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
+  print_warnings(cache_notes, false);
+  return topo;
+}
+
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }
 
 

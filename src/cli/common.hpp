@@ -69,6 +69,12 @@ std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology&
 // error otherwise, naming the root.
 Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what);
 
+// The machine whose processes rebind and watch --enforce move: this one (cached), or a topology
+// file (--topology, else $GPUBIND_TOPOLOGY: an admin's corrected copy) when it describes this
+// machine, as exec binds with it; one that describes another machine is an error saying what
+// differs.
+Result<topo::Topology> topology_for_moving(const std::string& topology_flag);
+
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
 

@@ -129,7 +129,7 @@ void move_memory(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& roo
     if (left.error().kind == ErrorKind::not_found) {
       m.gone = "ended before its pages were moved";
     } else if (left.error().kind == ErrorKind::permission) {
-      // Docker's and Debian podman's default seccomp profiles refuse migrate_pages: the threads
+      // A container's seccomp profile may refuse migrate_pages (Debian podman's does): the threads
       // are moved, the pages stay, and the job runs on, as exec's refused memory policy does.
       mem.refused = true;
       mem.note = "not moved: " + left.error().message() + " (a container's seccomp profile, or no CAP_SYS_NICE)";

@@ -82,6 +82,17 @@ done
 moved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads_moved"])' "$WORK/out.json")
 [ "$moved" = 10 ] && pass "the report counts 10 threads moved" || fail "threads_moved $moved, expected 10"
 
+# A topology file: another machine's is refused without --dry-run (exit 1, what differs said);
+# this machine's own (an admin's copy) is moved by.
+"$GPUBIND" rebind --topology example:dgx-h100 --children-of $launcher >"$WORK/out" 2>"$WORK/err"
+rc=$?
+[ $rc = 1 ] && grep -q "does not describe this machine" "$WORK/err" && pass "another machine's topology file: exit 1, refused" \
+  || fail "another machine's topology: rc $rc: $(cat "$WORK/err")"
+"$GPUBIND" topo --json >"$WORK/this.json" 2>/dev/null
+"$GPUBIND" rebind -q --topology "$WORK/this.json" --children-of $launcher >"$WORK/out" 2>"$WORK/err" \
+  && grep -q "0 of 5 moved" "$WORK/out" && pass "this machine's own topology file is planned with (nothing left to move)" \
+  || fail "this machine's topology file: $(cat "$WORK/out" "$WORK/err")"
+
 touch "$WORK/go.0"
 late_ready() { [ -s "$WORK/late.0.0" ] && [ -s "$WORK/late.1.0" ]; }
 wait_until 30 late_ready || fail "ranks did not start their late thread (did they stop running?)"

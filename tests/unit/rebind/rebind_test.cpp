@@ -479,7 +479,7 @@ TEST(RebindMove, PagesARefusingSeccompProfileKeepsWhereTheyAreAreAWarning) {
   Fixture f;
   probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
   f.process(r, kOnNode1);
-  f.mover.fail_migrate = ErrorKind::permission;  // Docker's and Debian podman's default profiles
+  f.mover.fail_migrate = ErrorKind::permission;  // as Debian podman's default seccomp profile does
   Outcome o = f.run(plan_of({r}).plan);
   const ProcessMove& pm = o.ranks[0].processes[0];
   EXPECT_FALSE(pm.error);
