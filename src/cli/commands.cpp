@@ -17,7 +17,7 @@ void print_usage(FILE* out) {
   std::fprintf(out, "usage: gpubind <command> [options]\n\nBind GPU workers to the CPUs, memory and NIC nearest their GPU.\n\ncommands:\n");
   for (const Command& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fprintf(out, "\n'gpubind <command> --help' shows a command's options. Exit codes: 0 ok, 1 error, 2 usage error,\n"
-               "3 check, watch or k8s check found problems; rebind: 4 refused, 5 no permission;\n"
+               "3 check, watch or k8s check found problems; rebind: 4 refused, 5 no permission; doctor: 3 warnings, 4 failures;\n"
                "exec: 125 gpubind failed, 126 not executable, 127 not found, else the command's own.\n");
 }
 
@@ -35,6 +35,8 @@ const std::vector<Command>& commands() {
       {"slurm", "Slurm helpers: 'gpubind slurm gres-conf' writes gres.conf with correct Cores=", cmd_slurm},
       {"watch", "sample running workers over time: migrations, CPU time off the GPU's node, drift, imbalance", cmd_watch},
       {"rebind", "move a running job's ranks in place: every thread onto its GPU's CPUs, its pages onto the GPU's node", cmd_rebind},
+      {"doctor", "check this node for the causes of jitter binding cannot cure: NUMA balancing, isolcpus, PCIe links, swap...",
+       cmd_doctor},
       {"bench", "measure a synthetic data-parallel job under each binding strategy: step time, jitter, idle, migrations",
        cmd_bench},
       {"k8s", "Kubernetes: 'gpubind k8s check' judges whether the kubelet gave GPU pods CPUs on their GPUs' NUMA node", cmd_k8s},

@@ -28,6 +28,7 @@ int cmd_check(const std::vector<std::string>& args);
 int cmd_slurm(const std::vector<std::string>& args);
 int cmd_watch(const std::vector<std::string>& args);
 int cmd_rebind(const std::vector<std::string>& args);
+int cmd_doctor(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_k8s(const std::vector<std::string>& args);
 

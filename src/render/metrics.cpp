@@ -83,13 +83,6 @@ void header(std::string& out, const Family& f) {
   out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n";
 }
 
-// name="value" pairs, in order, as one label set.
-std::string label_set(std::initializer_list<std::pair<const char*, std::string>> pairs) {
-  std::string out = "{";
-  for (const auto& [name, value] : pairs) out += (out.size() > 1 ? "," : "") + std::string(name) + "=\"" + label_value(value) + "\"";
-  return out + "}";
-}
-
 // The labels naming a GPU as dcgm-exporter does (its index and UUID), so that both exporters'
 // series join in PromQL on UUID, and its PCI address.
 struct GpuLabels {
@@ -105,6 +98,12 @@ GpuLabels gpu_labels(const topo::Topology* t, const std::string& pci) {
 }
 
 }  // namespace
+
+std::string label_set(std::initializer_list<std::pair<const char*, std::string>> pairs) {
+  std::string out = "{";
+  for (const auto& [name, value] : pairs) out += (out.size() > 1 ? "," : "") + std::string(name) + "=\"" + label_value(value) + "\"";
+  return out + "}";
+}
 
 const std::vector<std::string>& metric_families() {
   static const std::vector<std::string> names = [] {

@@ -7,6 +7,7 @@
 // `instance`, the labels Prometheus gives every target, nor `namespace`, `pod` or `container`,
 // which Kubernetes scrape configs give the watch pod itself: with honor_labels false they would
 // be renamed exported_*.
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct MetricsInput {
 };
 
 std::string metrics_text(const MetricsInput& in);
+
+// name="value" pairs, in order, as one label set ("{node=\"n1\",check=\"swap\"}"), each value
+// valid UTF-8 (Prometheus refuses a whole scrape for one bad byte) with \\, " and newline escaped.
+std::string label_set(std::initializer_list<std::pair<const char*, std::string>> pairs);
 
 // Every family metrics_text can emit (the dashboard and rule tests check their queries against it).
 const std::vector<std::string>& metric_families();

@@ -9,6 +9,8 @@ enum ExitStatus : int {
   kExitCheckFindings = 3,  // `check` found problems
   kExitRebindRefused = 4,       // `rebind`: nothing changed, a rank or its GPU cannot be told
   kExitRebindNoPermission = 5,  // `rebind`: a process of another user could not be moved (others were)
+  kExitDoctorWarnings = 3,      // `doctor`: a check warned, none failed
+  kExitDoctorFailures = 4,      // `doctor`: a check failed
   kExitExecFailed = 125,   // `exec`: gpubind itself failed before the command started
   kExitNotExecutable = 126,
   kExitNotFound = 127,

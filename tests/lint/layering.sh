@@ -25,7 +25,7 @@ set -u
 root=${1:-"$(dirname "$0")/../.."}
 cd "$root" || exit 2
 bad=0
-pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome|enforce)\.|watch/(watch|rules)\.|k8s/(state|judge)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist)\.)'
+pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome|enforce)\.|doctor/(doctor|facts)\.|watch/(watch|rules)\.|k8s/(state|judge)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist)\.)'
 # rule NAME PATTERN FILES_REGEX ALLOWED_REGEX MESSAGE: PATTERN in a file matching FILES_REGEX and
 # not ALLOWED_REGEX breaks the rule.
 rule() {
@@ -41,7 +41,7 @@ rule R1 '#include <hwloc' 'src/' 'src/discover/' "hwloc is used outside src/disc
 rule R2 '#include <libxml' 'src/' 'NONE' "libxml2 is not a dependency (src/discover/xml.cpp reads NCCL files)"
 rule R3 '#include <((unistd|fcntl|dirent|sched|numaif|numa|dlfcn|signal|poll|netdb|pthread|spawn|termios|pwd|grp)\.h|(sys|arpa|netinet|linux)/)' \
   'src/' 'src/sys/' "a syscall or platform header outside src/sys"
-rule R4 '#include "((sys|discover|probe|bind|cli)/|rebind/move\.|watch/(sampler|run)\.|k8s/reader\.|bench/runner\.)' "$pure" \
+rule R4 '#include "((sys|discover|probe|bind|cli)/|rebind/move\.|doctor/reader\.|watch/(sampler|run)\.|k8s/reader\.|bench/runner\.)' "$pure" \
   '[^:]*:[0-9]+:#include "(probe/state|bind/(torchrun|launcher_binding|hostlist))\.hpp"' "a pure layer includes a header of sys, discover, probe, bind or cli, or an impure part of its own layer"
 rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::system\s*\(|#include <(thread|chrono|ctime|mutex|condition_variable|future|fstream|filesystem|csignal|random)>)' \
   "$pure" 'NONE' "a pure layer reads the environment, a clock, a file or starts a thread or process"

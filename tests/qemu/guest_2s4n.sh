@@ -117,6 +117,9 @@ while [ $i -lt 300 ] && ! moved_on; do sleep 0.1; i=$((i + 1)); done
 echo "steps at rebind r0=$s0 r1=$s1, later r0=$(steps 0) r1=$(steps 1)"
 kill $r0 $r1 2>/dev/null
 
+# doctor on a real 4-node kernel: its NUMA layout and distances, the kernel's own settings.
+section doctor; $G doctor --json; end
+
 # watch: a bound busy rank, and an unbound one that is moved between the sockets while watched
 # (its GPU is on node 1; it is moved between nodes 0 and 2).
 section watch

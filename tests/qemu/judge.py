@@ -243,6 +243,16 @@ def judge_2s4n():
 
     judge_rebind()
 
+    # doctor on the real kernel: every check run, the 2 sockets x 2 nodes said, the SLIT agreeing.
+    s, rc = section("doctor")
+    report = json_of(s) if "{" in s else {"checks": []}
+    checks = {c["check"]: c for c in report["checks"]}
+    print(f"info: doctor in the VM: exit {rc}, " + ", ".join(f"{k} {v['severity']}" for k, v in checks.items()))
+    check(rc in (0, 3, 4) and len(checks) >= 9, "doctor runs every check on the VM's kernel, exit 0, 3 or 4", s[-300:])
+    check("4 NUMA node(s), 2 per package" in checks.get("numa_layout", {}).get("why", ""), "doctor: the VM's 2 nodes per package are said",
+          str(checks.get("numa_layout")))
+    check(checks.get("numa_distances", {}).get("severity") == "OK", "doctor: the VM's SLIT agrees with its packages", str(checks.get("numa_distances")))
+
     # watch: the moved rank migrates and runs off its GPU's node; the bound one stays on its own.
     s, rc = section("watch")
     pids = dict(re.findall(r"(\w+)=(\d+)", re.search(r"^pids (.*)$", s, flags=re.M).group(1))) if "pids" in s else {}

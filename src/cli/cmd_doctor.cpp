@@ -1,0 +1,70 @@
+// gpubind doctor: the node-level causes of jitter that binding alone cannot cure, judged before a
+// job starts, with exit codes fit for a node health check.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/reader.hpp"
+#include "render/doctor_render.hpp"
+#include "render/json_text.hpp"
+#include "sys/clock.hpp"
+#include "sys/environment.hpp"
+#include "sys/process.hpp"
+#include "util/exit_status.hpp"
+
+namespace gpubind::cli {
+
+namespace {
+
+struct DoctorFlags {
+  std::string topology, root_dir, textfile, node_name, slurm_conf;
+  bool json = false;
+};
+
+void add_doctor_options(Args& app, DoctorFlags& f) {
+  add_topology_option(app, f.topology);
+  app.option("--root", f.root_dir, "Read /proc, /sys and /etc under this directory (a captured node; needs --topology)");
+  app.option("--slurm-conf", f.slurm_conf, "slurm.conf to read (default: $SLURM_CONF, else /etc/slurm/slurm.conf)");
+  app.flag("--json", f.json, "JSON output, with the node and the time");
+  app.option("--textfile", f.textfile,
+             "Also replace FILE with gpubind_doctor_check{check,severity} metrics (node_exporter's textfile collector)");
+  app.option("--node-name", f.node_name, "The node named in --json and the metrics (default: $NODE_NAME, else the hostname)");
+  app.footer(R"(Exit codes: 0 every check OK; 3 a warning (no failure); 4 a failure; 1 an error; 2 usage.
+Examples:
+  gpubind doctor                         this node
+  gpubind doctor --json --textfile /var/lib/node_exporter/gpubind-doctor.prom)");
+}
+
+}  // namespace
+
+int cmd_doctor(const std::vector<std::string>& args) {
+  Args app("Check this node for the causes of jitter that binding alone cannot cure: NUMA balancing, isolated and "
+           "adaptive-tick CPUs, NUMA layout and distances, PCIe links, memory reclaim, hugepage compaction, swap, "
+           "Slurm's TaskPlugin. Each check OK, WARN or FAIL with why and how to fix it.",
+           "gpubind doctor");
+  DoctorFlags f;
+  add_doctor_options(app, f);
+  if (int rc = app.parse(args); rc >= 0) return rc;
+  if (!f.root_dir.empty() && topology_source(f.topology).empty())
+    return fail(Error{"--root " + f.root_dir, "needs --topology: the captured node's topology (its GPUs and NICs)", ErrorKind::usage});
+  auto topo = topology_of_processes(f.topology, f.root_dir, "captured");
+  if (!topo) return fail(topo.error());
+  auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
+  if (!root) return fail(root.error());
+  std::string slurm_conf = !f.slurm_conf.empty() ? f.slurm_conf : f.root_dir.empty() ? sys::env_value("SLURM_CONF").value_or("") : "";
+  doctor::Report report = doctor::judge(*topo, doctor::read_node_facts(**root, *topo, {slurm_conf}));
+  std::string node = node_name(f.node_name, "", *topo);
+  std::string out = f.json ? render::json_text(render::doctor_json(report, node, sys::utc_timestamp())) : render::doctor_text(report, node);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!f.textfile.empty())
+    if (Status s = sys::replace_file(f.textfile, render::doctor_metrics(report, node)); !s) return fail(Error{"--textfile", s.error().message()});
+  switch (report.worst()) {
+    case doctor::Severity::ok: return kExitOk;
+    case doctor::Severity::warn: return kExitDoctorWarnings;
+    case doctor::Severity::fail: return kExitDoctorFailures;
+  }
+  return kExitOk;
+}
+
+}  // namespace gpubind::cli
