@@ -12,7 +12,7 @@ build=${1:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
 mode=${2:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
 seconds=${3:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
-targets=(cpulist env json_topology nccl hwloc_xml config probe spank k8s yaml http bench_record)
+targets=(cpulist env json_topology nccl hwloc_xml config probe spank k8s yaml http bench_record doctor)
 
 gen=$build/fuzz-generated
 mkdir -p "$gen/hwloc_xml"

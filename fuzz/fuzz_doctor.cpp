@@ -1,0 +1,52 @@
+// The files doctor reads (doctor/reader.hpp): kernel settings, /proc/meminfo, /proc/cmdline, the
+// isolated and nohz_full CPU lists, a PCIe link's width and speed files and slurm.conf, written
+// into a small tree (fields separated by NUL bytes), read back through an FsRoot and judged.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "discover/source.hpp"
+#include "doctor/doctor.hpp"
+#include "doctor/reader.hpp"
+#include "sys/fsroot.hpp"
+
+namespace {
+
+std::string g_root;
+const char* kFiles[] = {"proc/sys/kernel/numa_balancing", "proc/sys/vm/zone_reclaim_mode", "sys/kernel/mm/transparent_hugepage/enabled",
+                        "sys/kernel/mm/transparent_hugepage/defrag", "proc/meminfo", "proc/cmdline",
+                        "sys/devices/system/cpu/isolated", "sys/devices/system/cpu/nohz_full",
+                        "sys/bus/pci/devices/0000:18:00.0/current_link_width", "sys/bus/pci/devices/0000:18:00.0/max_link_speed",
+                        "etc/slurm/slurm.conf"};
+
+std::string make_tree() {
+  char tmpl[] = "/tmp/gpubind-fuzz-doctor.XXXXXX";
+  std::string root = ::mkdtemp(tmpl);
+  g_root = root;
+  std::atexit([] { std::filesystem::remove_all(g_root); });
+  for (const char* f : kFiles) std::filesystem::create_directories(std::filesystem::path(root + "/" + f).parent_path());
+  return root;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string root = make_tree();
+  static const gpubind::topo::Topology t = *gpubind::discover::load_topology("example:dgx-h100");
+  std::vector<std::string> field(std::size(kFiles));
+  size_t k = 0;
+  for (size_t i = 0; i < size; ++i) {
+    if (data[i] == 0 && k + 1 < field.size()) ++k;
+    else field[k] += char(data[i]);
+  }
+  for (size_t i = 0; i < field.size(); ++i) std::ofstream(root + "/" + kFiles[i], std::ios::trunc) << field[i];
+  auto fs = gpubind::sys::open_fsroot(root);
+  if (!fs) return 0;
+  gpubind::doctor::Report r = gpubind::doctor::judge(t, gpubind::doctor::read_node_facts(**fs, t, {}));
+  (void)r.worst();
+  return 0;
+}
