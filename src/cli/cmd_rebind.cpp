@@ -10,7 +10,6 @@
 #include "rebind/move.hpp"
 #include "render/json_text.hpp"
 #include "render/rebind_render.hpp"
-#include "sys/cgroup_cpuset.hpp"
 #include "sys/clock.hpp"
 #include "util/exit_status.hpp"
 
@@ -84,10 +83,7 @@ int cmd_rebind(const std::vector<std::string>& args) {
   if (!probed.errors.empty()) return kExitFailure;
   if (probed.states.empty()) return fail(Error{"rebind", "no process found to rebind", ErrorKind::not_found});
   options->contexts_known = contexts.has_value();
-  std::map<int, CpuSet> cgroups;
-  for (const probe::ProcessState& s : probed.states)
-    if (auto c = sys::cgroup_allowed_cpus(**root, std::to_string(s.pid))) cgroups[s.pid] = c->cpus;
-  rebind::Planned planned = rebind::make_plan(*topo, probed.states, cgroups, *options);
+  rebind::Planned planned = rebind::make_plan(*topo, probed.states, rebind::cgroup_cpus(**root, probed.states), *options);
   for (const Error& e : planned.refusals) fail_with(e, kExitRebindRefused);
   if (!planned.refusals.empty()) return kExitRebindRefused;
   print_warnings(planned.plan.warnings, f.plan.quiet);

@@ -15,7 +15,6 @@
 #include "render/rebind_render.hpp"
 #include "rebind/move.hpp"
 #include "render/watch_render.hpp"
-#include "sys/cgroup_cpuset.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
 #include "sys/fsroot.hpp"
@@ -175,10 +174,8 @@ class Enforcing final : public watch::Sink {
   void sampled(const watch::Taken& t, unsigned index) override {
     m_out.sampled(t, index);
     const std::vector<probe::ProcessState>& states = t.snapshot.processes;
-    std::map<int, CpuSet> cgroups;
-    if (m_e.needs_plan(states))
-      for (const probe::ProcessState& s : states)
-        if (auto c = sys::cgroup_allowed_cpus(m_root, std::to_string(s.pid))) cgroups[s.pid] = c->cpus;
+    // The cgroups are read only when the processes changed: the plan is made again then alone.
+    std::map<int, CpuSet> cgroups = m_e.needs_plan(states) ? rebind::cgroup_cpus(m_root, states) : std::map<int, CpuSet>{};
     std::vector<rebind::Repin> repins = m_e.decide(m_topo, states, cgroups, t.snapshot.t);
     print_warnings(m_e.take_notes(), false);
     rebind::apply_repins(repins, *m_mover, m_e.acts());

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "probe/probe.hpp"
+#include "sys/cgroup_cpuset.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::rebind {
@@ -144,6 +145,13 @@ void move_memory(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& roo
 }
 
 }  // namespace
+
+std::map<int, CpuSet> cgroup_cpus(const sys::FsRoot& root, const std::vector<probe::ProcessState>& states) {
+  std::map<int, CpuSet> cgroups;
+  for (const probe::ProcessState& s : states)
+    if (auto c = sys::cgroup_allowed_cpus(root, std::to_string(s.pid))) cgroups[s.pid] = c->cpus;
+  return cgroups;
+}
 
 Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run) {
   Outcome out;

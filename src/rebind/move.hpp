@@ -11,6 +11,9 @@
 // A thread or process that ends meanwhile is skipped with a note. A refusal (another user's
 // process without CAP_SYS_NICE) stops that process, with one error naming it; any other failure
 // too. Nothing is undone: the outcome says exactly what changed, thread by thread.
+#include <map>
+#include <vector>
+
 #include "rebind/enforce.hpp"
 #include "rebind/outcome.hpp"
 #include "rebind/rebind.hpp"
@@ -20,6 +23,10 @@
 namespace gpubind::rebind {
 
 inline constexpr int kPasses = 4;
+
+// Each process's cgroup cpuset (sys::cgroup_allowed_cpus), for make_plan and Enforcer::decide; a
+// process whose cgroup cannot be read is left out (planned over the topology's allowed CPUs).
+std::map<int, CpuSet> cgroup_cpus(const sys::FsRoot& root, const std::vector<probe::ProcessState>& states);
 
 // `mover` nullptr or dry_run: nothing changes; the outcome is the plan's (threads as probed).
 Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);

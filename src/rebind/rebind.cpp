@@ -1,12 +1,11 @@
 #include "rebind/rebind.hpp"
 
-#include "rebind/outcome.hpp"
-
 #include <algorithm>
 #include <functional>
 #include <set>
 
 #include "check/check.hpp"
+#include "rebind/outcome.hpp"
 #include "topo/binding_env.hpp"
 #include "topo/launcher_env.hpp"
 #include "util/strings.hpp"

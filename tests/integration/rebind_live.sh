@@ -115,7 +115,7 @@ if wait_until 60 ready_or_gone && ranks_ready 2; then
   p0=$(rank_pid 0)
   want0=$(plan_cpus 2 0)
   victim=$(ls /proc/$p0/task | sort -n | tail -1)
-  "$GPUBIND" watch --children-of $launcher --enforce --enforce-gap 0 --interval 0.2 --count 300 --json \
+  "$GPUBIND" watch --children-of $launcher --enforce --enforce-gap 0 --interval 0.2 --count 100000 --json \
     --textfile "$WORK/enforce.prom" >"$WORK/enforce.out" 2>"$WORK/enforce.err" &
   watcher=$!
   watching() { [ -s "$WORK/enforce.prom" ]; }
@@ -128,7 +128,7 @@ if wait_until 60 ready_or_gone && ranks_ready 2; then
   grep -q "\"type\":\"repin\".*\"tid\":$victim,.*\"outcome\":\"repinned\"" "$WORK/enforce.out" &&
     pass "the repin is a JSON line" || fail "no repin line: $(grep repin "$WORK/enforce.out" | head -3)"
   kill -TERM $watcher; wait $watcher 2>/dev/null
-  "$GPUBIND" watch --children-of $launcher --enforce=report --enforce-gap 0 --interval 0.2 --count 300 >/dev/null 2>"$WORK/report.err" &
+  "$GPUBIND" watch --children-of $launcher --enforce=report --enforce-gap 0 --interval 0.2 --count 100000 >/dev/null 2>"$WORK/report.err" &
   watcher=$!
   taskset -pc "0-$(($(nproc) - 1))" "$victim" >/dev/null
   reported() { grep -q "thread $victim .*(reported only)" "$WORK/report.err"; }
