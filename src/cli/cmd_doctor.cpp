@@ -18,7 +18,7 @@ namespace gpubind::cli {
 namespace {
 
 struct DoctorFlags {
-  std::string topology, root_dir, textfile, node_name, slurm_conf;
+  std::string topology, root_dir, textfile, node_name, slurm_conf, kubelet_config;
   bool json = false;
 };
 
@@ -26,6 +26,7 @@ void add_doctor_options(Args& app, DoctorFlags& f) {
   add_topology_option(app, f.topology);
   app.option("--root", f.root_dir, "Read /proc, /sys and /etc under this directory (a captured node; needs --topology)");
   app.option("--slurm-conf", f.slurm_conf, "slurm.conf to read (default: $SLURM_CONF, else /etc/slurm/slurm.conf)");
+  app.option("--kubelet-config", f.kubelet_config, "The kubelet's configuration (default: /var/lib/kubelet/config.yaml)");
   app.flag("--json", f.json, "JSON output, with the node and the time");
   app.option("--textfile", f.textfile,
              "Also replace FILE with gpubind_doctor_check{check,severity} metrics (node_exporter's textfile collector)");
@@ -40,8 +41,8 @@ Examples:
 
 int cmd_doctor(const std::vector<std::string>& args) {
   Args app("Check this node for the causes of jitter that binding alone cannot cure: NUMA balancing, isolated and "
-           "adaptive-tick CPUs, NUMA layout and distances, PCIe links, memory reclaim, hugepage compaction, swap, "
-           "Slurm's TaskPlugin. Each check OK, WARN or FAIL with why and how to fix it.",
+           "adaptive-tick CPUs, housekeeping CPUs, interrupts, NUMA layout and distances, PCIe links, ACS and the IOMMU, "
+           "memory reclaim, hugepage compaction, swap, the cgroup's memory nodes, Slurm's TaskPlugin, the kubelet's managers. Each check OK, WARN or FAIL with why and how to fix it.",
            "gpubind doctor");
   DoctorFlags f;
   add_doctor_options(app, f);
@@ -53,8 +54,8 @@ int cmd_doctor(const std::vector<std::string>& args) {
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
   std::string slurm_conf = !f.slurm_conf.empty() ? f.slurm_conf : f.root_dir.empty() ? sys::env_value("SLURM_CONF").value_or("") : "";
-  doctor::Report report = doctor::judge(*topo, doctor::read_node_facts(**root, *topo, {slurm_conf}));
   std::string node = node_name(f.node_name, "", *topo);
+  doctor::Report report = doctor::judge(*topo, doctor::read_node_facts(**root, *topo, {slurm_conf, node, f.kubelet_config}));
   std::string out = f.json ? render::json_text(render::doctor_json(report, node, sys::utc_timestamp())) : render::doctor_text(report, node);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!f.textfile.empty())

@@ -42,6 +42,29 @@ GpuCpus gpu_cpus(const topo::Topology& t) {
   return g;
 }
 
+// A GPU or NIC of the topology by PCI address: its kind ("GPU", "NIC") and locality.
+struct Device {
+  std::string kind;
+  const topo::PciDevice* dev = nullptr;
+};
+Device device(const topo::Topology& t, const std::string& pci) {
+  if (const topo::Gpu* g = topo::find_gpu(t, pci)) return {"GPU", g};
+  for (const topo::Nic& n : t.nics)
+    if (n.pci == pci) return {"NIC", &n};
+  return {"device", nullptr};
+}
+// The CPUs of a device's NUMA node(s), nullopt when its locality is unknown.
+std::optional<CpuSet> node_cpus(const topo::Topology& t, const topo::PciDevice* d) {
+  if (!d || !d->numa) return std::nullopt;
+  CpuSet c = topo::cpus_of_nodes(t, topo::nodes_with_cpus(t, *d->numa));
+  if (c.empty()) return std::nullopt;
+  return c;
+}
+std::string nodes_of(const topo::Topology& t, const CpuSet& cpus) {
+  std::vector<unsigned> n = topo::nodes_covering(t, cpus);
+  return n.empty() ? "?" : join_numbers(n);
+}
+
 std::string gpu_word(const topo::Topology& t) { return t.gpus.empty() ? "the ranks' CPUs" : "on the GPUs' nodes"; }
 
 CheckResult numa_balancing(const topo::Topology& t, const NodeFacts& f) {
@@ -85,6 +108,114 @@ CheckResult nohz_full(const topo::Topology& t, const NodeFacts& f) {
             "CPUs " + f.nohz_full->to_list() + " are nohz_full without rcu_nocbs= on the command line: RCU callbacks still run on them",
             "add rcu_nocbs=" + f.nohz_full->to_list() + " to the kernel command line (Linux offloads them itself only with CONFIG_RCU_NOCB_CPU_DEFAULT_ALL)"};
   return ok(id, "CPUs " + f.nohz_full->to_list() + " are nohz_full; housekeeping on " + housekeeping.to_list());
+}
+
+// Slurm's CpuSpecList (abstract CPU ids, numbered core by core in Slurm's core order: the ids of
+// one core's threads are consecutive) as this machine's CPUs; ids beyond the machine in `beyond`.
+CpuSet slurm_spec_cpus(const topo::Topology& t, const std::string& list, std::vector<unsigned>& beyond) {
+  CpuSet out;
+  auto ids = CpuSet::parse_list(list);
+  if (!ids || t.cores.empty()) return out;
+  unsigned threads = 1;
+  for (const topo::Core& c : t.cores) threads = std::max(threads, unsigned(c.pus.count()));
+  std::vector<unsigned> logical = topo::logical_core_ids(t);
+  std::vector<const topo::Core*> by_logical(t.cores.size());
+  for (size_t i = 0; i < t.cores.size(); ++i) by_logical[logical[i]] = &t.cores[i];
+  for (unsigned id : ids->ids()) {
+    if (id / threads < by_logical.size()) out |= by_logical[id / threads]->pus;
+    else beyond.push_back(id);
+  }
+  return out;
+}
+
+CheckResult housekeeping(const topo::Topology& t, const NodeFacts& f) {
+  const char* id = "housekeeping";
+  // The CPUs kept from jobs, by whom.
+  CpuSet kept;
+  std::vector<std::string> keepers;
+  std::vector<unsigned> beyond;
+  std::optional<CpuSet> slurm;
+  if (!f.slurm_cpu_spec_list.empty()) {
+    slurm = slurm_spec_cpus(t, f.slurm_cpu_spec_list, beyond);
+    kept |= *slurm;
+    keepers.push_back("Slurm's CpuSpecList=" + f.slurm_cpu_spec_list + " (CPUs " + slurm->to_list() + ")");
+  } else if (f.slurm_core_spec_count && *f.slurm_core_spec_count > 0) {
+    keepers.push_back("Slurm's CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count) + " (slurmd picks the cores)");
+  }
+  if (f.kubelet && f.kubelet->reserved_system_cpus && !f.kubelet->reserved_system_cpus->empty()) {
+    kept |= *f.kubelet->reserved_system_cpus;
+    keepers.push_back("the kubelet's reservedSystemCPUs=" + f.kubelet->reserved_system_cpus->to_list());
+  }
+  // A set kept from jobs that holds every CPU of a GPU's node leaves its ranks none nearby.
+  for (const topo::NumaNode& n : t.numa_nodes) {
+    if (n.cpus.empty() || kept.empty() || !n.cpus.is_subset_of(kept)) continue;
+    std::vector<std::string> here;
+    for (const topo::Gpu& g : t.gpus)
+      if (g.numa && std::find(g.numa->begin(), g.numa->end(), n.os_index) != g.numa->end()) here.push_back(g.pci);
+    if (!here.empty())
+      return {id, Severity::fail,
+              join(keepers, " and ") + " keep every CPU of NUMA node " + std::to_string(n.os_index) + " from jobs, where GPU(s) " +
+                  join(here, ", ") + " are: their ranks get CPUs of another node only",
+              "keep one or two cores per package for the system (the first of each socket), never a GPU's whole node"};
+  }
+  std::string where = beyond.empty() ? "" : "; CpuSpecList ids " + join_numbers(beyond) + " are beyond this machine's cores";
+  const std::optional<CpuSet>& services = f.systemd_cpu_affinity;
+  if (services && !kept.empty() && !services->is_subset_of(kept))
+    return {id, Severity::warn,
+            "system services run on CPUs " + services->to_list() + " (CPUAffinity= in " + f.systemd_conf + "), and CPUs " +
+                (*services - kept).to_list() + " of them go to jobs too (" + join(keepers, ", ") + " keep " + kept.to_list() + ")" + where,
+            "make them one set: CPUAffinity=" + kept.to_list() + " in /etc/systemd/system.conf, or keep the services' CPUs from jobs"};
+  if (!services && !keepers.empty())
+    return {id, Severity::warn,
+            join(keepers, " and ") + " keep CPUs from jobs, but system services are not confined to them (no CPUAffinity= in "
+                                     "/etc/systemd/system.conf): daemons still run on the ranks' CPUs" + where,
+            "CPUAffinity=" + (kept.empty() ? std::string("<the kept CPUs>") : kept.to_list()) +
+                " in /etc/systemd/system.conf (then systemctl daemon-reexec), so services stay on the CPUs jobs never get"};
+  if (services && keepers.empty() && (f.slurm_task_plugin || f.kubelet))
+    return {id, Severity::warn,
+            "system services run on CPUs " + services->to_list() + " (CPUAffinity= in " + f.systemd_conf + "), but " +
+                (f.slurm_task_plugin ? "Slurm" : "the kubelet") + " may give those CPUs to jobs too",
+            f.slurm_task_plugin ? "CpuSpecList= (Slurm's CPU ids of those CPUs) on this node's NodeName= line in slurm.conf"
+                                : "reservedSystemCPUs: " + services->to_list() + " in the kubelet's configuration"};
+  if (services) return ok(id, "system services on CPUs " + services->to_list() + ", " + (keepers.empty() ? "no scheduler here" : join(keepers, " and ")) + where);
+  return ok(id, "no housekeeping CPUs set: system services and jobs share every CPU");
+}
+
+CheckResult irq_affinity(const topo::Topology& t, const NodeFacts& f) {
+  const char* id = "irq_affinity";
+  std::string balance = f.irqbalance.running
+                            ? "irqbalance is running" + std::string(f.irqbalance.oneshot ? " (oneshot: placed once at start)" : "") +
+                                  (f.irqbalance.banned ? ", CPUs " + f.irqbalance.banned->to_list() + " banned" : "")
+                            : "irqbalance is not running";
+  unsigned total = 0, known = 0;
+  std::vector<std::string> remote;
+  for (const DeviceIrqs& d : f.irqs) {
+    Device dev = device(t, d.pci);
+    std::optional<CpuSet> near = node_cpus(t, dev.dev);
+    for (const DeviceIrq& i : d.irqs) {
+      ++total;
+      if (!i.cpus || !near) continue;
+      ++known;
+      if ((*i.cpus & *near).empty())
+        remote.push_back(dev.kind + " " + d.pci + " IRQ " + std::to_string(i.irq) + " on CPUs " + i.cpus->to_list() + " (node " +
+                         nodes_of(t, *i.cpus) + ", the device's " + nodes_of(t, *near) + ")");
+    }
+  }
+  if (total == 0) return ok(id, "no interrupt listed for the GPUs and NICs (no msi_irqs or irq in sysfs); " + balance);
+  if (!f.proc_irq) return ok(id, std::to_string(total) + " interrupt(s) of the GPUs and NICs, where they go not known: no /proc/irq");
+  if (!remote.empty()) {
+    std::string shown = join(std::vector<std::string>(remote.begin(), remote.begin() + long(std::min<size_t>(remote.size(), 4))), ", ");
+    return {id, Severity::warn,
+            std::to_string(remote.size()) + " of " + std::to_string(known) + " interrupt(s) of the GPUs and NICs go to another node's CPUs: " +
+                shown + (remote.size() > 4 ? ", ..." : "") + "; each wakes a remote core and crosses the socket link; " + balance,
+            f.irqbalance.running ? "irqbalance places a device's interrupts on its own node unless banned from it or given a policy "
+                                   "script: check its settings (" + (f.irqbalance.config.empty() ? std::string("IRQBALANCE_ARGS") : f.irqbalance.config) +
+                                       "), or write the node's CPUs to /proc/irq/N/smp_affinity_list"
+                                 : "start irqbalance (it places interrupts on their device's node), or write each device's node CPUs to "
+                                   "/proc/irq/N/smp_affinity_list at boot (the NIC vendor's IRQ affinity script)"};
+  }
+  if (known == 0) return ok(id, std::to_string(total) + " interrupt(s) of the GPUs and NICs, not judged: their devices' NUMA nodes are not known; " + balance);
+  return ok(id, std::to_string(known) + " interrupt(s) of the GPUs and NICs on their own node's CPUs; " + balance);
 }
 
 CheckResult numa_layout(const topo::Topology& t) {
@@ -164,6 +295,79 @@ CheckResult pcie_links(const topo::Topology& t, const NodeFacts& f) {
   return ok(id, std::to_string(known) + " GPU and NIC link(s) at their full width and speed");
 }
 
+CheckResult pcie_acs(const NodeFacts& f) {
+  const char* id = "pcie_acs";
+  constexpr uint16_t kRequestRedirect = 0x4, kCompletionRedirect = 0x8;
+  if (f.bridges.empty()) return ok(id, "no PCIe switch port between the root ports and the GPUs and NICs (or their sysfs paths are not known)");
+  std::vector<std::string> redirect;
+  unsigned read = 0;
+  for (const PcieBridge& b : f.bridges) {
+    if (!b.config_read) continue;
+    ++read;
+    if (b.acs_control && (*b.acs_control & (kRequestRedirect | kCompletionRedirect)))
+      redirect.push_back(b.pci + " (above " + join(b.below, ", ") + ")");
+  }
+  if (read == 0)
+    return ok(id, std::to_string(f.bridges.size()) + " switch port(s) above the GPUs and NICs; their ACS is not known: the extended "
+                                                    "config space is readable by root only");
+  if (!redirect.empty())
+    return {id, Severity::warn,
+            "ACS redirects peer-to-peer requests at switch port(s) " + join(redirect, ", ") +
+                ": GPU-to-GPU and GPUDirect RDMA traffic that could turn in the switch goes up to the root complex and back",
+            "turn the redirect off on those ports at boot (setpci -s PORT ECAP_ACS+0x6.w=0000, or the BIOS's ACS setting) where no "
+            "VM needs them isolated"};
+  return ok(id, std::to_string(read) + " switch port(s) above the GPUs and NICs without ACS redirection");
+}
+
+CheckResult iommu(const NodeFacts& f) {
+  const char* id = "iommu";
+  std::vector<std::string> translated, vfio, types;
+  unsigned grouped = 0;
+  for (const IommuDevice& d : f.iommu) {
+    if (!d.group) continue;
+    ++grouped;
+    if (d.type == "DMA" || d.type == "DMA-FQ") {
+      translated.push_back(d.pci);
+      if (std::find(types.begin(), types.end(), d.type) == types.end()) types.push_back(d.type);
+    }
+    if (d.type == "unmanaged") vfio.push_back(d.pci);
+  }
+  std::string mode;
+  if (f.cmdline)
+    for (std::string_view word : split(*f.cmdline, ' '))
+      if (word.starts_with("iommu") || word.starts_with("intel_iommu") || word.starts_with("amd_iommu")) mode += (mode.empty() ? "" : " ") + std::string(word);
+  std::string boot = mode.empty() ? "" : " (boot: " + mode + ")";
+  if (f.iommu.empty()) return ok(id, "no GPU or NIC to check");
+  if (grouped == 0) return ok(id, "no IOMMU translates the GPUs' and NICs' DMA (no iommu_group)" + boot);
+  if (!translated.empty())
+    return {id, Severity::warn,
+            "the IOMMU translates the DMA of " + join(translated, ", ") + " (group type " + join(types, ", ") + ")" + boot +
+                ": every transfer is looked up, and GPUDirect P2P and RDMA between devices are slowed or refused",
+            "boot with iommu=pt (with intel_iommu=on or amd_iommu=on where wanted): devices keep their groups, DMA goes untranslated"};
+  return ok(id, std::to_string(grouped) + " GPU(s) and NIC(s) in IOMMU groups" + (vfio.empty() ? " in passthrough" : ", " + join(vfio, ", ") + " given to VFIO") + boot);
+}
+
+CheckResult cgroup_mems(const topo::Topology& t, const NodeFacts& f) {
+  const char* id = "cgroup_mems";
+  if (!f.cgroup_mems) return ok(id, "the cgroup's memory nodes are not known");
+  std::string where = f.cgroup_mems_file.empty() ? "no cpuset cgroup" : f.cgroup_mems_file;
+  std::map<unsigned, std::vector<std::string>> outside;  // node -> its GPUs
+  for (const topo::Gpu& g : t.gpus)
+    if (g.numa)
+      for (unsigned n : topo::nodes_with_cpus(t, *g.numa))
+        if (!f.cgroup_mems->test(n)) outside[n].push_back(g.pci);
+  if (!outside.empty()) {
+    std::vector<std::string> named;
+    for (const auto& [n, gpus] : outside) named.push_back("node " + std::to_string(n) + " (GPU " + join(gpus, ", ") + ")");
+    return {id, Severity::fail,
+            "this cgroup allows memory on node(s) " + f.cgroup_mems->to_list() + " only (" + where + "), not on " + join(named, ", ") +
+                ": ranks started from here take those GPUs' host memory from another node",
+            "allow every node in cpuset.mems of the cgroup jobs start in (Slurm: task/cgroup gives a job its nodes; a container: --cpuset-mems)"};
+  }
+  return ok(id, "memory allowed on node(s) " + (f.cgroup_mems->empty() ? std::string("(none listed)") : f.cgroup_mems->to_list()) + " (" + where + ")" +
+                    (t.gpus.empty() ? "" : ": every GPU's node"));
+}
+
 CheckResult zone_reclaim(const topo::Topology& t, const NodeFacts& f) {
   const char* id = "zone_reclaim";
   if (!f.zone_reclaim_mode) return ok(id, "vm.zone_reclaim_mode not known");
@@ -207,6 +411,22 @@ CheckResult slurm_task_plugin(const NodeFacts& f) {
           "TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes in cgroup.conf (or gpubind's SPANK plugin binds by itself)"};
 }
 
+CheckResult kubelet(const topo::Topology& t, const NodeFacts& f) {
+  const char* id = "kubelet";
+  const k8s::KubeletConfig& k = *f.kubelet;
+  std::string policies = "cpuManagerPolicy " + k.cpu_manager_policy + ", topologyManagerPolicy " + k.topology_manager_policy +
+                         " (scope " + k.topology_manager_scope + "), memoryManagerPolicy " + k.memory_manager_policy;
+  if (k.cpu_manager_policy != "static")
+    return {id, Severity::warn,
+            policies + " (" + f.kubelet_config + "): no pod gets CPUs of its own, so GPU workers share every CPU and migrate",
+            "cpuManagerPolicy: static with reservedSystemCPUs, and GPU pods Guaranteed with whole CPUs"};
+  if (topo::cpu_numa_nodes(t).size() > 1 && (k.topology_manager_policy == "none" || k.topology_manager_policy == "best-effort"))
+    return {id, Severity::warn,
+            policies + " (" + f.kubelet_config + "): a pod may get its CPUs on one NUMA node and its GPUs on another",
+            "topologyManagerPolicy: single-numa-node (or restricted), so the kubelet refuses pods it cannot align"};
+  return ok(id, policies);
+}
+
 }  // namespace
 
 Report judge(const topo::Topology& t, const NodeFacts& f) {
@@ -214,14 +434,22 @@ Report judge(const topo::Topology& t, const NodeFacts& f) {
   r.results.push_back(numa_balancing(t, f));
   r.results.push_back(isolcpus(t, f));
   r.results.push_back(nohz_full(t, f));
+  r.results.push_back(housekeeping(t, f));
+  r.results.push_back(irq_affinity(t, f));
   r.results.push_back(numa_layout(t));
   r.results.push_back(numa_distances(t));
   r.results.push_back(pcie_links(t, f));
+  r.results.push_back(pcie_acs(f));
+  r.results.push_back(iommu(f));
   r.results.push_back(zone_reclaim(t, f));
   r.results.push_back(thp_defrag(f));
   r.results.push_back(swap(f));
+  r.results.push_back(cgroup_mems(t, f));
   if (f.slurm_task_plugin) r.results.push_back(slurm_task_plugin(f));
   else r.notes.push_back("slurm_task_plugin: not checked: no slurm.conf ($SLURM_CONF, /etc/slurm/slurm.conf)");
+  if (f.kubelet) r.results.push_back(kubelet(t, f));
+  else if (!f.kubelet_config.empty()) r.notes.push_back("kubelet: not checked: " + f.kubelet_config + " could not be read as its configuration");
+  else r.notes.push_back("kubelet: not checked: no kubelet configuration (/var/lib/kubelet/config.yaml)");
   for (const std::string& u : f.unreadable) r.notes.push_back(u);
   return r;
 }

@@ -7,13 +7,20 @@
 //   numa_balancing     kernel.numa_balancing on a node of several NUMA nodes
 //   isolcpus           domain-isolated CPUs on the GPUs' nodes (threads there are not balanced)
 //   nohz_full          adaptive-tick CPUs: none left for housekeeping, or without rcu_nocbs
+//   housekeeping       CPUs kept from jobs (Slurm CpuSpecList/CoreSpecCount, kubelet
+//                      reservedSystemCPUs) against where systemd runs services (CPUAffinity)
+//   irq_affinity       the GPUs' and NICs' interrupts delivered to another node's CPUs; irqbalance
 //   numa_layout        GPUs of unknown locality, several nodes per package (NPS/SNC), CPU-less nodes
 //   numa_distances     a SLIT that puts a node of the same package farther than another package's
 //   pcie_links         GPU and NIC links trained narrower than they can be (or slower, when idle allows)
+//   pcie_acs           PCIe switch ports above GPUs and NICs that redirect peer traffic (ACS)
+//   iommu              the GPUs' and NICs' DMA translated by the IOMMU (not passthrough)
 //   zone_reclaim       vm.zone_reclaim_mode: reclaim on the local node before using another
 //   thp_defrag         transparent hugepages compacted synchronously in page faults
 //   swap               swap on a node that runs training jobs
+//   cgroup_mems        the cgroup's cpuset.mems without a GPU's node
 //   slurm_task_plugin  Slurm without task/affinity or task/cgroup: its binding is a no-op
+//   kubelet            the kubelet's CPU and Topology managers' policies
 #include <string>
 #include <vector>
 

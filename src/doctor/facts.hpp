@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/state.hpp"
 #include "util/cpuset.hpp"
 
 namespace gpubind::doctor {
@@ -18,6 +19,45 @@ struct PcieLink {
   std::string pci;
   std::optional<unsigned> width, max_width;
   std::optional<double> speed, max_speed;  // GT/s
+};
+
+// An interrupt of a GPU or NIC: a vector its PCI device lists (msi_irqs/, else the legacy `irq`
+// file) and the CPUs it is delivered to: /proc/irq/N/effective_affinity_list where the kernel
+// has it, else smp_affinity_list; nullopt when neither could be read.
+struct DeviceIrq {
+  unsigned irq = 0;
+  std::optional<CpuSet> cpus;
+};
+struct DeviceIrqs {
+  std::string pci;
+  std::vector<DeviceIrq> irqs;
+};
+
+// irqbalance: whether a process of that name runs, and its settings from /etc/default/irqbalance
+// (Debian) or /etc/sysconfig/irqbalance (Red Hat).
+struct Irqbalance {
+  bool running = false;
+  std::string config;              // the file read, "" when none
+  std::optional<CpuSet> banned;    // IRQBALANCE_BANNED_CPULIST (or the hex IRQBALANCE_BANNED_CPUS)
+  bool oneshot = false;            // IRQBALANCE_ONESHOT: placed once at start, never again
+};
+
+// A GPU's or NIC's IOMMU group (sysfs iommu_group) and its default domain type
+// (/sys/kernel/iommu_groups/N/type: "identity" passthrough, "DMA" or "DMA-FQ" translated,
+// "unmanaged" given to a VM through VFIO, "blocked").
+struct IommuDevice {
+  std::string pci;
+  std::optional<unsigned> group;  // nullopt: no group (no IOMMU translates it)
+  std::string type;               // "" when not known
+};
+
+// A PCIe bridge below the root port on the way to a GPU or NIC (a switch port), and its ACS
+// control register (PCIe extended capability 0x0d, offset 6) from its config space.
+struct PcieBridge {
+  std::string pci;
+  std::vector<std::string> below;  // the GPUs and NICs under it
+  bool config_read = false;        // its extended config space could be read (root only)
+  std::optional<uint16_t> acs_control;  // nullopt: no ACS capability (or not read)
 };
 
 struct NodeFacts {
@@ -34,6 +74,23 @@ struct NodeFacts {
   // does not set it (Slurm's default, task/none); nullopt when no slurm.conf is found.
   std::optional<std::string> slurm_task_plugin;
   std::string slurm_conf;                  // the slurm.conf read
+  // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.
+  std::string slurm_node;                  // the NodeName= pattern that matched, "" none
+  std::string slurm_cpu_spec_list;
+  std::optional<unsigned> slurm_core_spec_count;
+  std::vector<DeviceIrqs> irqs;            // of the topology's GPUs and NICs
+  bool proc_irq = true;                    // /proc/irq exists
+  Irqbalance irqbalance;
+  std::vector<IommuDevice> iommu;          // of the topology's GPUs and NICs (those whose sysfs directory exists)
+  std::vector<PcieBridge> bridges;         // switch ports above GPUs and NICs (from sysfs device paths)
+  // The memory nodes this process's cpuset cgroup allows (jobs started from here inherit them).
+  std::optional<CpuSet> cgroup_mems;
+  std::string cgroup_mems_file;            // the file read; "" every online node (no cpuset hierarchy)
+  // systemd's CPUAffinity= (system.conf and system.conf.d/*.conf): where system services run.
+  std::optional<CpuSet> systemd_cpu_affinity;
+  std::string systemd_conf;                // the file that set it
+  std::optional<k8s::KubeletConfig> kubelet;  // nullopt: no kubelet config.yaml (not a Kubernetes node)
+  std::string kubelet_config;              // the file read
   std::vector<std::string> unreadable;     // "FILE: why", for files that exist but cannot be read
 };
 

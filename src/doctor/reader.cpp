@@ -1,7 +1,13 @@
 #include "doctor/reader.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <set>
 
+#include "bind/hostlist.hpp"
+#include "sys/cgroup_cpuset.hpp"
+#include "sys/yaml.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::doctor {
@@ -64,7 +70,206 @@ PcieLink link_of(const sys::FsRoot& root, const std::string& pci, NodeFacts& f) 
   return l;
 }
 
+bool is_pci_address(std::string_view s) {
+  // "0000:17:00.0"
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11})
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+DeviceIrqs irqs_of(const sys::FsRoot& root, const std::string& pci, NodeFacts& f) {
+  DeviceIrqs d{pci, {}};
+  std::string dir = "sys/bus/pci/devices/" + pci + "/";
+  std::vector<unsigned> numbers;
+  if (auto msi = root.list(dir + "msi_irqs")) {
+    for (const std::string& n : *msi)
+      if (auto v = parse_uint(n)) numbers.push_back(unsigned(*v));
+  } else if (auto legacy = number(read(root, dir + "irq", f)); legacy && *legacy > 0) {
+    numbers.push_back(unsigned(*legacy));
+  }
+  for (unsigned n : numbers) {
+    std::string irq = "proc/irq/" + std::to_string(n) + "/";
+    DeviceIrq i{n, {}};
+    if (f.proc_irq) {
+      i.cpus = cpus(read(root, irq + "effective_affinity_list", f));
+      if (!i.cpus) i.cpus = cpus(read(root, irq + "smp_affinity_list", f));
+    }
+    d.irqs.push_back(i);
+  }
+  return d;
+}
+
+Irqbalance irqbalance(const sys::FsRoot& root, NodeFacts& f) {
+  Irqbalance b;
+  if (auto pids = root.list("proc"))
+    for (const std::string& pid : *pids)
+      if (parse_uint(pid))
+        if (auto comm = root.read("proc/" + pid + "/comm"); comm && trim(*comm) == "irqbalance") b.running = true;
+  for (const char* file : {"etc/default/irqbalance", "etc/sysconfig/irqbalance"}) {
+    auto text = read(root, file, f);
+    if (!text) continue;
+    b.config = "/" + std::string(file);
+    auto value = [&](std::string_view key) {  // KEY=value as the shell reads it: the last, quotes removed
+      std::string v;
+      for (std::string_view line : split(*text, '\n')) {
+        line = trim(line);
+        if (line.starts_with(key) && line.substr(key.size()).starts_with("=")) v = std::string(trim(line.substr(key.size() + 1)));
+      }
+      if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+      return v;
+    };
+    if (std::string l = value("IRQBALANCE_BANNED_CPULIST"); !l.empty()) b.banned = cpus(l);
+    else if (std::string m = value("IRQBALANCE_BANNED_CPUS"); !m.empty())
+      if (auto mask = CpuSet::parse_mask(m)) b.banned = *mask;
+    std::string oneshot = to_lower(value("IRQBALANCE_ONESHOT"));
+    b.oneshot = !oneshot.empty() && oneshot != "0" && oneshot != "no" && oneshot != "false";
+    break;
+  }
+  return b;
+}
+
+IommuDevice iommu_of(const sys::FsRoot& root, const std::string& pci, NodeFacts& f) {
+  IommuDevice d{pci, {}, ""};
+  auto link = root.read_link("sys/bus/pci/devices/" + pci + "/iommu_group");
+  if (!link) return d;
+  std::string target = *link;
+  if (auto v = parse_uint(target.substr(target.rfind('/') + 1))) {
+    d.group = unsigned(*v);
+    if (auto type = read(root, "sys/kernel/iommu_groups/" + std::to_string(*v) + "/type", f)) d.type = std::string(trim(*type));
+  }
+  return d;
+}
+
+// The switch ports above each GPU and NIC: the PCI addresses of its sysfs device path
+// (/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0) between the root
+// port (the first) and the device itself (the last).
+void bridges(const sys::FsRoot& root, const std::vector<std::string>& devices, NodeFacts& f) {
+  for (const std::string& pci : devices) {
+    auto link = root.read_link("sys/bus/pci/devices/" + pci);
+    if (!link) continue;
+    size_t devices_at = link->find("devices/");
+    if (devices_at == std::string::npos) continue;
+    std::string dir = "sys";  // each bridge's directory, "sys/devices/pci0000:17/0000:17:01.0/..."
+    std::vector<std::pair<std::string, std::string>> path;  // address, directory
+    for (std::string_view part : split(std::string_view(*link).substr(devices_at), '/')) {
+      dir += "/" + std::string(part);
+      if (is_pci_address(part)) path.emplace_back(std::string(part), dir);
+    }
+    for (size_t i = 1; i + 1 < path.size(); ++i) {
+      auto at = std::find_if(f.bridges.begin(), f.bridges.end(), [&](const PcieBridge& b) { return b.pci == path[i].first; });
+      if (at == f.bridges.end()) {
+        PcieBridge b{path[i].first, {}, false, {}};
+        if (auto config = root.read(path[i].second + "/config")) {
+          b.config_read = config->size() > 0x100;
+          b.acs_control = acs_control(*config);
+        } else if (config.error().kind != ErrorKind::not_found) {
+          f.unreadable.push_back(root.path_of(path[i].second + "/config") + ": " + config.error().why);
+        }
+        f.bridges.push_back(b);
+        at = f.bridges.end() - 1;
+      }
+      at->below.push_back(pci);
+    }
+  }
+}
+
+// systemd's CPUAffinity= in [Manager] of system.conf, then of system.conf.d/*.conf in name order
+// (a later setting wins; an empty one resets it).
+void systemd_affinity(const sys::FsRoot& root, NodeFacts& f) {
+  std::vector<std::string> files{"etc/systemd/system.conf"};
+  if (auto d = root.list("etc/systemd/system.conf.d"))
+    for (const std::string& n : *d)
+      if (n.ends_with(".conf")) files.push_back("etc/systemd/system.conf.d/" + n);
+  for (const std::string& file : files) {
+    auto text = read(root, file, f);
+    if (!text) continue;
+    bool manager = false;
+    for (std::string_view line : split(*text, '\n')) {
+      line = trim(line);
+      if (line.starts_with("[")) manager = line == "[Manager]";
+      if (!manager || !line.starts_with("CPUAffinity=")) continue;
+      std::string list(trim(line.substr(12)));
+      for (char& c : list)
+        if (c == ' ' || c == '\t') c = ',';
+      if (list.empty()) {
+        f.systemd_cpu_affinity.reset();
+        f.systemd_conf.clear();
+      } else if (auto c = CpuSet::parse_list(list)) {
+        f.systemd_cpu_affinity = *c;
+        f.systemd_conf = "/" + file;
+      } else {
+        f.unreadable.push_back("/" + file + ": CPUAffinity=" + std::string(line.substr(12)) + " is not a CPU list");
+      }
+    }
+  }
+}
+
+void kubelet(const sys::FsRoot& root, const std::string& config, NodeFacts& f) {
+  std::string rel = config.empty() ? "var/lib/kubelet/config.yaml" : config.substr(config.find_first_not_of('/'));
+  auto text = read(root, rel, f);
+  if (!text) return;
+  f.kubelet_config = "/" + rel;  // as on the node
+  auto json = sys::yaml_to_json(*text, root.path_of(rel));
+  auto c = json ? k8s::parse_kubelet_config(*json, root.path_of(rel)) : Result<k8s::KubeletConfig>(json.error());
+  if (!c) {
+    f.unreadable.push_back(c.error().message());
+    return;
+  }
+  f.kubelet = *c;
+}
+
 }  // namespace
+
+std::optional<uint16_t> acs_control(const std::string& config) {
+  auto u32 = [&](size_t at) -> uint32_t {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v |= uint32_t(static_cast<unsigned char>(config[at + i])) << (8 * i);
+    return v;
+  };
+  std::set<size_t> seen;
+  for (size_t at = 0x100; at >= 0x100 && at + 8 <= config.size() && seen.insert(at).second;) {
+    uint32_t header = u32(at);
+    if (header == 0 || header == 0xffffffffu) return std::nullopt;
+    if ((header & 0xffff) == 0x000d) return uint16_t(u32(at + 4) >> 16);  // the control register at +6
+    at = (header >> 20) & 0xffc;
+  }
+  return std::nullopt;
+}
+
+std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std::string& node) {
+  std::optional<SlurmNodeLine> found;
+  SlurmNodeLine defaults;
+  for (std::string_view raw : split(text, '\n')) {
+    std::string_view line = trim(raw.substr(0, raw.find('#')));
+    if (to_lower(std::string(line.substr(0, 9))) != "nodename=") continue;
+    SlurmNodeLine l = defaults;
+    std::string pattern;
+    for (std::string_view word : split(line, ' ')) {
+      size_t eq = word.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string key = to_lower(std::string(word.substr(0, eq)));
+      std::string value(word.substr(eq + 1));
+      if (key == "nodename") pattern = value;
+      else if (key == "cpuspeclist") l.cpu_spec_list = value;
+      else if (key == "corespeccount") {
+        if (auto v = parse_uint(value)) l.core_spec_count = unsigned(*v);
+      }
+    }
+    if (to_lower(pattern) == "default") {
+      defaults = l;
+      continue;
+    }
+    auto hosts = bind::expand_hosts(pattern);
+    std::string short_name = node.substr(0, node.find('.'));  // slurmd's default NodeName is the short hostname
+    if (!hosts || (std::find(hosts->begin(), hosts->end(), node) == hosts->end() &&
+                   std::find(hosts->begin(), hosts->end(), short_name) == hosts->end()))
+      continue;
+    l.pattern = pattern;
+    found = l;
+  }
+  return found;
+}
 
 std::string slurm_conf_value(const std::string& text, const std::string& key) {
   std::string value;
@@ -97,7 +302,34 @@ NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, cons
   if (auto text = read(root, std::string(conf.starts_with('/') ? conf.substr(1) : conf), f)) {
     f.slurm_conf = conf;
     f.slurm_task_plugin = slurm_conf_value(*text, "TaskPlugin");
+    if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*text, o.node_name)) {
+      f.slurm_node = line->pattern;
+      f.slurm_cpu_spec_list = line->cpu_spec_list;
+      f.slurm_core_spec_count = line->core_spec_count;
+    }
   }
+  std::vector<std::string> devices;
+  for (const topo::Gpu& g : t.gpus)
+    if (!g.pci.empty()) devices.push_back(g.pci);
+  for (const topo::Nic& n : t.nics)
+    if (!n.pci.empty()) devices.push_back(n.pci);
+  f.proc_irq = root.exists("proc/irq");
+  for (const std::string& pci : devices) {
+    if (!root.exists("sys/bus/pci/devices/" + pci)) continue;
+    DeviceIrqs d = irqs_of(root, pci, f);
+    if (!d.irqs.empty()) f.irqs.push_back(d);
+    f.iommu.push_back(iommu_of(root, pci, f));
+  }
+  f.irqbalance = irqbalance(root, f);
+  bridges(root, devices, f);
+  if (auto mems = sys::cgroup_allowed_mems(root)) {
+    f.cgroup_mems = mems->cpus;
+    f.cgroup_mems_file = mems->file;
+  } else if (mems.error().kind != ErrorKind::not_found) {
+    f.unreadable.push_back(mems.error().message());
+  }
+  systemd_affinity(root, f);
+  kubelet(root, o.kubelet_config, f);
   return f;
 }
 

@@ -51,9 +51,17 @@ Result<CgroupCpus> read_list(const FsRoot& root, const std::string& rel) {
   return CgroupCpus{*cpus, root.path_of(rel)};
 }
 
-}  // namespace
+// The files of one cpuset list: CPUs or memory nodes.
+struct ListFiles {
+  const char* v1_effective;  // cgroup v1
+  const char* v1;
+  const char* v2_effective;  // cgroup v2
+  const char* all;           // no cpuset hierarchy: every one online
+};
+constexpr ListFiles kCpus{"cpuset.effective_cpus", "cpuset.cpus", "cpuset.cpus.effective", "sys/devices/system/cpu/online"};
+constexpr ListFiles kMems{"cpuset.effective_mems", "cpuset.mems", "cpuset.mems.effective", "sys/devices/system/node/online"};
 
-Result<CgroupCpus> cgroup_allowed_cpus(const FsRoot& root, const std::string& pid) {
+Result<CgroupCpus> cgroup_list(const FsRoot& root, const std::string& pid, const ListFiles& files) {
   const std::string proc = "proc/" + pid + "/";
   auto cgroup = root.read(proc + "cgroup");
   if (!cgroup) return cgroup.error();
@@ -87,9 +95,9 @@ Result<CgroupCpus> cgroup_allowed_cpus(const FsRoot& root, const std::string& pi
   if (v1 && v1_path) {
     auto dir = cgroup_dir(*v1, *v1_path);
     if (!dir) return Error{root.path_of(proc + "cgroup"), "cpuset cgroup " + *v1_path + " is outside the mount at " + v1->mount_point, ErrorKind::not_found};
-    auto effective = read_list(root, *dir + "/cpuset.effective_cpus");
+    auto effective = read_list(root, *dir + "/" + files.v1_effective);
     if (effective || effective.error().kind != ErrorKind::not_found) return effective;
-    return read_list(root, *dir + "/cpuset.cpus");
+    return read_list(root, *dir + "/" + files.v1);
   }
   if (v2 && v2_path) {
     auto dir = cgroup_dir(*v2, *v2_path);
@@ -97,16 +105,22 @@ Result<CgroupCpus> cgroup_allowed_cpus(const FsRoot& root, const std::string& pi
     const std::string top = cgroup_dir(*v2, v2->root).value_or("");
     if (!root.exists(*dir)) return Error{root.path_of(*dir), "no such cgroup directory", ErrorKind::not_found};
     for (std::string d = *dir;;) {
-      if (root.exists(d + "/cpuset.cpus.effective")) return read_list(root, d + "/cpuset.cpus.effective");
+      if (root.exists(d + "/" + files.v2_effective)) return read_list(root, d + "/" + files.v2_effective);
       if (d.size() <= top.size()) break;
       size_t slash = d.rfind('/');
       if (slash == std::string::npos) break;
       d.erase(slash);
     }
   }
-  auto online = read_list(root, "sys/devices/system/cpu/online");
+  auto online = read_list(root, files.all);
   if (!online) return online.error();
   return CgroupCpus{online->cpus, ""};
 }
+
+}  // namespace
+
+Result<CgroupCpus> cgroup_allowed_cpus(const FsRoot& root, const std::string& pid) { return cgroup_list(root, pid, kCpus); }
+
+Result<CgroupCpus> cgroup_allowed_mems(const FsRoot& root, const std::string& pid) { return cgroup_list(root, pid, kMems); }
 
 }  // namespace gpubind::sys

@@ -25,4 +25,8 @@ struct CgroupCpus {
 // any mount this process sees, or a file cannot be read or parsed.
 Result<CgroupCpus> cgroup_allowed_cpus(const FsRoot& root, const std::string& pid = "self");
 
+// The same for the memory nodes it allows (v1 cpuset.effective_mems, else cpuset.mems; v2
+// cpuset.mems.effective): `cpus` holds NUMA node numbers; with no cpuset hierarchy, every online node.
+Result<CgroupCpus> cgroup_allowed_mems(const FsRoot& root, const std::string& pid = "self");
+
 }  // namespace gpubind::sys

@@ -49,9 +49,10 @@ TEST(Doctor, ACleanNodeIsOkEverywhere) {
     EXPECT_EQ(c.severity, Severity::ok) << c.check << ": " << c.why;
     EXPECT_TRUE(c.fix.empty()) << c.check;
   }
-  EXPECT_EQ(r.results.size(), 9u);  // no slurm.conf: slurm_task_plugin not run, and said
-  ASSERT_FALSE(r.notes.empty());
+  EXPECT_EQ(r.results.size(), 14u);  // no slurm.conf, no kubelet: slurm_task_plugin and kubelet not run, and said
+  ASSERT_EQ(r.notes.size(), 2u);
   EXPECT_NE(r.notes[0].find("slurm_task_plugin: not checked"), std::string::npos);
+  EXPECT_NE(r.notes[1].find("kubelet: not checked"), std::string::npos);
 }
 
 TEST(Doctor, NumaBalancingOnSeveralNodesWarns) {
@@ -167,6 +168,154 @@ TEST(Doctor, SlurmWithoutABindingTaskPluginFails) {
   EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::ok);
 }
 
+TEST(Doctor, HousekeepingCpusKeptFromJobsButNotGivenToServicesWarn) {
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  f.slurm_cpu_spec_list = "0-1";  // Slurm's CPU ids 0 and 1: core 0's two threads, CPUs 0 and 112 on the DGX H100
+  Report r = judge(example("dgx-h100"), f);
+  const CheckResult& c = result(r, "housekeeping");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.why.find("CpuSpecList=0-1 (CPUs 0,112)"), std::string::npos) << c.why;
+  EXPECT_NE(c.fix.find("CPUAffinity=0,112"), std::string::npos) << c.fix;
+  f.systemd_cpu_affinity = *CpuSet::parse_list("0,112");  // services where jobs never go: fine
+  f.systemd_conf = "/etc/systemd/system.conf";
+  EXPECT_EQ(severity(example("dgx-h100"), f, "housekeeping"), Severity::ok);
+  f.systemd_cpu_affinity = CpuSet::range(0, 3);  // services on CPUs 1-3 too, which jobs get
+  const CheckResult c2 = result(judge(example("dgx-h100"), f), "housekeeping");
+  EXPECT_EQ(c2.severity, Severity::warn);
+  EXPECT_NE(c2.why.find("CPUs 1-3 of them go to jobs too"), std::string::npos) << c2.why;
+}
+
+TEST(Doctor, HousekeepingSlurmCpuIdsFollowSlurmsCoreOrderNotTheOsNumbers) {
+  // Round-robin numbering: core 1 is CPUs 2 and 3 in one package... Slurm's CPU ids 2-3 are its core 1.
+  topo::Topology t = *discover::load_topology("Package:2 Core:2 PU:2");
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  f.slurm_cpu_spec_list = "2,9";  // core 1, and an id beyond the machine's 8
+  std::vector<unsigned> logical = topo::logical_core_ids(t);
+  CpuSet expected;
+  for (size_t i = 0; i < t.cores.size(); ++i)
+    if (logical[i] == 1) expected = t.cores[i].pus;
+  const CheckResult c = result(judge(t, f), "housekeeping");
+  EXPECT_NE(c.why.find("(CPUs " + expected.to_list() + ")"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("CpuSpecList ids 9 are beyond"), std::string::npos) << c.why;
+}
+
+TEST(Doctor, HousekeepingThatHoldsAGpusWholeNodeFails) {
+  NodeFacts f = clean();
+  f.kubelet = k8s::KubeletConfig{};
+  f.kubelet->cpu_manager_policy = "static";
+  f.kubelet->topology_manager_policy = "single-numa-node";
+  f.kubelet->reserved_system_cpus = *CpuSet::parse_list("0-55,112-167");  // node 0, GPUs 0-3's
+  const CheckResult c = result(judge(example("dgx-h100"), f), "housekeeping");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("NUMA node 0"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("0000:18:00.0"), std::string::npos) << c.why;
+}
+
+TEST(Doctor, HousekeepingServicesConfinedOnASchedulerNodeThatMayGiveThemToJobsWarn) {
+  NodeFacts f = clean();
+  f.systemd_cpu_affinity = CpuSet::range(0, 1);
+  f.systemd_conf = "/etc/systemd/system.conf.d/housekeeping.conf";
+  EXPECT_EQ(severity(example("dgx-h100"), f, "housekeeping"), Severity::ok);  // no scheduler: nothing gives them away
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  const CheckResult c = result(judge(example("dgx-h100"), f), "housekeeping");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.fix.find("CpuSpecList="), std::string::npos) << c.fix;
+  f.slurm_core_spec_count = 1;  // Slurm keeps a core, which one its own: services confined, said, no warning of overlap
+  EXPECT_EQ(severity(example("dgx-h100"), f, "housekeeping"), Severity::ok);
+}
+
+TEST(Doctor, InterruptsOnAnotherNodeWarnAndOnTheDevicesNodeAreFine) {
+  NodeFacts f = clean();
+  f.irqs = {{"0000:18:00.0", {{140, CpuSet::range(3, 3)}, {141, CpuSet::range(60, 60)}}},  // GPU 0 (node 0): 141 on node 1
+            {"0000:9c:00.0", {{200, CpuSet::range(70, 70)}}}};                          // NIC mlx5_4 (node 1): local
+  const CheckResult c = result(judge(example("dgx-h100"), f), "irq_affinity");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.why.find("1 of 3 interrupt(s)"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("GPU 0000:18:00.0 IRQ 141 on CPUs 60 (node 1, the device's 0)"), std::string::npos) << c.why;
+  EXPECT_NE(c.fix.find("start irqbalance"), std::string::npos) << c.fix;
+  f.irqbalance.running = true;
+  f.irqbalance.banned = CpuSet::range(0, 55);
+  const CheckResult c2 = result(judge(example("dgx-h100"), f), "irq_affinity");
+  EXPECT_NE(c2.why.find("irqbalance is running, CPUs 0-55 banned"), std::string::npos) << c2.why;
+  EXPECT_NE(c2.fix.find("irqbalance places"), std::string::npos) << c2.fix;
+  f.irqs[0].irqs[1].cpus = CpuSet::range(4, 4);
+  EXPECT_EQ(severity(example("dgx-h100"), f, "irq_affinity"), Severity::ok);
+}
+
+TEST(Doctor, InterruptsOfUnknownPlaceOrWithoutProcIrqAreNotJudged) {
+  NodeFacts f = clean();
+  f.irqs = {{"0000:18:00.0", {{140, std::nullopt}}}};
+  EXPECT_EQ(severity(example("dgx-h100"), f, "irq_affinity"), Severity::ok);
+  f.irqs[0].irqs[0].cpus = CpuSet::range(60, 60);
+  f.proc_irq = false;
+  const CheckResult c = result(judge(example("dgx-h100"), f), "irq_affinity");
+  EXPECT_EQ(c.severity, Severity::ok);
+  EXPECT_NE(c.why.find("no /proc/irq"), std::string::npos) << c.why;
+  topo::Topology t = example("dgx-h100");
+  t.gpus[0].numa.reset();  // the GPU's node unknown: nothing to judge against
+  f.proc_irq = true;
+  EXPECT_EQ(severity(t, f, "irq_affinity"), Severity::ok);
+}
+
+TEST(Doctor, AcsRedirectOnASwitchPortWarns) {
+  NodeFacts f = clean();
+  f.bridges = {{"0000:16:00.0", {"0000:18:00.0", "0000:1a:00.0"}, true, uint16_t(0x001d)}};  // SV, RR, CR, UF
+  const CheckResult c = result(judge(example("dgx-h100"), f), "pcie_acs");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.why.find("0000:16:00.0 (above 0000:18:00.0, 0000:1a:00.0)"), std::string::npos) << c.why;
+  f.bridges[0].acs_control = uint16_t(0x0011);  // SV and UF only: peers turn in the switch
+  EXPECT_EQ(severity(example("dgx-h100"), f, "pcie_acs"), Severity::ok);
+  f.bridges[0].acs_control = uint16_t(0x0004);
+  f.bridges[0].config_read = false;  // not root: not known, said
+  const CheckResult c2 = result(judge(example("dgx-h100"), f), "pcie_acs");
+  EXPECT_EQ(c2.severity, Severity::ok);
+  EXPECT_NE(c2.why.find("root only"), std::string::npos) << c2.why;
+}
+
+TEST(Doctor, IommuTranslatingTheGpusDmaWarnsPassthroughIsFine) {
+  NodeFacts f = clean();
+  f.cmdline = "ro intel_iommu=on";
+  f.iommu = {{"0000:18:00.0", 23u, "DMA-FQ"}, {"0000:1a:00.0", 24u, "DMA"}};
+  const CheckResult c = result(judge(example("dgx-h100"), f), "iommu");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.why.find("0000:18:00.0, 0000:1a:00.0"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("(boot: intel_iommu=on)"), std::string::npos) << c.why;
+  EXPECT_NE(c.fix.find("iommu=pt"), std::string::npos);
+  f.iommu = {{"0000:18:00.0", 23u, "identity"}, {"0000:1a:00.0", std::nullopt, ""}};
+  EXPECT_EQ(severity(example("dgx-h100"), f, "iommu"), Severity::ok);
+}
+
+TEST(Doctor, ACgroupWithoutAGpusMemoryNodeFails) {
+  NodeFacts f = clean();
+  f.cgroup_mems = CpuSet::range(0, 0);
+  f.cgroup_mems_file = "/sys/fs/cgroup/job/cpuset.mems.effective";
+  const CheckResult c = result(judge(example("dgx-h100"), f), "cgroup_mems");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("not on node 1 (GPU 0000:9a:00.0, 0000:ab:00.0, 0000:ba:00.0, 0000:db:00.0)"), std::string::npos) << c.why;
+  f.cgroup_mems = CpuSet::range(0, 1);
+  EXPECT_EQ(severity(example("dgx-h100"), f, "cgroup_mems"), Severity::ok);
+}
+
+TEST(Doctor, KubeletWithoutStaticCpusOrWithUnalignedTopologyWarns) {
+  NodeFacts f = clean();
+  f.kubelet = k8s::KubeletConfig{};  // the kubelet's defaults: none, none
+  f.kubelet_config = "/var/lib/kubelet/config.yaml";
+  const CheckResult c = result(judge(example("dgx-h100"), f), "kubelet");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.fix.find("cpuManagerPolicy: static"), std::string::npos);
+  f.kubelet->cpu_manager_policy = "static";
+  f.kubelet->topology_manager_policy = "best-effort";
+  EXPECT_EQ(severity(example("dgx-h100"), f, "kubelet"), Severity::warn);
+  EXPECT_EQ(severity(one_node(), f, "kubelet"), Severity::ok);  // one node: nothing to align
+  f.kubelet->topology_manager_policy = "single-numa-node";
+  EXPECT_EQ(severity(example("dgx-h100"), f, "kubelet"), Severity::ok);
+}
+
 TEST(DoctorReader, SlurmConfKeysAreCaseInsensitiveAndTheLastWins) {
   EXPECT_EQ(slurm_conf_value("ClusterName=c\n#TaskPlugin=task/none\ntaskplugin=task/affinity # bind\n", "TaskPlugin"), "task/affinity");
   EXPECT_EQ(slurm_conf_value("TaskPlugin=task/none\nTaskPlugin=task/cgroup,task/affinity\n", "TaskPlugin"), "task/cgroup,task/affinity");
@@ -210,6 +359,109 @@ TEST(DoctorReader, ReadsEveryFactFromATreeAndSaysWhatItCannotRead) {
   EXPECT_NE(f.unreadable[0].find("0000:2a:00.0/max_link_width"), std::string::npos) << f.unreadable[0];
   Report r = judge(example("dgx-h100"), f);
   EXPECT_EQ(r.worst(), Severity::fail);
+}
+
+TEST(DoctorReader, ThisNodesSlurmLineIsFoundThroughHostlistsAndDefaults) {
+  std::string conf =
+      "NodeName=DEFAULT CoreSpecCount=2\n"
+      "NodeName=cpu[01-04] CPUs=64\n"
+      "nodename=gpu[01-08] CpuSpecList=0,1 Gres=gpu:8 # the GPU nodes\n"
+      "PartitionName=gpu Nodes=gpu[01-08]\n";
+  auto gpu = slurm_node_line(conf, "gpu03.cluster.example");  // slurmd's short name
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->pattern, "gpu[01-08]");
+  EXPECT_EQ(gpu->cpu_spec_list, "0,1");
+  EXPECT_EQ(gpu->core_spec_count, 2u);  // from NodeName=DEFAULT
+  auto cpu = slurm_node_line(conf, "cpu02");
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->cpu_spec_list, "");
+  EXPECT_FALSE(slurm_node_line(conf, "login1"));
+}
+
+TEST(DoctorReader, AcsControlIsFoundOnTheExtendedCapabilityList) {
+  std::string config(4096, '\0');
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (size_t i = 0; i < 4; ++i) config[at + i] = char((v >> (8 * i)) & 0xff);
+  };
+  put32(0x100, 0x0001 | (1u << 16) | (0x148u << 20));  // AER, next at 0x148
+  put32(0x148, 0x000d | (1u << 16) | (0u << 20));      // ACS, the last
+  put32(0x14c, 0x005f | (0x001du << 16));              // capability 0x5f, control 0x1d
+  EXPECT_EQ(acs_control(config), uint16_t(0x001d));
+  put32(0x148, 0x0010 | (1u << 16));                   // no ACS on the list
+  EXPECT_FALSE(acs_control(config));
+  EXPECT_FALSE(acs_control(config.substr(0, 256)));    // what sysfs gives a user: no extended space
+  put32(0x100, 0x0001 | (0x100u << 20));               // a list that loops
+  EXPECT_FALSE(acs_control(config));
+}
+
+TEST(DoctorReader, ReadsInterruptsIommuSwitchPortsCgroupAndServices) {
+  testing::FakeTree tree;
+  std::string dev = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0";
+  tree.dir(dev + "/msi_irqs/140");
+  tree.dir(dev + "/msi_irqs/141");
+  tree.link("sys/bus/pci/devices/0000:18:00.0", "../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+  tree.link(dev + "/iommu_group", "../../../../../../kernel/iommu_groups/23");
+  tree.file("sys/kernel/iommu_groups/23/type", "DMA-FQ\n");
+  tree.file("proc/irq/140/effective_affinity_list", "3\n");
+  tree.file("proc/irq/140/smp_affinity_list", "0-55\n");
+  tree.file("proc/irq/141/smp_affinity_list", "60\n");  // no effective_affinity_list: the allowed list
+  std::string config(4096, '\0');
+  config[0x100] = 0x0d;  // ACS first, control 0x000c (RR, CR)
+  config[0x106] = 0x0c;
+  tree.file("sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/config", config);
+  tree.file("sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/config", std::string(64, '\0'));
+  tree.link("sys/bus/pci/devices/0000:16:00.0", "../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0");
+  tree.link("sys/bus/pci/devices/0000:17:00.0", "../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0");
+  tree.file("proc/77/comm", "irqbalance\n");
+  tree.file("etc/default/irqbalance", "#IRQBALANCE_ONESHOT=\nIRQBALANCE_BANNED_CPULIST=\"0-3\"\n");
+  tree.file("proc/self/cgroup", "0::/system.slice/doctor.service\n");
+  tree.file("proc/self/mountinfo", "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  tree.file("sys/fs/cgroup/system.slice/doctor.service/cpuset.mems.effective", "0\n");
+  tree.file("etc/systemd/system.conf", "[Manager]\n#CPUAffinity=1 2\n");
+  tree.file("etc/systemd/system.conf.d/50-housekeeping.conf", "[Manager]\nCPUAffinity=0 112\n");
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root);
+  NodeFacts f = read_node_facts(**root, example("dgx-h100"), {});
+  ASSERT_EQ(f.irqs.size(), 1u);
+  ASSERT_EQ(f.irqs[0].irqs.size(), 2u);
+  EXPECT_EQ(f.irqs[0].irqs[0].cpus, CpuSet::range(3, 3));
+  EXPECT_EQ(f.irqs[0].irqs[1].cpus, CpuSet::range(60, 60));
+  EXPECT_TRUE(f.irqbalance.running);
+  EXPECT_EQ(f.irqbalance.banned, CpuSet::range(0, 3));
+  EXPECT_FALSE(f.irqbalance.oneshot);
+  ASSERT_EQ(f.iommu.size(), 1u);  // only the GPU has a sysfs directory here
+  EXPECT_EQ(f.iommu[0].group, 23u);
+  EXPECT_EQ(f.iommu[0].type, "DMA-FQ");
+  ASSERT_EQ(f.bridges.size(), 2u);
+  EXPECT_EQ(f.bridges[0].pci, "0000:16:00.0");
+  EXPECT_TRUE(f.bridges[0].config_read);
+  EXPECT_EQ(f.bridges[0].acs_control, uint16_t(0x000c));
+  EXPECT_FALSE(f.bridges[1].config_read);  // 64 bytes: the header only
+  EXPECT_EQ(f.bridges[1].below, std::vector<std::string>{"0000:18:00.0"});
+  EXPECT_EQ(f.cgroup_mems, CpuSet::range(0, 0));
+  EXPECT_EQ(f.systemd_cpu_affinity, *CpuSet::parse_list("0,112"));
+  EXPECT_EQ(f.systemd_conf, "/etc/systemd/system.conf.d/50-housekeeping.conf");
+  EXPECT_FALSE(f.kubelet);  // no config.yaml (read through the YAML module: tests/cli's doctor_every_problem)
+  Report r = judge(example("dgx-h100"), f);
+  EXPECT_EQ(result(r, "irq_affinity").severity, Severity::warn);
+  EXPECT_EQ(result(r, "pcie_acs").severity, Severity::warn);
+  EXPECT_EQ(result(r, "iommu").severity, Severity::warn);
+  EXPECT_EQ(result(r, "cgroup_mems").severity, Severity::fail);
+  EXPECT_EQ(result(r, "housekeeping").severity, Severity::ok);  // services confined, no scheduler to give their CPUs away
+  EXPECT_TRUE(f.unreadable.empty()) << f.unreadable[0];
+}
+
+TEST(DoctorReader, NoProcIrqIsSaidOnceNotAnError) {
+  testing::FakeTree tree;
+  tree.dir("sys/bus/pci/devices/0000:18:00.0/msi_irqs/140");
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root);
+  NodeFacts f = read_node_facts(**root, example("dgx-h100"), {});
+  EXPECT_FALSE(f.proc_irq);
+  ASSERT_EQ(f.irqs.size(), 1u);
+  EXPECT_FALSE(f.irqs[0].irqs[0].cpus);
+  EXPECT_TRUE(f.unreadable.empty());
+  EXPECT_NE(result(judge(example("dgx-h100"), f), "irq_affinity").why.find("no /proc/irq"), std::string::npos);
 }
 
 TEST(DoctorRender, EveryCheckIsOneSeriesWithItsSeverity) {
