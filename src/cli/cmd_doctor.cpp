@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "discover/topo_report.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/reader.hpp"
 #include "render/doctor_render.hpp"
@@ -19,14 +20,33 @@ namespace {
 
 struct DoctorFlags {
   std::string topology, root_dir, textfile, node_name, slurm_conf, kubelet_config;
-  bool json = false;
+  bool json = false, no_gpu_runtime = false;
 };
+
+// The GPU runtime libraries' cross-check of this node's topology (topo --gpu-runtime's).
+void add_gpu_runtime(const topo::Topology& t, const DoctorFlags& f, doctor::NodeFacts& facts) {
+  if (!f.root_dir.empty()) facts.gpu_runtime_skipped = "a captured tree (--root): this machine's libraries describe another node";
+  else if (f.no_gpu_runtime) facts.gpu_runtime_skipped = "--no-gpu-runtime";
+  else if (t.gpus.empty()) facts.gpu_runtime_skipped = "no GPU in the topology";
+  if (!facts.gpu_runtime_skipped.empty()) return;
+  topo::TopoReport report = discover::describe_topology(t, {true, false});
+  doctor::RuntimeCheck c;
+  for (const topo::RuntimeView& v : report.runtime_views) {
+    c.sources.push_back(v.source);
+    c.gpus += unsigned(v.gpus.size());
+  }
+  for (const topo::CrossCheckFinding& x : report.cross_check.value_or(std::vector<topo::CrossCheckFinding>{}))
+    c.findings.push_back((x.gpu.empty() ? "" : "GPU " + x.gpu + ": ") + x.what);
+  if (!report.cross_check) c.notes = report.warnings;
+  facts.gpu_runtime = c;
+}
 
 void add_doctor_options(Args& app, DoctorFlags& f) {
   add_topology_option(app, f.topology);
   app.option("--root", f.root_dir, "Read /proc, /sys and /etc under this directory (a captured node; needs --topology)");
   app.option("--slurm-conf", f.slurm_conf, "slurm.conf to read (default: $SLURM_CONF, else /etc/slurm/slurm.conf)");
   app.option("--kubelet-config", f.kubelet_config, "The kubelet's configuration (default: /var/lib/kubelet/config.yaml)");
+  app.flag("--no-gpu-runtime", f.no_gpu_runtime, "Do not load NVML or ROCm SMI to cross-check the GPUs");
   app.flag("--json", f.json, "JSON output, with the node and the time");
   app.option("--textfile", f.textfile,
              "Also replace FILE with gpubind_doctor_check{check,severity} metrics (node_exporter's textfile collector)");
@@ -55,7 +75,9 @@ int cmd_doctor(const std::vector<std::string>& args) {
   if (!root) return fail(root.error());
   std::string slurm_conf = !f.slurm_conf.empty() ? f.slurm_conf : f.root_dir.empty() ? sys::env_value("SLURM_CONF").value_or("") : "";
   std::string node = node_name(f.node_name, "", *topo);
-  doctor::Report report = doctor::judge(*topo, doctor::read_node_facts(**root, *topo, {slurm_conf, node, f.kubelet_config}));
+  doctor::NodeFacts facts = doctor::read_node_facts(**root, *topo, {slurm_conf, node, f.kubelet_config});
+  add_gpu_runtime(*topo, f, facts);
+  doctor::Report report = doctor::judge(*topo, facts);
   std::string out = f.json ? render::json_text(render::doctor_json(report, node, sys::utc_timestamp())) : render::doctor_text(report, node);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!f.textfile.empty())

@@ -243,6 +243,21 @@ CheckResult numa_layout(const topo::Topology& t) {
   return ok(id, layout + (t.gpus.empty() ? "" : "; every GPU's node is known"));
 }
 
+CheckResult gpu_runtime(const RuntimeCheck& c) {
+  const char* id = "gpu_runtime";
+  if (c.sources.empty())
+    return ok(id, "no GPU runtime library (NVML, ROCm SMI) loaded to compare with" + (c.notes.empty() ? std::string() : ": " + c.notes.front()));
+  std::string libs = join(c.sources, ", ");
+  if (!c.findings.empty())
+    return {id, Severity::warn,
+            libs + " and the topology disagree about the GPUs: " +
+                join(std::vector<std::string>(c.findings.begin(), c.findings.begin() + long(std::min<size_t>(c.findings.size(), 3))), "; ") +
+                (c.findings.size() > 3 ? "; and " + std::to_string(c.findings.size() - 3) + " more" : ""),
+            "trust neither blindly: check the GPUs' NUMA nodes in the firmware (SRAT) and `nvidia-smi topo -m`; a GPU one side "
+            "misses is lost or hidden (driver, device cgroup); give gpubind an admin topology for what the kernel gets wrong"};
+  return ok(id, libs + " agree(s) with the topology on " + std::to_string(c.gpus) + " GPU(s): NUMA nodes, CPUs and links");
+}
+
 CheckResult numa_distances(const topo::Topology& t) {
   const char* id = "numa_distances";
   const auto& d = t.distances;
@@ -437,6 +452,8 @@ Report judge(const topo::Topology& t, const NodeFacts& f) {
   r.results.push_back(housekeeping(t, f));
   r.results.push_back(irq_affinity(t, f));
   r.results.push_back(numa_layout(t));
+  if (f.gpu_runtime) r.results.push_back(gpu_runtime(*f.gpu_runtime));
+  else r.notes.push_back("gpu_runtime: not checked: " + f.gpu_runtime_skipped);
   r.results.push_back(numa_distances(t));
   r.results.push_back(pcie_links(t, f));
   r.results.push_back(pcie_acs(f));

@@ -11,6 +11,7 @@
 //                      reservedSystemCPUs) against where systemd runs services (CPUAffinity)
 //   irq_affinity       the GPUs' and NICs' interrupts delivered to another node's CPUs; irqbalance
 //   numa_layout        GPUs of unknown locality, several nodes per package (NPS/SNC), CPU-less nodes
+//   gpu_runtime        NVML / ROCm SMI disagreeing with the kernel about the GPUs (live node only)
 //   numa_distances     a SLIT that puts a node of the same package farther than another package's
 //   pcie_links         GPU and NIC links trained narrower than they can be (or slower, when idle allows)
 //   pcie_acs           PCIe switch ports above GPUs and NICs that redirect peer traffic (ACS)

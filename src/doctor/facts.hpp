@@ -60,6 +60,15 @@ struct PcieBridge {
   std::optional<uint16_t> acs_control;  // nullopt: no ACS capability (or not read)
 };
 
+// The GPU runtime libraries (NVML, ROCm SMI) against the topology: topo --gpu-runtime's
+// cross-check (topo/cross_check.hpp), on the live node only.
+struct RuntimeCheck {
+  std::vector<std::string> sources;   // the libraries loaded: "NVML 12.535.54"
+  std::vector<std::string> findings;  // each disagreement, one line
+  std::vector<std::string> notes;     // what could not be loaded or asked
+  unsigned gpus = 0;                  // the GPUs the libraries report
+};
+
 struct NodeFacts {
   std::optional<long> numa_balancing;     // /proc/sys/kernel/numa_balancing (absent: not built in)
   std::optional<long> zone_reclaim_mode;  // /proc/sys/vm/zone_reclaim_mode
@@ -91,6 +100,9 @@ struct NodeFacts {
   std::string systemd_conf;                // the file that set it
   std::optional<k8s::KubeletConfig> kubelet;  // nullopt: no kubelet config.yaml (not a Kubernetes node)
   std::string kubelet_config;              // the file read
+  // nullopt: not asked (a captured tree, --no-gpu-runtime, no GPU in the topology).
+  std::optional<RuntimeCheck> gpu_runtime;
+  std::string gpu_runtime_skipped;         // why not asked, for the note
   std::vector<std::string> unreadable;     // "FILE: why", for files that exist but cannot be read
 };
 
