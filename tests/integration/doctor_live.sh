@@ -68,7 +68,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   urc=$?
   rows=0
   for check in $checks; do grep -qE "^$check +(OK|WARN|FAIL) " "$WORK/user.out" && rows=$((rows + 1)); done
-  case $urc in 0 | 3 | 4) [ $rows = $(echo $checks | wc -w) ] && [ ! -s "$WORK/user.err" ] \
+  case $urc in 0 | 3 | 4) [ "$rows" = "$(echo $checks | wc -w)" ] && [ ! -s "$WORK/user.err" ] \
     && pass "as nobody: exit $urc, every check's row, nothing on stderr" || fail "as nobody: $rows rows: $(cat "$WORK/user.out" "$WORK/user.err")" ;;
   *) fail "as nobody: exit $urc: $(cat "$WORK/user.out" "$WORK/user.err")" ;; esac
 else
