@@ -37,7 +37,7 @@ case $rc in
 esac
 if [ "$context" = prolog_slurmd ]; then
   [ -z "$bad" ] && exit 0
-  say "node $node: gpubind doctor: $bad; the job goes back to the queue and the node is drained"
+  say "node $node: gpubind doctor: $bad: Slurm drains the node (a batch job goes back to the queue)"
   printf '%s\n' "$out" | sed -n '/^how to fix:/,/^$/p' >&2
   exit 1
 fi

@@ -31,3 +31,6 @@ end
 section launch_unknown
 $G launch -n 2 -- sh -c 'echo "rank=$LOCAL_RANK cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"' 2>/tmp/launch.err; end
 sed 's/^/stderr: /' /tmp/launch.err
+
+# doctor on the real kernel: the GPUs' unknown locality, and NVML knowing it.
+section doctor; LD_LIBRARY_PATH=$NVML GPUBIND_FAKE_NVML=$NVML_FIXTURE $G doctor --json; end

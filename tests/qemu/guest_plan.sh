@@ -21,3 +21,6 @@ if [ -n "$TOUCH" ]; then
   done
   end
 fi
+# doctor on the real kernel: the layout's NUMA nodes (CPU-less ones too), its SLIT, the PCIe
+# switches above the GPUs found through sysfs.
+section doctor; $G doctor --json --no-gpu-runtime; end

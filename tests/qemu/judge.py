@@ -138,6 +138,23 @@ def launch_as_planned(n, name="launch"):
         check(policy == expected, f"{name} rank {r}: the kernel's memory policy is {policy}", f"want {expected}")
 
 
+def judge_doctor():
+    """gpubind doctor on the VM's kernel: every check run with a documented exit, the SLIT agreeing
+    with the packages; returns the checks by name for the layout's own judgement."""
+    s, rc = section("doctor")
+    report = json_of(s) if "{" in s else {"checks": []}
+    checks = {c["check"]: c for c in report["checks"]}
+    print(f"info: doctor in the VM: exit {rc}, " + ", ".join(f"{k} {v['severity']}" for k, v in checks.items()))
+    for k in ("irq_affinity", "pcie_acs", "iommu", "cgroup_mems", "numa_layout"):
+        print(f"info: doctor {k}: {checks.get(k, {}).get('why')}")
+    check(rc in (0, 3, 4) and len(checks) >= 14, "doctor runs every check on the VM's kernel, exit 0, 3 or 4", s[-300:])
+    check(checks.get("numa_distances", {}).get("severity") == "OK", "doctor: the VM's SLIT agrees with its packages", str(checks.get("numa_distances")))
+    nodes = len(want["numa_nodes"])
+    check(f"memory allowed on node(s) {cpulist(range(nodes))} " in checks.get("cgroup_mems", {}).get("why", ""),
+          f"doctor: every one of the {nodes} nodes allowed (no cpuset limit in the VM)", str(checks.get("cgroup_mems")))
+    return checks
+
+
 def judge_rebind():
     """rebind on a real 4-node kernel: a never-bound job whose pages were first-touched on another
     socket is moved while it runs: every thread on its planned CPUs, its pages on its GPU's node,
@@ -244,14 +261,9 @@ def judge_2s4n():
     judge_rebind()
 
     # doctor on the real kernel: every check run, the 2 sockets x 2 nodes said, the SLIT agreeing.
-    s, rc = section("doctor")
-    report = json_of(s) if "{" in s else {"checks": []}
-    checks = {c["check"]: c for c in report["checks"]}
-    print(f"info: doctor in the VM: exit {rc}, " + ", ".join(f"{k} {v['severity']}" for k, v in checks.items()))
-    check(rc in (0, 3, 4) and len(checks) >= 9, "doctor runs every check on the VM's kernel, exit 0, 3 or 4", s[-300:])
+    checks = judge_doctor()
     check("4 NUMA node(s), 2 per package" in checks.get("numa_layout", {}).get("why", ""), "doctor: the VM's 2 nodes per package are said",
           str(checks.get("numa_layout")))
-    check(checks.get("numa_distances", {}).get("severity") == "OK", "doctor: the VM's SLIT agrees with its packages", str(checks.get("numa_distances")))
 
     # watch: the moved rank migrates and runs off its GPU's node; the bound one stays on its own.
     s, rc = section("watch")
@@ -391,6 +403,13 @@ def judge_2s_unknown():
     s, rc = section("launch_unknown")
     check(rc == 0 and len(re.findall(r"^rank=\d ", s, flags=re.M)) == 2, "launch without locality: both ranks ran", s[-300:])
     check("locality" in s, "launch without locality: the warning says why", s[-400:])
+    checks = judge_doctor()
+    why = checks.get("numa_layout", {}).get("why", "")
+    check(checks.get("numa_layout", {}).get("severity") == "WARN" and all(g in why for g in nvml),
+          "doctor: the GPUs of numa_node -1 are a warning naming each", why)
+    rt = checks.get("gpu_runtime", {})
+    check(rt.get("severity") == "WARN" and rt.get("why", "").count("the library's node") == 2,
+          "doctor: NVML giving each GPU the node the kernel does not know is a finding per GPU", str(rt))
 
 
 def judge_shape(classes, ranks, memory_node=None):
@@ -410,6 +429,17 @@ def judge_shape(classes, ranks, memory_node=None):
             check(total > 0 and pages.get(memory_node, 0) == total,
                   f"exec --mem bind --mem-node {memory_node} rank {m.group(1)}: all {total} pages on node {memory_node}", m.group(2))
         check(rc == 0 and len(re.findall(r"^rank=", s, flags=re.M)) == ranks, "every rank touched its memory", s[-300:])
+    checks = judge_doctor()
+    cpuless = [n["os_index"] for n in want["numa_nodes"] if not n["cpus"]]
+    packages = len({n.get("package") for n in want["numa_nodes"] if n["cpus"]})
+    per = len([n for n in want["numa_nodes"] if n["cpus"]]) // max(packages, 1)
+    why = checks.get("numa_layout", {}).get("why", "")
+    check(why.startswith(f"{len(want['numa_nodes'])} NUMA node(s)") and ((f"{per} per package" in why) == (per > 1))
+          and all(f"CPU-less node(s) {n}" in why for n in cpuless[:1]),
+          f"doctor: the layout's nodes said ({per} per package, CPU-less {cpuless or 'none'})", why)
+    if "PIX" in classes or "PXB" in classes:
+        check("switch port(s) above the GPUs and NICs" in checks.get("pcie_acs", {}).get("why", ""),
+              "doctor: the PCIe switch ports above the GPUs found through sysfs and their ACS read", str(checks.get("pcie_acs")))
 
 
 {"2s4n": judge_2s4n, "2s-unknown": judge_2s_unknown,

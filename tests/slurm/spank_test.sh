@@ -479,4 +479,48 @@ else
   fail "cluster with gpubind's Prolog and Epilog did not start"
 fi
 "$HERE/cluster.sh" stop "$D7"
+# 18. gpubind doctor as slurmd runs node checks (issue 36): deploy/slurm/gpubind-healthcheck.sh as
+#     HealthCheckProgram drains a node whose doctor FAILs with the failing checks as the reason,
+#     and resumes it once they pass; as a Prolog it fails the job's start (Slurm drains the node).
+#     The node's facts come from the fixture trees (tests/data/doctor), chosen through a file.
+D8="$WORK/cluster8"
+data=$(cd "$HERE/../data/doctor" && pwd)
+# The node starts clean (cluster.sh waits for it to be idle), then its facts turn bad.
+echo "--root $data/clean --topology example:dgx-h100" >"$WORK/doctor-flags"
+printf '#!/bin/sh\nexport SLURM_CONF=%s\nGPUBIND=%s GPUBIND_DOCTOR_FLAGS="$(cat %s)" exec %s 2>>%s\n' \
+  "$D8/etc/slurm.conf" "$GPUBIND" "$WORK/doctor-flags" "$DEPLOY/gpubind-healthcheck.sh" "$WORK/healthcheck.err" >"$WORK/healthcheck"
+chmod 755 "$WORK/healthcheck"
+if CONF_EXTRA="HealthCheckProgram=$WORK/healthcheck
+HealthCheckInterval=1" NODES=1 "$HERE/cluster.sh" start "$D8"; then
+  trap '"$HERE/cluster.sh" stop "$D8"; rm -rf "$WORK"' EXIT
+  export SLURM_CONF="$D8/etc/slurm.conf"
+  echo "--root $data/every-problem --topology example:dgx-h100" >"$WORK/doctor-flags"
+  reason() { sinfo -h -N -n n1 -o '%T|%E'; }
+  drained() { case $(reason) in drain*"|gpubind doctor: FAIL pcie_links,cgroup_mems,slurm_task_plugin;"*) true ;; *) false ;; esac; }
+  wait_until 60 drained && pass "HealthCheckProgram: slurmd's check drains the node: '$(reason | cut -c1-90)...'" \
+    || fail "health check drain: '$(reason)' $(tail -3 "$WORK/healthcheck.err" 2>/dev/null)"
+  echo "--root $data/clean --topology example:dgx-h100" >"$WORK/doctor-flags"
+  resumed() { case $(reason) in idle*) true ;; *) false ;; esac; }
+  wait_until 60 resumed && pass "HealthCheckProgram: the node it drained is resumed once no check fails ('$(reason)')" \
+    || fail "health check resume: '$(reason)' $(tail -3 "$WORK/healthcheck.err" 2>/dev/null)"
+else
+  fail "cluster with gpubind's HealthCheckProgram did not start"
+fi
+"$HERE/cluster.sh" stop "$D8"
+D9="$WORK/cluster9"
+echo "--root $data/every-problem --topology example:dgx-h100" >"$WORK/doctor-flags"
+sed -i "s|$D8/|$D9/|" "$WORK/healthcheck"
+if CONF_EXTRA="Prolog=$WORK/healthcheck" NODES=1 "$HERE/cluster.sh" start "$D9"; then
+  trap '"$HERE/cluster.sh" stop "$D9"; rm -rf "$WORK"' EXIT
+  export SLURM_CONF="$D9/etc/slurm.conf"
+  timeout 60 srun -Q -N1 -n1 true 2>"$WORK/err"
+  rc=$?
+  [ $rc != 0 ] && [ $rc != 124 ] && grep -q "prolog failed" "$WORK/err" && [ "$(sinfo -h -N -n n1 -o '%T|%E')" = "drained|Prolog error" ] \
+    && grep -q "gpubind doctor: FAIL pcie_links,cgroup_mems,slurm_task_plugin" "$WORK/healthcheck.err" \
+    && pass "Prolog: a node whose doctor FAILs refuses the job (srun exit $rc, 'Job prolog failed'), Slurm drains it, slurmd's log says why" \
+    || fail "prolog: srun $rc $(cat "$WORK/err") node '$(sinfo -h -N -n n1 -o '%T|%E')'"
+else
+  fail "cluster with gpubind's doctor as Prolog did not start"
+fi
+"$HERE/cluster.sh" stop "$D9"
 finish
