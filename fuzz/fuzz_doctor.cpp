@@ -1,6 +1,8 @@
 // The files doctor reads (doctor/reader.hpp): kernel settings, /proc/meminfo, /proc/cmdline, the
-// isolated and nohz_full CPU lists, a PCIe link's width and speed files and slurm.conf, written
-// into a small tree (fields separated by NUL bytes), read back through an FsRoot and judged.
+// isolated and nohz_full CPU lists, a PCIe link's width and speed files, slurm.conf (its NodeName=
+// lines for node gpu01), an interrupt's CPUs, irqbalance's and systemd's settings, the cgroup's
+// files, an IOMMU group's type and a switch port's config space, written into a small tree (fields
+// separated by NUL bytes), read back through an FsRoot and judged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,13 +23,21 @@ const char* kFiles[] = {"proc/sys/kernel/numa_balancing", "proc/sys/vm/zone_recl
                         "sys/kernel/mm/transparent_hugepage/defrag", "proc/meminfo", "proc/cmdline",
                         "sys/devices/system/cpu/isolated", "sys/devices/system/cpu/nohz_full",
                         "sys/bus/pci/devices/0000:18:00.0/current_link_width", "sys/bus/pci/devices/0000:18:00.0/max_link_speed",
-                        "etc/slurm/slurm.conf"};
+                        "etc/slurm/slurm.conf", "proc/irq/180/effective_affinity_list", "etc/default/irqbalance",
+                        "etc/systemd/system.conf", "proc/self/cgroup", "proc/self/mountinfo", "sys/fs/cgroup/cpuset.mems.effective",
+                        "sys/kernel/iommu_groups/30/type", "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/config"};
+// GPU 0's device directory, below a switch port, which the bus's entry links to.
+const char* kDevice = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:18:00.0";
 
 std::string make_tree() {
   char tmpl[] = "/tmp/gpubind-fuzz-doctor.XXXXXX";
   std::string root = ::mkdtemp(tmpl);
   g_root = root;
   std::atexit([] { std::filesystem::remove_all(g_root); });
+  std::filesystem::create_directories(root + "/" + kDevice + "/msi_irqs/180");
+  std::filesystem::create_directories(root + "/sys/bus/pci/devices");
+  std::filesystem::create_symlink("../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:18:00.0", root + "/sys/bus/pci/devices/0000:18:00.0");
+  std::filesystem::create_directory_symlink("../../../../../kernel/iommu_groups/30", root + "/" + kDevice + "/iommu_group");
   for (const char* f : kFiles) std::filesystem::create_directories(std::filesystem::path(root + "/" + f).parent_path());
   return root;
 }
@@ -46,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < field.size(); ++i) std::ofstream(root + "/" + kFiles[i], std::ios::trunc) << field[i];
   auto fs = gpubind::sys::open_fsroot(root);
   if (!fs) return 0;
-  gpubind::doctor::Report r = gpubind::doctor::judge(t, gpubind::doctor::read_node_facts(**fs, t, {}));
+  gpubind::doctor::Report r = gpubind::doctor::judge(t, gpubind::doctor::read_node_facts(**fs, t, {"", "gpu01", ""}));
   (void)r.worst();
   return 0;
 }
