@@ -453,7 +453,7 @@ Report judge(const topo::Topology& t, const NodeFacts& f) {
   r.results.push_back(irq_affinity(t, f));
   r.results.push_back(numa_layout(t));
   if (f.gpu_runtime) r.results.push_back(gpu_runtime(*f.gpu_runtime));
-  else r.notes.push_back("gpu_runtime: not checked: " + f.gpu_runtime_skipped);
+  else r.notes.push_back("gpu_runtime: not checked" + (f.gpu_runtime_skipped.empty() ? std::string() : ": " + f.gpu_runtime_skipped));
   r.results.push_back(numa_distances(t));
   r.results.push_back(pcie_links(t, f));
   r.results.push_back(pcie_acs(f));

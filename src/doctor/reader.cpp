@@ -206,7 +206,8 @@ void systemd_affinity(const sys::FsRoot& root, NodeFacts& f) {
 }
 
 void kubelet(const sys::FsRoot& root, const std::string& config, NodeFacts& f) {
-  std::string rel = config.empty() ? "var/lib/kubelet/config.yaml" : config.substr(config.find_first_not_of('/'));
+  size_t start = config.find_first_not_of('/');
+  std::string rel = start == std::string::npos ? "var/lib/kubelet/config.yaml" : config.substr(start);
   auto text = read(root, rel, f);
   if (!text) return;
   f.kubelet_config = "/" + rel;  // as on the node
@@ -241,7 +242,9 @@ std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std:
   std::optional<SlurmNodeLine> found;
   SlurmNodeLine defaults;
   for (std::string_view raw : split(text, '\n')) {
-    std::string_view line = trim(raw.substr(0, raw.find('#')));
+    std::string spaced(trim(raw.substr(0, raw.find('#'))));
+    std::replace(spaced.begin(), spaced.end(), '\t', ' ');
+    std::string_view line = spaced;
     if (to_lower(std::string(line.substr(0, 9))) != "nodename=") continue;
     SlurmNodeLine l = defaults;
     std::string pattern;

@@ -52,6 +52,11 @@ MUTATIONS = [
      "rp.cpus = b.cpus & rp.cgroup;", "rp.cpus = b.cpus;", UNIT),
     ("enforce: no rate limit per rank", "src/rebind/enforce.cpp",
      "now - last->second < m_o.gap_seconds", "now - last->second < 0", UNIT),
+    ("doctor: an interrupt on another node judged local", "src/doctor/doctor.cpp",
+     "if ((*i.cpus & *near).empty())", "if (false)", UNIT),
+    ("doctor: Slurm's CpuSpecList read as OS CPU numbers", "src/doctor/doctor.cpp",
+     "if (id / threads < by_logical.size()) out |= by_logical[id / threads]->pus;",
+     "if (id / threads < by_logical.size()) out |= CpuSet::range(id, id);", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",
      "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
 ]

@@ -50,9 +50,10 @@ TEST(Doctor, ACleanNodeIsOkEverywhere) {
     EXPECT_TRUE(c.fix.empty()) << c.check;
   }
   EXPECT_EQ(r.results.size(), 14u);  // no slurm.conf, no kubelet: slurm_task_plugin and kubelet not run, and said
-  ASSERT_EQ(r.notes.size(), 2u);
-  EXPECT_NE(r.notes[0].find("slurm_task_plugin: not checked"), std::string::npos);
-  EXPECT_NE(r.notes[1].find("kubelet: not checked"), std::string::npos);
+  ASSERT_EQ(r.notes.size(), 3u);  // and no GPU runtime asked
+  EXPECT_EQ(r.notes[0], "gpu_runtime: not checked");
+  EXPECT_NE(r.notes[1].find("slurm_task_plugin: not checked"), std::string::npos);
+  EXPECT_NE(r.notes[2].find("kubelet: not checked"), std::string::npos);
 }
 
 TEST(Doctor, NumaBalancingOnSeveralNodesWarns) {
@@ -365,7 +366,7 @@ TEST(DoctorReader, ThisNodesSlurmLineIsFoundThroughHostlistsAndDefaults) {
   std::string conf =
       "NodeName=DEFAULT CoreSpecCount=2\n"
       "NodeName=cpu[01-04] CPUs=64\n"
-      "nodename=gpu[01-08] CpuSpecList=0,1 Gres=gpu:8 # the GPU nodes\n"
+      "nodename=gpu[01-08]\tCpuSpecList=0,1 Gres=gpu:8 # the GPU nodes (a tab between words)\n"
       "PartitionName=gpu Nodes=gpu[01-08]\n";
   auto gpu = slurm_node_line(conf, "gpu03.cluster.example");  // slurmd's short name
   ASSERT_TRUE(gpu);
