@@ -42,14 +42,19 @@ std::optional<double> ratio(double value, double base) {
   return 1.0;
 }
 
+// A strategy's step times per sample (step / batch), in run order.
+std::vector<double> per_sample(const StrategyRecord& s) {
+  std::vector<double> out;
+  out.reserve(s.step_ms.size());
+  for (double ms : s.step_ms) out.push_back(ms / double(std::max(1u, s.batch)));
+  return out;
+}
+
 StrategyReport report_one(const StrategyRecord& s, const Config& c) {
   StrategyReport out;
   out.name = s.name;
   out.batch = std::max(1u, s.batch);
-  std::vector<double> per_sample;
-  per_sample.reserve(s.step_ms.size());
-  for (double ms : s.step_ms) per_sample.push_back(ms / double(out.batch));
-  out.step_ms = summarize(std::move(per_sample));
+  out.step_ms = summarize(per_sample(s));
   out.footprint_bytes = c.buffer_bytes * c.threads * out.batch;
 
   double idle_sum = 0, rank_s = 0, work = 0, off = 0;
@@ -84,12 +89,21 @@ Report make_report(const Record& r) {
   Report rep;
   for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
   auto closest = std::find_if(rep.strategies.begin(), rep.strategies.end(), [](const StrategyReport& s) { return s.name == "closest"; });
-  if (closest != rep.strategies.end())
-    for (StrategyReport& s : rep.strategies) {
-      if (s.step_ms.count && closest->step_ms.count) s.p99_vs_closest = ratio(s.step_ms.p99, closest->step_ms.p99);
+  if (closest != rep.strategies.end()) {
+    std::vector<double> base = per_sample(r.strategies[size_t(closest - rep.strategies.begin())]);
+    for (size_t i = 0; i < rep.strategies.size(); ++i) {
+      StrategyReport& s = rep.strategies[i];
       if (s.migrations_per_rank_s && closest->migrations_per_rank_s)
         s.migrations_vs_closest = ratio(*s.migrations_per_rank_s, *closest->migrations_per_rank_s);
+      if (&s == &*closest) continue;
+      std::vector<double> mine = per_sample(r.strategies[i]);
+      s.p50_vs_closest = quantile_ratio(mine, base, 0.50);
+      s.p99_vs_closest = quantile_ratio(mine, base, 0.99);
     }
+    if (closest->step_ms.count < kMinStepsForInterval)
+      rep.notes.push_back("fewer than " + std::to_string(kMinStepsForInterval) + " steps per strategy: no ratio against closest is "
+                          "given, since no interval could back it (--steps)");
+  }
 
   const MachineInfo& m = r.machine;
   if (m.numa_nodes <= 1)

@@ -97,9 +97,13 @@ struct StrategyReport {
   std::optional<double> remote_memory;  // share of pages off the home nodes
   uint64_t footprint_bytes = 0;       // streamed per rank per step
   std::optional<double> h2d_bytes_per_s;  // --gpu: the ranks' copies to their GPUs, together
-  // Against `closest` (absent when it did not run): p99 and migrations; +infinity when closest
-  // had none and this strategy some.
-  std::optional<double> p99_vs_closest, migrations_vs_closest;
+  // Against `closest` (absent for closest itself, when it did not run, or with fewer than
+  // kMinStepsForInterval steps on either side): the p50 and p99 step-time ratios with their 95 %
+  // intervals and verdicts.
+  std::optional<RatioInterval> p50_vs_closest, p99_vs_closest;
+  // Migrations per rank-second against closest's; +infinity when closest had none and this
+  // strategy some. A count over the whole run: no interval.
+  std::optional<double> migrations_vs_closest;
 };
 
 struct Report {

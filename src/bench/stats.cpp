@@ -37,6 +37,77 @@ Summary summarize(std::vector<double> samples) {
   return s;
 }
 
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::faster: return "faster";
+    case Verdict::slower: return "slower";
+    case Verdict::no_difference: return "no significant difference";
+  }
+  return "?";
+}
+
+namespace {
+
+// splitmix64: a small, well-mixed generator (the pure layer uses no <random>), enough to draw
+// block starts.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  size_t below(size_t n) { return size_t(next() % n); }
+};
+
+// The smallest L with L^3 >= n: the block length (no libm's cbrt in the binary).
+size_t block_length(size_t n) {
+  size_t l = 1;
+  while (l * l * l < n) ++l;
+  return l;
+}
+
+// One moving-block resample of `x` into `out` (same length), then its q-quantile.
+double resampled_quantile(const std::vector<double>& x, double q, SplitMix& rng, std::vector<double>& out) {
+  size_t n = x.size(), l = block_length(n);
+  out.clear();
+  while (out.size() < n) {
+    size_t start = rng.below(n - l + 1);
+    for (size_t i = start; i < start + l && out.size() < n; ++i) out.push_back(x[i]);
+  }
+  std::sort(out.begin(), out.end());
+  return quantile(out, q);
+}
+
+}  // namespace
+
+std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q, unsigned resamples,
+                                            uint64_t seed) {
+  if (a.size() < kMinStepsForInterval || b.size() < kMinStepsForInterval || resamples < 40) return std::nullopt;
+  std::vector<double> sa(a), sb(b);
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  double qa = quantile(sa, q), qb = quantile(sb, q);
+  if (qb <= 0) return std::nullopt;
+  SplitMix rng{seed};
+  std::vector<double> ratios, scratch;
+  ratios.reserve(resamples);
+  for (unsigned i = 0; i < resamples; ++i) {
+    double ra = resampled_quantile(a, q, rng, scratch);
+    double rb = resampled_quantile(b, q, rng, scratch);
+    if (rb > 0) ratios.push_back(ra / rb);
+  }
+  if (ratios.size() < resamples / 2) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  RatioInterval r;
+  r.estimate = qa / qb;
+  r.low = quantile(ratios, 0.025);
+  r.high = quantile(ratios, 0.975);
+  r.verdict = r.high < 1 ? Verdict::faster : r.low > 1 ? Verdict::slower : Verdict::no_difference;
+  return r;
+}
+
 std::vector<std::vector<size_t>> round_order(size_t strategies, size_t rounds) {
   std::vector<std::vector<size_t>> out(rounds);
   for (size_t r = 0; r < rounds; ++r)

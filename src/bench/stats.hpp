@@ -1,6 +1,8 @@
 #pragma once
 // The statistics `gpubind bench` reports, and the order in which it runs its strategies. Pure.
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace gpubind::bench {
@@ -18,6 +20,32 @@ struct Summary {
 
 // The summary of `samples` (any order); all zeros when empty.
 Summary summarize(std::vector<double> samples);
+
+// A ratio of two step-time quantiles (a strategy's over closest's) with its 95 % confidence
+// interval, and what it lets one say.
+enum class Verdict {
+  faster,         // the strategy's steps are shorter: the interval lies below 1
+  slower,         // longer: above 1
+  no_difference,  // the interval holds 1: these steps cannot tell them apart
+};
+const char* to_string(Verdict v);  // "faster", "slower", "no significant difference"
+
+struct RatioInterval {
+  double estimate = 0;  // the ratio of the samples' own quantiles
+  double low = 0, high = 0;  // the 2.5th and 97.5th percentiles of the bootstrapped ratios
+  Verdict verdict = Verdict::no_difference;
+};
+
+// Steps below which no interval is given: a bootstrap of fewer says nothing about a p99.
+inline constexpr size_t kMinStepsForInterval = 20;
+
+// The q-quantile of `a` over that of `b` with a 95 % interval from a moving-block bootstrap: each
+// series resampled on its own, in blocks of ceil(n^(1/3)) consecutive steps (a step's time is not
+// independent of its neighbours': a noisy neighbour or a migration lasts several steps), 2000 times,
+// with a fixed seed, so a record always gives the same interval. nullopt when either series has
+// fewer than kMinStepsForInterval steps or b's quantile is 0.
+std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q,
+                                            unsigned resamples = 2000, uint64_t seed = 0x67707562696e64ULL);
 
 // The order of every round: `strategies` run one after another, each round starting one further
 // along (round r runs strategy r mod k first), so slow drift on the machine, or a noisy neighbour

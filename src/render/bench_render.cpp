@@ -26,10 +26,22 @@ std::string ms(double v) { return fixed(v, v < 10 ? 3 : v < 100 ? 2 : 1); }
 
 std::string pct(std::optional<double> v) { return v ? fixed(*v * 100, 1) + "%" : "-"; }
 
-std::string times(std::optional<double> v) {
+
+// "1.07x [0.95-1.20]"; "-" without an interval (closest itself, too few steps).
+std::string interval_text(const std::optional<bench::RatioInterval>& v) {
   if (!v) return "-";
-  if (std::isinf(*v)) return "inf";
-  return fixed(*v, 2) + "x";
+  return fixed(v->estimate, 2) + "x [" + fixed(v->low, 2) + "-" + fixed(v->high, 2) + "]";
+}
+
+// "1.42x [1.30-1.55] slower"
+std::string verdict_text(const std::optional<bench::RatioInterval>& v) {
+  if (!v) return "- (too few steps for an interval)";
+  return interval_text(v) + " " + bench::to_string(v->verdict);
+}
+
+nlohmann::ordered_json interval_json(const std::optional<bench::RatioInterval>& v) {
+  if (!v) return nullptr;
+  return {{"ratio", v->estimate}, {"low", v->low}, {"high", v->high}, {"confidence", 0.95}, {"verdict", bench::to_string(v->verdict)}};
 }
 
 std::string plural(unsigned n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
@@ -72,15 +84,14 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
   std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
   std::vector<std::string> header = {"STRATEGY",   "P50 MS",     "P99 MS",         "MAX MS",         "JITTER CV",
                                      "IDLE MEAN",  "IDLE MAX",   "MIGR/RANK/S",    "CROSS-NUMA",     "REMOTE MEM",
-                                     "MEM/RANK",   "P99 VS CLOSEST", "MIGR VS CLOSEST"};
+                                     "MEM/RANK",   "P99 VS CLOSEST (95%)"};
   if (r.config.gpu) header.insert(header.begin() + 11, "H2D GB/S");
   TextTable t(header);
   for (const StrategyReport& s : rep.strategies) {
     std::vector<std::string> row = {s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv),
                                     pct(s.idle_mean), pct(s.idle_max),
                                     s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
-                                    pct(s.remote_memory), human_bytes(s.footprint_bytes), times(s.p99_vs_closest),
-                                    times(s.migrations_vs_closest)};
+                                    pct(s.remote_memory), human_bytes(s.footprint_bytes), interval_text(s.p99_vs_closest)};
     if (r.config.gpu) row.insert(row.begin() + 11, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
     t.add(std::move(row));
   }
@@ -91,6 +102,12 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
          "  share of its buffer's pages outside it; mem/rank: what a rank streams every step.\n";
   if (r.config.gpu) out += "  h2d: every rank's copies of its buffer to its GPU, bytes over their time on the GPUs.\n";
 
+  std::vector<std::string> verdicts;
+  for (const StrategyReport& s : rep.strategies)
+    if (s.p50_vs_closest || s.p99_vs_closest)
+      verdicts.push_back(s.name + ": p50 " + verdict_text(s.p50_vs_closest) + "; p99 " + verdict_text(s.p99_vs_closest));
+  if (!verdicts.empty())
+    out += text_block("against closest (step time, 95 % interval from a moving-block bootstrap of the steps)", verdicts);
   if (per_rank) out += "\nper rank:\n" + rank_table(r);
   out += text_block("notes", rep.notes);
   out += text_block("warnings", r.warnings);
@@ -99,7 +116,7 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
 
 nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
   nlohmann::ordered_json j;
-  j["format"] = "gpubind-bench/1";
+  j["format"] = "gpubind-bench/2";
   nlohmann::ordered_json raw = bench::to_json(r);
   j["machine"] = raw["machine"];
   j["config"] = raw["config"];
@@ -120,7 +137,8 @@ nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
                             {"cross_numa", opt(s.cross_numa)},
                             {"remote_memory", opt(s.remote_memory)},
                             {"footprint_bytes_per_rank", s.footprint_bytes},
-                            {"p99_vs_closest", opt(s.p99_vs_closest)},
+                            {"p50_vs_closest", interval_json(s.p50_vs_closest)},
+                            {"p99_vs_closest", interval_json(s.p99_vs_closest)},
                             {"migrations_vs_closest", opt(s.migrations_vs_closest)},
                             {"migrations_vs_closest_infinite", s.migrations_vs_closest && std::isinf(*s.migrations_vs_closest)}});
   }
@@ -198,6 +216,9 @@ std::string bench_svg(const Record& r, const Report& rep) {
       o.circle(x(m.max), cy, 3.5, "fill=\"" + colour + "\"");
       if (m.max > hi) o.text(x(m.max) - 6, cy - h / 2 - 2, "max " + ms(m.max) + " \u2192", "text-anchor=\"end\" fill=\"#555\"");
     }
+    if (s.p50_vs_closest || s.p99_vs_closest)
+      o.text(left + 4, cy + h / 2 + 10, "against closest: p50 " + verdict_text(s.p50_vs_closest) + "; p99 " + verdict_text(s.p99_vs_closest),
+             "font-size=\"10\" fill=\"#333\"");
     o.end_group();
   }
   return o.str();

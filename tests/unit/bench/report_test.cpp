@@ -94,7 +94,8 @@ TEST(BenchReport, CrossNumaAndRemoteMemoryAreSharesOfAllRanks) {
 TEST(BenchReport, RatiosAreAgainstClosestAndInfiniteWhenClosestHadNone) {
   Report rep = make_report(two_node_record());
   const StrategyReport& none = find(rep, "none");
-  EXPECT_NEAR(*none.p99_vs_closest, 39.7 / find(rep, "closest").step_ms.p99, 1e-12);
+  EXPECT_FALSE(none.p99_vs_closest);  // 2 steps each: too few for an interval, so no ratio
+  EXPECT_FALSE(find(rep, "closest").p99_vs_closest);
   EXPECT_TRUE(std::isinf(*none.migrations_vs_closest));
   EXPECT_DOUBLE_EQ(*find(rep, "closest").migrations_vs_closest, 1.0);  // 0 against 0
 }

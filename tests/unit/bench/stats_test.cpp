@@ -75,4 +75,56 @@ TEST(BenchStats, StepsAreSplitEvenlyOverTheRounds) {
   EXPECT_EQ(steps_per_round(2, 3), (std::vector<unsigned>{1, 1, 0}));
 }
 
+namespace {
+// Step times around `centre` with a deterministic spread of +-`spread` (a sawtooth of 7 values)
+// and a spike of `spike` ms every 25th step: what a run under noise looks like.
+std::vector<double> steps(size_t n, double centre, double spread, double spike = 0) {
+  std::vector<double> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(centre + spread * (double(i * 3 % 7) / 3.0 - 1.0) + (i % 25 == 24 ? spike : 0));
+  return v;
+}
+}  // namespace
+
+TEST(BenchVerdict, AClearWinIsFasterWithAnIntervalBelowOne) {
+  auto r = quantile_ratio(steps(200, 1.0, 0.1), steps(200, 1.5, 0.1), 0.5);
+  ASSERT_TRUE(r);
+  EXPECT_NEAR(r->estimate, 1.0 / 1.5, 0.01);
+  EXPECT_LT(r->high, 1.0);
+  EXPECT_LE(r->low, r->estimate);
+  EXPECT_GE(r->high, r->estimate);
+  EXPECT_EQ(r->verdict, Verdict::faster);
+}
+
+TEST(BenchVerdict, AClearLossIsSlowerWithAnIntervalAboveOne) {
+  auto r = quantile_ratio(steps(200, 2.0, 0.2, 5.0), steps(200, 1.0, 0.1, 0.5), 0.99);
+  ASSERT_TRUE(r);
+  EXPECT_GT(r->low, 1.0);
+  EXPECT_EQ(r->verdict, Verdict::slower);
+  EXPECT_STREQ(to_string(r->verdict), "slower");
+}
+
+TEST(BenchVerdict, NoiseOnlyIsNoSignificantDifference) {
+  // The same process twice, shifted in phase: the medians differ a little, the interval holds 1.
+  std::vector<double> a = steps(300, 1.0, 0.3, 2.0), b(a.begin() + 7, a.end());
+  b.insert(b.end(), a.begin(), a.begin() + 7);
+  for (double q : {0.5, 0.99}) {
+    auto r = quantile_ratio(a, b, q);
+    ASSERT_TRUE(r);
+    EXPECT_LE(r->low, 1.0) << q;
+    EXPECT_GE(r->high, 1.0) << q;
+    EXPECT_EQ(r->verdict, Verdict::no_difference) << q;
+    EXPECT_STREQ(to_string(r->verdict), "no significant difference");
+  }
+}
+
+TEST(BenchVerdict, TooFewStepsGiveNoRatioAndTheSameStepsTheSameInterval) {
+  EXPECT_FALSE(quantile_ratio(steps(kMinStepsForInterval - 1, 1, 0.1), steps(200, 1, 0.1), 0.5));
+  EXPECT_FALSE(quantile_ratio(steps(200, 1, 0.1), std::vector<double>(200, 0.0), 0.5));  // a base of 0
+  auto a = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.99);
+  auto b = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.99);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->low, b->low);  // a fixed seed: a record reports the same interval every time
+  EXPECT_EQ(a->high, b->high);
+}
+
 }  // namespace gpubind::bench
