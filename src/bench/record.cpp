@@ -97,12 +97,17 @@ Report make_report(const Record& r) {
         s.migrations_vs_closest = ratio(*s.migrations_per_rank_s, *closest->migrations_per_rank_s);
       if (&s == &*closest) continue;
       std::vector<double> mine = per_sample(r.strategies[i]);
-      s.p50_vs_closest = quantile_ratio(mine, base, 0.50);
-      s.p99_vs_closest = quantile_ratio(mine, base, 0.99);
+      size_t round = mine.size() / std::max(1u, r.config.rounds);  // a round's steps: one block
+      s.p50_vs_closest = quantile_ratio(mine, base, 0.50, round);
+      s.p99_vs_closest = quantile_ratio(mine, base, 0.99, round);
     }
-    if (closest->step_ms.count < kMinStepsForInterval)
-      rep.notes.push_back("fewer than " + std::to_string(kMinStepsForInterval) + " steps per strategy: no ratio against closest is "
-                          "given, since no interval could back it (--steps)");
+    if (closest->step_ms.count < min_steps_for_interval(0.5))
+      rep.notes.push_back("fewer than " + std::to_string(min_steps_for_interval(0.5)) + " steps per strategy: no ratio against closest "
+                          "is given, since no interval could back it (--steps)");
+    else if (closest->step_ms.count < min_steps_for_interval(0.99))
+      rep.notes.push_back("the p99 against closest needs " + std::to_string(min_steps_for_interval(0.99)) +
+                          " steps per strategy (5 beyond the p99) for an interval: with " + std::to_string(closest->step_ms.count) +
+                          " only the p50 is compared (--steps " + std::to_string(min_steps_for_interval(0.99)) + ")");
   }
 
   const MachineInfo& m = r.machine;

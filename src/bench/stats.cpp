@@ -68,9 +68,10 @@ size_t block_length(size_t n) {
   return l;
 }
 
-// One moving-block resample of `x` into `out` (same length), then its q-quantile.
-double resampled_quantile(const std::vector<double>& x, double q, SplitMix& rng, std::vector<double>& out) {
-  size_t n = x.size(), l = block_length(n);
+// One moving-block resample of `x` into `out` (same length), blocks of `block` steps (at least
+// ceil(n^(1/3)), at most n), then its q-quantile.
+double resampled_quantile(const std::vector<double>& x, double q, size_t block, SplitMix& rng, std::vector<double>& out) {
+  size_t n = x.size(), l = std::min(n, std::max(block, block_length(n)));
   out.clear();
   while (out.size() < n) {
     size_t start = rng.below(n - l + 1);
@@ -82,9 +83,17 @@ double resampled_quantile(const std::vector<double>& x, double q, SplitMix& rng,
 
 }  // namespace
 
-std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q, unsigned resamples,
-                                            uint64_t seed) {
-  if (a.size() < kMinStepsForInterval || b.size() < kMinStepsForInterval || resamples < 40) return std::nullopt;
+size_t min_steps_for_interval(double q) {
+  if (q >= 1) return size_t(-1);
+  size_t n = kMinStepsForInterval;
+  while (double(n) * (1 - q) < kMinStepsBeyondQuantile - 1e-9) ++n;
+  return n;
+}
+
+std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q, size_t block,
+                                            unsigned resamples, uint64_t seed) {
+  size_t need = min_steps_for_interval(q);
+  if (a.size() < need || b.size() < need || resamples < 40) return std::nullopt;
   std::vector<double> sa(a), sb(b);
   std::sort(sa.begin(), sa.end());
   std::sort(sb.begin(), sb.end());
@@ -94,8 +103,8 @@ std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const 
   std::vector<double> ratios, scratch;
   ratios.reserve(resamples);
   for (unsigned i = 0; i < resamples; ++i) {
-    double ra = resampled_quantile(a, q, rng, scratch);
-    double rb = resampled_quantile(b, q, rng, scratch);
+    double ra = resampled_quantile(a, q, block, rng, scratch);
+    double rb = resampled_quantile(b, q, block, rng, scratch);
     if (rb > 0) ratios.push_back(ra / rb);
   }
   if (ratios.size() < resamples / 2) return std::nullopt;

@@ -36,15 +36,22 @@ struct RatioInterval {
   Verdict verdict = Verdict::no_difference;
 };
 
-// Steps below which no interval is given: a bootstrap of fewer says nothing about a p99.
+// Steps below which no interval is given, and the steps a q-quantile needs beyond it: a
+// bootstrap of a tail quantile with fewer than 5 steps beyond it only reshuffles its largest few
+// (measured: a p99 of 200 noisy steps gave "significant" differences between identical strategies).
 inline constexpr size_t kMinStepsForInterval = 20;
+inline constexpr double kMinStepsBeyondQuantile = 5;
+// The steps per series an interval of the q-quantile needs: 20, 500 for the p99.
+size_t min_steps_for_interval(double q);
 
 // The q-quantile of `a` over that of `b` with a 95 % interval from a moving-block bootstrap: each
-// series resampled on its own, in blocks of ceil(n^(1/3)) consecutive steps (a step's time is not
-// independent of its neighbours': a noisy neighbour or a migration lasts several steps), 2000 times,
-// with a fixed seed, so a record always gives the same interval. nullopt when either series has
-// fewer than kMinStepsForInterval steps or b's quantile is 0.
-std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q,
+// series resampled on its own, in blocks of `block` consecutive steps (at least ceil(n^(1/3))), 2000
+// times, with a fixed seed, so a record always gives the same interval. A step's time is not
+// independent of its neighbours' (a noisy neighbour or a migration lasts several steps), nor of its
+// round's (the machine drifts between rounds): bench passes a round's steps as the block, so the
+// interval carries the rounds' spread too. nullopt when either series has fewer than
+// min_steps_for_interval(q) steps or b's quantile is 0.
+std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const std::vector<double>& b, double q, size_t block = 0,
                                             unsigned resamples = 2000, uint64_t seed = 0x67707562696e64ULL);
 
 // The order of every round: `strategies` run one after another, each round starting one further

@@ -84,14 +84,14 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
   std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
   std::vector<std::string> header = {"STRATEGY",   "P50 MS",     "P99 MS",         "MAX MS",         "JITTER CV",
                                      "IDLE MEAN",  "IDLE MAX",   "MIGR/RANK/S",    "CROSS-NUMA",     "REMOTE MEM",
-                                     "MEM/RANK",   "P99 VS CLOSEST (95%)"};
+                                     "MEM/RANK",   "P50 VS CLOSEST (95%)"};
   if (r.config.gpu) header.insert(header.begin() + 11, "H2D GB/S");
   TextTable t(header);
   for (const StrategyReport& s : rep.strategies) {
     std::vector<std::string> row = {s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv),
                                     pct(s.idle_mean), pct(s.idle_max),
                                     s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
-                                    pct(s.remote_memory), human_bytes(s.footprint_bytes), interval_text(s.p99_vs_closest)};
+                                    pct(s.remote_memory), human_bytes(s.footprint_bytes), interval_text(s.p50_vs_closest)};
     if (r.config.gpu) row.insert(row.begin() + 11, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
     t.add(std::move(row));
   }

@@ -96,7 +96,7 @@ TEST(BenchVerdict, AClearWinIsFasterWithAnIntervalBelowOne) {
 }
 
 TEST(BenchVerdict, AClearLossIsSlowerWithAnIntervalAboveOne) {
-  auto r = quantile_ratio(steps(200, 2.0, 0.2, 5.0), steps(200, 1.0, 0.1, 0.5), 0.99);
+  auto r = quantile_ratio(steps(600, 2.0, 0.2, 5.0), steps(600, 1.0, 0.1, 0.5), 0.99);
   ASSERT_TRUE(r);
   EXPECT_GT(r->low, 1.0);
   EXPECT_EQ(r->verdict, Verdict::slower);
@@ -105,7 +105,7 @@ TEST(BenchVerdict, AClearLossIsSlowerWithAnIntervalAboveOne) {
 
 TEST(BenchVerdict, NoiseOnlyIsNoSignificantDifference) {
   // The same process twice, shifted in phase: the medians differ a little, the interval holds 1.
-  std::vector<double> a = steps(300, 1.0, 0.3, 2.0), b(a.begin() + 7, a.end());
+  std::vector<double> a = steps(600, 1.0, 0.3, 2.0), b(a.begin() + 7, a.end());
   b.insert(b.end(), a.begin(), a.begin() + 7);
   for (double q : {0.5, 0.99}) {
     auto r = quantile_ratio(a, b, q);
@@ -118,10 +118,14 @@ TEST(BenchVerdict, NoiseOnlyIsNoSignificantDifference) {
 }
 
 TEST(BenchVerdict, TooFewStepsGiveNoRatioAndTheSameStepsTheSameInterval) {
+  EXPECT_EQ(min_steps_for_interval(0.5), kMinStepsForInterval);
+  EXPECT_EQ(min_steps_for_interval(0.99), 500u);  // 5 steps beyond the p99
   EXPECT_FALSE(quantile_ratio(steps(kMinStepsForInterval - 1, 1, 0.1), steps(200, 1, 0.1), 0.5));
+  EXPECT_FALSE(quantile_ratio(steps(499, 1, 0.1), steps(600, 1, 0.1), 0.99));
+  EXPECT_TRUE(quantile_ratio(steps(500, 1, 0.1), steps(600, 1, 0.1), 0.99));
   EXPECT_FALSE(quantile_ratio(steps(200, 1, 0.1), std::vector<double>(200, 0.0), 0.5));  // a base of 0
-  auto a = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.99);
-  auto b = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.99);
+  auto a = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.5, 10);
+  auto b = quantile_ratio(steps(100, 1.2, 0.2), steps(100, 1.0, 0.2), 0.5, 10);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->low, b->low);  // a fixed seed: a record reports the same interval every time
   EXPECT_EQ(a->high, b->high);
