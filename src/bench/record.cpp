@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "util/strings.hpp"
 
 namespace gpubind::bench {
 
@@ -35,6 +39,12 @@ const std::vector<std::string>& default_strategies() {
 double idle_share(const RankRecord& r) { return r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0; }
 
 namespace {
+
+std::string fixed2(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
 
 std::optional<double> ratio(double value, double base) {
   if (base > 0) return value / base;
@@ -85,6 +95,33 @@ StrategyReport report_one(const StrategyRecord& s, const Config& c) {
 
 }  // namespace
 
+std::optional<CpuTicks> parse_cpu_ticks(const std::string& proc_stat) {
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice": guest time is also
+  // counted in user, so the total is the first eight.
+  std::string_view line = std::string_view(proc_stat).substr(0, proc_stat.find('\n'));
+  if (!line.starts_with("cpu ")) return std::nullopt;
+  CpuTicks t;
+  size_t field = 0;
+  for (std::string_view w : split(line.substr(4), ' ')) {
+    if (w.empty()) continue;
+    auto v = parse_uint(w);
+    if (!v) return std::nullopt;
+    if (field < 8) t.total += *v;
+    if (field == 7) t.steal = *v;
+    ++field;
+  }
+  if (field < 8) return std::nullopt;
+  return t;
+}
+
+std::optional<double> parse_load_average(const std::string& proc_loadavg) {
+  std::string first(proc_loadavg.substr(0, proc_loadavg.find(' ')));
+  char* end = nullptr;
+  double v = std::strtod(first.c_str(), &end);
+  if (first.empty() || end != first.c_str() + first.size() || !(v >= 0) || v > 1e9) return std::nullopt;
+  return v;
+}
+
 Report make_report(const Record& r) {
   Report rep;
   for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
@@ -111,6 +148,19 @@ Report make_report(const Record& r) {
   }
 
   const MachineInfo& m = r.machine;
+  // Can this node show it? Oversubscription, other load, stolen time: said before any reading.
+  unsigned wanted = r.config.ranks * std::max(1u, r.config.threads) + r.config.noise;
+  if (m.allowed_cpus && wanted > m.allowed_cpus)
+    rep.notes.push_back("oversubscribed: " + std::to_string(r.config.ranks) + " ranks x " + std::to_string(r.config.threads) +
+                        " thread(s) + " + std::to_string(r.config.noise) + " noise process(es) on " + std::to_string(m.allowed_cpus) +
+                        " allowed CPUs: every strategy shares CPUs, so this measures how each shares them (a pinned rank "
+                        "cannot step away from a neighbour; an unbound one can), not where it runs");
+  if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
+    rep.notes.push_back("other load: the 1-minute load average was " + fixed2(*m.load_before) + " on " + std::to_string(m.allowed_cpus) +
+                        " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
+  if (m.steal_share && *m.steal_share >= 0.02)
+    rep.notes.push_back("stolen time: the hypervisor took " + fixed2(*m.steal_share * 100) + "% of the CPU time during the run: a "
+                        "virtual machine's vCPUs stall when its host is busy, whatever the binding");
   if (m.numa_nodes <= 1)
     rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "
                         "cross-NUMA and remote shares are 0 for all; only migrations and jitter (under --noise) tell them apart");
@@ -134,7 +184,9 @@ ojson to_json(const Record& r) {
   const MachineInfo& m = r.machine;
   j["machine"] = {{"name", m.name},         {"packages", m.packages}, {"numa_nodes", m.numa_nodes},
                   {"memory_nodes", m.memory_nodes}, {"cpus", m.cpus}, {"allowed_cpus", m.allowed_cpus},
-                  {"gpus", m.gpus}};
+                  {"gpus", m.gpus},
+                  {"load_before", m.load_before ? ojson(*m.load_before) : ojson(nullptr)},
+                  {"steal_share", m.steal_share ? ojson(*m.steal_share) : ojson(nullptr)}};
   const Config& c = r.config;
   j["config"] = {{"ranks", c.ranks},   {"threads", c.threads}, {"steps", c.steps},
                  {"rounds", c.rounds}, {"warmup", c.warmup},   {"noise", c.noise},
@@ -244,6 +296,13 @@ Result<Record> record_from_json(const json& j) {
                  field(m, "cpus", r.machine.cpus, mw), field(m, "allowed_cpus", r.machine.allowed_cpus, mw),
                  field(m, "gpus", r.machine.gpus, mw)})
     if (!s) return s.error();
+  for (auto [key, into] : {std::pair{"load_before", &r.machine.load_before}, std::pair{"steal_share", &r.machine.steal_share}})
+    if (m.contains(key) && !m[key].is_null()) {
+      double v = 0;
+      if (auto s = field(m, key, v, mw); !s) return s.error();
+      if (v < 0) return Error{mw, std::string("field '") + key + "' is negative"};
+      *into = v;
+    }
   const json& c = j["config"];
   const std::string cw = "bench record: config";
   for (auto s : {field(c, "ranks", r.config.ranks, cw), field(c, "threads", r.config.threads, cw),

@@ -25,7 +25,19 @@ struct MachineInfo {
   unsigned cpus = 0;
   unsigned allowed_cpus = 0;
   unsigned gpus = 0;
+  // Other load while bench ran: the 1-minute load average just before it started its ranks
+  // (/proc/loadavg), and the share of CPU time the hypervisor stole during the run (/proc/stat's
+  // steal over all ticks). nullopt when not read (a record from before they were).
+  std::optional<double> load_before = {}, steal_share = {};
 };
+
+// The aggregate CPU ticks of /proc/stat's first line: all of them, and the steal column.
+struct CpuTicks {
+  uint64_t total = 0, steal = 0;
+};
+std::optional<CpuTicks> parse_cpu_ticks(const std::string& proc_stat);
+// The first field of /proc/loadavg.
+std::optional<double> parse_load_average(const std::string& proc_loadavg);
 
 struct Config {
   unsigned ranks = 0;

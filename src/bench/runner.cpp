@@ -292,6 +292,10 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   auto root = sys::open_fsroot("/");
   if (!root) return root.error();
 
+  // Other load before the ranks start, and the CPU time stolen from this VM while they run.
+  if (auto la = (*root)->read("proc/loadavg")) rec.machine.load_before = parse_load_average(*la);
+  std::optional<CpuTicks> ticks_before;
+  if (auto st = (*root)->read("proc/stat")) ticks_before = parse_cpu_ticks(*st);
   for (const StrategySpec& s : o.strategies) rec.strategies.push_back({s.name, s.policy, s.batch, {}, {}});
   Children noise;
   for (unsigned i = 0; i < o.noise; ++i) {
@@ -312,6 +316,9 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
       if (o.progress) o.progress(spec.name, round);
     }
   }
+  if (auto st = (*root)->read("proc/stat"); st && ticks_before)
+    if (auto after = parse_cpu_ticks(*st); after && after->total > ticks_before->total)
+      rec.machine.steal_share = double(after->steal - std::min(after->steal, ticks_before->steal)) / double(after->total - ticks_before->total);
   return rec;
 }
 

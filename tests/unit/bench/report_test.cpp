@@ -122,6 +122,47 @@ TEST(BenchReport, OneNumaNodeIsSaidPlainly) {
   EXPECT_TRUE(says_one_node(make_report(r)));
 }
 
+TEST(BenchReport, OversubscriptionIsSaidWithWhatItMeasuresInstead) {
+  Record r = two_node_record();  // 2 ranks x 1 thread + 2 noise on 16 CPUs: room enough
+  auto said = [](const Report& rep, const std::string& what) {
+    return std::any_of(rep.notes.begin(), rep.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  EXPECT_FALSE(said(make_report(r), "oversubscribed"));
+  r.machine.allowed_cpus = 2;  // 4 wanted on 2
+  Report rep = make_report(r);
+  EXPECT_TRUE(said(rep, "oversubscribed: 2 ranks x 1 thread(s) + 2 noise process(es) on 2 allowed CPUs"));
+  EXPECT_TRUE(said(rep, "not where it runs"));
+}
+
+TEST(BenchReport, OtherLoadAndStolenTimeAreSaid) {
+  Record r = two_node_record();
+  auto said = [](const Record& rec, const std::string& what) {
+    Report rep = make_report(rec);
+    return std::any_of(rep.notes.begin(), rep.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  r.machine.load_before = 2.0;  // on 16 CPUs: light
+  r.machine.steal_share = 0.01;
+  EXPECT_FALSE(said(r, "other load"));
+  EXPECT_FALSE(said(r, "stolen time"));
+  r.machine.load_before = 9.5;
+  r.machine.steal_share = 0.125;
+  EXPECT_TRUE(said(r, "the 1-minute load average was 9.50 on 16 CPUs"));
+  EXPECT_TRUE(said(r, "the hypervisor took 12.50% of the CPU time"));
+}
+
+TEST(BenchReport, ProcStatAndLoadavgAreParsed) {
+  auto t = parse_cpu_ticks("cpu  100 5 50 800 10 1 2 32 7 0\ncpu0 50 2 25 400 5 0 1 16 3 0\n");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->total, 100u + 5 + 50 + 800 + 10 + 1 + 2 + 32);  // guest time is inside user already
+  EXPECT_EQ(t->steal, 32u);
+  EXPECT_FALSE(parse_cpu_ticks("cpu0 1 2 3\n"));
+  EXPECT_FALSE(parse_cpu_ticks("cpu  1 2 x 4 5 6 7 8\n"));
+  EXPECT_FALSE(parse_cpu_ticks("cpu  1 2 3\n"));  // fewer than eight columns
+  EXPECT_EQ(parse_load_average("0.52 0.58 0.59 2/431 12345\n"), 0.52);
+  EXPECT_FALSE(parse_load_average("x 0.58\n"));
+  EXPECT_FALSE(parse_load_average(""));
+}
+
 TEST(BenchReport, StrategiesArePoliciesWithAnOptionalDoubledBatch) {
   auto s = parse_strategy("none-2x");
   ASSERT_TRUE(s);
@@ -140,9 +181,12 @@ TEST(BenchRecordJson, TheRecordReadsBackAsItWasWritten) {
   Record r = two_node_record();
   r.warnings = {"a warning"};
   r.strategies[1].ranks[0].migrations.reset();
+  r.machine.load_before = 0.25;  // steal_share not read: stays unknown
   auto back = record_from_json(nlohmann::json::parse(to_json(r).dump()));
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->machine.name, "n1");
+  EXPECT_EQ(back->machine.load_before, 0.25);
+  EXPECT_FALSE(back->machine.steal_share);
   EXPECT_EQ(back->config.buffer_bytes, r.config.buffer_bytes);
   ASSERT_EQ(back->strategies.size(), 3u);
   EXPECT_EQ(back->strategies[2].batch, 2u);
