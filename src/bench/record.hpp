@@ -109,9 +109,9 @@ struct StrategyReport {
   std::optional<double> remote_memory;  // share of pages off the home nodes
   uint64_t footprint_bytes = 0;       // streamed per rank per step
   std::optional<double> h2d_bytes_per_s;  // --gpu: the ranks' copies to their GPUs, together
-  // Against `closest` (absent for closest itself, when it did not run, or with fewer than
-  // kMinStepsForInterval steps on either side): the p50 and p99 step-time ratios with their 95 %
-  // intervals and verdicts.
+  // Against `closest` (absent for closest itself, when it did not run, or with fewer steps on
+  // either side than min_steps_for_interval: 20 for the p50, 500 for the p99): the p50 and p99
+  // step-time ratios with their 95 % intervals and verdicts.
   std::optional<RatioInterval> p50_vs_closest, p99_vs_closest;
   // Migrations per rank-second against closest's; +infinity when closest had none and this
   // strategy some. A count over the whole run: no interval.
