@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <type_traits>
@@ -39,12 +38,6 @@ const std::vector<std::string>& default_strategies() {
 double idle_share(const RankRecord& r) { return r.step_s > 0 ? std::clamp(1.0 - r.busy_s / r.step_s, 0.0, 1.0) : 0.0; }
 
 namespace {
-
-std::string fixed2(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f", v);
-  return b;
-}
 
 std::optional<double> ratio(double value, double base) {
   if (base > 0) return value / base;
@@ -156,10 +149,10 @@ Report make_report(const Record& r) {
                         " allowed CPUs: every strategy shares CPUs, so this measures how each shares them (a pinned rank "
                         "cannot step away from a neighbour; an unbound one can), not where it runs");
   if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
-    rep.notes.push_back("other load: the 1-minute load average was " + fixed2(*m.load_before) + " on " + std::to_string(m.allowed_cpus) +
+    rep.notes.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
                         " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
   if (m.steal_share && *m.steal_share >= 0.02)
-    rep.notes.push_back("stolen time: the hypervisor took " + fixed2(*m.steal_share * 100) + "% of the CPU time during the run: a "
+    rep.notes.push_back("stolen time: the hypervisor took " + fixed(*m.steal_share * 100, 2) + "% of the CPU time during the run: a "
                         "virtual machine's vCPUs stall when its host is busy, whatever the binding");
   if (m.numa_nodes <= 1)
     rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "

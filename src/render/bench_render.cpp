@@ -16,12 +16,6 @@ using bench::StrategyReport;
 
 namespace {
 
-std::string fixed(double v, int digits) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
-
 std::string ms(double v) { return fixed(v, v < 10 ? 3 : v < 100 ? 2 : 1); }
 
 std::string pct(std::optional<double> v) { return v ? fixed(*v * 100, 1) + "%" : "-"; }

@@ -13,12 +13,6 @@ std::string share(const std::optional<double>& v) {
   return v ? std::to_string(int(*v * 100 + 0.5)) + " %" : std::string("-");  // 0-1: no lround, no libm
 }
 
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 std::string who(const std::string& rank, const std::string& local_rank) {
   if (!rank.empty()) return rank;
   return local_rank.empty() ? "-" : "local " + local_rank;

@@ -136,6 +136,14 @@ std::string text_problem(std::string_view s) {
   return "";
 }
 
+std::string fixed(double v, int digits) {
+  int n = std::snprintf(nullptr, 0, "%.*f", digits, v);
+  if (n <= 0) return "";
+  std::string out(size_t(n), '\0');
+  std::snprintf(out.data(), out.size() + 1, "%.*f", digits, v);
+  return out;
+}
+
 std::string human_bytes(uint64_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = double(bytes);

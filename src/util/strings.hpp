@@ -18,6 +18,8 @@ std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
 std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
 std::string human_bytes(uint64_t bytes);
+// `v` with `digits` decimals, as printf's %.*f: fixed(1.23456, 2) is "1.23".
+std::string fixed(double v, int digits);
 // The escaping rules, one per output kind, for values gpubind did not write itself (another
 // user's RANK, a process name, a file's contents, an environment variable):
 //   text (tables, reasons, error and warning lines): one_line;
