@@ -134,11 +134,10 @@ CheckResult housekeeping(const topo::Topology& t, const NodeFacts& f) {
   CpuSet kept;
   std::vector<std::string> keepers;
   std::vector<unsigned> beyond;
-  std::optional<CpuSet> slurm;
   if (!f.slurm_cpu_spec_list.empty()) {
-    slurm = slurm_spec_cpus(t, f.slurm_cpu_spec_list, beyond);
-    kept |= *slurm;
-    keepers.push_back("Slurm's CpuSpecList=" + f.slurm_cpu_spec_list + " (CPUs " + slurm->to_list() + ")");
+    CpuSet slurm = slurm_spec_cpus(t, f.slurm_cpu_spec_list, beyond);
+    kept |= slurm;
+    keepers.push_back("Slurm's CpuSpecList=" + f.slurm_cpu_spec_list + " (CPUs " + slurm.to_list() + ")");
   } else if (f.slurm_core_spec_count && *f.slurm_core_spec_count > 0) {
     keepers.push_back("Slurm's CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count) + " (slurmd picks the cores)");
   }
@@ -149,9 +148,7 @@ CheckResult housekeeping(const topo::Topology& t, const NodeFacts& f) {
   // A set kept from jobs that holds every CPU of a GPU's node leaves its ranks none nearby.
   for (const topo::NumaNode& n : t.numa_nodes) {
     if (n.cpus.empty() || kept.empty() || !n.cpus.is_subset_of(kept)) continue;
-    std::vector<std::string> here;
-    for (const topo::Gpu& g : t.gpus)
-      if (g.numa && std::find(g.numa->begin(), g.numa->end(), n.os_index) != g.numa->end()) here.push_back(g.pci);
+    std::vector<std::string> here = topo::gpus_on_node(t, n.os_index);
     if (!here.empty())
       return {id, Severity::fail,
               join(keepers, " and ") + " keep every CPU of NUMA node " + std::to_string(n.os_index) + " from jobs, where GPU(s) " +

@@ -84,7 +84,6 @@ struct NodeFacts {
   std::optional<std::string> slurm_task_plugin;
   std::string slurm_conf;                  // the slurm.conf read
   // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.
-  std::string slurm_node;                  // the NodeName= pattern that matched, "" none
   std::string slurm_cpu_spec_list;
   std::optional<unsigned> slurm_core_spec_count;
   std::vector<DeviceIrqs> irqs;            // of the topology's GPUs and NICs

@@ -297,25 +297,21 @@ NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, cons
   if (auto cmdline = read(root, "proc/cmdline", f)) f.cmdline = std::string(trim(*cmdline));
   f.isolated = cpus(read(root, "sys/devices/system/cpu/isolated", f));
   f.nohz_full = cpus(read(root, "sys/devices/system/cpu/nohz_full", f));
+  std::vector<std::string> devices;  // the GPUs' and NICs' PCI addresses, GPUs first
   for (const topo::Gpu& g : t.gpus)
-    if (!g.pci.empty()) f.links.push_back(link_of(root, g.pci, f));
+    if (!g.pci.empty()) devices.push_back(g.pci);
   for (const topo::Nic& n : t.nics)
-    if (!n.pci.empty()) f.links.push_back(link_of(root, n.pci, f));
+    if (!n.pci.empty()) devices.push_back(n.pci);
+  for (const std::string& pci : devices) f.links.push_back(link_of(root, pci, f));
   std::string conf = o.slurm_conf.empty() ? "/etc/slurm/slurm.conf" : o.slurm_conf;
   if (auto text = read(root, std::string(conf.starts_with('/') ? conf.substr(1) : conf), f)) {
     f.slurm_conf = conf;
     f.slurm_task_plugin = slurm_conf_value(*text, "TaskPlugin");
     if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*text, o.node_name)) {
-      f.slurm_node = line->pattern;
       f.slurm_cpu_spec_list = line->cpu_spec_list;
       f.slurm_core_spec_count = line->core_spec_count;
     }
   }
-  std::vector<std::string> devices;
-  for (const topo::Gpu& g : t.gpus)
-    if (!g.pci.empty()) devices.push_back(g.pci);
-  for (const topo::Nic& n : t.nics)
-    if (!n.pci.empty()) devices.push_back(n.pci);
   f.proc_irq = root.exists("proc/irq");
   for (const std::string& pci : devices) {
     if (!root.exists("sys/bus/pci/devices/" + pci)) continue;

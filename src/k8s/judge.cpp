@@ -220,9 +220,7 @@ void node_findings(Report& r, const topo::Topology& t) {
   if (s.config.reserved_system_cpus) {
     for (const auto& n : t.numa_nodes) {
       if (n.cpus.empty() || !n.cpus.is_subset_of(*s.config.reserved_system_cpus)) continue;
-      std::vector<std::string> here;
-      for (const auto& g : t.gpus)
-        if (g.numa && std::find(g.numa->begin(), g.numa->end(), n.os_index) != g.numa->end()) here.push_back(g.pci);
+      std::vector<std::string> here = topo::gpus_on_node(t, n.os_index);
       if (here.empty()) continue;
       problem("reservedSystemCPUs " + s.config.reserved_system_cpus->to_list() + " hold every CPU of NUMA node " + std::to_string(n.os_index) +
               ", where GPU(s) " + join(here, ", ") + " are: no pod can get CPUs near them");

@@ -124,6 +124,13 @@ const Gpu* find_gpu(const Topology& t, const std::string& pci) {
   return nullptr;
 }
 
+std::vector<std::string> gpus_on_node(const Topology& t, unsigned node) {
+  std::vector<std::string> out;
+  for (const Gpu& g : t.gpus)
+    if (g.numa && std::find(g.numa->begin(), g.numa->end(), node) != g.numa->end()) out.push_back(g.pci);
+  return out;
+}
+
 const Gpu* find_gpu_by_uuid(const Topology& t, const std::string& uuid) {
   std::string want = to_lower(uuid);
   for (const Gpu& g : t.gpus) {

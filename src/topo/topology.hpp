@@ -161,6 +161,8 @@ class CoreIndex {
 };
 // The GPU with this PCI address, or nullptr.
 const Gpu* find_gpu(const Topology& t, const std::string& pci);
+// The PCI addresses of the GPUs whose locality includes NUMA node `node`, in the topology's order.
+std::vector<std::string> gpus_on_node(const Topology& t, unsigned node);
 // The GPU whose UUID ("GPU-...") or one of whose MIG instances' UUIDs ("MIG-...") is `uuid`, in
 // any case; nullptr when none is.
 const Gpu* find_gpu_by_uuid(const Topology& t, const std::string& uuid);
