@@ -30,6 +30,28 @@ Result<StrategySpec> parse_strategy(const std::string& name) {
   return s;
 }
 
+const char* to_string(NoisePlacement p) { return p == NoisePlacement::reserved ? "reserved" : "roaming"; }
+
+std::optional<NoisePlacement> noise_placement_from_string(const std::string& s) {
+  for (NoisePlacement p : {NoisePlacement::roaming, NoisePlacement::reserved})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r) {
+  CpuSet allowed = r.allowed ? *r.allowed & t.cpus : t.allowed_cpus, out;
+  for (const topo::Core& core : t.cores)
+    if (core.pus.intersects(r.reserve)) out |= core.pus;
+  if (r.reserve.empty())
+    for (const topo::Package& p : t.packages)
+      for (const topo::Core& core : t.cores)
+        if (core.pus.is_subset_of(p.cpus) && core.pus.intersects(allowed)) {
+          out |= core.pus;
+          break;
+        }
+  return (out | r.reserve) & allowed;
+}
+
 const std::vector<std::string>& default_strategies() {
   static const std::vector<std::string> names = {"closest", "cpu-only", "none", "numa", "socket", "none-2x"};
   return names;
@@ -57,6 +79,7 @@ StrategyReport report_one(const StrategyRecord& s, const Config& c) {
   StrategyReport out;
   out.name = s.name;
   out.batch = std::max(1u, s.batch);
+  out.noise = s.noise;
   out.step_ms = summarize(per_sample(s));
   out.footprint_bytes = c.buffer_bytes * c.threads * out.batch;
 
@@ -115,14 +138,29 @@ std::optional<double> parse_load_average(const std::string& proc_loadavg) {
   return v;
 }
 
-Report make_report(const Record& r) {
-  Report rep;
-  for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
-  auto closest = std::find_if(rep.strategies.begin(), rep.strategies.end(), [](const StrategyReport& s) { return s.name == "closest"; });
-  if (closest != rep.strategies.end()) {
+namespace {
+
+// Every strategy against closest under the same noise placement: p50 and p99 ratios with their
+// intervals, and the migrations ratio.
+void compare_with_closest(const Record& r, Report& rep) {
+  const StrategyRecord* closest_under[2] = {nullptr, nullptr};
+  for (const StrategyRecord& s : r.strategies)
+    if (s.name == "closest") closest_under[size_t(s.noise)] = &s;
+  if (closest_under[0] && closest_under[1]) {
+    std::vector<double> roaming = per_sample(*closest_under[0]), reserved = per_sample(*closest_under[1]);
+    size_t round = reserved.size() / std::max(1u, r.config.rounds);
+    rep.reserved_vs_roaming_p50 = quantile_ratio(reserved, roaming, 0.50, round);
+    rep.reserved_vs_roaming_p99 = quantile_ratio(reserved, roaming, 0.99, round);
+  }
+  for (NoisePlacement placement : {NoisePlacement::roaming, NoisePlacement::reserved}) {
+    auto closest = std::find_if(rep.strategies.begin(), rep.strategies.end(), [&](const StrategyReport& s) {
+      return s.name == "closest" && s.noise == placement;
+    });
+    if (closest == rep.strategies.end()) continue;
     std::vector<double> base = per_sample(r.strategies[size_t(closest - rep.strategies.begin())]);
     for (size_t i = 0; i < rep.strategies.size(); ++i) {
       StrategyReport& s = rep.strategies[i];
+      if (s.noise != placement) continue;
       if (s.migrations_per_rank_s && closest->migrations_per_rank_s)
         s.migrations_vs_closest = ratio(*s.migrations_per_rank_s, *closest->migrations_per_rank_s);
       if (&s == &*closest) continue;
@@ -131,6 +169,40 @@ Report make_report(const Record& r) {
       s.p50_vs_closest = quantile_ratio(mine, base, 0.50, round);
       s.p99_vs_closest = quantile_ratio(mine, base, 0.99, round);
     }
+  }
+}
+
+// Oversubscription under each placement that ran: what it measures instead.
+void oversubscription_notes(const Record& r, Report& rep) {
+  const Config& c = r.config;
+  unsigned allowed = r.machine.allowed_cpus, rank_threads = c.ranks * std::max(1u, c.threads);
+  const std::string what = " every strategy shares CPUs, so this measures how each shares them (a pinned rank cannot step away "
+                           "from a neighbour; an unbound one can), not where it runs";
+  bool roaming = false, reserved = false;
+  for (const StrategyRecord& s : r.strategies) (s.noise == NoisePlacement::reserved ? reserved : roaming) = true;
+  std::string ranks = std::to_string(c.ranks) + " rank(s) x " + std::to_string(c.threads) + " thread(s)";
+  if (roaming && allowed && rank_threads + c.noise > allowed)
+    rep.notes.push_back("oversubscribed" + std::string(reserved ? " (noise roaming)" : "") + ": " + ranks + " + " +
+                        std::to_string(c.noise) + " noise process(es) on " + std::to_string(allowed) + " allowed CPUs:" + what);
+  unsigned left = allowed > c.reserved.count() ? allowed - c.reserved.count() : 0;
+  if (reserved && allowed && rank_threads > left)
+    rep.notes.push_back("oversubscribed (noise on reserved CPUs): " + ranks + " on the " + std::to_string(left) +
+                        " CPU(s) left beside the reserved " + c.reserved.to_list() + ":" + what);
+  if (reserved)
+    rep.notes.push_back("noise on reserved CPUs " + c.reserved.to_list() + ": the noise processes ran only there and every "
+                        "strategy's ranks were planned on the other CPUs, as a node keeps its daemons with Slurm's "
+                        "CoreSpecCount or CpuSpecList, systemd's CPUAffinity or the kubelet's reservedSystemCPUs; each "
+                        "strategy is compared with closest under the same placement");
+}
+
+}  // namespace
+
+Report make_report(const Record& r) {
+  Report rep;
+  for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
+  compare_with_closest(r, rep);
+  auto closest = std::find_if(rep.strategies.begin(), rep.strategies.end(), [](const StrategyReport& s) { return s.name == "closest"; });
+  if (closest != rep.strategies.end()) {
     if (closest->step_ms.count < min_steps_for_interval(0.5))
       rep.notes.push_back("fewer than " + std::to_string(min_steps_for_interval(0.5)) + " steps per strategy: no ratio against closest "
                           "is given, since no interval could back it (--steps)");
@@ -142,12 +214,7 @@ Report make_report(const Record& r) {
 
   const MachineInfo& m = r.machine;
   // Can this node show it? Oversubscription, other load, stolen time: said before any reading.
-  unsigned wanted = r.config.ranks * std::max(1u, r.config.threads) + r.config.noise;
-  if (m.allowed_cpus && wanted > m.allowed_cpus)
-    rep.notes.push_back("oversubscribed: " + std::to_string(r.config.ranks) + " ranks x " + std::to_string(r.config.threads) +
-                        " thread(s) + " + std::to_string(r.config.noise) + " noise process(es) on " + std::to_string(m.allowed_cpus) +
-                        " allowed CPUs: every strategy shares CPUs, so this measures how each shares them (a pinned rank "
-                        "cannot step away from a neighbour; an unbound one can), not where it runs");
+  oversubscription_notes(r, rep);
   if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
     rep.notes.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
                         " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
@@ -183,7 +250,7 @@ ojson to_json(const Record& r) {
   const Config& c = r.config;
   j["config"] = {{"ranks", c.ranks},   {"threads", c.threads}, {"steps", c.steps},
                  {"rounds", c.rounds}, {"warmup", c.warmup},   {"noise", c.noise},
-                 {"buffer_bytes", c.buffer_bytes}, {"compute", c.compute}, {"gpu", c.gpu}};
+                 {"reserved_cpus", c.reserved.to_list()}, {"buffer_bytes", c.buffer_bytes}, {"compute", c.compute}, {"gpu", c.gpu}};
   ojson strategies = ojson::array();
   for (const StrategyRecord& s : r.strategies) {
     ojson ranks = ojson::array();
@@ -207,6 +274,7 @@ ojson to_json(const Record& r) {
     strategies.push_back({{"name", s.name},
                           {"policy", plan::to_string(s.policy)},
                           {"batch", s.batch},
+                          {"noise", to_string(s.noise)},
                           {"step_ms", s.step_ms},
                           {"ranks", std::move(ranks)}});
   }
@@ -304,6 +372,13 @@ Result<Record> record_from_json(const json& j) {
                  field(c, "buffer_bytes", r.config.buffer_bytes, cw), field(c, "compute", r.config.compute, cw),
                  field(c, "gpu", r.config.gpu, cw)})
     if (!s) return s.error();
+  if (c.contains("reserved_cpus")) {  // absent in records from before the reserved placement
+    std::string reserved;
+    if (auto st = field(c, "reserved_cpus", reserved, cw); !st) return st.error();
+    auto set = CpuSet::parse_list(reserved);
+    if (!set) return Error{cw, "reserved_cpus '" + reserved + "': " + set.error().why};
+    r.config.reserved = *set;
+  }
   if (!j["samples"].is_array()) return Error{"bench record", "'samples' must be an array"};
   for (const json& s : j["samples"]) {
     StrategyRecord sr;
@@ -316,6 +391,13 @@ Result<Record> record_from_json(const json& j) {
     auto p = plan::policy_from_string(policy);
     if (!p) return Error{sw, "unknown policy '" + policy + "'"};
     sr.policy = *p;
+    if (s.contains("noise")) {
+      std::string noise;
+      if (auto st = field(s, "noise", noise, sw); !st) return st.error();
+      auto placement = noise_placement_from_string(noise);
+      if (!placement) return Error{sw, "unknown noise placement '" + noise + "' (expected roaming or reserved)"};
+      sr.noise = *placement;
+    }
     if (sr.batch == 0) return Error{sw, "batch must be at least 1"};
     for (double ms : sr.step_ms)
       if (!std::isfinite(ms) || ms < 0) return Error{sw, "a step time that is negative or not a number"};

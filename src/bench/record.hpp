@@ -39,16 +39,30 @@ std::optional<CpuTicks> parse_cpu_ticks(const std::string& proc_stat);
 // The first field of /proc/loadavg.
 std::optional<double> parse_load_average(const std::string& proc_loadavg);
 
+// Where the --noise processes run: anywhere among the allowed CPUs (roaming), or confined to the
+// reserved housekeeping CPUs with every strategy's ranks planned on the others (reserved), as a
+// node keeps its daemons with Slurm's CoreSpecCount/CpuSpecList, systemd's CPUAffinity, the
+// kubelet's reservedSystemCPUs or gpubind.conf's reserve.
+enum class NoisePlacement { roaming, reserved };
+const char* to_string(NoisePlacement p);  // "roaming", "reserved"
+std::optional<NoisePlacement> noise_placement_from_string(const std::string& s);
+// The reserved placement's housekeeping CPUs: the request's reserve (--reserve, gpubind.conf),
+// whole cores, else the first allowed core of every package (CPU 0's core on most nodes, where
+// the kernel's own housekeeping and boot-time interrupts land; one per socket, so each socket's
+// daemons and interrupts stay on it). Only allowed CPUs.
+CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r);
+
 struct Config {
   unsigned ranks = 0;
   unsigned threads = 0;        // per rank
   unsigned steps = 0;          // measured steps per strategy, over all rounds
   unsigned rounds = 0;
   unsigned warmup = 0;         // unmeasured steps at the start of every run
-  unsigned noise = 0;          // unbound background processes
+  unsigned noise = 0;          // background processes (unbound, or on the reserved CPUs)
   uint64_t buffer_bytes = 0;   // streamed per thread per step (times the batch)
   unsigned compute = 0;        // dependent multiply-adds per thread per step
   bool gpu = false;            // each rank also copied its buffer to its GPU every step
+  CpuSet reserved = {};        // the reserved placement's housekeeping CPUs (empty: it did not run)
 };
 
 // One rank under one strategy, summed over the rounds.
@@ -80,6 +94,7 @@ struct StrategyRecord {
   unsigned batch = 1;   // work per step in units of the base step
   std::vector<double> step_ms;  // every measured step, in run order
   std::vector<RankRecord> ranks;
+  NoisePlacement noise = NoisePlacement::roaming;
 };
 
 struct Record {
@@ -102,6 +117,7 @@ const std::vector<std::string>& default_strategies();
 struct StrategyReport {
   std::string name;
   unsigned batch = 1;
+  NoisePlacement noise = NoisePlacement::roaming;
   Summary step_ms;                    // per sample: step time / batch
   double idle_mean = 0, idle_max = 0;  // share of the step a rank waits at the barrier
   std::optional<double> migrations_per_rank_s;
@@ -109,9 +125,9 @@ struct StrategyReport {
   std::optional<double> remote_memory;  // share of pages off the home nodes
   uint64_t footprint_bytes = 0;       // streamed per rank per step
   std::optional<double> h2d_bytes_per_s;  // --gpu: the ranks' copies to their GPUs, together
-  // Against `closest` (absent for closest itself, when it did not run, or with fewer steps on
-  // either side than min_steps_for_interval: 20 for the p50, 500 for the p99): the p50 and p99
-  // step-time ratios with their 95 % intervals and verdicts.
+  // Against `closest` under the same noise placement (absent for closest itself, when it did not
+  // run, or with fewer steps on either side than min_steps_for_interval: 20 for the p50, 500 for
+  // the p99): the p50 and p99 step-time ratios with their 95 % intervals and verdicts.
   std::optional<RatioInterval> p50_vs_closest, p99_vs_closest;
   // Migrations per rank-second against closest's; +infinity when closest had none and this
   // strategy some. A count over the whole run: no interval.
@@ -120,6 +136,9 @@ struct StrategyReport {
 
 struct Report {
   std::vector<StrategyReport> strategies;
+  // closest with the noise on the reserved CPUs over closest with it roaming, when both ran: what
+  // keeping the noise on housekeeping CPUs does (its ranks also have those CPUs fewer).
+  std::optional<RatioInterval> reserved_vs_roaming_p50, reserved_vs_roaming_p99;
   std::vector<std::string> notes;  // what the machine and the settings can and cannot show
 };
 

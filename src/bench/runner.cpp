@@ -18,6 +18,7 @@
 #include "sys/fsroot.hpp"
 #include "sys/node_memory.hpp"
 #include "sys/shared_memory.hpp"
+#include "sys/task_mover.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bench {
@@ -148,9 +149,10 @@ void add_run(const topo::Topology& t, const plan::Plan& p, const RunShape& s, co
   }
 }
 
-// One strategy's ranks, started, stepped and measured once; adds to `out`.
+// One strategy's ranks, started (confined to `confine` first when not empty), stepped and measured once;
+// adds to `out`.
 Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& closest, const RunShape& s,
-                const bind::MachineState& m, const sys::FsRoot& root, StrategyRecord& out) {
+                const bind::MachineState& m, const sys::FsRoot& root, const CpuSet& confine, StrategyRecord& out) {
   auto mem = sys::shared_memory(Shared::bytes(s));
   if (!mem) return mem.error();
   Shared sh = Shared::in(mem->data(), s);
@@ -161,7 +163,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   for (size_t r = 0; r < p.ranks.size(); ++r) {
     CpuSet home;
     for (unsigned n : homes[r]) home.set(n);
-    auto pid = sys::fork_call([&] { return rank_main(s, sh, p, p.ranks[r], m, home); });
+    auto pid = sys::fork_call([&] { return rank_main(s, sh, p, p.ranks[r], m, home, confine); });
     if (!pid) return pid.error();
     ranks.add(*pid);
   }
@@ -194,26 +196,43 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
   return Ok{};
 }
 
-// Every strategy planned for `base` (its policy replaced), in order; an Error of kind usage when
-// one cannot be planned, or with `gpu` when a rank has no NVIDIA or AMD GPU to copy to.
-Result<std::vector<plan::Plan>> plan_strategies(const topo::Topology& t, const plan::Request& base,
-                                                const std::vector<StrategySpec>& strategies, bool gpu) {
-  std::vector<plan::Plan> plans;
-  for (const StrategySpec& s : strategies) {
-    plan::Request r = base;
-    r.policy = s.policy;
-    auto p = plan::make_plan(t, r);
-    if (!p) return Error{"strategy " + s.name, p.error().message(), p.error().kind};
-    if (gpu)
-      for (const plan::RankBinding& rb : p->ranks)
-        if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))
-          return Error{"--gpu",
-                       "rank " + std::to_string(rb.local_rank) + " has no NVIDIA or AMD GPU to copy to" +
-                           (t.gpus.empty() ? " (this machine has no GPU)" : ""),
-                       ErrorKind::usage};
-    plans.push_back(std::move(*p));
-  }
-  return plans;
+// One strategy under one noise placement: what one entry of the record runs.
+struct Entry {
+  size_t spec = 0;  // in RunOptions::strategies
+  NoisePlacement noise = NoisePlacement::roaming;
+  plan::Plan plan;
+};
+
+// `base` for a placement: under reserved, the ranks planned around the housekeeping CPUs.
+plan::Request placed(const plan::Request& base, NoisePlacement noise, const CpuSet& reserved) {
+  plan::Request r = base;
+  if (noise == NoisePlacement::reserved) r.reserve |= reserved;
+  return r;
+}
+
+// Every strategy planned under every placement (placement-major), its policy replacing base's; an
+// Error of kind usage when one cannot be planned, or with `gpu` when a rank has no NVIDIA or AMD
+// GPU to copy to.
+Result<std::vector<Entry>> plan_entries(const topo::Topology& t, const plan::Request& base, const RunOptions& o, const CpuSet& reserved) {
+  std::vector<Entry> entries;
+  for (NoisePlacement noise : o.placements)
+    for (size_t i = 0; i < o.strategies.size(); ++i) {
+      const StrategySpec& s = o.strategies[i];
+      plan::Request r = placed(base, noise, reserved);
+      r.policy = s.policy;
+      auto p = plan::make_plan(t, r);
+      std::string what = "strategy " + s.name + (o.placements.size() > 1 ? std::string(" (noise ") + to_string(noise) + ")" : "");
+      if (!p) return Error{what, p.error().message(), p.error().kind};
+      if (o.gpu)
+        for (const plan::RankBinding& rb : p->ranks)
+          if (rb.gpus.empty() || (rb.gpus.front().vendor != topo::Vendor::nvidia && rb.gpus.front().vendor != topo::Vendor::amd))
+            return Error{"--gpu",
+                         "rank " + std::to_string(rb.local_rank) + " has no NVIDIA or AMD GPU to copy to" +
+                             (t.gpus.empty() ? " (this machine has no GPU)" : ""),
+                         ErrorKind::usage};
+      entries.push_back({i, noise, std::move(*p)});
+    }
+  return entries;
 }
 
 }  // namespace
@@ -240,32 +259,45 @@ MachineInfo machine_info(const topo::Topology& t) {
 
 Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o) {
   if (o.strategies.empty()) return Error{"--strategies", "no strategy to run", ErrorKind::usage};
-  auto plans = plan_strategies(t, base, o.strategies, o.gpu);
-  if (!plans) return plans.error();
-  plan::Request cr = base;
-  cr.policy = plan::Policy::closest;
-  auto closest = plan::make_plan(t, cr);
-  if (!closest) {
-    Error e = closest.error();
-    e.kind = ErrorKind::usage;
-    return e;
+  if (o.placements.empty()) return Error{"--noise-on", "no noise placement to run", ErrorKind::usage};
+  CpuSet reserved;
+  if (std::find(o.placements.begin(), o.placements.end(), NoisePlacement::reserved) != o.placements.end()) {
+    if (o.noise == 0)
+      return Error{"--noise-on reserved", "places the noise processes: give --noise N as well", ErrorKind::usage};
+    reserved = housekeeping_cpus(t, base);
+    if (reserved.empty())
+      return Error{"--noise-on reserved", "no allowed CPU to keep for the noise (name them with --reserve)", ErrorKind::usage};
+  }
+  auto entries = plan_entries(t, base, o, reserved);
+  if (!entries) return entries.error();
+  // closest under each placement: every rank's home node, and the default thread count.
+  std::map<NoisePlacement, plan::Plan> closest;
+  for (NoisePlacement noise : o.placements) {
+    plan::Request cr = placed(base, noise, reserved);
+    cr.policy = plan::Policy::closest;
+    auto p = plan::make_plan(t, cr);
+    if (!p) return Error{p.error().what, p.error().why, ErrorKind::usage};
+    closest.emplace(noise, std::move(*p));
   }
 
   Record rec;
   rec.machine = machine_info(t);
   Config& c = rec.config;
-  c.ranks = unsigned(closest->ranks.size());
-  for (const plan::Plan& p : *plans)
-    if (p.ranks.size() != c.ranks) return Error{"bench", "the strategies plan different numbers of ranks"};
-  c.threads = o.threads ? o.threads : std::clamp(closest->score.min_cores, 1u, 8u);
+  c.ranks = unsigned(closest.begin()->second.ranks.size());
+  unsigned min_cores = ~0u;
+  for (const auto& [noise, p] : closest) min_cores = std::min(min_cores, p.score.min_cores);
+  for (const Entry& e : *entries)
+    if (e.plan.ranks.size() != c.ranks) return Error{"bench", "the strategies plan different numbers of ranks"};
+  c.threads = o.threads ? o.threads : std::clamp(min_cores, 1u, 8u);
   c.steps = o.steps;
   c.rounds = std::clamp(o.rounds, 1u, std::max(1u, o.steps));
   c.warmup = o.warmup;
   c.noise = o.noise;
+  c.reserved = reserved;
   c.buffer_bytes = o.buffer_bytes ? o.buffer_bytes : default_buffer_bytes(t, c.ranks * c.threads);
   c.compute = o.compute;
   c.gpu = o.gpu;
-  rec.warnings = closest->warnings;
+  rec.warnings = closest.begin()->second.warnings;
   // Every rank's threads hold a buffer of buffer_bytes x batch: more than the machine's memory is
   // refused here, not found by the ranks as an allocation that fails or an OOM kill.
   uint64_t machine_memory = 0, max_batch = 1;
@@ -296,22 +328,33 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   if (auto la = (*root)->read("proc/loadavg")) rec.machine.load_before = parse_load_average(*la);
   std::optional<CpuTicks> ticks_before;
   if (auto st = (*root)->read("proc/stat")) ticks_before = parse_cpu_ticks(*st);
-  for (const StrategySpec& s : o.strategies) rec.strategies.push_back({s.name, s.policy, s.batch, {}, {}});
+  for (const Entry& e : *entries) {
+    const StrategySpec& s = o.strategies[e.spec];
+    rec.strategies.push_back({s.name, s.policy, s.batch, {}, {}, e.noise});
+  }
   Children noise;
   for (unsigned i = 0; i < o.noise; ++i) {
     auto pid = sys::fork_call([i]() -> int { noise_main(i); });
     if (!pid) return pid.error();
     noise.add(*pid);
   }
-  auto order = round_order(o.strategies.size(), c.rounds);
+  auto mover = sys::real_task_mover();
+  CpuSet everywhere = base.allowed ? *base.allowed & t.cpus : t.allowed_cpus;
+  auto order = round_order(entries->size(), c.rounds);
   auto steps = steps_per_round(c.steps, c.rounds);
   for (unsigned round = 0; round < c.rounds; ++round) {
     if (steps[round] == 0) continue;
     for (size_t i : order[round]) {
-      const StrategySpec& spec = o.strategies[i];
+      const Entry& e = (*entries)[i];
+      const StrategySpec& spec = o.strategies[e.spec];
+      // The noise goes where this placement keeps it (each is one thread: its PID is its TID).
+      for (pid_t pid : noise.pids())
+        if (auto st = mover->set_affinity(pid, e.noise == NoisePlacement::reserved ? reserved : everywhere); !st)
+          return Error{"noise process " + std::to_string(pid), st.error().message()};
       RunShape shape{c.ranks, c.threads, steps[round], c.warmup, spec.batch, c.compute,
                      size_t(c.buffer_bytes * spec.batch / sizeof(double)), o.gpu};
-      if (auto st = run_once(t, (*plans)[i], *closest, shape, *m, **root, rec.strategies[i]); !st)
+      CpuSet confine = e.noise == NoisePlacement::reserved ? everywhere - reserved : CpuSet{};
+      if (auto st = run_once(t, e.plan, closest.at(e.noise), shape, *m, **root, confine, rec.strategies[i]); !st)
         return Error{st.error().what + ": " + spec.name, st.error().why};
       if (o.progress) o.progress(spec.name, round);
     }

@@ -24,6 +24,10 @@ struct RunOptions {
   unsigned rounds = 5;
   unsigned warmup = 5;
   unsigned noise = 0;
+  // Where the noise runs; each placement runs every strategy (interleaved with the others) and
+  // is reported on its own. reserved: on housekeeping_cpus, every strategy's ranks planned around
+  // them (needs noise).
+  std::vector<NoisePlacement> placements = {NoisePlacement::roaming};
   uint64_t buffer_bytes = 0;  // per thread; 0: default_buffer_bytes
   unsigned compute = 20000;
   // Every step, rank thread 0 also copies its buffer to the rank's GPU (CUDA or HIP runtime).

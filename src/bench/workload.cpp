@@ -150,8 +150,13 @@ void worker(const RunShape& s, const Shared& sh, const plan::RankBinding& rb, un
 
 // The body of a forked rank: bind as exec would, then run its threads.
 int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const plan::RankBinding& rb,
-              const bind::MachineState& m, const CpuSet& home_nodes) {
+              const bind::MachineState& m, const CpuSet& home_nodes, const CpuSet& confine) {
   auto binder = sys::real_binder();
+  if (!confine.empty())
+    if (auto st = binder->set_cpu_affinity(confine); !st) {
+      report_failure(sh, rb.local_rank, st.error());
+      return 1;
+    }
   std::vector<std::string> warnings;
   // A memory policy the container refuses: the rank runs with its CPUs bound, as under exec, and
   // local rank 0 says so (once per run of a strategy).

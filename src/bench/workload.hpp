@@ -87,9 +87,11 @@ int64_t now_ns();
 void arrive(std::atomic<uint32_t>& counter);
 // Until the orchestrator's phase reaches `want`.
 void wait_phase(Control& c, uint32_t want);
-// The body of a forked rank: bind as exec would, then run its threads; its exit status.
+// The body of a forked rank: confined to `confine` first when not empty (the CPUs a node that
+// keeps reserved CPUs gives a job, as its cgroup or the kubelet's shared pool would: an unbound
+// rank roams only those), then bound as exec would, then its threads run; its exit status.
 int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const plan::RankBinding& rb, const bind::MachineState& m,
-              const CpuSet& home_nodes);
+              const CpuSet& home_nodes, const CpuSet& confine);
 // The body of noise process `index`; never returns (the orchestrator kills it).
 [[noreturn]] void noise_main(unsigned index);
 

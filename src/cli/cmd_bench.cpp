@@ -32,7 +32,7 @@ Result<bench::Record> read_record(const std::string& path) {
 struct BenchFlags {
   PlanOptions o;
   bench::RunOptions run;
-  std::string strategies, plot, input;
+  std::string strategies, plot, input, noise_on;
   std::optional<unsigned> buffer_mib;
   bool json = false, per_rank = false;
 };
@@ -50,6 +50,9 @@ void add_bench_options(Args& app, BenchFlags& f) {
   app.option("--noise", run.noise, "Unbound background processes during the runs: CPU hogs and memory streamers, "
                                     "alternately (default 0)")
       .range(0, 1024);
+  app.option("--noise-on", f.noise_on, "Where the noise runs: roaming (any allowed CPU), reserved (only on housekeeping CPUs: "
+                                       "--reserve, else each package's first core, with the ranks planned around them) or "
+                                       "both, each reported on its own (default both with --noise)");
   app.option("--buffer-mib", f.buffer_mib, "MiB streamed per thread per step (default: about half the L3 over all threads, "
                                            "1 to 8)")
       .range(1, 4096);
@@ -62,13 +65,15 @@ void add_bench_options(Args& app, BenchFlags& f) {
   app.option("--input", f.input, "Report a saved run (gpubind bench --json output) instead of running one");
   app.footer(R"(Examples:
   gpubind bench -n 2 --noise 2                   this machine, the six strategies, two noisy neighbours
+                                                 roaming, and kept on housekeeping CPUs: both reported
+  gpubind bench -n 1 --noise 2 --noise-on reserved --reserve 0   the noise on CPU 0's core only
   gpubind bench --strategies closest,none --steps 1000 --plot steps.svg
   gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run)");
 }
 
 // A saved run is reported as it was: flags that would change a run are refused, not ignored.
 Result<bench::Record> saved_run(const Args& app, const std::string& input) {
-  for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--buffer-mib",
+  for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--noise-on", "--buffer-mib",
                            "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
                            "--allowed-mems", "--mem-node", "--no-smt", "--smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
                            "--require-gpu"})
@@ -89,6 +94,10 @@ Result<bench::Record> new_run(BenchFlags& f) {
     if (!s) return Error{"--strategies", s.error().message(), ErrorKind::usage};
     f.run.strategies.push_back(*s);
   }
+  if (f.noise_on.empty()) f.noise_on = f.run.noise ? "both" : "roaming";
+  if (f.noise_on == "both") f.run.placements = {bench::NoisePlacement::roaming, bench::NoisePlacement::reserved};
+  else if (auto p = bench::noise_placement_from_string(f.noise_on)) f.run.placements = {*p};
+  else return Error{"--noise-on " + f.noise_on, "expected roaming, reserved or both", ErrorKind::usage};
   if (f.buffer_mib) f.run.buffer_bytes = uint64_t(*f.buffer_mib) << 20;
   std::vector<std::string> cache_notes;
   auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);

@@ -58,13 +58,24 @@ std::string config_line(const bench::Config& c) {
          (c.noise ? "--noise " + std::to_string(c.noise) : std::string("no noise"));
 }
 
+// Whether the record holds runs with the noise on reserved CPUs (then each placement is its own section).
+bool placed(const Record& r) {
+  return std::any_of(r.strategies.begin(), r.strategies.end(),
+                     [](const bench::StrategyRecord& s) { return s.noise == bench::NoisePlacement::reserved; });
+}
+
+// A strategy's name, with its noise placement when the record has two.
+std::string label(const std::string& name, bench::NoisePlacement noise, bool two) {
+  return two ? name + " (noise " + bench::to_string(noise) + ")" : name;
+}
+
 // Each rank's placement and what it did, under every strategy.
 std::string rank_table(const Record& r) {
   TextTable ranks({"STRATEGY", "RANK", "GPU", "CPUS", "MEMORY", "HOME", "MIGRATIONS", "IDLE", "CROSS-NUMA", "REMOTE MEM"});
   for (const bench::StrategyRecord& s : r.strategies)
     for (const bench::RankRecord& k : s.ranks) {
       std::string memory = k.mem_policy == "none" ? "first touch" : k.mem_policy + " " + nodes_text(k.mem_nodes);
-      ranks.add({s.name, std::to_string(k.rank), k.gpu.empty() ? "-" : k.gpu, k.cpus.to_list(), memory, nodes_text(k.home_nodes),
+      ranks.add({label(s.name, s.noise, placed(r)), std::to_string(k.rank), k.gpu.empty() ? "-" : k.gpu, k.cpus.to_list(), memory, nodes_text(k.home_nodes),
                  k.migrations ? std::to_string(*k.migrations) : "-", pct(bench::idle_share(k)),
                  pct(k.work_s > 0 ? std::optional<double>(k.off_home_s / k.work_s) : std::nullopt),
                  pct(k.pages ? std::optional<double>(double(k.remote_pages) / double(k.pages)) : std::nullopt)});
@@ -72,16 +83,21 @@ std::string rank_table(const Record& r) {
   return ranks.str("  ");
 }
 
-}  // namespace
+std::string placement_heading(const Record& r, bench::NoisePlacement noise) {
+  if (noise == bench::NoisePlacement::reserved)
+    return "noise on the reserved CPUs " + r.config.reserved.to_list() + ", every strategy's ranks planned on the others:\n";
+  return "noise roaming over every allowed CPU:\n";
+}
 
-std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
-  std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
+// The table of the strategies run under one noise placement.
+std::string placement_table(const Record& r, const Report& rep, bench::NoisePlacement noise) {
   std::vector<std::string> header = {"STRATEGY",   "P50 MS",     "P99 MS",         "MAX MS",         "JITTER CV",
                                      "IDLE MEAN",  "IDLE MAX",   "MIGR/RANK/S",    "CROSS-NUMA",     "REMOTE MEM",
                                      "MEM/RANK",   "P50 VS CLOSEST (95%)"};
   if (r.config.gpu) header.insert(header.begin() + 11, "H2D GB/S");
   TextTable t(header);
   for (const StrategyReport& s : rep.strategies) {
+    if (s.noise != noise) continue;
     std::vector<std::string> row = {s.name, ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max), pct(s.step_ms.cv),
                                     pct(s.idle_mean), pct(s.idle_max),
                                     s.migrations_per_rank_s ? fixed(*s.migrations_per_rank_s, 1) : "-", pct(s.cross_numa),
@@ -89,19 +105,45 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
     if (r.config.gpu) row.insert(row.begin() + 11, s.h2d_bytes_per_s ? fixed(*s.h2d_bytes_per_s / 1e9, 1) : "-");
     t.add(std::move(row));
   }
-  out += t.str();
-  out += "\n  step: the slowest rank's pace (barrier to barrier), per sample for a bigger batch; jitter CV: its standard\n"
-         "  deviation over its mean; idle: the share of the step a rank waits at the barrier (its GPU would idle);\n"
-         "  cross-NUMA: the share of work time on CPUs outside the rank's home node (its GPU's); remote mem: the\n"
-         "  share of its buffer's pages outside it; mem/rank: what a rank streams every step.\n";
-  if (r.config.gpu) out += "  h2d: every rank's copies of its buffer to its GPU, bytes over their time on the GPUs.\n";
+  return t.str();
+}
 
+// Their verdicts against closest (under the same placement).
+std::string placement_verdicts(const Report& rep, bench::NoisePlacement noise) {
   std::vector<std::string> verdicts;
   for (const StrategyReport& s : rep.strategies)
-    if (s.p50_vs_closest || s.p99_vs_closest)
+    if (s.noise == noise && (s.p50_vs_closest || s.p99_vs_closest))
       verdicts.push_back(s.name + ": p50 " + verdict_text(s.p50_vs_closest) + "; p99 " + verdict_text(s.p99_vs_closest));
-  if (!verdicts.empty())
-    out += text_block("against closest (step time, 95 % interval from a moving-block bootstrap of the steps)", verdicts);
+  if (verdicts.empty()) return "";
+  return text_block("against closest (step time, 95 % interval from a moving-block bootstrap of the steps)", verdicts);
+}
+
+const char* kLegend =
+    "\n  step: the slowest rank's pace (barrier to barrier), per sample for a bigger batch; jitter CV: its standard\n"
+    "  deviation over its mean; idle: the share of the step a rank waits at the barrier (its GPU would idle);\n"
+    "  cross-NUMA: the share of work time on CPUs outside the rank's home node (its GPU's); remote mem: the\n"
+    "  share of its buffer's pages outside it; mem/rank: what a rank streams every step.\n";
+
+}  // namespace
+
+std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
+  std::string out = config_line(r.config) + "\n" + machine_line(r.machine) + "\n\n";
+  std::string h2d = r.config.gpu ? "  h2d: every rank's copies of its buffer to its GPU, bytes over their time on the GPUs.\n" : "";
+  if (!placed(r)) {
+    out += placement_table(r, rep, bench::NoisePlacement::roaming) + kLegend + h2d +
+           placement_verdicts(rep, bench::NoisePlacement::roaming);
+  } else {
+    bool first = true;
+    for (bench::NoisePlacement noise : {bench::NoisePlacement::roaming, bench::NoisePlacement::reserved})
+      if (std::any_of(rep.strategies.begin(), rep.strategies.end(), [&](const StrategyReport& s) { return s.noise == noise; })) {
+        out += (first ? "" : "\n") + placement_heading(r, noise) + placement_table(r, rep, noise) + placement_verdicts(rep, noise);
+        first = false;
+      }
+    out += kLegend + h2d;
+  }
+  if (rep.reserved_vs_roaming_p50 || rep.reserved_vs_roaming_p99)
+    out += text_block("closest with the noise on the reserved CPUs against closest with it roaming (its ranks without the reserved CPUs)",
+                      {"p50 " + verdict_text(rep.reserved_vs_roaming_p50), "p99 " + verdict_text(rep.reserved_vs_roaming_p99)});
   if (per_rank) out += "\nper rank:\n" + rank_table(r);
   out += text_block("notes", rep.notes);
   out += text_block("warnings", r.warnings);
@@ -110,7 +152,7 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
 
 nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
   nlohmann::ordered_json j;
-  j["format"] = "gpubind-bench/2";
+  j["format"] = "gpubind-bench/3";
   nlohmann::ordered_json raw = bench::to_json(r);
   j["machine"] = raw["machine"];
   j["config"] = raw["config"];
@@ -121,6 +163,7 @@ nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
   for (const StrategyReport& s : rep.strategies) {
     const bench::Summary& m = s.step_ms;
     j["results"].push_back({{"strategy", s.name},
+                            {"noise", bench::to_string(s.noise)},
                             {"h2d_bytes_per_s", opt(s.h2d_bytes_per_s)},
                             {"batch", s.batch},
                             {"step_ms", {{"count", m.count}, {"min", m.min}, {"p25", m.p25}, {"p50", m.p50}, {"p75", m.p75},
@@ -136,6 +179,9 @@ nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
                             {"migrations_vs_closest", opt(s.migrations_vs_closest)},
                             {"migrations_vs_closest_infinite", s.migrations_vs_closest && std::isinf(*s.migrations_vs_closest)}});
   }
+  j["reserved_vs_roaming"] = {{"strategy", "closest"},
+                               {"p50", interval_json(rep.reserved_vs_roaming_p50)},
+                               {"p99", interval_json(rep.reserved_vs_roaming_p99)}};
   j["notes"] = rep.notes;
   j["samples"] = raw["samples"];
   j["warnings"] = raw["warnings"];
@@ -166,7 +212,7 @@ const char* kColours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
 }  // namespace
 
 std::string bench_svg(const Record& r, const Report& rep) {
-  const int left = 130, right = 30, top = 64, row = 44, width = 860;
+  const int left = placed(r) ? 210 : 130, right = 30, top = 64, row = 44, width = 860;
   const int plot_w = width - left - right;
   const int height = top + row * int(std::max<size_t>(1, rep.strategies.size())) + 70;
   // The axis reaches past every p99 (a lone max beyond it is drawn at the edge, with its value).
@@ -198,9 +244,9 @@ std::string bench_svg(const Record& r, const Report& rep) {
     std::string colour = kColours[i % (sizeof kColours / sizeof *kColours)];
     std::string stroke = "stroke=\"" + colour + "\" stroke-width=\"1.5\"";
     double cy = top + row * double(i) + row / 2, h = row / 2;
-    o.begin_group(s.name + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
+    o.begin_group(label(s.name, s.noise, placed(r)) + ": p50 " + ms(m.p50) + " ms, p99 " + ms(m.p99) + " ms, max " + ms(m.max) + " ms, CV " +
                   fixed(m.cv * 100, 1) + "%");
-    o.text(left - 10, cy + 4, s.name, "text-anchor=\"end\"");
+    o.text(left - 10, cy + 4, label(s.name, s.noise, placed(r)), "text-anchor=\"end\"");
     if (m.count) {
       o.line(x(m.min), cy, x(m.p99), cy, stroke);
       for (double v : {m.min, m.p99}) o.line(x(v), cy - h / 3, x(v), cy + h / 3, stroke);

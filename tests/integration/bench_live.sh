@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpubind bench on this machine (issue 17): `bench -n 2 --steps 200 --noise 2` completes with the
-# six strategies; ranks bound to one CPU each never migrate after their start; unbound ranks'
+# six strategies under each noise placement (roaming, and kept on the reserved CPUs with the ranks
+# planned around them: issue 37); ranks bound to one CPU each never migrate after their start; unbound ranks'
 # (none, none-2x) migrations are counted (whether the scheduler moves them depends on the
 # machine's other load); the JSON is what --input reads back; the plot is SVG
 # that a real XML parser reads, one box per strategy; no rank or noise process outlives bench.
@@ -30,12 +31,28 @@ def check(ok, what, detail=""):
     global bad
     print(("ok: " if ok else "FAIL: ") + what + ("" if ok else ": " + str(detail)))
     bad += 0 if ok else 1
-names = [r["strategy"] for r in j["results"]]
-check(names == ["closest", "cpu-only", "none", "numa", "socket", "none-2x"], "the six default strategies are reported", names)
-samples = {s["name"]: s for s in j["samples"]}
-check(all(len(s["step_ms"]) == 200 for s in samples.values()), "200 step times per strategy",
-      {n: len(s["step_ms"]) for n, s in samples.items()})
-check(all(x > 0 for s in samples.values() for x in s["step_ms"]), "every step took time")
+six = ["closest", "cpu-only", "none", "numa", "socket", "none-2x"]
+names = [(r["strategy"], r["noise"]) for r in j["results"]]
+check(names == [(n, "roaming") for n in six] + [(n, "reserved") for n in six],
+      "the six default strategies are reported with the noise roaming, then on the reserved CPUs", names)
+every = j["samples"]
+check(all(len(s["step_ms"]) == 200 for s in every), "200 step times per strategy and placement",
+      {(s["name"], s["noise"]): len(s["step_ms"]) for s in every})
+check(all(x > 0 for s in every for x in s["step_ms"]), "every step took time")
+def cpus(text):
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+reserved = cpus(j["config"]["reserved_cpus"]) if j["config"]["reserved_cpus"] else set()
+check(len(reserved) > 0, f"the reserved placement kept CPUs {j['config']['reserved_cpus']} for the noise")
+kept = [(s["name"], r["rank"], r["cpus"]) for s in every if s["noise"] == "reserved" for r in s["ranks"] if cpus(r["cpus"]) & reserved]
+check(not kept, "with the noise on the reserved CPUs, no strategy's rank may run there (none's included)", kept)
+vs = j["reserved_vs_roaming"]
+check(vs["strategy"] == "closest" and vs["p50"] and vs["p50"]["low"] <= vs["p50"]["high"] and vs["p99"] is None,
+      f"closest reserved against roaming: p50 {vs['p50']}", vs)
+samples = {s["name"]: s for s in every if s["noise"] == "roaming"}
 # Bound ranks: a rank pinned to one CPU has nowhere to migrate to.
 single = [(s, r) for s in ("closest", "cpu-only", "numa", "socket") for r in samples[s]["ranks"] if "-" not in r["cpus"] and "," not in r["cpus"]]
 check(len(single) > 0, "some bound ranks have one CPU each (2 ranks here)", len(single))
@@ -73,9 +90,29 @@ root = ET.parse(sys.argv[1]).getroot()
 ns = "{http://www.w3.org/2000/svg}"
 assert root.tag == ns + "svg", root.tag
 boxes = [r for r in root.iter(ns + "rect") if r.get("fill-opacity")]
-assert len(boxes) == 6, len(boxes)
+assert len(boxes) == 12, len(boxes)
 assert all(float(b.get("width")) > 0 for b in boxes)
 PYEOF
+# Where the noise runs (issue 37): with --noise-on reserved, the two noise processes may run on the
+# reserved CPU only and the rank on the other; read from /proc while it steps, not from bench's
+# own record. A stopped rank then ends the run (as below).
+"$GPUBIND" bench -n 1 --noise 2 --noise-on reserved --reserve 0 --strategies none --steps 1000000 --quiet >/dev/null 2>"$WORK/placed.err" &
+bench_pid=$!
+placement() {
+  for c in $(pgrep -P $bench_pid); do awk '/^Cpus_allowed_list/ {print $2}' /proc/"$c"/status 2>/dev/null; done | sort | tr '\n' ' '
+}
+noise_on_zero() { [ "$(placement)" = "0 0 1 " ]; }
+if wait_until 60 noise_on_zero; then
+  pass "--noise-on reserved --reserve 0: both noise processes on CPU 0, the rank (none: unbound) on CPU 1"
+else
+  fail "--noise-on reserved: the children's CPUs are '$(placement)' (want '0 0 1 '): $(cat "$WORK/placed.err")"
+fi
+rank_pid=$(for c in $(pgrep -P $bench_pid); do grep -q "^Cpus_allowed_list:.1$" /proc/"$c"/status 2>/dev/null && echo "$c"; done | head -1)
+[ -n "$rank_pid" ] && kill -STOP "$rank_pid"
+wait_until 60 none_alive $bench_pid || kill -KILL $bench_pid
+wait $bench_pid
+[ -n "$rank_pid" ] && { wait_until 10 none_alive "$rank_pid" || kill -KILL "$rank_pid"; }
+
 # A rank stopped with SIGSTOP (issue 29): bench waited for it for ever. Now the stop is seen at the
 # next check of the ranks (every 0.1 s): bench ends with one line naming the rank, exit 1, and
 # no rank is left behind.

@@ -41,6 +41,32 @@ Record two_node_record() {
   return r;
 }
 
+// Steps around `ms`: a regular +-10 % wobble, as a quiet machine gives.
+std::vector<double> steps_around(double ms, size_t n) {
+  std::vector<double> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(ms * (0.9 + 0.2 * double(i % 5) / 4));
+  return out;
+}
+
+// closest and none with the noise roaming (none clearly slower: it runs into the noise) and both
+// with it on the reserved CPU 0 (the same: nothing left to run into), 100 steps each.
+Record placements_record() {
+  Record r = two_node_record();
+  r.config.steps = 100;
+  r.config.rounds = 5;
+  r.config.reserved = CpuSet::of({0, 8});
+  auto with = [&](const char* name, plan::Policy policy, double ms, NoisePlacement noise) {
+    StrategyRecord s{name, policy, 1, steps_around(ms, 100), {rank(0, 0, 0.9, 0, 0), rank(1, 0, 0.9, 0, 0)}};
+    s.noise = noise;
+    return s;
+  };
+  r.strategies = {with("closest", plan::Policy::closest, 10, NoisePlacement::roaming),
+                  with("none", plan::Policy::none, 20, NoisePlacement::roaming),
+                  with("closest", plan::Policy::closest, 5, NoisePlacement::reserved),
+                  with("none", plan::Policy::none, 5, NoisePlacement::reserved)};
+  return r;
+}
+
 // A copy: the report is often a temporary.
 StrategyReport find(const Report& rep, const std::string& name) {
   for (const StrategyReport& s : rep.strategies)
@@ -130,8 +156,65 @@ TEST(BenchReport, OversubscriptionIsSaidWithWhatItMeasuresInstead) {
   EXPECT_FALSE(said(make_report(r), "oversubscribed"));
   r.machine.allowed_cpus = 2;  // 4 wanted on 2
   Report rep = make_report(r);
-  EXPECT_TRUE(said(rep, "oversubscribed: 2 ranks x 1 thread(s) + 2 noise process(es) on 2 allowed CPUs"));
+  EXPECT_TRUE(said(rep, "oversubscribed: 2 rank(s) x 1 thread(s) + 2 noise process(es) on 2 allowed CPUs"));
   EXPECT_TRUE(said(rep, "not where it runs"));
+}
+
+TEST(BenchReport, EachNoisePlacementIsComparedWithItsOwnClosest) {
+  Report rep = make_report(placements_record());
+  ASSERT_EQ(rep.strategies.size(), 4u);
+  const StrategyReport& roaming_none = rep.strategies[1];
+  const StrategyReport& reserved_none = rep.strategies[3];
+  EXPECT_EQ(roaming_none.noise, NoisePlacement::roaming);
+  EXPECT_EQ(reserved_none.noise, NoisePlacement::reserved);
+  ASSERT_TRUE(roaming_none.p50_vs_closest);
+  EXPECT_NEAR(roaming_none.p50_vs_closest->estimate, 2.0, 1e-9);  // 20 over roaming closest's 10, not reserved's 5
+  EXPECT_EQ(roaming_none.p50_vs_closest->verdict, Verdict::slower);
+  ASSERT_TRUE(reserved_none.p50_vs_closest);
+  EXPECT_NEAR(reserved_none.p50_vs_closest->estimate, 1.0, 1e-9);
+  EXPECT_EQ(reserved_none.p50_vs_closest->verdict, Verdict::no_difference);
+  EXPECT_FALSE(rep.strategies[0].p50_vs_closest);  // each closest is its placement's base
+  EXPECT_FALSE(rep.strategies[2].p50_vs_closest);
+  // And what keeping the noise on the reserved CPUs did to closest: half the step time.
+  ASSERT_TRUE(rep.reserved_vs_roaming_p50);
+  EXPECT_NEAR(rep.reserved_vs_roaming_p50->estimate, 0.5, 1e-9);
+  EXPECT_EQ(rep.reserved_vs_roaming_p50->verdict, Verdict::faster);
+  EXPECT_FALSE(rep.reserved_vs_roaming_p99);  // 100 steps: no p99 interval
+  EXPECT_FALSE(make_report(two_node_record()).reserved_vs_roaming_p50);  // one placement: nothing to compare
+}
+
+TEST(BenchReport, OversubscriptionUnderReservedNoiseCountsTheCpusLeftBesideThem) {
+  Record r = placements_record();  // 2 ranks x 1 thread, 2 noise processes on 0 and 8, 16 CPUs
+  auto said = [](const Record& rec, const std::string& what) {
+    Report rep = make_report(rec);
+    return std::any_of(rep.notes.begin(), rep.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  EXPECT_FALSE(said(r, "oversubscribed"));
+  EXPECT_TRUE(said(r, "noise on reserved CPUs 0,8: the noise processes ran only there"));
+  r.machine.allowed_cpus = 4;  // roaming: 2 + 2 on 4, room enough; reserved: 2 ranks on the 2 left
+  EXPECT_FALSE(said(r, "oversubscribed"));
+  r.config.threads = 2;  // roaming: 4 + 2 on 4; reserved: 4 on the 2 left
+  EXPECT_TRUE(said(r, "oversubscribed (noise roaming): 2 rank(s) x 2 thread(s) + 2 noise process(es) on 4 allowed CPUs"));
+  EXPECT_TRUE(said(r, "oversubscribed (noise on reserved CPUs): 2 rank(s) x 2 thread(s) on the 2 CPU(s) left beside the reserved 0,8"));
+  r.machine.allowed_cpus = 6;  // roaming: 4 + 2 on 6 fits; reserved: 4 on 4 fits
+  EXPECT_FALSE(said(r, "oversubscribed"));
+}
+
+TEST(BenchReport, HousekeepingCpusAreTheReserveOrEachPackagesFirstCore) {
+  // Two packages of two cores, SMT siblings numbered n and n+4.
+  topo::Topology t;
+  t.cpus = CpuSet::parse_list("0-7").value();
+  t.allowed_cpus = t.cpus;
+  t.packages = {{0, CpuSet::parse_list("0-1,4-5").value()}, {1, CpuSet::parse_list("2-3,6-7").value()}};
+  for (unsigned c = 0; c < 4; ++c) t.cores.push_back({CpuSet::of({c, c + 4})});
+  plan::Request r;
+  EXPECT_EQ(housekeeping_cpus(t, r), CpuSet::parse_list("0,2,4,6").value());
+  r.allowed = CpuSet::parse_list("1-3,5-7").value();  // a cgroup without CPU 0's core
+  EXPECT_EQ(housekeeping_cpus(t, r), CpuSet::parse_list("1-2,5-6").value());
+  r.reserve = CpuSet::of({3});  // --reserve: that core, whole
+  EXPECT_EQ(housekeeping_cpus(t, r), CpuSet::of({3, 7}));
+  r.reserve = CpuSet::of({0});  // reserved outside the allowed CPUs: nothing to put the noise on
+  EXPECT_TRUE(housekeeping_cpus(t, r).empty());
 }
 
 TEST(BenchReport, OtherLoadAndStolenTimeAreSaid) {
@@ -197,6 +280,32 @@ TEST(BenchRecordJson, TheRecordReadsBackAsItWasWritten) {
   EXPECT_EQ(back->warnings, r.warnings);
 }
 
+TEST(BenchRecordJson, NoisePlacementsAndTheReservedCpusReadBack) {
+  Record r = placements_record();
+  auto j = nlohmann::json::parse(to_json(r).dump());
+  auto back = record_from_json(j);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->config.reserved, CpuSet::of({0, 8}));
+  ASSERT_EQ(back->strategies.size(), 4u);
+  EXPECT_EQ(back->strategies[1].noise, NoisePlacement::roaming);
+  EXPECT_EQ(back->strategies[3].noise, NoisePlacement::reserved);
+  EXPECT_EQ(render::bench_text(*back, make_report(*back), true), render::bench_text(r, make_report(r), true));
+  // A record from before the placements: every strategy's noise roamed.
+  auto old = j;
+  old["config"].erase("reserved_cpus");
+  for (auto& s : old["samples"]) s.erase("noise");
+  auto old_back = record_from_json(old);
+  ASSERT_TRUE(old_back) << old_back.error().message();
+  EXPECT_TRUE(old_back->config.reserved.empty());
+  EXPECT_EQ(old_back->strategies[3].noise, NoisePlacement::roaming);
+  auto unknown = j;
+  unknown["samples"][2]["noise"] = "pinned";
+  EXPECT_NE(record_from_json(unknown).error().why.find("unknown noise placement 'pinned'"), std::string::npos);
+  auto cpus = j;
+  cpus["config"]["reserved_cpus"] = "x";
+  EXPECT_FALSE(record_from_json(cpus));
+}
+
 TEST(BenchRecordJson, TheFullOutputIsWhatInputReads) {
   Record r = two_node_record();
   Report rep = make_report(r);
@@ -237,6 +346,21 @@ TEST(BenchSvg, OneBoxPerStrategyAndTheAxisCoversEveryP99) {
   EXPECT_TRUE(svg.starts_with("<?xml"));
   EXPECT_NE(svg.find(">none-2x</text>"), std::string::npos);
   EXPECT_EQ(svg.find("\u2192"), std::string::npos);  // every max is within the axis here
+}
+
+TEST(BenchText, EachNoisePlacementIsASectionOfItsOwn) {
+  Record r = placements_record();
+  std::string text = render::bench_text(r, make_report(r), false);
+  size_t roaming = text.find("noise roaming over every allowed CPU:"), reserved = text.find("noise on the reserved CPUs 0,8,");
+  ASSERT_NE(roaming, std::string::npos) << text;
+  ASSERT_NE(reserved, std::string::npos) << text;
+  EXPECT_LT(roaming, reserved);
+  EXPECT_NE(text.find("  none: p50 2.00x ["), std::string::npos) << text;  // in the roaming section
+  EXPECT_NE(text.find("  none: p50 1.00x ["), std::string::npos) << text;  // in the reserved one
+  EXPECT_NE(text.find("closest with the noise on the reserved CPUs against closest with it roaming"), std::string::npos);
+  std::string one = render::bench_text(two_node_record(), make_report(two_node_record()), false);
+  EXPECT_EQ(one.find("noise roaming over"), std::string::npos);  // one placement: no sections
+  EXPECT_NE(render::bench_svg(r, make_report(r)).find(">none (noise reserved)</text>"), std::string::npos);
 }
 
 TEST(BenchSvg, AMaxFarBeyondTheP99sIsDrawnAtTheEdgeWithItsValue) {
