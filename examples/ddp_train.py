@@ -8,6 +8,12 @@ CPU it last ran on, gpubind's record of the binding (GPUBIND_*), and its step ti
     gpubind launch -n 2 -- /usr/bin/python3 examples/ddp_train.py --steps 20
     gpubind launch -n 2 -- /usr/bin/python3 examples/ddp_train.py --seconds 8
 
+With --print-steps, every rank also prints each step's time, one line each ("step 3 12.345 ms"),
+after the last step, for `gpubind bench --ab`'s --step-regex:
+
+    gpubind bench --ab closest,none -n 2 --step-regex 'step [0-9]+ (?<ms>[0-9.]+) ms' \
+        -- /usr/bin/python3 examples/ddp_train.py --steps 60 --print-steps
+
 With --seconds, every rank steps until rank 0 has trained that long: the ranks agree on each
 step (an all-reduce of rank 0's verdict), so none leaves the loop while another still waits in
 backward()'s all-reduce.
@@ -49,6 +55,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=0, help="step until this many seconds have passed (not --steps)")
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--print-steps", action="store_true", help="print every step's time, one line each, at the end")
     args = ap.parse_args()
 
     dist.init_process_group("gloo")  # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE from the launcher
@@ -97,6 +104,8 @@ def main():
         "step_ms": {"median": round(sorted(steps)[len(steps) // 2] * 1000, 2), "max": round(max(steps) * 1000, 2)},
     }
     # One write per line, so ranks sharing a terminal do not interleave inside a line.
+    if args.print_steps:
+        sys.stdout.write("".join("step %d %.3f ms\n" % (i, t * 1000) for i, t in enumerate(steps)))
     sys.stdout.write("DDP " + json.dumps(report) + "\n")
     sys.stdout.flush()
     dist.destroy_process_group()

@@ -3,6 +3,8 @@
 //
 //   gpubind launch -n 2 -- build/examples/gpubind_demo_worker --steps 20
 //   gpubind launch -n 2 -- build/examples/gpubind_demo_worker --seconds 8   (steps until 8 s passed)
+//   ... --print-steps: every step's time, one line each ("step 3 1.234 ms"), for bench --ab
+//   ... --step-file PATH: the same times, one per line in ms, written to PATH by rank 0
 #include <sched.h>
 
 #include <algorithm>
@@ -39,9 +41,14 @@ std::string env(const char* name) {
 int main(int argc, char** argv) {
   int steps = 20;
   double seconds = 0;  // > 0: steps until this much time has passed, however fast the machine is
-  for (int i = 1; i + 1 < argc; ++i) {
+  bool print_steps = false;
+  const char* step_file = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--print-steps") == 0) print_steps = true;
+    if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
+    if (std::strcmp(argv[i], "--step-file") == 0) step_file = argv[i + 1];
   }
   const auto start = std::chrono::steady_clock::now();
   auto more = [&](int s) {
@@ -54,6 +61,12 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     for (int k = 1; k < 200000; ++k) acc += std::sqrt(double(k) * (s + 1));
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (print_steps)
+    for (size_t s = 0; s < times.size(); ++s) std::printf("step %zu %.3f ms\n", s, times[s]);
+  if (step_file && env("RANK") == "0") {
+    std::ofstream out(step_file);
+    for (double t : times) out << t << "\n";
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());

@@ -7,12 +7,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/json_fields.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bench {
 
 using ojson = nlohmann::ordered_json;
 using nlohmann::json;
+using json_fields::field;
 
 Result<StrategySpec> parse_strategy(const std::string& name) {
   StrategySpec s;
@@ -197,6 +199,17 @@ void oversubscription_notes(const Record& r, Report& rep) {
 
 }  // namespace
 
+std::vector<std::string> machine_notes(const MachineInfo& m) {
+  std::vector<std::string> out;
+  if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
+    out.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
+                  " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
+  if (m.steal_share && *m.steal_share >= 0.02)
+    out.push_back("stolen time: the hypervisor took " + fixed(*m.steal_share * 100, 2) + "% of the CPU time during the run: a "
+                  "virtual machine's vCPUs stall when its host is busy, whatever the binding");
+  return out;
+}
+
 Report make_report(const Record& r) {
   Report rep;
   for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
@@ -215,12 +228,7 @@ Report make_report(const Record& r) {
   const MachineInfo& m = r.machine;
   // Can this node show it? Oversubscription, other load, stolen time: said before any reading.
   oversubscription_notes(r, rep);
-  if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
-    rep.notes.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
-                        " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
-  if (m.steal_share && *m.steal_share >= 0.02)
-    rep.notes.push_back("stolen time: the hypervisor took " + fixed(*m.steal_share * 100, 2) + "% of the CPU time during the run: a "
-                        "virtual machine's vCPUs stall when its host is busy, whatever the binding");
+  for (std::string& n : machine_notes(m)) rep.notes.push_back(std::move(n));
   if (m.numa_nodes <= 1)
     rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "
                         "cross-NUMA and remote shares are 0 for all; only migrations and jitter (under --noise) tell them apart");
@@ -239,14 +247,17 @@ Report make_report(const Record& r) {
   return rep;
 }
 
+ojson machine_to_json(const MachineInfo& m) {
+  return {{"name", m.name},         {"packages", m.packages}, {"numa_nodes", m.numa_nodes},
+          {"memory_nodes", m.memory_nodes}, {"cpus", m.cpus}, {"allowed_cpus", m.allowed_cpus},
+          {"gpus", m.gpus},
+          {"load_before", m.load_before ? ojson(*m.load_before) : ojson(nullptr)},
+          {"steal_share", m.steal_share ? ojson(*m.steal_share) : ojson(nullptr)}};
+}
+
 ojson to_json(const Record& r) {
   ojson j;
-  const MachineInfo& m = r.machine;
-  j["machine"] = {{"name", m.name},         {"packages", m.packages}, {"numa_nodes", m.numa_nodes},
-                  {"memory_nodes", m.memory_nodes}, {"cpus", m.cpus}, {"allowed_cpus", m.allowed_cpus},
-                  {"gpus", m.gpus},
-                  {"load_before", m.load_before ? ojson(*m.load_before) : ojson(nullptr)},
-                  {"steal_share", m.steal_share ? ojson(*m.steal_share) : ojson(nullptr)}};
+  j["machine"] = machine_to_json(r.machine);
   const Config& c = r.config;
   j["config"] = {{"ranks", c.ranks},   {"threads", c.threads}, {"steps", c.steps},
                  {"rounds", c.rounds}, {"warmup", c.warmup},   {"noise", c.noise},
@@ -283,66 +294,22 @@ ojson to_json(const Record& r) {
   return j;
 }
 
-namespace {
-
-template <typename T>
-struct is_vector : std::false_type {};
-template <typename U>
-struct is_vector<std::vector<U>> : std::true_type {};
-
-// A JSON number into an arithmetic T without wrapping or overflow: an integer field takes a JSON
-// integer within T's range (-1 is not 4294967295), a floating one a finite number (1e300 is not a
-// float's inf). Anything else goes through nlohmann's own conversion, which throws on a wrong type.
-template <typename T>
-bool convert(const json& v, T& out) {
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) return false;
-    out = v.get<bool>();
-  } else if constexpr (std::is_integral_v<T>) {
-    if (v.is_number_unsigned()) {
-      auto u = v.get<uint64_t>();
-      if (u > uint64_t(std::numeric_limits<T>::max())) return false;
-      out = T(u);
-    } else if (v.is_number_integer()) {
-      auto i = v.get<int64_t>();
-      if (i < int64_t(std::numeric_limits<T>::min()) || (i > 0 && uint64_t(i) > uint64_t(std::numeric_limits<T>::max()))) return false;
-      out = T(i);
-    } else {
-      return false;
+Result<MachineInfo> machine_from_json(const json& m, const std::string& where) {
+  MachineInfo out;
+  for (auto s : {field(m, "name", out.name, where), field(m, "packages", out.packages, where),
+                 field(m, "numa_nodes", out.numa_nodes, where), field(m, "memory_nodes", out.memory_nodes, where),
+                 field(m, "cpus", out.cpus, where), field(m, "allowed_cpus", out.allowed_cpus, where),
+                 field(m, "gpus", out.gpus, where)})
+    if (!s) return s.error();
+  for (auto [key, into] : {std::pair{"load_before", &out.load_before}, std::pair{"steal_share", &out.steal_share}})
+    if (m.contains(key) && !m[key].is_null()) {
+      double v = 0;
+      if (auto s = field(m, key, v, where); !s) return s.error();
+      if (v < 0) return Error{where, std::string("field '") + key + "' is negative"};
+      *into = v;
     }
-  } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) return false;
-    double d = v.get<double>();
-    if (!std::isfinite(d) || std::fabs(d) > double(std::numeric_limits<T>::max())) return false;
-    out = T(d);
-  } else if constexpr (is_vector<T>::value) {
-    if (!v.is_array()) return false;
-    out.clear();
-    for (const json& e : v) {
-      typename T::value_type x{};
-      if (!convert(e, x)) return false;
-      out.push_back(std::move(x));
-    }
-  } else {
-    out = v.get<T>();
-  }
-  return true;
+  return out;
 }
-
-// Reads `key` of `o` into `out`; an Error names the field.
-template <typename T>
-Status field(const json& o, const char* key, T& out, const std::string& where) {
-  auto it = o.find(key);
-  if (it == o.end()) return Error{where, std::string("missing field '") + key + "'"};
-  try {
-    if (!convert(*it, out)) return Error{where, std::string("field '") + key + "' is out of range or of the wrong type"};
-  } catch (const json::exception&) {
-    return Error{where, std::string("field '") + key + "' has the wrong type"};
-  }
-  return Ok{};
-}
-
-}  // namespace
 
 Result<Record> record_from_json(const json& j) {
   if (!j.is_object()) return Error{"bench record", "expected a JSON object (the output of gpubind bench --json)"};
@@ -350,20 +317,9 @@ Result<Record> record_from_json(const json& j) {
   for (const char* key : {"machine", "config", "samples"})
     if (!j.contains(key) || !(j[key].is_object() || j[key].is_array()))
       return Error{"bench record", std::string("missing '") + key + "' (the output of gpubind bench --json)"};
-  const json& m = j["machine"];
-  const std::string mw = "bench record: machine";
-  for (auto s : {field(m, "name", r.machine.name, mw), field(m, "packages", r.machine.packages, mw),
-                 field(m, "numa_nodes", r.machine.numa_nodes, mw), field(m, "memory_nodes", r.machine.memory_nodes, mw),
-                 field(m, "cpus", r.machine.cpus, mw), field(m, "allowed_cpus", r.machine.allowed_cpus, mw),
-                 field(m, "gpus", r.machine.gpus, mw)})
-    if (!s) return s.error();
-  for (auto [key, into] : {std::pair{"load_before", &r.machine.load_before}, std::pair{"steal_share", &r.machine.steal_share}})
-    if (m.contains(key) && !m[key].is_null()) {
-      double v = 0;
-      if (auto s = field(m, key, v, mw); !s) return s.error();
-      if (v < 0) return Error{mw, std::string("field '") + key + "' is negative"};
-      *into = v;
-    }
+  auto machine = machine_from_json(j["machine"], "bench record: machine");
+  if (!machine) return machine.error();
+  r.machine = *machine;
   const json& c = j["config"];
   const std::string cw = "bench record: config";
   for (auto s : {field(c, "ranks", r.config.ranks, cw), field(c, "threads", r.config.threads, cw),

@@ -52,6 +52,13 @@ std::optional<NoisePlacement> noise_placement_from_string(const std::string& s);
 // daemons and interrupts stay on it). Only allowed CPUs.
 CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r);
 
+// The machine as a record holds it, and read back (`where` names it in an Error).
+nlohmann::ordered_json machine_to_json(const MachineInfo& m);
+Result<MachineInfo> machine_from_json(const nlohmann::json& m, const std::string& where);
+// What other load did to a run on it: the load average before (half the allowed CPUs or more)
+// and the time the hypervisor stole during it (2 % or more), each one note; none when neither.
+std::vector<std::string> machine_notes(const MachineInfo& m);
+
 struct Config {
   unsigned ranks = 0;
   unsigned threads = 0;        // per rank

@@ -256,6 +256,17 @@ MachineInfo machine_info(const topo::Topology& t) {
   return m;
 }
 
+LoadWatch::LoadWatch(const sys::FsRoot& root) : m_root(root) {
+  if (auto la = root.read("proc/loadavg")) m_load = parse_load_average(*la);
+  if (auto st = root.read("proc/stat")) m_ticks = parse_cpu_ticks(*st);
+}
+
+void LoadWatch::finish(MachineInfo& m) const {
+  m.load_before = m_load;
+  if (auto st = m_root.read("proc/stat"); st && m_ticks)
+    if (auto after = parse_cpu_ticks(*st); after && after->total > m_ticks->total)
+      m.steal_share = double(after->steal - std::min(after->steal, m_ticks->steal)) / double(after->total - m_ticks->total);
+}
 
 Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, const RunOptions& o) {
   if (o.strategies.empty()) return Error{"--strategies", "no strategy to run", ErrorKind::usage};
@@ -325,9 +336,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   if (!root) return root.error();
 
   // Other load before the ranks start, and the CPU time stolen from this VM while they run.
-  if (auto la = (*root)->read("proc/loadavg")) rec.machine.load_before = parse_load_average(*la);
-  std::optional<CpuTicks> ticks_before;
-  if (auto st = (*root)->read("proc/stat")) ticks_before = parse_cpu_ticks(*st);
+  LoadWatch load(**root);
   for (const Entry& e : *entries) {
     const StrategySpec& s = o.strategies[e.spec];
     rec.strategies.push_back({s.name, s.policy, s.batch, {}, {}, e.noise});
@@ -359,9 +368,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
       if (o.progress) o.progress(spec.name, round);
     }
   }
-  if (auto st = (*root)->read("proc/stat"); st && ticks_before)
-    if (auto after = parse_cpu_ticks(*st); after && after->total > ticks_before->total)
-      rec.machine.steal_share = double(after->steal - std::min(after->steal, ticks_before->steal)) / double(after->total - ticks_before->total);
+  load.finish(rec.machine);
   return rec;
 }
 

@@ -7,11 +7,13 @@
 // placement (probe::probe_process, as `check` reads them).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/record.hpp"
 #include "plan/plan.hpp"
+#include "sys/fsroot.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
 
@@ -42,6 +44,20 @@ uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
 
 // The machine as the report states it.
 MachineInfo machine_info(const topo::Topology& t);
+
+// Other load around a run (bench's own and --ab's): the 1-minute load average when made, and
+// the share of CPU time the hypervisor stole from then until finish (/proc/loadavg, /proc/stat
+// under `root`).
+class LoadWatch {
+ public:
+  explicit LoadWatch(const sys::FsRoot& root);
+  void finish(MachineInfo& m) const;
+
+ private:
+  const sys::FsRoot& m_root;
+  std::optional<double> m_load;
+  std::optional<CpuTicks> m_ticks;
+};
 
 // Runs the benchmark on this machine (`t` must be its live topology). An Error of kind usage for
 // a request that cannot run (a strategy that cannot be planned, --gpu without a GPU, too many

@@ -1,12 +1,17 @@
 // gpubind bench: a synthetic synchronous data-parallel job run under several binding strategies,
 // interleaved, and what each did to step time, jitter, idle ranks, migrations and locality.
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <variant>
 
+#include "bench/ab_runner.hpp"
 #include "bench/runner.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
 #include "discover/live_cache.hpp"
+#include "plan/plan.hpp"
 #include "render/bench_render.hpp"
 #include "render/json_text.hpp"
 #include "sys/fsroot.hpp"
@@ -19,11 +24,25 @@ namespace {
 
 constexpr size_t kMaxInputBytes = 256u << 20;
 
-Result<bench::Record> read_record(const std::string& path) {
+Result<nlohmann::json> read_json(const std::string& path) {
   auto text = sys::read_file(path, kMaxInputBytes);
   if (!text) return text.error();
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded()) return Error{path, "not JSON (expected the output of gpubind bench --json)"};
+  return j;
+}
+
+// An A/B record (bench --ab --json) is reported as such.
+bool is_ab_record(const nlohmann::json& j) { return j.is_object() && j.contains("format") && j["format"] == bench::kAbFormat; }
+
+int print_ab(const bench::AbRecord& r, bool json) {
+  bench::AbReport rep = bench::make_ab_report(r);
+  std::string out = json ? render::json_text(render::bench_ab_json(r, rep)) : render::bench_ab_text(r, rep);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+Result<bench::Record> read_record(const nlohmann::json& j, const std::string& path) {
   auto r = bench::record_from_json(j);
   if (!r) return Error{path, r.error().message()};
   return r;
@@ -33,6 +52,10 @@ struct BenchFlags {
   PlanOptions o;
   bench::RunOptions run;
   std::string strategies, plot, input, noise_on;
+  // --ab: the user's command under each strategy.
+  std::string ab, step_regex, step_file;
+  unsigned step_rank = 0, timeout_s = 0;
+  std::vector<std::string> command;
   std::optional<unsigned> buffer_mib;
   bool json = false, per_rank = false;
 };
@@ -62,24 +85,53 @@ void add_bench_options(Args& app, BenchFlags& f) {
   app.flag("--per-rank", f.per_rank, "Also show each rank's CPUs, memory, home node, migrations, idle and locality");
   app.flag("--json", f.json, "JSON output: the report and the raw samples (which --input reads back)");
   app.option("--plot", f.plot, "Write an SVG box plot of the step times per strategy to FILE");
-  app.option("--input", f.input, "Report a saved run (gpubind bench --json output) instead of running one");
+  app.option("--input", f.input, "Report a saved run (gpubind bench --json output, or bench --ab's) instead of running one");
+  app.option("--ab", f.ab, "Run YOUR command (after --) through gpubind launch under each of these policies in turn, "
+                           "--rounds times, and compare its step times (closest,none): the first is the base");
+  app.option("--step-regex", f.step_regex, "--ab: a step time in the job's output: a regular expression whose named group "
+                                           "(?<ms>...), (?<s>...) or (?<us>...) holds it, in the lines of --step-rank");
+  app.option("--step-file", f.step_file, "--ab: a file the job writes, one step time in ms per line (removed before each run)");
+  app.option("--step-rank", f.step_rank, "--ab: whose output lines --step-regex reads (global rank, default 0)");
+  app.option("--timeout", f.timeout_s, "--ab: seconds a run may take before it is stopped (exit 124; default none)").range(1, 86400 * 7);
   app.footer(R"(Examples:
   gpubind bench -n 2 --noise 2                   this machine, the six strategies, two noisy neighbours
                                                  roaming, and kept on housekeeping CPUs: both reported
   gpubind bench -n 1 --noise 2 --noise-on reserved --reserve 0   the noise on CPU 0's core only
   gpubind bench --strategies closest,none --steps 1000 --plot steps.svg
-  gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run)");
+  gpubind bench --input run.json --plot steps.svg    the report and plot of a saved run
+  gpubind bench --ab closest,none -n 2 --rounds 5 --step-regex 'step [0-9]+ (?<ms>[0-9.]+) ms' \
+      -- /usr/bin/python3 examples/ddp_train.py --steps 60 --print-steps    your job, A/B)");
+}
+
+// The report of a record, as text or JSON, and its plot.
+int report_record(const bench::Record& record, const BenchFlags& f) {
+  bench::Report report = bench::make_report(record);
+  if (!f.plot.empty())
+    if (auto st = sys::replace_file(f.plot, render::bench_svg(record, report)); !st) return fail(st.error());
+  std::string out = f.json ? render::json_text(render::bench_json(record, report)) : render::bench_text(record, report, f.per_rank);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
 }
 
 // A saved run is reported as it was: flags that would change a run are refused, not ignored.
-Result<bench::Record> saved_run(const Args& app, const std::string& input) {
+int saved_run(const Args& app, const BenchFlags& f) {
   for (const char* flag : {"--strategies", "--threads", "--steps", "--rounds", "--warmup", "--noise", "--noise-on", "--buffer-mib",
                            "--compute", "--gpu", "-n", "--gpus-per-rank", "--reserve", "--allowed", "--mem",
                            "--allowed-mems", "--mem-node", "--no-smt", "--smt", "--balanced", "--nic-env", "--isolate-gpus", "--omp",
-                           "--require-gpu"})
+                           "--require-gpu", "--ab", "--step-regex", "--step-file", "--step-rank", "--timeout"})
     if (app.count(flag))
-      return Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage};
-  return read_record(input);
+      return fail(Error{std::string(flag), "applies to a run, not to --input (which reports a saved run as it was)", ErrorKind::usage});
+  auto j = read_json(f.input);
+  if (!j) return fail(j.error());
+  if (is_ab_record(*j)) {
+    if (!f.plot.empty()) return fail(Error{"--plot", "draws bench's own runs, not an --ab record", ErrorKind::usage});
+    auto ab = bench::ab_record_from_json(*j);
+    if (!ab) return fail(Error{f.input, ab.error().message()});
+    return print_ab(*ab, f.json);
+  }
+  auto record = read_record(*j, f.input);
+  if (!record) return fail(record.error());
+  return report_record(*record, f);
 }
 
 // A run on this machine: the strategies, each planned from the same request.
@@ -116,6 +168,82 @@ Result<bench::Record> new_run(BenchFlags& f) {
 
 }  // namespace
 
+// --ab: the flags of bench's own synthetic job, which the user's job does not take.
+constexpr const char* kSyntheticFlags[] = {"--strategies", "--threads", "--steps", "--noise", "--noise-on", "--buffer-mib",
+                                           "--compute",    "--gpu",     "--plot"};
+
+// The options before "--" that are launch's (the plan flags, -n...): all but bench's own.
+std::vector<std::string> launch_args(const std::vector<std::string>& args) {
+  static const std::map<std::string, bool> own = {{"--ab", true},        {"--rounds", true},    {"--warmup", true},
+                                                  {"--step-regex", true}, {"--step-file", true}, {"--step-rank", true},
+                                                  {"--timeout", true},   {"--input", true},     {"--json", false},
+                                                  {"--per-rank", false}, {"--quiet", false},    {"-q", false}};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    auto it = own.find(args[i].substr(0, args[i].find('=')));
+    if (it == own.end()) out.push_back(args[i]);
+    else if (it->second && args[i].find('=') == std::string::npos) ++i;
+  }
+  return out;
+}
+
+Result<bench::AbOptions> ab_options(const Args& app, BenchFlags& f, const std::vector<std::string>& args) {
+  if (f.command.empty())
+    return Error{"--ab", "give the command after --: gpubind bench --ab closest,none [options] -- CMD [ARGS...]", ErrorKind::usage};
+  for (const char* flag : kSyntheticFlags)
+    if (app.count(flag)) return Error{flag, "applies to bench's own job, not to --ab (which runs yours)", ErrorKind::usage};
+  bench::AbOptions o;
+  for (std::string_view v : split(f.ab, ',')) {
+    auto s = bench::parse_strategy(std::string(trim(v)));
+    if (s && s->batch != 1)
+      return Error{"--ab " + f.ab, "'" + s->name + "': a doubled batch is bench's own job's; --ab runs yours as it is", ErrorKind::usage};
+    if (!s)
+      return Error{"--ab " + f.ab, "'" + std::string(trim(v)) + "' is not a policy (closest, socket-split, socket, numa, l3, cpu-only, none)",
+                   ErrorKind::usage};
+    if (std::find(o.strategies.begin(), o.strategies.end(), s->name) != o.strategies.end())
+      return Error{"--ab " + f.ab, s->name + " is named twice", ErrorKind::usage};
+    o.strategies.push_back(s->name);
+  }
+  if (o.strategies.size() < 2) return Error{"--ab " + f.ab, "name two policies or more to compare (closest,none)", ErrorKind::usage};
+  if (!f.step_regex.empty() && !f.step_file.empty())
+    return Error{"--step-regex", "read the step times from the output or from --step-file, not both", ErrorKind::usage};
+  if (!f.step_regex.empty()) {
+    auto p = bench::parse_step_pattern(f.step_regex);
+    if (!p) return p.error();
+    o.pattern = std::move(*p);
+  }
+  o.step_file = f.step_file;
+  o.step_rank = f.step_rank;
+  o.timeout = std::chrono::seconds(f.timeout_s);
+  o.rounds = f.run.rounds;
+  o.warmup = f.run.warmup;
+  o.command = f.command;
+  o.launch_args = launch_args(args);
+  return o;
+}
+
+// bench --ab: the user's command under each strategy; exit 124 when a run outlived --timeout.
+int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& args) {
+  auto o = ab_options(app, f, args);
+  if (!o) return fail(o.error());
+  std::vector<std::string> cache_notes;
+  auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
+  print_warnings(cache_notes, f.o.quiet);
+  if (!topo) return fail(topo.error());
+  auto req = make_request(f.o, *topo, AllowedFrom::affinity);
+  if (!req) return fail(req.error());
+  auto p = plan::make_plan(*topo, *req);
+  if (!p) return fail(Error{p.error().what, p.error().why, ErrorKind::usage});
+  o->ranks = unsigned(p->ranks.size());
+  if (!f.o.quiet)
+    o->progress = [&](const std::string& name, unsigned round) {
+      std::fprintf(stderr, "gpubind: bench --ab: round %u of %u: %s done\n", round + 1, o->rounds, name.c_str());
+    };
+  auto done = bench::run_ab(*topo, *o);
+  if (auto* failed = std::get_if<bench::AbFailure>(&done)) return fail_with(failed->error, failed->timed_out ? kExitTimedOut : kExitFailure);
+  return print_ab(std::get<bench::AbRecord>(done), f.json);
+}
+
 int cmd_bench(const std::vector<std::string>& args) {
   Args app("Run a synthetic synchronous data-parallel job (N ranks of T threads: a memory-bound pass over a first-touched "
            "buffer, a compute part, a barrier across ranks) under several binding strategies in interleaved rounds, and "
@@ -123,17 +251,17 @@ int cmd_bench(const std::vector<std::string>& args) {
            "gpubind bench");
   BenchFlags f;
   add_bench_options(app, f);
-  if (int rc = app.parse(args); rc >= 0) return rc;
+  bool with_command = std::find(args.begin(), args.end(), "--") != args.end();
+  if (int rc = with_command ? app.parse_with_command(args, kExitUsage, f.command) : app.parse(args); rc >= 0) return rc;
+  if (!f.ab.empty() || with_command) return f.ab.empty() ? fail(Error{"bench -- CMD", "runs your command only with --ab POLICIES "
+                                                                       "(closest,none)", ErrorKind::usage})
+                                                         : bench_ab(app, f, args);
   if (!f.plot.empty() && !f.plot.ends_with(".svg"))
     return fail(Error{"--plot " + f.plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
-  auto record = f.input.empty() ? new_run(f) : saved_run(app, f.input);
+  if (!f.input.empty()) return saved_run(app, f);
+  auto record = new_run(f);
   if (!record) return fail(record.error());
-  bench::Report report = bench::make_report(*record);
-  if (!f.plot.empty())
-    if (auto st = sys::replace_file(f.plot, render::bench_svg(*record, report)); !st) return fail(st.error());
-  std::string out = f.json ? render::json_text(render::bench_json(*record, report)) : render::bench_text(*record, report, f.per_rank);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return kExitOk;
+  return report_record(*record, f);
 }
 
 }  // namespace gpubind::cli

@@ -1,6 +1,7 @@
 #include "render/bench_render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -31,6 +32,11 @@ std::string interval_text(const std::optional<bench::RatioInterval>& v) {
 std::string verdict_text(const std::optional<bench::RatioInterval>& v) {
   if (!v) return "- (too few steps for an interval)";
   return interval_text(v) + " " + bench::to_string(v->verdict);
+}
+
+nlohmann::ordered_json summary_json(const bench::Summary& m) {
+  return {{"count", m.count}, {"min", m.min}, {"p25", m.p25}, {"p50", m.p50}, {"p75", m.p75},
+          {"p99", m.p99},     {"max", m.max}, {"mean", m.mean}, {"cv", m.cv}};
 }
 
 nlohmann::ordered_json interval_json(const std::optional<bench::RatioInterval>& v) {
@@ -150,6 +156,69 @@ std::string bench_text(const Record& r, const Report& rep, bool per_rank) {
   return out;
 }
 
+namespace {
+
+std::string upper_case(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Where an --ab run's samples came from, in words.
+std::string ab_source(const bench::AbRecord& r) {
+  std::string skipped = r.warmup ? ", the first " + std::to_string(r.warmup) + " of each run skipped (--warmup)" : "";
+  switch (r.source) {
+    case bench::StepSource::pattern:
+      return "step times: rank " + std::to_string(r.step_rank) + "'s lines matching '" + r.pattern + "'" + skipped;
+    case bench::StepSource::file: return "step times: the job's " + r.pattern + skipped;
+    case bench::StepSource::wall: break;
+  }
+  return "samples: each run's wall time (no --step-regex or --step-file)";
+}
+
+}  // namespace
+
+std::string bench_ab_text(const bench::AbRecord& r, const bench::AbReport& rep) {
+  std::string launch = r.launch_args.empty() ? "" : " " + join(r.launch_args, " ");
+  std::string out = "gpubind bench --ab " + join(r.strategies, ",") + ", " + plural(r.rounds, "round", "rounds") + ": " +
+                    join(r.command, " ") + "\n  through gpubind launch" + launch + " (" + plural(r.ranks, "rank", "ranks") +
+                    "); " + ab_source(r) + "\n" + machine_line(r.machine) + "\n\n";
+  TextTable t({"STRATEGY", "RUNS", "SAMPLES", "P50 MS", "P99 MS", "MAX MS", "JITTER CV", "WALL S", "P50 VS " + upper_case(rep.base) + " (95%)"});
+  std::vector<std::string> verdicts;
+  for (const bench::AbStrategyReport& s : rep.strategies) {
+    t.add({s.name, std::to_string(s.runs), std::to_string(s.step_ms.count), ms(s.step_ms.p50), ms(s.step_ms.p99), ms(s.step_ms.max),
+           pct(s.step_ms.cv), fixed(s.wall_mean_s, 2), interval_text(s.p50_vs_base)});
+    if (s.p50_vs_base || s.p99_vs_base)
+      verdicts.push_back(s.name + ": p50 " + verdict_text(s.p50_vs_base) + "; p99 " + verdict_text(s.p99_vs_base));
+  }
+  out += t.str();
+  out += "\n  samples: the step times of all runs of a strategy (or their wall times); wall s: a run's mean wall time,\n"
+         "  start-up included.\n";
+  if (!verdicts.empty())
+    out += text_block("against " + rep.base + " (95 % interval from a moving-block bootstrap, one run's samples a block)", verdicts);
+  out += text_block("notes", rep.notes);
+  return out;
+}
+
+nlohmann::ordered_json bench_ab_json(const bench::AbRecord& r, const bench::AbReport& rep) {
+  nlohmann::ordered_json raw = bench::to_json(r), j;
+  j["format"] = raw["format"];
+  j["machine"] = raw["machine"];
+  j["config"] = raw["config"];
+  j["base"] = rep.base;
+  j["results"] = nlohmann::ordered_json::array();
+  for (const bench::AbStrategyReport& s : rep.strategies) {
+    j["results"].push_back({{"strategy", s.name},
+                            {"runs", s.runs},
+                            {"step_ms", summary_json(s.step_ms)},
+                            {"wall_mean_s", s.wall_mean_s},
+                            {"p50_vs_base", interval_json(s.p50_vs_base)},
+                            {"p99_vs_base", interval_json(s.p99_vs_base)}});
+  }
+  j["notes"] = rep.notes;
+  j["runs"] = raw["runs"];
+  return j;
+}
+
 nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
   nlohmann::ordered_json j;
   j["format"] = "gpubind-bench/3";
@@ -161,13 +230,11 @@ nlohmann::ordered_json bench_json(const Record& r, const Report& rep) {
   };
   j["results"] = nlohmann::ordered_json::array();
   for (const StrategyReport& s : rep.strategies) {
-    const bench::Summary& m = s.step_ms;
     j["results"].push_back({{"strategy", s.name},
                             {"noise", bench::to_string(s.noise)},
                             {"h2d_bytes_per_s", opt(s.h2d_bytes_per_s)},
                             {"batch", s.batch},
-                            {"step_ms", {{"count", m.count}, {"min", m.min}, {"p25", m.p25}, {"p50", m.p50}, {"p75", m.p75},
-                                         {"p99", m.p99}, {"max", m.max}, {"mean", m.mean}, {"cv", m.cv}}},
+                            {"step_ms", summary_json(s.step_ms)},
                             {"idle_mean", s.idle_mean},
                             {"idle_max", s.idle_max},
                             {"migrations_per_rank_s", opt(s.migrations_per_rank_s)},

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/ab.hpp"
 #include "bench/record.hpp"
 
 namespace gpubind::render {
@@ -15,5 +16,11 @@ nlohmann::ordered_json bench_json(const bench::Record& r, const bench::Report& r
 // A standalone SVG document: one box per strategy (quartiles, median, whiskers to min and p99,
 // the max as a dot), on a common millisecond axis.
 std::string bench_svg(const bench::Record& r, const bench::Report& rep);
+
+// bench --ab: the user's job per strategy (runs, samples, step-time distribution, mean wall time,
+// the p50 against the base with its interval), the verdicts and the notes; JSON: the record
+// (which --input reads back) with the report.
+std::string bench_ab_text(const bench::AbRecord& r, const bench::AbReport& rep);
+nlohmann::ordered_json bench_ab_json(const bench::AbRecord& r, const bench::AbReport& rep);
 
 }  // namespace gpubind::render

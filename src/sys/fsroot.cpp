@@ -242,6 +242,18 @@ size_t raise_open_file_limit() {
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 
+Status remove_file(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Ok{};
+    return Error{path, std::strerror(errno), errno == EACCES || errno == EPERM ? ErrorKind::permission : ErrorKind::failed};
+  }
+  if (!S_ISREG(st.st_mode)) return Error{path, "not a regular file: left alone"};
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return Error{path, std::strerror(errno), errno == EACCES || errno == EPERM ? ErrorKind::permission : ErrorKind::failed};
+  return Ok{};
+}
+
 Status replace_file(const std::string& path, std::string_view data) {
   // What would be replaced: nothing, or a regular file. A device node (--textfile /dev/full as
   // root), a FIFO, a directory or a symlink is left alone.

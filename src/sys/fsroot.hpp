@@ -99,6 +99,9 @@ Status write_fully(int fd, std::string_view data, const char* fault_point = "gpu
 // then renamed over it). Mode 0644. Refuses a `path` that exists and is not a regular file, and a
 // directory every user may write that is not sticky.
 Status replace_file(const std::string& path, std::string_view data);
+// Removes the regular file at `path`; one that is not there is no error, anything but a regular
+// file (a directory, a FIFO, a device) is refused and left alone.
+Status remove_file(const std::string& path);
 std::string hostname();
 // Whether standard output is a terminal (a person watching, not a pipe or a file).
 bool stdout_is_terminal();

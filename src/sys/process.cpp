@@ -566,7 +566,7 @@ Result<std::string> run_isolated(const std::function<std::string()>& work, const
   return std::move(d.out);
 }
 
-Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline) {
+Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline, bool late_is_error) {
   if (argv.empty()) return Error{"run_command", "no program named"};
   const std::string& what = argv[0];
   // Its standard error goes to a memory file, read when it ended: one pipe to wait on.
@@ -600,7 +600,8 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chr
   r.err = memfd_text(err, kMaxCommandOutput);
   r.truncated = d.truncated || r.err.size() >= kMaxCommandOutput;
   ::close(err);
-  if (d.late) return Error{what, "did not finish within " + std::to_string(deadline.count()) + " s: killed"};
+  if (d.late && late_is_error) return Error{what, "did not finish within " + std::to_string(deadline.count()) + " s: killed"};
+  r.late = d.late;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (r.exit_code == 127 && r.out.empty() && r.err.empty()) return Error{what, "cannot be run (not found in PATH, or not executable)"};
   return r;

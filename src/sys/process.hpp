@@ -96,6 +96,7 @@ struct CommandResult {
   std::string out;      // its standard output, at most kMaxCommandOutput bytes
   std::string err;      // its standard error, the same
   bool truncated = false;
+  bool late = false;    // killed at the deadline (only with late_is_error false)
 };
 
 constexpr size_t kMaxCommandOutput = 64u << 20;
@@ -103,7 +104,8 @@ constexpr size_t kMaxCommandOutput = 64u << 20;
 // Runs argv[0] (searched in PATH) with this process's environment, stdin from /dev/null, as
 // run_isolated runs its work: the child dies with this process (PR_SET_PDEATHSIG) and is killed
 // after `deadline`, which is an Error that says so, as is a program that cannot be started (exit
-// 127 before it printed).
-Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline);
+// 127 before it printed). With `late_is_error` false, a program killed at the deadline is a
+// result with `late` set and what it printed until then.
+Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline, bool late_is_error = true);
 
 }  // namespace gpubind::sys

@@ -11,6 +11,7 @@ enum ExitStatus : int {
   kExitRebindNoPermission = 5,  // `rebind`: a process of another user could not be moved (others were)
   kExitDoctorWarnings = 3,      // `doctor`: a check warned, none failed
   kExitDoctorFailures = 4,      // `doctor`: a check failed
+  kExitTimedOut = 124,     // `bench --ab`: a run outlived --timeout (as timeout(1))
   kExitExecFailed = 125,   // `exec`: gpubind itself failed before the command started
   kExitNotExecutable = 126,
   kExitNotFound = 127,

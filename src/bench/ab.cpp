@@ -1,0 +1,231 @@
+#include "bench/ab.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "bench/json_fields.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::bench {
+
+using ojson = nlohmann::ordered_json;
+using nlohmann::json;
+using json_fields::field;
+
+namespace {
+
+std::optional<double> unit_ms(const std::string& name) {
+  if (name == "ms") return 1.0;
+  if (name == "s") return 1000.0;
+  if (name == "us") return 0.001;
+  return std::nullopt;
+}
+
+// A decimal number in `text` (the whole of it, spaces around allowed): strtod, finite.
+std::optional<double> number(std::string_view text) {
+  std::string s(trim(text));
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Result<StepPattern> parse_step_pattern(const std::string& text) {
+  const std::string what = "--step-regex '" + text + "'";
+  StepPattern p;
+  p.text = text;
+  std::string plain;
+  size_t groups = 0;
+  bool named = false, in_class = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      plain += text.substr(i, 2);
+      ++i;
+      continue;
+    }
+    if (in_class) {
+      in_class = c != ']';
+      plain += c;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      plain += c;
+      if (i + 1 < text.size() && text[i + 1] == ']') plain += text[++i];  // "[]...]": a literal ]
+      continue;
+    }
+    if (c != '(') {
+      plain += c;
+      continue;
+    }
+    if (i + 1 >= text.size() || text[i + 1] != '?') {
+      ++groups;
+      plain += c;
+      continue;
+    }
+    size_t name_at = text.compare(i + 1, 3, "?P<") == 0 ? i + 4 : text.compare(i + 1, 2, "?<") == 0 ? i + 3 : std::string::npos;
+    if (name_at == std::string::npos || name_at >= text.size() || text[name_at] == '=' || text[name_at] == '!') {
+      plain += c;  // (?: (?= (?!, or a lookbehind, which std::regex refuses below
+      continue;
+    }
+    size_t close = text.find('>', name_at);
+    if (close == std::string::npos) return Error{what, "a named group without its closing '>'", ErrorKind::usage};
+    std::string name = text.substr(name_at, close - name_at);
+    auto ms = unit_ms(name);
+    if (!ms) return Error{what, "the group (?<" + name + ">...): name the step time's unit, ms, s or us", ErrorKind::usage};
+    if (named) return Error{what, "more than one named group: name only the step time's", ErrorKind::usage};
+    named = true;
+    p.group = ++groups;
+    p.to_ms = *ms;
+    plain += '(';
+    i = close;
+  }
+  if (!named)
+    return Error{what, "no named group for the step time: write it as (?<ms>[0-9.]+), or (?<s>...) or (?<us>...) for its unit",
+                 ErrorKind::usage};
+  try {
+    p.regex = std::regex(plain, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return Error{what, std::string("not a regular expression: ") + e.what(), ErrorKind::usage};
+  }
+  return p;
+}
+
+std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank) {
+  std::vector<double> out;
+  const std::string tag = "[" + std::to_string(rank) + "] ";
+  for (std::string_view line : split(output, '\n')) {
+    if (!line.starts_with(tag)) continue;
+    std::string rest(line.substr(tag.size()));
+    std::smatch m;
+    if (!std::regex_search(rest, m, p.regex) || p.group >= m.size() || !m[p.group].matched) continue;
+    if (auto v = number(m[p.group].str()); v && *v >= 0) out.push_back(*v * p.to_ms);
+  }
+  return out;
+}
+
+Result<std::vector<double>> step_times_in_file(const std::string& text) {
+  std::vector<double> out;
+  size_t n = 0;
+  for (std::string_view line : split(text, '\n')) {
+    ++n;
+    std::string_view t = trim(line);
+    if (t.empty() || t.starts_with("#")) continue;
+    auto v = number(t);
+    if (!v || *v < 0) return Error{"line " + std::to_string(n), "'" + std::string(t.substr(0, 80)) + "' is not a step time in ms"};
+    out.push_back(*v);
+  }
+  return out;
+}
+
+const char* to_string(StepSource s) {
+  switch (s) {
+    case StepSource::wall: return "wall";
+    case StepSource::pattern: return "pattern";
+    case StepSource::file: return "file";
+  }
+  return "?";
+}
+
+AbReport make_ab_report(const AbRecord& r) {
+  AbReport rep;
+  rep.base = r.strategies.empty() ? "" : r.strategies.front();
+  std::vector<std::vector<double>> series;
+  for (const std::string& name : r.strategies) {
+    AbStrategyReport s;
+    s.name = name;
+    std::vector<double> all;
+    double wall = 0;
+    for (const AbRun& run : r.runs)
+      if (run.strategy == name) {
+        ++s.runs;
+        wall += run.wall_s;
+        all.insert(all.end(), run.step_ms.begin(), run.step_ms.end());
+      }
+    s.wall_mean_s = s.runs ? wall / double(s.runs) : 0;
+    s.step_ms = summarize(all);
+    rep.strategies.push_back(std::move(s));
+    series.push_back(std::move(all));
+  }
+  for (size_t i = 1; i < rep.strategies.size(); ++i) {
+    AbStrategyReport& s = rep.strategies[i];
+    size_t block = s.runs ? series[i].size() / s.runs : 0;  // a run's steps: one block
+    s.p50_vs_base = quantile_ratio(series[i], series[0], 0.50, block);
+    s.p99_vs_base = quantile_ratio(series[i], series[0], 0.99, block);
+  }
+  size_t fewest = ~size_t(0);
+  for (const auto& s : series) fewest = std::min(fewest, s.size());
+  if (!series.empty() && fewest < min_steps_for_interval(0.5))
+    rep.notes.push_back(std::string(r.source == StepSource::wall ? "wall time: one sample per run, " : "") + std::to_string(fewest) +
+                        " sample(s) for a strategy: no ratio against " + rep.base + " without the " +
+                        std::to_string(min_steps_for_interval(0.5)) + " an interval needs (" +
+                        (r.source == StepSource::wall ? "more --rounds, or step times with --step-regex or --step-file" : "more steps or --rounds") + ")");
+  else if (!series.empty() && fewest < min_steps_for_interval(0.99))
+    rep.notes.push_back("the p99 needs " + std::to_string(min_steps_for_interval(0.99)) + " samples per strategy for an interval: with " +
+                        std::to_string(fewest) + " only the p50 is compared");
+  for (std::string& n : machine_notes(r.machine)) rep.notes.push_back(std::move(n));
+  if (r.machine.numa_nodes <= 1)
+    rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here; what "
+                        "differs is how each shares the CPUs");
+  if (r.machine.gpus == 0) rep.notes.push_back("no GPU: the ranks were planned CPU-only, one per NUMA node unless -n said otherwise");
+  return rep;
+}
+
+ojson to_json(const AbRecord& r) {
+  ojson j;
+  j["format"] = kAbFormat;
+  j["machine"] = machine_to_json(r.machine);
+  j["config"] = {{"command", r.command},       {"launch_args", r.launch_args}, {"ranks", r.ranks},
+                 {"strategies", r.strategies}, {"rounds", r.rounds},           {"warmup", r.warmup},
+                 {"source", to_string(r.source)}, {"pattern", r.pattern},      {"step_rank", r.step_rank}};
+  ojson runs = ojson::array();
+  for (const AbRun& run : r.runs)
+    runs.push_back({{"strategy", run.strategy}, {"round", run.round}, {"wall_s", run.wall_s}, {"step_ms", run.step_ms}});
+  j["runs"] = std::move(runs);
+  return j;
+}
+
+Result<AbRecord> ab_record_from_json(const json& j) {
+  const std::string what = "bench --ab record";
+  if (!j.is_object() || !j.contains("format") || j["format"] != kAbFormat)
+    return Error{what, std::string("expected the output of gpubind bench --ab --json (format ") + kAbFormat + ")"};
+  for (const char* key : {"machine", "config", "runs"})
+    if (!j.contains(key)) return Error{what, std::string("missing '") + key + "'"};
+  AbRecord r;
+  auto machine = machine_from_json(j["machine"], what + ": machine");
+  if (!machine) return machine.error();
+  r.machine = *machine;
+  const json& c = j["config"];
+  const std::string cw = what + ": config";
+  std::string source;
+  for (auto st : {field(c, "command", r.command, cw), field(c, "launch_args", r.launch_args, cw), field(c, "ranks", r.ranks, cw),
+                  field(c, "strategies", r.strategies, cw), field(c, "rounds", r.rounds, cw), field(c, "warmup", r.warmup, cw),
+                  field(c, "source", source, cw), field(c, "pattern", r.pattern, cw), field(c, "step_rank", r.step_rank, cw)})
+    if (!st) return st.error();
+  if (source == "wall") r.source = StepSource::wall;
+  else if (source == "pattern") r.source = StepSource::pattern;
+  else if (source == "file") r.source = StepSource::file;
+  else return Error{cw, "unknown source '" + source + "' (wall, pattern or file)"};
+  if (r.strategies.empty()) return Error{cw, "no strategies"};
+  if (!j["runs"].is_array()) return Error{what, "'runs' must be an array"};
+  for (const json& run : j["runs"]) {
+    AbRun a;
+    const std::string rw = what + ": runs";
+    for (auto st : {field(run, "strategy", a.strategy, rw), field(run, "round", a.round, rw), field(run, "wall_s", a.wall_s, rw),
+                    field(run, "step_ms", a.step_ms, rw)})
+      if (!st) return st.error();
+    if (std::find(r.strategies.begin(), r.strategies.end(), a.strategy) == r.strategies.end())
+      return Error{rw, "strategy '" + a.strategy + "' is not among config.strategies"};
+    if (a.wall_s < 0 || std::any_of(a.step_ms.begin(), a.step_ms.end(), [](double v) { return !(v >= 0); }))
+      return Error{rw, "a negative time"};
+    r.runs.push_back(std::move(a));
+  }
+  return r;
+}
+
+}  // namespace gpubind::bench

@@ -1,0 +1,90 @@
+#pragma once
+// `gpubind bench --ab`: the user's own job run under each strategy in turn, and what its step
+// times (or, without them, its wall time) say. Pure: the step times are read from what a run
+// printed (or the file it wrote), and the report is made from the record, so both are tested on
+// hand-made text and records; the runs themselves are in ab_runner.hpp.
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/record.hpp"
+#include "bench/stats.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::bench {
+
+// --step-regex: an ECMAScript regular expression with one named group that holds the step time
+// and names its unit: (?<ms>...), (?<s>...) or (?<us>...) ((?P<ms>...), Python's spelling, too).
+// std::regex has no named groups: the name is read here and the group numbered.
+struct StepPattern {
+  std::string text;   // as given
+  std::regex regex;   // the name removed: a plain group
+  size_t group = 0;   // its number
+  double to_ms = 1;   // its unit in ms
+};
+Result<StepPattern> parse_step_pattern(const std::string& text);
+
+// Where a run's step times come from.
+enum class StepSource {
+  wall,     // none: the run's wall time is its one sample
+  pattern,  // the lines of one rank that match --step-regex
+  file,     // a file the job writes, one step time in ms per line
+};
+
+// The step times (ms) in a run's output: the lines that launch --tag-output marked "[RANK] "
+// for global rank `rank` and that match `p` (searched, not anchored); the matches in order.
+std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank);
+// A step file's times: one number (ms) per line; blank lines and lines starting with '#' are
+// skipped; anything else is an Error naming the line.
+Result<std::vector<double>> step_times_in_file(const std::string& text);
+
+struct AbRun {
+  std::string strategy;
+  unsigned round = 0;
+  double wall_s = 0;
+  std::vector<double> step_ms;  // measured (after --warmup), in order; the wall time's ms for StepSource::wall
+};
+
+struct AbRecord {
+  MachineInfo machine;
+  std::vector<std::string> command;     // the user's
+  std::vector<std::string> launch_args;  // the plan flags given to launch (-n 2 ...)
+  unsigned ranks = 0;                   // as launch planned them
+  std::vector<std::string> strategies;  // in --ab order; the first is the base
+  unsigned rounds = 0;
+  unsigned warmup = 0;  // step times skipped at the start of every run
+  StepSource source = StepSource::wall;
+  std::string pattern;    // --step-regex, or --step-file's path
+  unsigned step_rank = 0;  // whose lines
+  std::vector<AbRun> runs;  // in the order they ran
+};
+
+struct AbStrategyReport {
+  std::string name;
+  size_t runs = 0;
+  Summary step_ms;
+  double wall_mean_s = 0;
+  // Against the base (the first of --ab), with 95 % intervals from a moving-block bootstrap in
+  // blocks of one run's steps: absent for the base, or with too few samples (20 for the p50, 500
+  // for the p99, as for the synthetic job).
+  std::optional<RatioInterval> p50_vs_base, p99_vs_base;
+};
+
+struct AbReport {
+  std::string base;
+  std::vector<AbStrategyReport> strategies;
+  std::vector<std::string> notes;
+};
+
+const char* to_string(StepSource s);  // "wall", "pattern", "file"
+AbReport make_ab_report(const AbRecord& r);
+
+inline constexpr const char* kAbFormat = "gpubind-bench-ab/1";
+nlohmann::ordered_json to_json(const AbRecord& r);
+Result<AbRecord> ab_record_from_json(const nlohmann::json& j);
+
+}  // namespace gpubind::bench
