@@ -56,8 +56,8 @@ run: build-run
 	@echo "== gpubind compare --topology example:dgx-a100-nps4 (8 GPUs on 4 of 8 NUMA nodes)"
 	@$(BUILD)/src/gpubind compare --topology example:dgx-a100-nps4
 	@echo
-	@echo "== gpubind bench -n $(DDP_RANKS) --steps 100 --noise 2 --plot $(BUILD)/bench.svg (each strategy measured here, two unbound noisy neighbours)"
-	@$(BUILD)/src/gpubind bench -n $(DDP_RANKS) --steps 100 --noise 2 --quiet --plot $(BUILD)/bench.svg
+	@echo "== gpubind bench --strategies closest,cpu-only,none --steps 500 --noise 1 (measured here: a noise process roaming, and kept on a reserved CPU; the verdicts and what this machine cannot show)"
+	@$(BUILD)/src/gpubind bench --strategies closest,cpu-only,none --steps 500 --noise 1 --quiet --plot $(BUILD)/bench.svg
 	@echo "(the step-time plot: $(BUILD)/bench.svg)"
 	@echo
 	@echo "== gpubind watch --children-of LAUNCH_PID --duration 4 (the job again, $(WATCH_JOB_SECONDS) s of steps, watched while it runs)"

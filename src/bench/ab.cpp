@@ -15,6 +15,8 @@ using json_fields::field;
 
 namespace {
 
+constexpr size_t kMaxStepLine = 4096;
+
 std::optional<double> unit_ms(const std::string& name) {
   if (name == "ms") return 1.0;
   if (name == "s") return 1000.0;
@@ -100,7 +102,9 @@ std::vector<double> step_times_in_output(const std::string& output, const StepPa
   std::vector<double> out;
   const std::string tag = "[" + std::to_string(rank) + "] ";
   for (std::string_view line : split(output, '\n')) {
-    if (!line.starts_with(tag)) continue;
+    // A step line is short; std::regex recurses per character of some patterns, so a long line
+    // (a JSON dump, a progress bar redrawn with \r) is not searched.
+    if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;
     std::string rest(line.substr(tag.size()));
     std::smatch m;
     if (!std::regex_search(rest, m, p.regex) || p.group >= m.size() || !m[p.group].matched) continue;

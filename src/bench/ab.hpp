@@ -36,7 +36,8 @@ enum class StepSource {
 };
 
 // The step times (ms) in a run's output: the lines that launch --tag-output marked "[RANK] "
-// for global rank `rank` and that match `p` (searched, not anchored); the matches in order.
+// for global rank `rank` and that match `p` (searched, not anchored); the matches in order. Lines
+// over 4 KiB are not searched.
 std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank);
 // A step file's times: one number (ms) per line; blank lines and lines starting with '#' are
 // skipped; anything else is an Error naming the line.

@@ -204,6 +204,10 @@ std::vector<std::string> machine_notes(const MachineInfo& m) {
   if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
     out.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
                   " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
+  if (m.runnable_outside_mean && *m.runnable_outside_mean >= 0.5)
+    out.push_back("other load during the run: " + fixed(*m.runnable_outside_mean, 2) + " threads of other processes were runnable on "
+                  "average (at most " + std::to_string(m.runnable_outside_max.value_or(0)) + ", sampled once a second), on " +
+                  std::to_string(m.allowed_cpus) + " CPUs: they took CPU time the ranks would have had");
   if (m.steal_share && *m.steal_share >= 0.02)
     out.push_back("stolen time: the hypervisor took " + fixed(*m.steal_share * 100, 2) + "% of the CPU time during the run: a "
                   "virtual machine's vCPUs stall when its host is busy, whatever the binding");
@@ -252,7 +256,9 @@ ojson machine_to_json(const MachineInfo& m) {
           {"memory_nodes", m.memory_nodes}, {"cpus", m.cpus}, {"allowed_cpus", m.allowed_cpus},
           {"gpus", m.gpus},
           {"load_before", m.load_before ? ojson(*m.load_before) : ojson(nullptr)},
-          {"steal_share", m.steal_share ? ojson(*m.steal_share) : ojson(nullptr)}};
+          {"steal_share", m.steal_share ? ojson(*m.steal_share) : ojson(nullptr)},
+          {"runnable_outside_mean", m.runnable_outside_mean ? ojson(*m.runnable_outside_mean) : ojson(nullptr)},
+          {"runnable_outside_max", m.runnable_outside_max ? ojson(*m.runnable_outside_max) : ojson(nullptr)}};
 }
 
 ojson to_json(const Record& r) {
@@ -301,13 +307,19 @@ Result<MachineInfo> machine_from_json(const json& m, const std::string& where) {
                  field(m, "cpus", out.cpus, where), field(m, "allowed_cpus", out.allowed_cpus, where),
                  field(m, "gpus", out.gpus, where)})
     if (!s) return s.error();
-  for (auto [key, into] : {std::pair{"load_before", &out.load_before}, std::pair{"steal_share", &out.steal_share}})
+  for (auto [key, into] : {std::pair{"load_before", &out.load_before}, std::pair{"steal_share", &out.steal_share},
+                           std::pair{"runnable_outside_mean", &out.runnable_outside_mean}})
     if (m.contains(key) && !m[key].is_null()) {
       double v = 0;
       if (auto s = field(m, key, v, where); !s) return s.error();
       if (v < 0) return Error{where, std::string("field '") + key + "' is negative"};
       *into = v;
     }
+  if (m.contains("runnable_outside_max") && !m["runnable_outside_max"].is_null()) {
+    unsigned v = 0;
+    if (auto s = field(m, "runnable_outside_max", v, where); !s) return s.error();
+    out.runnable_outside_max = v;
+  }
   return out;
 }
 

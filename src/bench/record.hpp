@@ -29,6 +29,10 @@ struct MachineInfo {
   // (/proc/loadavg), and the share of CPU time the hypervisor stole during the run (/proc/stat's
   // steal over all ticks). nullopt when not read (a record from before they were).
   std::optional<double> load_before = {}, steal_share = {};
+  // Threads runnable outside bench (and its ranks, noise and launches) while it ran: the mean and
+  // the maximum of samples taken once a second. nullopt when not sampled.
+  std::optional<double> runnable_outside_mean = {};
+  std::optional<unsigned> runnable_outside_max = {};
 };
 
 // The aggregate CPU ticks of /proc/stat's first line: all of them, and the steal column.
@@ -55,8 +59,9 @@ CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r);
 // The machine as a record holds it, and read back (`where` names it in an Error).
 nlohmann::ordered_json machine_to_json(const MachineInfo& m);
 Result<MachineInfo> machine_from_json(const nlohmann::json& m, const std::string& where);
-// What other load did to a run on it: the load average before (half the allowed CPUs or more)
-// and the time the hypervisor stole during it (2 % or more), each one note; none when neither.
+// What other load did to a run on it: the load average before (half the allowed CPUs or more),
+// threads of others runnable during it (0.5 or more on average) and the time the hypervisor
+// stole (2 % or more), each one note; none when none of them.
 std::vector<std::string> machine_notes(const MachineInfo& m);
 
 struct Config {

@@ -13,10 +13,12 @@
 #include "bind/apply.hpp"
 #include "discover/gpu_measure.hpp"
 #include "probe/probe.hpp"
+#include "probe/select.hpp"
 #include "sys/binder.hpp"
 #include "sys/clock.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/node_memory.hpp"
+#include "sys/process.hpp"
 #include "sys/shared_memory.hpp"
 #include "sys/task_mover.hpp"
 #include "util/strings.hpp"
@@ -259,9 +261,36 @@ MachineInfo machine_info(const topo::Topology& t) {
 LoadWatch::LoadWatch(const sys::FsRoot& root) : m_root(root) {
   if (auto la = root.read("proc/loadavg")) m_load = parse_load_average(*la);
   if (auto st = root.read("proc/stat")) m_ticks = parse_cpu_ticks(*st);
+  int self = sys::current_pid();
+  m_sampler = std::thread([this, self] {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    while (!m_wake.wait_for(lock, std::chrono::seconds(1), [this] { return m_stop; })) {
+      lock.unlock();
+      unsigned n = probe::runnable_threads_outside(m_root, self);
+      lock.lock();
+      m_runnable.push_back(n);
+    }
+  });
 }
 
-void LoadWatch::finish(MachineInfo& m) const {
+LoadWatch::~LoadWatch() { stop(); }
+
+void LoadWatch::stop() {
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_all();
+  if (m_sampler.joinable()) m_sampler.join();
+}
+
+void LoadWatch::finish(MachineInfo& m) {
+  stop();
+  m_runnable.push_back(probe::runnable_threads_outside(m_root, sys::current_pid()));
+  double sum = 0;
+  for (unsigned n : m_runnable) sum += n;
+  m.runnable_outside_mean = sum / double(m_runnable.size());
+  m.runnable_outside_max = *std::max_element(m_runnable.begin(), m_runnable.end());
   m.load_before = m_load;
   if (auto st = m_root.read("proc/stat"); st && m_ticks)
     if (auto after = parse_cpu_ticks(*st); after && after->total > m_ticks->total)

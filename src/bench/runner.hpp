@@ -6,9 +6,12 @@
 // step times, each rank's work and wait, the CPUs its threads ran on, migrations and page
 // placement (probe::probe_process, as `check` reads them).
 #include <cstdint>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/record.hpp"
@@ -45,18 +48,31 @@ uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
 // The machine as the report states it.
 MachineInfo machine_info(const topo::Topology& t);
 
-// Other load around a run (bench's own and --ab's): the 1-minute load average when made, and
-// the share of CPU time the hypervisor stole from then until finish (/proc/loadavg, /proc/stat
-// under `root`).
+// Other load around a run (bench's own and --ab's): the 1-minute load average when made; the
+// share of CPU time the hypervisor stole from then until finish (/proc/loadavg, /proc/stat under
+// `root`); and the threads runnable outside this process and its descendants
+// (probe::runnable_threads_outside), sampled once a second on a thread of its own and at finish
+// (not when made: the shell's other commands of a pipeline are starting then; each sample reads
+// every process's stat, a few ms on a quiet node).
 class LoadWatch {
  public:
   explicit LoadWatch(const sys::FsRoot& root);
-  void finish(MachineInfo& m) const;
+  ~LoadWatch();
+  LoadWatch(const LoadWatch&) = delete;
+  LoadWatch& operator=(const LoadWatch&) = delete;
+  // Stops the sampling; sets load_before, steal_share and the runnable threads' mean and max.
+  void finish(MachineInfo& m);
 
  private:
+  void stop();
   const sys::FsRoot& m_root;
   std::optional<double> m_load;
   std::optional<CpuTicks> m_ticks;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_stop = false;
+  std::vector<unsigned> m_runnable;  // one per sample
+  std::thread m_sampler;
 };
 
 // Runs the benchmark on this machine (`t` must be its live topology). An Error of kind usage for

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "probe/probe.hpp"
 #include "sys/process.hpp"
@@ -32,6 +34,57 @@ std::vector<int> descendants_of(const sys::FsRoot& root, int pid) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+unsigned runnable_threads_outside(const sys::FsRoot& root, int pid) {
+  struct Seen {
+    int ppid = 0;
+    char state = '?';
+    uint64_t threads = 1;
+  };
+  // After the comm's last ')': state is the first field, ppid the second, num_threads the 18th.
+  auto read_stat = [&](const std::string& path) -> std::optional<Seen> {
+    auto stat = root.read(path);
+    if (!stat) return std::nullopt;
+    size_t close = stat->rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
+    if (fields.size() < 18 || fields[0].empty()) return std::nullopt;
+    Seen s;
+    s.state = fields[0][0];
+    s.ppid = int(parse_uint(fields[1]).value_or(0));
+    s.threads = parse_uint(fields[17]).value_or(1);
+    return s;
+  };
+  std::map<int, Seen> seen;
+  std::multimap<int, int> children;
+  for (int p : list_pids(root))
+    if (auto s = read_stat("proc/" + std::to_string(p) + "/stat")) {
+      seen[p] = *s;
+      children.emplace(s->ppid, p);
+    }
+  std::set<int> own{pid};
+  for (std::vector<int> todo{pid}; !todo.empty();) {
+    int p = todo.back();
+    todo.pop_back();
+    auto [a, b] = children.equal_range(p);
+    for (auto it = a; it != b; ++it)
+      if (own.insert(it->second).second) todo.push_back(it->second);
+  }
+  unsigned runnable = 0;
+  for (const auto& [p, s] : seen) {
+    if (own.count(p)) continue;
+    if (s.threads <= 1) {
+      runnable += s.state == 'R';
+      continue;
+    }
+    std::string dir = "proc/" + std::to_string(p) + "/task";
+    auto tasks = root.list(dir);
+    if (!tasks) continue;
+    for (const std::string& t : *tasks)
+      if (auto ts = read_stat(dir + "/" + t + "/stat")) runnable += ts->state == 'R';
+  }
+  return runnable;
 }
 
 std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches) {

@@ -12,6 +12,11 @@ namespace gpubind::probe {
 
 // Every descendant of `pid` (children, grandchildren...), sorted.
 std::vector<int> descendants_of(const sys::FsRoot& root, int pid);
+
+// Threads in state R (running or waiting for a CPU) now, outside process `pid` and its
+// descendants: the other load on the CPUs at this moment (bench samples it while it runs). Each
+// process's stat is read; a multi-threaded one's tasks too. Kernel threads count.
+unsigned runnable_threads_outside(const sys::FsRoot& root, int pid);
 // PIDs whose command line (arguments joined by spaces) `matches` accepts.
 std::vector<int> matching(const sys::FsRoot& root, const std::function<bool(const std::string&)>& matches);
 // PIDs holding a GPU device file open (/dev/nvidiaN, /dev/dri/renderD*, /dev/kfd).

@@ -93,6 +93,21 @@ boxes = [r for r in root.iter(ns + "rect") if r.get("fill-opacity")]
 assert len(boxes) == 12, len(boxes)
 assert all(float(b.get("width")) > 0 for b in boxes)
 PYEOF
+# Other load during the run (issue 37): a busy loop outside bench, running for the whole run, is
+# runnable at every sample (bench's own ranks and noise are not counted).
+sh -c 'while :; do :; done' &
+hog=$!
+"$GPUBIND" bench -n 1 --steps 100 --strategies closest,none --quiet --json >"$WORK/hog.json" 2>"$WORK/hog.err"
+rc=$?
+kill $hog; wait $hog 2>/dev/null
+$PY - "$WORK/hog.json" <<'PYEOF' && pass "a busy loop beside bench is said: other load during the run" || fail "busy loop (rc $rc): $(cat "$WORK/hog.err")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = j["machine"]
+assert m["runnable_outside_max"] >= 1 and m["runnable_outside_mean"] >= 0.5, m
+assert any(n.startswith("other load during the run: ") for n in j["notes"]), j["notes"]
+PYEOF
+
 # Where the noise runs (issue 37): with --noise-on reserved, the two noise processes may run on the
 # reserved CPU only and the rank on the other; read from /proc while it steps, not from bench's
 # own record. A stopped rank then ends the run (as below).

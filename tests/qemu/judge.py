@@ -40,8 +40,9 @@ def json_of(s):
 
 
 def report_bench(name, record):
-    """The bench table, as gpubind renders the guest's record on the host (timing in TCG is not
-    real: shown, never judged); saved under $QEMU_BENCH_SAVE when set (docs/PERFORMANCE.md)."""
+    """The bench table and its step-time verdicts against closest, as gpubind renders the guest's
+    record on the host (timing in TCG is not real: shown, never judged); saved under
+    $QEMU_BENCH_SAVE when set (docs/PERFORMANCE.md)."""
     import os, tempfile
     if not record.get("samples"):
         return
@@ -49,8 +50,11 @@ def report_bench(name, record):
         json.dump(record, f)
     out = subprocess.run([gpubind, "bench", "--input", f.name], capture_output=True, text=True).stdout
     os.unlink(f.name)
-    for line in out.splitlines()[:12]:
-        print(f"info: {name}: {line}")
+    for line in out.splitlines():
+        if line.startswith("notes:"):
+            break
+        if line.strip():
+            print(f"info: {name} (TCG timing, not judged): {line}")
     if os.environ.get("QEMU_BENCH_SAVE"):
         with open(os.path.join(os.environ["QEMU_BENCH_SAVE"], f"{layout}-{name}.json"), "w") as f:
             json.dump(record, f, indent=1)

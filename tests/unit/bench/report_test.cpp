@@ -225,11 +225,16 @@ TEST(BenchReport, OtherLoadAndStolenTimeAreSaid) {
   };
   r.machine.load_before = 2.0;  // on 16 CPUs: light
   r.machine.steal_share = 0.01;
+  r.machine.runnable_outside_mean = 0.25;  // a daemon waking now and then
+  r.machine.runnable_outside_max = 1;
   EXPECT_FALSE(said(r, "other load"));
   EXPECT_FALSE(said(r, "stolen time"));
   r.machine.load_before = 9.5;
   r.machine.steal_share = 0.125;
+  r.machine.runnable_outside_mean = 3.25;
+  r.machine.runnable_outside_max = 4;
   EXPECT_TRUE(said(r, "the 1-minute load average was 9.50 on 16 CPUs"));
+  EXPECT_TRUE(said(r, "other load during the run: 3.25 threads of other processes were runnable on average (at most 4"));
   EXPECT_TRUE(said(r, "the hypervisor took 12.50% of the CPU time"));
 }
 
@@ -265,11 +270,15 @@ TEST(BenchRecordJson, TheRecordReadsBackAsItWasWritten) {
   r.warnings = {"a warning"};
   r.strategies[1].ranks[0].migrations.reset();
   r.machine.load_before = 0.25;  // steal_share not read: stays unknown
+  r.machine.runnable_outside_mean = 1.5;
+  r.machine.runnable_outside_max = 3;
   auto back = record_from_json(nlohmann::json::parse(to_json(r).dump()));
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->machine.name, "n1");
   EXPECT_EQ(back->machine.load_before, 0.25);
   EXPECT_FALSE(back->machine.steal_share);
+  EXPECT_EQ(back->machine.runnable_outside_mean, 1.5);
+  EXPECT_EQ(back->machine.runnable_outside_max, 3u);
   EXPECT_EQ(back->config.buffer_bytes, r.config.buffer_bytes);
   ASSERT_EQ(back->strategies.size(), 3u);
   EXPECT_EQ(back->strategies[2].batch, 2u);

@@ -421,4 +421,28 @@ TEST(Probe, KubernetesNamesFromTheKubeletsLogLinks) {
   EXPECT_EQ(m.at(id).container, "trainer");
 }
 
+// A stat line: pid, comm, state, ppid, and num_threads as field 20.
+std::string stat_line(int pid, const std::string& comm, char state, int ppid, int threads) {
+  std::string s = std::to_string(pid) + " (" + comm + ") " + state + " " + std::to_string(ppid);
+  for (int f = 5; f <= 44; ++f) s += " " + std::to_string(f == 20 ? threads : 0);
+  return s + "\n";
+}
+
+TEST(ProbeSelect, RunnableThreadsOutsideCountOthersNotTheProcessOrItsDescendants) {
+  gpubind::testing::FakeTree t;
+  t.file("proc/100/stat", stat_line(100, "gpubind", 'R', 1, 1));            // bench itself
+  t.file("proc/101/stat", stat_line(101, "gpubind launch", 'S', 100, 1));   // its child
+  t.file("proc/102/stat", stat_line(102, "python3 (rank)", 'R', 101, 1));   // a grandchild, ')' in its comm
+  t.file("proc/200/stat", stat_line(200, "make", 'R', 1, 1));               // another job: 1
+  t.file("proc/201/stat", stat_line(201, "idle", 'S', 1, 1));
+  t.file("proc/300/stat", stat_line(300, "java", 'S', 1, 3));               // threads: 2 of 3 runnable
+  for (auto [tid, state] : {std::pair{300, 'S'}, {301, 'R'}, {302, 'R'}})
+    t.file("proc/300/task/" + std::to_string(tid) + "/stat", stat_line(tid, "java", state, 1, 3));
+  t.file("proc/400/stat", "garbage\n");                                    // unreadable: not counted
+  auto root = sys::open_fsroot(t.root());
+  ASSERT_TRUE(root);
+  EXPECT_EQ(runnable_threads_outside(**root, 100), 3u);
+  EXPECT_EQ(runnable_threads_outside(**root, 101), 4u);  // bench itself counts when it is not the one asking
+}
+
 }  // namespace gpubind::probe
