@@ -57,6 +57,10 @@ MUTATIONS = [
     ("doctor: Slurm's CpuSpecList read as OS CPU numbers", "src/doctor/doctor.cpp",
      "if (id / threads < by_logical.size()) out |= by_logical[id / threads]->pus;",
      "if (id / threads < by_logical.size()) out |= CpuSet::range(id, id);", UNIT),
+    ("bench: a placement's strategies compared with the other placement's closest", "src/bench/record.cpp",
+     'return s.name == "closest" && s.noise == placement;', 'return s.name == "closest";', UNIT),
+    ("bench --ab: step times read from every rank's lines", "src/bench/ab.cpp",
+     "if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;", "if (line.size() > kMaxStepLine) continue;", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",
      "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
 ]
