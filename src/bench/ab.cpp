@@ -172,12 +172,17 @@ AbReport make_ab_report(const AbRecord& r) {
   else if (!series.empty() && fewest < min_steps_for_interval(0.99))
     rep.notes.push_back("the p99 needs " + std::to_string(min_steps_for_interval(0.99)) + " samples per strategy for an interval: with " +
                         std::to_string(fewest) + " only the p50 is compared");
-  for (std::string& n : machine_notes(r.machine)) rep.notes.push_back(std::move(n));
-  if (r.machine.numa_nodes <= 1)
-    rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here; what "
-                        "differs is how each shares the CPUs");
-  if (r.machine.gpus == 0) rep.notes.push_back("no GPU: the ranks were planned CPU-only, one per NUMA node unless -n said otherwise");
+  for (std::string& n : ab_node_notes(r)) rep.notes.push_back(std::move(n));
   return rep;
+}
+
+std::vector<std::string> ab_node_notes(const AbRecord& r) {
+  std::vector<std::string> out = machine_notes(r.machine);
+  if (r.machine.numa_nodes <= 1)
+    out.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here; what "
+                  "differs is how each shares the CPUs");
+  if (r.machine.gpus == 0) out.push_back("no GPU: the ranks were planned CPU-only, one per NUMA node unless -n said otherwise");
+  return out;
 }
 
 ojson to_json(const AbRecord& r) {

@@ -83,6 +83,9 @@ struct AbReport {
 
 const char* to_string(StepSource s);  // "wall", "pattern", "file"
 AbReport make_ab_report(const AbRecord& r);
+// What the node lets the A/B show (other load, stolen time, one NUMA node, no GPU): part of the
+// report's notes, and said before the first run.
+std::vector<std::string> ab_node_notes(const AbRecord& r);
 
 inline constexpr const char* kAbFormat = "gpubind-bench-ab/1";
 nlohmann::ordered_json to_json(const AbRecord& r);

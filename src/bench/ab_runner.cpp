@@ -103,6 +103,9 @@ std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const AbOption
   auto root = sys::open_fsroot("/");
   if (!root) return AbFailure{root.error()};
   LoadWatch load(**root);
+  rec.machine.load_before = load.load_before();
+  if (o.notice)
+    for (const std::string& n : ab_node_notes(rec)) o.notice(n);
   auto order = round_order(o.strategies.size(), o.rounds);
   for (unsigned round = 0; round < o.rounds; ++round)
     for (size_t i : order[round]) {

@@ -28,6 +28,7 @@ struct AbOptions {
   unsigned step_rank = 0;
   std::chrono::seconds timeout{0};       // per run; 0: none
   std::string self = "/proc/self/exe";   // the gpubind that runs launch
+  std::function<void(const std::string& note)> notice;  // each of ab_node_notes, before the first run
   std::function<void(const std::string& strategy, unsigned round)> progress;
 };
 

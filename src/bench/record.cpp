@@ -191,8 +191,8 @@ void oversubscription_notes(const Record& r, Report& rep) {
     rep.notes.push_back("oversubscribed (noise on reserved CPUs): " + ranks + " on the " + std::to_string(left) +
                         " CPU(s) left beside the reserved " + c.reserved.to_list() + ":" + what);
   if (reserved)
-    rep.notes.push_back("noise on reserved CPUs " + c.reserved.to_list() + ": the noise processes ran only there and every "
-                        "strategy's ranks were planned on the other CPUs, as a node keeps its daemons with Slurm's "
+    rep.notes.push_back("noise on reserved CPUs " + c.reserved.to_list() + ": the noise processes run only there and every "
+                        "strategy's ranks are planned on the other CPUs, as a node keeps its daemons with Slurm's "
                         "CoreSpecCount or CpuSpecList, systemd's CPUAffinity or the kubelet's reservedSystemCPUs; each "
                         "strategy is compared with closest under the same placement");
 }
@@ -214,6 +214,22 @@ std::vector<std::string> machine_notes(const MachineInfo& m) {
   return out;
 }
 
+std::vector<std::string> node_notes(const Record& r) {
+  Report rep;
+  const MachineInfo& m = r.machine;
+  oversubscription_notes(r, rep);
+  for (std::string& n : machine_notes(m)) rep.notes.push_back(std::move(n));
+  if (m.numa_nodes <= 1)
+    rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "
+                        "cross-NUMA and remote shares are 0 for all; only migrations and jitter (under --noise) tell them apart");
+  if (m.gpus == 0)
+    rep.notes.push_back("no GPU: a rank's home is the NUMA node gpubind's closest plan gives it, where its GPU would be");
+  if (r.config.noise == 0)
+    rep.notes.push_back("no --noise: the ranks have the machine to themselves and the kernel seldom moves them; real nodes run "
+                        "other tenants and daemons");
+  return rep.notes;
+}
+
 Report make_report(const Record& r) {
   Report rep;
   for (const StrategyRecord& s : r.strategies) rep.strategies.push_back(report_one(s, r.config));
@@ -229,18 +245,7 @@ Report make_report(const Record& r) {
                           " only the p50 is compared (--steps " + std::to_string(min_steps_for_interval(0.99)) + ")");
   }
 
-  const MachineInfo& m = r.machine;
-  // Can this node show it? Oversubscription, other load, stolen time: said before any reading.
-  oversubscription_notes(r, rep);
-  for (std::string& n : machine_notes(m)) rep.notes.push_back(std::move(n));
-  if (m.numa_nodes <= 1)
-    rep.notes.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here, so "
-                        "cross-NUMA and remote shares are 0 for all; only migrations and jitter (under --noise) tell them apart");
-  if (m.gpus == 0)
-    rep.notes.push_back("no GPU: a rank's home is the NUMA node gpubind's closest plan gives it, where its GPU would be");
-  if (r.config.noise == 0)
-    rep.notes.push_back("no --noise: the ranks have the machine to themselves and the kernel seldom moves them; real nodes run "
-                        "other tenants and daemons");
+  for (std::string& n : node_notes(r)) rep.notes.push_back(std::move(n));
   for (const StrategyReport& s : rep.strategies)
     if (s.batch > 1) {
       rep.notes.push_back(s.name + " does " + std::to_string(s.batch) + "x the work per step (a bigger batch): its step times "

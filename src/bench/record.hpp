@@ -155,6 +155,11 @@ struct Report {
 };
 
 Report make_report(const Record& r);
+// What the node and the settings let the run show, from the machine, the config and which noise
+// placements run (the strategies' names and placements; no step needed): oversubscription under
+// each placement, other load before and during the run, stolen time, one NUMA node, no GPU, no
+// noise. make_report's notes include them; bench says them before it starts too.
+std::vector<std::string> node_notes(const Record& r);
 
 nlohmann::ordered_json to_json(const Record& r);
 Result<Record> record_from_json(const nlohmann::json& j);

@@ -370,6 +370,9 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
     const StrategySpec& s = o.strategies[e.spec];
     rec.strategies.push_back({s.name, s.policy, s.batch, {}, {}, e.noise});
   }
+  rec.machine.load_before = load.load_before();
+  if (o.notice)
+    for (const std::string& n : node_notes(rec)) o.notice(n);
   Children noise;
   for (unsigned i = 0; i < o.noise; ++i) {
     auto pid = sys::fork_call([i]() -> int { noise_main(i); });

@@ -37,7 +37,9 @@ struct RunOptions {
   unsigned compute = 20000;
   // Every step, rank thread 0 also copies its buffer to the rank's GPU (CUDA or HIP runtime).
   bool gpu = false;
-  // Called after every run (strategy within a round), for progress on stderr.
+  // Called once before the first run with each of node_notes (what this node can and cannot
+  // show), and after every run (strategy within a round), for progress on stderr.
+  std::function<void(const std::string& note)> notice;
   std::function<void(const std::string& strategy, unsigned round)> progress;
 };
 
@@ -60,6 +62,8 @@ class LoadWatch {
   ~LoadWatch();
   LoadWatch(const LoadWatch&) = delete;
   LoadWatch& operator=(const LoadWatch&) = delete;
+  // The 1-minute load average when it was made.
+  std::optional<double> load_before() const { return m_load; }
   // Stops the sampling; sets load_before, steal_share and the runnable threads' mean and max.
   void finish(MachineInfo& m);
 

@@ -158,6 +158,7 @@ Result<bench::Record> new_run(BenchFlags& f) {
   auto req = make_request(f.o, *topo, AllowedFrom::affinity);
   if (!req) return req.error();
   unsigned last_round = ~0u;
+  if (!f.o.quiet) f.run.notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench: note: %s\n", note.c_str()); };
   if (!f.o.quiet)
     f.run.progress = [&](const std::string&, unsigned round) {
       if (round != last_round) std::fprintf(stderr, "gpubind: bench: round %u of %u\n", round + 1, f.run.rounds);
@@ -235,6 +236,7 @@ int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& arg
   auto p = plan::make_plan(*topo, *req);
   if (!p) return fail(Error{p.error().what, p.error().why, ErrorKind::usage});
   o->ranks = unsigned(p->ranks.size());
+  if (!f.o.quiet) o->notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench --ab: note: %s\n", note.c_str()); };
   if (!f.o.quiet)
     o->progress = [&](const std::string& name, unsigned round) {
       std::fprintf(stderr, "gpubind: bench --ab: round %u of %u: %s done\n", round + 1, o->rounds, name.c_str());

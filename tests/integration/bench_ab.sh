@@ -14,29 +14,13 @@ WORKER=$(cd "$(dirname "$GPUBIND")/../examples" 2>/dev/null && pwd)/gpubind_demo
 EXAMPLE=$(cd "$(dirname "$0")/../.." && pwd)/examples/ddp_train.py
 REGEX='step [0-9]+ (?<ms>[0-9.]+) ms'
 
-# check_json FILE PYTHON-EXPRESSIONS...: each `check(ok, what, detail)` in the script printed; 1 on a failure.
-check_json() {
-  local file=$1 script=$2
-  $PY - "$file" <<PYEOF
-import json, sys
-j = json.load(open(sys.argv[1]))
-bad = 0
-def check(ok, what, detail=""):
-    global bad
-    print(("ok: " if ok else "FAIL: ") + what + ("" if ok else ": " + str(detail)))
-    bad += 0 if ok else 1
-$script
-sys.exit(1 if bad else 0)
-PYEOF
-}
-
 # 1. The stand-in worker's printed step times, two ranks, three rounds.
 "$GPUBIND" bench --ab closest,none -n 2 --rounds 3 --step-regex "$REGEX" --json -- "$WORKER" --steps 30 --print-steps \
   >"$WORK/worker.json" 2>"$WORK/worker.err"
 rc=$?
 [ $rc = 0 ] && pass "bench --ab closest,none -n 2 on the stand-in worker" || fail "rc $rc: $(cat "$WORK/worker.err")"
 grep -q "round 3 of 3: " "$WORK/worker.err" && pass "progress per run on stderr" || fail "no progress: $(cat "$WORK/worker.err")"
-check_json "$WORK/worker.json" '
+check_json "$WORK/worker.json" <<'PYEOF' || fail "the worker record"
 runs = [(r["strategy"], r["round"]) for r in j["runs"]]
 check(runs == [("closest", 0), ("none", 0), ("none", 1), ("closest", 1), ("closest", 2), ("none", 2)],
       "the strategies alternate, each round starting one further along", runs)
@@ -47,7 +31,8 @@ res = {r["strategy"]: r for r in j["results"]}
 check(res["closest"]["p50_vs_base"] is None, "closest is the base")
 v = res["none"]["p50_vs_base"]
 check(v and v["low"] <= v["ratio"] <= v["high"] and v["verdict"] in ("faster", "slower", "no significant difference"),
-      f"none against closest: {v}", v)' || fail "the worker record"
+      f"none against closest: {v}", v)
+PYEOF
 
 # The record reads back: the same report as JSON, byte for byte, and as text.
 "$GPUBIND" bench --input "$WORK/worker.json" --json >"$WORK/again.json" 2>&1 && cmp -s "$WORK/worker.json" "$WORK/again.json" \
@@ -60,18 +45,18 @@ check(v and v["low"] <= v["ratio"] <= v["high"] and v["verdict"] in ("faster", "
 echo "9999" >"$WORK/steps.txt"
 "$GPUBIND" bench --ab cpu-only,closest -n 2 --rounds 2 --warmup 2 --step-file "$WORK/steps.txt" --json \
   -- "$WORKER" --steps 12 --step-file "$WORK/steps.txt" >"$WORK/file.json" 2>"$WORK/file.err" \
-  && check_json "$WORK/file.json" '
+  && check_json "$WORK/file.json" <<'PYEOF' || fail "--step-file: $(cat "$WORK/file.err")"
 check(j["config"]["source"] == "file", "the step times came from the file")
 check(all(len(r["step_ms"]) == 10 for r in j["runs"]) and all(x < 9999 for r in j["runs"] for x in r["step_ms"]),
-      "10 of 12 steps per run, none left from before the run", [r["step_ms"][:3] for r in j["runs"]])' \
-  || fail "--step-file: $(cat "$WORK/file.err")"
+      "10 of 12 steps per run, none left from before the run", [r["step_ms"][:3] for r in j["runs"]])
+PYEOF
 
 # A job that writes no step file: the file left from before is not read as this run's.
 echo "9999" >"$WORK/steps.txt"
 "$GPUBIND" bench --ab closest,none --step-file "$WORK/steps.txt" -- true >/dev/null 2>"$WORK/nofile.err"
 rc=$?
 [ $rc = 1 ] && grep -q "the job wrote no --step-file" "$WORK/nofile.err" && [ ! -e "$WORK/steps.txt" ] \
-  && pass "no step file written: $(cat "$WORK/nofile.err")" || fail "no step file -> $rc: $(cat "$WORK/nofile.err")"
+  && pass "no step file written: $(tail -1 "$WORK/nofile.err")" || fail "no step file -> $rc: $(cat "$WORK/nofile.err")"
 
 # 3. Wall time only: one sample per run, too few for an interval, and the report says so.
 "$GPUBIND" bench --ab closest,none --rounds 2 -- true >"$WORK/wall.txt" 2>&1 \
@@ -84,41 +69,43 @@ rc=$?
 FIRST_CPU='echo "cpu $(sed -n "s/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p" /proc/self/status)"'
 "$GPUBIND" bench --ab closest,cpu-only -n 1 --reserve 0 --rounds 1 --warmup 0 --step-regex 'cpu (?<ms>[0-9]+)' --json \
   -- sh -c "$FIRST_CPU" >"$WORK/flags.json" 2>"$WORK/flags.err" \
-  && check_json "$WORK/flags.json" '
+  && check_json "$WORK/flags.json" <<'PYEOF' || fail "plan flags: $(cat "$WORK/flags.err")"
 check([r["step_ms"] for r in j["runs"]] == [[1.0], [1.0]], "-n 1 --reserve 0 reached launch: the rank ran on CPU 1 under both",
-      [r["step_ms"] for r in j["runs"]])' || fail "plan flags: $(cat "$WORK/flags.err")"
+      [r["step_ms"] for r in j["runs"]])
+PYEOF
 
 # 5. PyTorch DDP, two ranks (gloo on CPU).
 if $PY -c 'import torch.distributed' 2>/dev/null; then
   "$GPUBIND" bench --ab closest,none -n 2 --rounds 2 --timeout 300 --step-regex "$REGEX" --json \
     -- $PY "$EXAMPLE" --steps 30 --print-steps >"$WORK/ddp.json" 2>"$WORK/ddp.err"
   rc=$?
-  [ $rc = 0 ] && check_json "$WORK/ddp.json" '
+  [ $rc = 0 ] && check_json "$WORK/ddp.json" <<'PYEOF' || fail "DDP: rc $rc: $(tail -3 "$WORK/ddp.err")"
 check(all(len(r["step_ms"]) == 25 for r in j["runs"]) and len(j["runs"]) == 4, "DDP: 4 runs of 25 measured steps",
       [len(r["step_ms"]) for r in j["runs"]])
 check(all(r["step_ms"]["count"] == 50 for r in j["results"]), "50 samples per strategy")
 v = [r for r in j["results"] if r["strategy"] == "none"][0]["p50_vs_base"]
-check(v is not None and v["verdict"] in ("faster", "slower", "no significant difference"), f"DDP none against closest: {v}", v)' \
-    || fail "DDP: rc $rc: $(tail -3 "$WORK/ddp.err")"
+check(v is not None and v["verdict"] in ("faster", "slower", "no significant difference"), f"DDP none against closest: {v}", v)
+PYEOF
 else
   echo "SKIP (part): $PY has no torch (Debian package python3-torch): the DDP A/B"
 fi
 
-# 6. Bad runs: one line, the documented status, nothing left running.
-one_line() { [ "$(wc -l <"$1")" = 1 ]; }
+# 6. Bad runs: one error line (after the notes on what the node can show), the documented status,
+# nothing left running.
+one_line() { [ "$(grep -c '^gpubind: error: ' "$1")" = 1 ] && tail -1 "$1" | grep -q '^gpubind: error: '; }
 "$GPUBIND" bench --ab closest,none --rounds 2 -- sh -c 'echo giving up >&2; exit 3' >/dev/null 2>"$WORK/bad.err"
 rc=$?
 [ $rc = 1 ] && one_line "$WORK/bad.err" && grep -q "round 1, closest: the command exited 3 .*its last line on stderr: \[0\] giving up" "$WORK/bad.err" \
-  && pass "a failing command: $(cat "$WORK/bad.err")" || fail "failing command -> $rc: $(cat "$WORK/bad.err")"
+  && pass "a failing command: $(tail -1 "$WORK/bad.err")" || fail "failing command -> $rc: $(cat "$WORK/bad.err")"
 "$GPUBIND" bench --ab closest,none --rounds 2 --step-regex "$REGEX" -- echo no steps here >/dev/null 2>"$WORK/none.err"
 rc=$?
 [ $rc = 1 ] && one_line "$WORK/none.err" && grep -q "no line of rank 0 matched --step-regex" "$WORK/none.err" \
-  && pass "no step times: $(cat "$WORK/none.err")" || fail "no step times -> $rc: $(cat "$WORK/none.err")"
+  && pass "no step times: $(tail -1 "$WORK/none.err")" || fail "no step times -> $rc: $(cat "$WORK/none.err")"
 tag="gpubind-ab-timeout-$$"
 "$GPUBIND" bench --ab closest,none --timeout 1 -- sh -c "sleep 3$$; : $tag" >/dev/null 2>"$WORK/late.err"
 rc=$?
 [ $rc = 124 ] && one_line "$WORK/late.err" && grep -q "still running after 1 s (--timeout): stopped" "$WORK/late.err" \
-  && pass "a job that runs on: $(cat "$WORK/late.err")" || fail "--timeout -> $rc: $(cat "$WORK/late.err")"
+  && pass "a job that runs on: $(tail -1 "$WORK/late.err")" || fail "--timeout -> $rc: $(cat "$WORK/late.err")"
 left() { ! pgrep -f "$tag" >/dev/null && ! pgrep -fx "sleep 3$$" >/dev/null; }
 wait_until 10 left && pass "its ranks and what they started were stopped with it" \
   || { fail "a rank outlived --timeout"; pkill -f "$tag"; pkill -fx "sleep 3$$"; }

@@ -23,14 +23,7 @@ grep -q "round 5 of 5" "$WORK/err" && pass "progress is reported per round on st
 left=$(grep -l "GPUBIND_BENCH_TEST_TAG=$tag" /proc/[0-9]*/environ 2>/dev/null | wc -l)
 [ "$left" = 0 ] && pass "no rank or noise process outlives bench" || fail "$left process(es) with the tag still run"
 
-$PY - "$WORK/run.json" <<'PYEOF' || failures=$((failures + 1))
-import json, sys
-j = json.load(open(sys.argv[1]))
-bad = 0
-def check(ok, what, detail=""):
-    global bad
-    print(("ok: " if ok else "FAIL: ") + what + ("" if ok else ": " + str(detail)))
-    bad += 0 if ok else 1
+check_json "$WORK/run.json" <<'PYEOF' || failures=$((failures + 1))
 six = ["closest", "cpu-only", "none", "numa", "socket", "none-2x"]
 names = [(r["strategy"], r["noise"]) for r in j["results"]]
 check(names == [(n, "roaming") for n in six] + [(n, "reserved") for n in six],
@@ -76,7 +69,10 @@ check(all(r["p50_vs_closest"] and r["p50_vs_closest"]["low"] <= r["p50_vs_closes
 check(all(r["p99_vs_closest"] is None for r in others) and any("the p99 against closest needs 500 steps" in n for n in j["notes"]),
       "200 steps: no p99 ratio (too few beyond the p99), and the report says why", j["notes"])
 check(j["config"]["noise"] == 2 and j["config"]["ranks"] == 2, "the settings are recorded", j["config"])
-sys.exit(1 if bad else 0)
+said = [l[len("gpubind: bench: note: "):] for l in open(sys.argv[1].replace("run.json", "err")).read().splitlines()
+        if l.startswith("gpubind: bench: note: ")]
+check(said and all(n in j["notes"] for n in said), f"what the node cannot show is said on stderr before the run ({len(said)} notes), "
+      "each also in the report", said)
 PYEOF
 
 # The saved run reports again, as text and as a plot.

@@ -20,6 +20,24 @@ wait_until() {
   done
 }
 
+# check_json FILE <<'PYEOF' ... PYEOF: Python checks (read from stdin) on FILE's JSON, as `j`, each
+# a check(ok, what, detail) printing ok/FAIL; 1 when one failed.
+check_json() {
+  { cat <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+bad = 0
+def check(ok, what, detail=""):
+    global bad
+    print(("ok: " if ok else "FAIL: ") + what + ("" if ok else ": " + str(detail)))
+    bad += 0 if ok else 1
+PYEOF
+    cat
+    echo 'sys.exit(1 if bad else 0)'
+  } >"$WORK/checks.py"
+  /usr/bin/python3 "$WORK/checks.py" "$1"
+}
+
 # alive PID: the process exists and is not a zombie.
 alive() { [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
 none_alive() { local p; for p in "$@"; do alive "$p" && return 1; done; return 0; }

@@ -190,7 +190,7 @@ TEST(BenchReport, OversubscriptionUnderReservedNoiseCountsTheCpusLeftBesideThem)
     return std::any_of(rep.notes.begin(), rep.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
   };
   EXPECT_FALSE(said(r, "oversubscribed"));
-  EXPECT_TRUE(said(r, "noise on reserved CPUs 0,8: the noise processes ran only there"));
+  EXPECT_TRUE(said(r, "noise on reserved CPUs 0,8: the noise processes run only there"));
   r.machine.allowed_cpus = 4;  // roaming: 2 + 2 on 4, room enough; reserved: 2 ranks on the 2 left
   EXPECT_FALSE(said(r, "oversubscribed"));
   r.config.threads = 2;  // roaming: 4 + 2 on 4; reserved: 4 on the 2 left
