@@ -167,8 +167,6 @@ Result<bench::Record> new_run(BenchFlags& f) {
   return bench::run_bench(*topo, *req, f.run);
 }
 
-}  // namespace
-
 // --ab: the flags of bench's own synthetic job, which the user's job does not take.
 constexpr const char* kSyntheticFlags[] = {"--strategies", "--threads", "--steps", "--noise", "--noise-on", "--buffer-mib",
                                            "--compute",    "--gpu",     "--plot"};
@@ -246,6 +244,8 @@ int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& arg
   return print_ab(std::get<bench::AbRecord>(done), f.json);
 }
 
+}  // namespace
+
 int cmd_bench(const std::vector<std::string>& args) {
   Args app("Run a synthetic synchronous data-parallel job (N ranks of T threads: a memory-bound pass over a first-touched "
            "buffer, a compute part, a barrier across ranks) under several binding strategies in interleaved rounds, and "
@@ -255,12 +255,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   add_bench_options(app, f);
   bool with_command = std::find(args.begin(), args.end(), "--") != args.end();
   if (int rc = with_command ? app.parse_with_command(args, kExitUsage, f.command) : app.parse(args); rc >= 0) return rc;
+  if (!f.plot.empty() && !f.plot.ends_with(".svg"))
+    return fail(Error{"--plot " + f.plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
+  if (!f.input.empty() && with_command) return fail(Error{"--input", "reports a saved run: no command after --", ErrorKind::usage});
+  if (!f.input.empty()) return saved_run(app, f);
   if (!f.ab.empty() || with_command) return f.ab.empty() ? fail(Error{"bench -- CMD", "runs your command only with --ab POLICIES "
                                                                        "(closest,none)", ErrorKind::usage})
                                                          : bench_ab(app, f, args);
-  if (!f.plot.empty() && !f.plot.ends_with(".svg"))
-    return fail(Error{"--plot " + f.plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
-  if (!f.input.empty()) return saved_run(app, f);
   auto record = new_run(f);
   if (!record) return fail(record.error());
   return report_record(*record, f);
