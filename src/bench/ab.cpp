@@ -1,8 +1,6 @@
 #include "bench/ab.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 
 #include "bench/json_fields.hpp"
 #include "util/strings.hpp"
@@ -16,22 +14,13 @@ using json_fields::field;
 namespace {
 
 constexpr size_t kMaxStepLine = 4096;
+constexpr StepSource kSources[] = {StepSource::wall, StepSource::pattern, StepSource::file};
 
 std::optional<double> unit_ms(const std::string& name) {
   if (name == "ms") return 1.0;
   if (name == "s") return 1000.0;
   if (name == "us") return 0.001;
   return std::nullopt;
-}
-
-// A decimal number in `text` (the whole of it, spaces around allowed): strtod, finite.
-std::optional<double> number(std::string_view text) {
-  std::string s(trim(text));
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -108,7 +97,7 @@ std::vector<double> step_times_in_output(const std::string& output, const StepPa
     std::string rest(line.substr(tag.size()));
     std::smatch m;
     if (!std::regex_search(rest, m, p.regex) || p.group >= m.size() || !m[p.group].matched) continue;
-    if (auto v = number(m[p.group].str()); v && *v >= 0) out.push_back(*v * p.to_ms);
+    if (auto v = parse_double(m[p.group].str()); v && *v >= 0) out.push_back(*v * p.to_ms);
   }
   return out;
 }
@@ -120,7 +109,7 @@ Result<std::vector<double>> step_times_in_file(const std::string& text) {
     ++n;
     std::string_view t = trim(line);
     if (t.empty() || t.starts_with("#")) continue;
-    auto v = number(t);
+    auto v = parse_double(t);
     if (!v || *v < 0) return Error{"line " + std::to_string(n), "'" + std::string(t.substr(0, 80)) + "' is not a step time in ms"};
     out.push_back(*v);
   }
@@ -216,10 +205,9 @@ Result<AbRecord> ab_record_from_json(const json& j) {
                   field(c, "strategies", r.strategies, cw), field(c, "rounds", r.rounds, cw), field(c, "warmup", r.warmup, cw),
                   field(c, "source", source, cw), field(c, "pattern", r.pattern, cw), field(c, "step_rank", r.step_rank, cw)})
     if (!st) return st.error();
-  if (source == "wall") r.source = StepSource::wall;
-  else if (source == "pattern") r.source = StepSource::pattern;
-  else if (source == "file") r.source = StepSource::file;
-  else return Error{cw, "unknown source '" + source + "' (wall, pattern or file)"};
+  auto known = std::find_if(std::begin(kSources), std::end(kSources), [&](StepSource k) { return source == to_string(k); });
+  if (known == std::end(kSources)) return Error{cw, "unknown source '" + source + "' (wall, pattern or file)"};
+  r.source = *known;
   if (r.strategies.empty()) return Error{cw, "no strategies"};
   if (!j["runs"].is_array()) return Error{what, "'runs' must be an array"};
   for (const json& run : j["runs"]) {

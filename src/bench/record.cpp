@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -133,10 +132,8 @@ std::optional<CpuTicks> parse_cpu_ticks(const std::string& proc_stat) {
 }
 
 std::optional<double> parse_load_average(const std::string& proc_loadavg) {
-  std::string first(proc_loadavg.substr(0, proc_loadavg.find(' ')));
-  char* end = nullptr;
-  double v = std::strtod(first.c_str(), &end);
-  if (first.empty() || end != first.c_str() + first.size() || !(v >= 0) || v > 1e9) return std::nullopt;
+  auto v = parse_double(std::string_view(proc_loadavg).substr(0, proc_loadavg.find(' ')));
+  if (!v || *v < 0 || *v > 1e9) return std::nullopt;
   return v;
 }
 

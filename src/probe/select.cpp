@@ -11,68 +11,72 @@
 
 namespace gpubind::probe {
 
-std::vector<int> descendants_of(const sys::FsRoot& root, int pid) {
-  std::multimap<int, int> children;
-  for (int p : list_pids(root)) {
-    auto stat = root.read("proc/" + std::to_string(p) + "/stat");
-    if (!stat) continue;
-    size_t close = stat->rfind(')');
-    if (close == std::string::npos) continue;
-    auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
-    if (fields.size() < 2) continue;
-    if (auto pp = parse_uint(fields[1])) children.emplace(int(*pp), p);
-  }
-  std::vector<int> out, todo{pid};
-  while (!todo.empty()) {
-    int p = todo.back();
-    todo.pop_back();
-    auto [a, b] = children.equal_range(p);
-    for (auto it = a; it != b; ++it) {
-      out.push_back(it->second);
-      todo.push_back(it->second);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+namespace {
+
+// A process's or thread's stat after the comm's last ')': state is the first field, ppid the
+// second, num_threads the 18th.
+struct StatHead {
+  char state = '?';
+  int ppid = 0;
+  uint64_t threads = 1;
+};
+
+std::optional<StatHead> stat_head(const sys::FsRoot& root, const std::string& path) {
+  auto stat = root.read(path);
+  if (!stat) return std::nullopt;
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
+  if (fields.size() < 2 || fields[0].empty()) return std::nullopt;
+  StatHead h;
+  h.state = fields[0][0];
+  h.ppid = int(parse_uint(fields[1]).value_or(0));
+  if (fields.size() > 17) h.threads = parse_uint(fields[17]).value_or(1);
+  return h;
 }
 
-unsigned runnable_threads_outside(const sys::FsRoot& root, int pid) {
-  struct Seen {
-    int ppid = 0;
-    char state = '?';
-    uint64_t threads = 1;
-  };
-  // After the comm's last ')': state is the first field, ppid the second, num_threads the 18th.
-  auto read_stat = [&](const std::string& path) -> std::optional<Seen> {
-    auto stat = root.read(path);
-    if (!stat) return std::nullopt;
-    size_t close = stat->rfind(')');
-    if (close == std::string::npos) return std::nullopt;
-    auto fields = split(trim(std::string_view(*stat).substr(close + 1)), ' ');
-    if (fields.size() < 18 || fields[0].empty()) return std::nullopt;
-    Seen s;
-    s.state = fields[0][0];
-    s.ppid = int(parse_uint(fields[1]).value_or(0));
-    s.threads = parse_uint(fields[17]).value_or(1);
-    return s;
-  };
-  std::map<int, Seen> seen;
+// Every process under the root with its stat, each read once, and who is whose child.
+struct ProcessTree {
+  std::map<int, StatHead> stats;
   std::multimap<int, int> children;
+};
+
+ProcessTree process_tree(const sys::FsRoot& root) {
+  ProcessTree t;
   for (int p : list_pids(root))
-    if (auto s = read_stat("proc/" + std::to_string(p) + "/stat")) {
-      seen[p] = *s;
-      children.emplace(s->ppid, p);
+    if (auto h = stat_head(root, "proc/" + std::to_string(p) + "/stat")) {
+      t.stats[p] = *h;
+      t.children.emplace(h->ppid, p);
     }
-  std::set<int> own{pid};
+  return t;
+}
+
+// The descendants of `pid` in the tree (children, grandchildren...), each once.
+std::set<int> subtree(const ProcessTree& t, int pid) {
+  std::set<int> out;
   for (std::vector<int> todo{pid}; !todo.empty();) {
     int p = todo.back();
     todo.pop_back();
-    auto [a, b] = children.equal_range(p);
+    auto [a, b] = t.children.equal_range(p);
     for (auto it = a; it != b; ++it)
-      if (own.insert(it->second).second) todo.push_back(it->second);
+      if (it->second != pid && out.insert(it->second).second) todo.push_back(it->second);
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> descendants_of(const sys::FsRoot& root, int pid) {
+  std::set<int> d = subtree(process_tree(root), pid);
+  return {d.begin(), d.end()};
+}
+
+unsigned runnable_threads_outside(const sys::FsRoot& root, int pid) {
+  ProcessTree tree = process_tree(root);
+  std::set<int> own = subtree(tree, pid);
+  own.insert(pid);
   unsigned runnable = 0;
-  for (const auto& [p, s] : seen) {
+  for (const auto& [p, s] : tree.stats) {
     if (own.count(p)) continue;
     if (s.threads <= 1) {
       runnable += s.state == 'R';
@@ -82,7 +86,7 @@ unsigned runnable_threads_outside(const sys::FsRoot& root, int pid) {
     auto tasks = root.list(dir);
     if (!tasks) continue;
     for (const std::string& t : *tasks)
-      if (auto ts = read_stat(dir + "/" + t + "/stat")) runnable += ts->state == 'R';
+      if (auto ts = stat_head(root, dir + "/" + t + "/stat")) runnable += ts->state == 'R';
   }
   return runnable;
 }

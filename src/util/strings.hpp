@@ -14,6 +14,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string to_lower(std::string_view s);
 // Parses a whole string as an unsigned number in the given base; nullopt on any junk.
 std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
+// Parses a whole string (spaces around allowed) as a finite decimal number (strtod's syntax);
+// nullopt on any junk, inf or nan.
+std::optional<double> parse_double(std::string_view s);
 // The value of the first "key: value" line (as in /proc/PID/status), trimmed; "" when absent.
 std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.

@@ -10,6 +10,17 @@ TEST(Strings, SplitKeepsEmptyFields) {
   EXPECT_EQ(v[1], "");
 }
 
+TEST(Strings, ParseDoubleTakesAWholeFiniteNumber) {
+  EXPECT_EQ(parse_double("12.5"), 12.5);
+  EXPECT_EQ(parse_double(" 1e3 \n"), 1000.0);
+  EXPECT_EQ(parse_double("-0.25"), -0.25);
+  EXPECT_FALSE(parse_double(""));
+  EXPECT_FALSE(parse_double("12.5 ms"));
+  EXPECT_FALSE(parse_double("nan"));
+  EXPECT_FALSE(parse_double("inf"));
+  EXPECT_FALSE(parse_double("1e999"));
+}
+
 TEST(Strings, ParseUintRejectsTrailingJunk) {
   EXPECT_EQ(parse_uint("42"), 42u);
   EXPECT_EQ(parse_uint("0x1f", 16), 31u);
