@@ -14,7 +14,9 @@
 //   drifted        a thread's allowed CPUs differ from what gpubind applied (GPUBIND_CPUS, as
 //                  `check` judges it), or from when watch first saw the thread, or changed between
 //                  two samples in the last drift_hold seconds: a mask flipped back and forth stays
-//                  DRIFTED whatever the sampling phase (each change is also counted: MaskChange)
+//                  DRIFTED between the samples that happen to read the same mask (each change is
+//                  also counted: MaskChange). A mask changed and changed back between two samples
+//                  is not seen: the kernel keeps no count of affinity changes
 //   remote-memory  the share of resident pages off the GPU's node(s) exceeds remote_memory (when
 //                  numa_maps was read)
 //   overlap        the rank's CPUs overlap another pinned rank's (as `check` judges it)
