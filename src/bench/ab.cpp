@@ -166,7 +166,11 @@ AbReport make_ab_report(const AbRecord& r) {
 }
 
 std::vector<std::string> ab_node_notes(const AbRecord& r) {
-  std::vector<std::string> out = machine_notes(r.machine);
+  std::vector<std::string> out;
+  if (r.machine.allowed_cpus && r.ranks > r.machine.allowed_cpus)
+    out.push_back("oversubscribed: " + std::to_string(r.ranks) + " ranks on " + std::to_string(r.machine.allowed_cpus) +
+                  " allowed CPU(s): every policy shares CPUs, so this measures how each shares them, not where it runs");
+  for (std::string& n : machine_notes(r.machine)) out.push_back(std::move(n));
   if (r.machine.numa_nodes <= 1)
     out.push_back("one NUMA node with CPUs: no strategy can put a rank away from its memory or its GPU's node here; what "
                   "differs is how each shares the CPUs");

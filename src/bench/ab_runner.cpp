@@ -88,9 +88,9 @@ std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& po
 
 }  // namespace
 
-std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const AbOptions& o) {
+std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const plan::Request& base, const AbOptions& o) {
   AbRecord rec;
-  rec.machine = machine_info(t);
+  rec.machine = machine_info(t, base);
   rec.command = o.command;
   rec.launch_args = o.launch_args;
   rec.ranks = o.ranks;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/ab.hpp"
+#include "plan/plan.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
 
@@ -40,6 +41,7 @@ struct AbFailure {
 };
 
 // Runs every strategy `rounds` times; the record, or why a run stopped the A/B.
-std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const AbOptions& o);
+// `base` is the plan request launch will make of the plan flags (its allowed CPUs are the report's).
+std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const plan::Request& base, const AbOptions& o);
 
 }  // namespace gpubind::bench

@@ -40,17 +40,15 @@ std::optional<NoisePlacement> noise_placement_from_string(const std::string& s) 
 }
 
 CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r) {
-  CpuSet allowed = r.allowed ? *r.allowed & t.cpus : t.allowed_cpus, out;
-  for (const topo::Core& core : t.cores)
-    if (core.pus.intersects(r.reserve)) out |= core.pus;
-  if (r.reserve.empty())
-    for (const topo::Package& p : t.packages)
-      for (const topo::Core& core : t.cores)
-        if (core.pus.is_subset_of(p.cpus) && core.pus.intersects(allowed)) {
-          out |= core.pus;
-          break;
-        }
-  return (out | r.reserve) & allowed;
+  CpuSet allowed = plan::allowed_cpus(t, r), out;
+  if (!r.reserve.empty()) return allowed - plan::usable_cpus(t, r);  // the reserve's whole cores
+  for (const topo::Package& p : t.packages)
+    for (const topo::Core& core : t.cores)
+      if (core.pus.is_subset_of(p.cpus) && core.pus.intersects(allowed)) {
+        out |= core.pus;
+        break;
+      }
+  return out & allowed;
 }
 
 const std::vector<std::string>& default_strategies() {
@@ -196,15 +194,17 @@ void oversubscription_notes(const Record& r, Report& rep) {
 
 }  // namespace
 
+// The load average and the runnable threads are the whole machine's: judged against all its CPUs,
+// not the few a Slurm step or taskset allowed bench (other jobs' work on other cores is not ours).
 std::vector<std::string> machine_notes(const MachineInfo& m) {
   std::vector<std::string> out;
-  if (m.load_before && m.allowed_cpus && *m.load_before >= 0.5 * m.allowed_cpus)
-    out.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.allowed_cpus) +
+  if (m.load_before && m.cpus && *m.load_before >= 0.5 * m.cpus)
+    out.push_back("other load: the 1-minute load average was " + fixed(*m.load_before, 2) + " on " + std::to_string(m.cpus) +
                   " CPUs before the run: other processes shared the CPUs, and their comings and goings are in every step time");
   if (m.runnable_outside_mean && *m.runnable_outside_mean >= 0.5)
     out.push_back("other load during the run: " + fixed(*m.runnable_outside_mean, 2) + " threads of other processes were runnable on "
                   "average (at most " + std::to_string(m.runnable_outside_max.value_or(0)) + ", sampled once a second), on " +
-                  std::to_string(m.allowed_cpus) + " CPUs: they took CPU time the ranks would have had");
+                  std::to_string(m.cpus) + " CPUs: they took CPU time the ranks would have had");
   if (m.steal_share && *m.steal_share >= 0.02)
     out.push_back("stolen time: the hypervisor took " + fixed(*m.steal_share * 100, 2) + "% of the CPU time during the run: a "
                   "virtual machine's vCPUs stall when its host is busy, whatever the binding");

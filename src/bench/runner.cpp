@@ -247,13 +247,13 @@ uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads) {
   return std::clamp<uint64_t>(share / kMiB * kMiB, kMiB, 8 * kMiB);
 }
 
-MachineInfo machine_info(const topo::Topology& t) {
+MachineInfo machine_info(const topo::Topology& t, const plan::Request& r) {
   MachineInfo m;
   m.name = t.hostname.empty() ? t.origin : t.hostname;
   m.packages = unsigned(t.packages.size());
   for (const topo::NumaNode& n : t.numa_nodes) (n.cpus.empty() ? m.memory_nodes : m.numa_nodes)++;
   m.cpus = t.cpus.count();
-  m.allowed_cpus = t.allowed_cpus.count();
+  m.allowed_cpus = plan::allowed_cpus(t, r).count();
   m.gpus = unsigned(t.gpus.size());
   return m;
 }
@@ -321,7 +321,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
   }
 
   Record rec;
-  rec.machine = machine_info(t);
+  rec.machine = machine_info(t, base);
   Config& c = rec.config;
   c.ranks = unsigned(closest.begin()->second.ranks.size());
   unsigned min_cores = ~0u;
@@ -380,7 +380,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
     noise.add(*pid);
   }
   auto mover = sys::real_task_mover();
-  CpuSet everywhere = base.allowed ? *base.allowed & t.cpus : t.allowed_cpus;
+  CpuSet everywhere = plan::allowed_cpus(t, base);
   auto order = round_order(entries->size(), c.rounds);
   auto steps = steps_per_round(c.steps, c.rounds);
   for (unsigned round = 0; round < c.rounds; ++round) {

@@ -47,8 +47,9 @@ struct RunOptions {
 // 1 and 8 MiB; 4 MiB when the cache sizes are unknown).
 uint64_t default_buffer_bytes(const topo::Topology& t, unsigned total_threads);
 
-// The machine as the report states it.
-MachineInfo machine_info(const topo::Topology& t);
+// The machine as the report states it; its allowed CPUs are the ones the request's ranks may use
+// (bench's own affinity: what Slurm's task/affinity or taskset gave it), not only the cgroup's.
+MachineInfo machine_info(const topo::Topology& t, const plan::Request& r);
 
 // Other load around a run (bench's own and --ab's): the 1-minute load average when made; the
 // share of CPU time the hypervisor stole from then until finish (/proc/loadavg, /proc/stat under

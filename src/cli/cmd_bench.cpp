@@ -239,7 +239,7 @@ int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& arg
     o->progress = [&](const std::string& name, unsigned round) {
       std::fprintf(stderr, "gpubind: bench --ab: round %u of %u: %s done\n", round + 1, o->rounds, name.c_str());
     };
-  auto done = bench::run_ab(*topo, *o);
+  auto done = bench::run_ab(*topo, *req, *o);
   if (auto* failed = std::get_if<bench::AbFailure>(&done)) return fail_with(failed->error, failed->timed_out ? kExitTimedOut : kExitFailure);
   return print_ab(std::get<bench::AbRecord>(done), f.json);
 }

@@ -144,7 +144,7 @@ void print_report(const ExecFlags& f, const topo::Topology& t, const bind::Bound
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
   std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
                r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
-               (b.request.allowed ? *b.request.allowed : t.allowed_cpus).to_list().c_str(),
+               plan::allowed_cpus(t, b.request).to_list().c_str(),
                describe_binding(b.binding, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged).c_str());
 }
 

@@ -136,7 +136,7 @@ Status prepare(Ctx& c) {
   c.plan.mem = req.policy == Policy::none ? MemPolicy::none : req.mem;
   c.plan.topology_origin = t.origin;
   if (c.allowed.empty())
-    return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + (req.allowed ? *req.allowed : t.allowed_cpus).to_list() + ") is reserved", ErrorKind::usage};
+    return Error{"--reserve " + req.reserve.to_list(), "every allowed CPU (" + allowed_cpus(t, req).to_list() + ") is reserved", ErrorKind::usage};
   c.cores = make_core_table(t, c.allowed, req.smt);
   if (CpuSet reserve = whole_cores(t, req.reserve); reserve != req.reserve)
     c.plan.explain.push_back("--reserve " + req.reserve.to_list() + " reserves whole cores: " + reserve.to_list());

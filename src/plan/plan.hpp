@@ -123,8 +123,12 @@ std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p,
 // other ranks'. What `exec` and the SPANK plugin print for the rank they bind.
 std::vector<std::string> warnings_for_rank(const Plan& p, unsigned rank);
 
-// The CPUs a plan may hand out: the caller's allowed set (default: the topology's) minus
-// --reserve, which takes whole cores (a reserved PU's SMT siblings too).
+// The CPUs the caller may use: its allowed set (its affinity: a cgroup, taskset, Slurm's
+// task/affinity) within the machine's, else the topology's allowed CPUs (a file's: all).
+CpuSet allowed_cpus(const topo::Topology& t, const Request& req);
+
+// The CPUs a plan may hand out: allowed_cpus minus --reserve, which takes whole cores (a reserved
+// PU's SMT siblings too).
 CpuSet usable_cpus(const topo::Topology& t, const Request& req);
 
 // Scores a set of rank bindings against the topology (also used for the strategies `compare`

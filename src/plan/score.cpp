@@ -8,9 +8,9 @@ using topo::Gpu;
 using topo::PathClass;
 using topo::Topology;
 
-CpuSet usable_cpus(const Topology& t, const Request& req) {
-  return (req.allowed ? *req.allowed & t.cpus : t.allowed_cpus) - steps::whole_cores(t, req.reserve);
-}
+CpuSet allowed_cpus(const Topology& t, const Request& req) { return req.allowed ? *req.allowed & t.cpus : t.allowed_cpus; }
+
+CpuSet usable_cpus(const Topology& t, const Request& req) { return allowed_cpus(t, req) - steps::whole_cores(t, req.reserve); }
 
 Score score_plan(const Topology& t, const std::vector<RankBinding>& ranks, const CpuSet& usable) {
   Score s;

@@ -104,6 +104,17 @@ assert m["runnable_outside_max"] >= 1 and m["runnable_outside_mean"] >= 0.5, m
 assert any(n.startswith("other load during the run: ") for n in j["notes"]), j["notes"]
 PYEOF
 
+# bench given one CPU (taskset, as Slurm's task/affinity gives a step of one task): the report
+# counts that CPU, not the machine's, so one rank beside one noise process is oversubscribed.
+taskset -c 0 "$GPUBIND" bench -n 1 --noise 1 --noise-on roaming --steps 20 --strategies closest,none --json >"$WORK/one.json" 2>"$WORK/one.err"
+rc=$?
+$PY - "$WORK/one.json" <<'PYEOF' && pass "bench under taskset -c 0: 1 allowed CPU, oversubscribed" || fail "taskset -c 0 (rc $rc): $(cat "$WORK/one.err")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["machine"]["allowed_cpus"] == 1, j["machine"]
+assert any(n.startswith("oversubscribed: 1 rank(s) x 1 thread(s) + 1 noise process(es) on 1 allowed CPUs") for n in j["notes"]), j["notes"]
+PYEOF
+
 # Where the noise runs (issue 37): with --noise-on reserved, the two noise processes may run on the
 # reserved CPU only and the rank on the other; read from /proc while it steps, not from bench's
 # own record. A stopped rank then ends the run (as below).

@@ -379,6 +379,36 @@ n2 0 1 0000:e2:00.0
 n2 1 0 0000:e1:00.0"
     [ "$out" = "$want" ] && pass "heterogeneous step: each component's tasks on their own GPU's CPU" \
       || fail "heterogeneous step: '$out' $(cat "$WORK/err")"
+    # bench --ab (issue 37) inside a step, as a user runs it on an allocated node: launch's ranks
+    # stay within the CPUs task/affinity gave the step, under every policy, and the report counts
+    # those CPUs (2 with -c2; 1 with -n1 alone, so 2 ranks are said to be oversubscribed).
+    WORKER=$(cd "$(dirname "$GPUBIND")/../examples" 2>/dev/null && pwd)/gpubind_demo_worker
+    if [ -x "$WORKER" ]; then
+      ab_run() {  # ab_run SRUN-FLAGS...: bench --ab closest,none -n 2, 2 rounds; each rank's CPUs in $WORK/ab.cpus
+        rm -f "$WORK/ab.cpus"
+        srun -Q -w n1 -N1 -n1 "$@" "$GPUBIND" bench --ab closest,none -n 2 --rounds 2 --step-regex 'step [0-9]+ (?<ms>[0-9.]+) ms' --json \
+          -- sh -c "echo \"\$LOCAL_RANK \$(grep Cpus_allowed_list /proc/self/status | cut -f2)\" >>$WORK/ab.cpus; exec $WORKER --steps 20 --print-steps" \
+          >"$WORK/ab.json" 2>"$WORK/ab.err"
+      }
+      ab_check() {  # ab_check WHAT ALLOWED-CPUS "RANK CPUS" lines (sorted, each once per run)
+        local what=$1 allowed=$2 got
+        shift 2
+        got=$(sort "$WORK/ab.cpus" 2>/dev/null | paste -sd' ')
+        if /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(not (j["machine"]["allowed_cpus"] == int(sys.argv[2]) and len(j["runs"]) == 4))' \
+          "$WORK/ab.json" "$allowed" 2>/dev/null && [ "$got" = "$*" ]; then pass "$what"
+        else fail "$what: ranks' CPUs '$got', want '$*': $(head -c 600 "$WORK/ab.json") $(cat "$WORK/ab.err")"; fi
+      }
+      ab_run -c2
+      ab_check "bench --ab in a step of 2 CPUs (-c2): closest puts the ranks on CPUs 0 and 1, none leaves both theirs; 2 allowed" 2 \
+        "0 0" "0 0" "0 0-1" "0 0-1" "1 0-1" "1 0-1" "1 1" "1 1"
+      ab_run
+      ab_check "bench --ab in a step of 1 CPU (-n1): every rank of both policies stays on the step's CPU 0; 1 allowed" 1 \
+        "0 0" "0 0" "0 0" "0 0" "1 0" "1 0" "1 0" "1 0"
+      grep -q "^gpubind: bench --ab: note: oversubscribed: 2 ranks on 1 allowed CPU(s)" "$WORK/ab.err" \
+        && pass "bench --ab in a step of 1 CPU says its 2 ranks are oversubscribed" || fail "no oversubscription note: $(cat "$WORK/ab.err")"
+    else
+      echo "SKIP: bench --ab under task/affinity (the stand-in worker was not built: $WORKER)"
+    fi
     # rebind (issue 35): a job whose user asked for no binding (--cpu-bind=none: task/affinity and
     # the site default both stand back) is moved while it runs, from a step of its own
     # (srun --overlap): each task by its SLURM_LOCALID onto its plan's CPU (a CPU-only plan here:

@@ -139,6 +139,16 @@ TEST(BenchAbReport, WallTimesAloneAreTooFewForAnIntervalAndTheReportSaysWhatToDo
   EXPECT_FALSE(says(rep, "no GPU"));  // the record's machine has 2
 }
 
+TEST(BenchAbReport, MoreRanksThanAllowedCpusIsSaidOversubscribed) {
+  AbRecord r = ab_record(10, 10, 4, 30);
+  EXPECT_FALSE(says(make_ab_report(r), "oversubscribed"));  // 2 ranks on 16 CPUs
+  r.machine.allowed_cpus = 2;
+  EXPECT_FALSE(says(make_ab_report(r), "oversubscribed"));  // one CPU each
+  r.machine.allowed_cpus = 1;  // Slurm's task/affinity gave bench one CPU (srun -n1)
+  EXPECT_TRUE(says(make_ab_report(r), "oversubscribed: 2 ranks on 1 allowed CPU(s): every policy shares CPUs"));
+  EXPECT_EQ(ab_node_notes(r).front().rfind("oversubscribed: ", 0), 0u);  // said before the runs, too
+}
+
 TEST(BenchAbRecordJson, TheRecordReadsBackAndReportsTheSame) {
   AbRecord r = ab_record(10, 12, 3, 25);
   r.machine.load_before = 0.5;

@@ -227,6 +227,7 @@ TEST(BenchReport, OtherLoadAndStolenTimeAreSaid) {
   r.machine.steal_share = 0.01;
   r.machine.runnable_outside_mean = 0.25;  // a daemon waking now and then
   r.machine.runnable_outside_max = 1;
+  r.machine.allowed_cpus = 2;  // a Slurm step given 2 of the 16: the load average is the whole machine's
   EXPECT_FALSE(said(r, "other load"));
   EXPECT_FALSE(said(r, "stolen time"));
   r.machine.load_before = 9.5;
