@@ -102,6 +102,24 @@ std::vector<double> step_times_in_output(const std::string& output, const StepPa
   return out;
 }
 
+std::optional<std::string_view> rank_line_text(std::string_view line) {
+  size_t close = line.find("] ");
+  if (!line.starts_with("[") || close == std::string_view::npos || close < 2 || !parse_uint(line.substr(1, close - 1))) return std::nullopt;
+  return line.substr(close + 2);
+}
+
+std::vector<std::string> rank_warnings_in_output(const std::string& output, std::string_view owner) {
+  constexpr std::string_view kWarning = "gpubind: warning: ";
+  std::vector<std::string> out;
+  for (std::string_view line : split(output, '\n')) {
+    auto text = rank_line_text(line);
+    if (!text || !text->starts_with(kWarning)) continue;
+    std::string w = ranks_warning(trim(text->substr(kWarning.size())), owner);
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+  }
+  return out;
+}
+
 Result<std::vector<double>> step_times_in_file(const std::string& text) {
   std::vector<double> out;
   size_t n = 0;
@@ -189,6 +207,7 @@ ojson to_json(const AbRecord& r) {
   for (const AbRun& run : r.runs)
     runs.push_back({{"strategy", run.strategy}, {"round", run.round}, {"wall_s", run.wall_s}, {"step_ms", run.step_ms}});
   j["runs"] = std::move(runs);
+  j["warnings"] = r.warnings;
   return j;
 }
 
@@ -226,6 +245,8 @@ Result<AbRecord> ab_record_from_json(const json& j) {
       return Error{rw, "a negative time"};
     r.runs.push_back(std::move(a));
   }
+  if (j.contains("warnings"))  // not in the first records
+    if (auto st = field(j, "warnings", r.warnings, what); !st) return st.error();
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,12 @@ enum class StepSource {
 // for global rank `rank` and that match `p` (searched, not anchored); the matches in order. Lines
 // over 4 KiB are not searched.
 std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank);
+// What a rank printed on a line that launch --tag-output marked "[RANK] ...", without the tag;
+// nullopt for a line of launch's own.
+std::optional<std::string_view> rank_line_text(std::string_view line);
+// The warnings the ranks' binding printed in a run's output ("[RANK] gpubind: warning: ..."), each
+// as ranks_warning gives it for `owner`, distinct, in order.
+std::vector<std::string> rank_warnings_in_output(const std::string& output, std::string_view owner);
 // A step file's times: one number (ms) per line; blank lines and lines starting with '#' are
 // skipped; anything else is an Error naming the line.
 Result<std::vector<double>> step_times_in_file(const std::string& text);
@@ -62,6 +69,7 @@ struct AbRecord {
   std::string pattern;    // --step-regex, or --step-file's path
   unsigned step_rank = 0;  // whose lines
   std::vector<AbRun> runs;  // in the order they ran
+  std::vector<std::string> warnings;  // the ranks' binding warnings, each once ("closest's ranks: ...")
 };
 
 struct AbStrategyReport {

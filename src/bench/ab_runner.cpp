@@ -12,11 +12,7 @@ namespace {
 
 constexpr size_t kMaxStepFileBytes = 64u << 20;
 
-// Whether a line of launch's output is a rank's: "[RANK] ..." (launch --tag-output).
-bool rank_line(std::string_view line) {
-  size_t close = line.find("] ");
-  return line.starts_with("[") && close != std::string_view::npos && close > 1 && parse_uint(line.substr(1, close - 1)).has_value();
-}
+bool rank_line(std::string_view line) { return rank_line_text(line).has_value(); }
 
 // The last line of `text` that starts with `prefix` (empty: a rank's line), up to 200 bytes.
 std::string last_line(const std::string& text, std::string_view prefix) {
@@ -41,9 +37,13 @@ std::string failure_text(const sys::CommandResult& r) {
   return out;
 }
 
-// One run of the user's command under `policy`; its step times (all of them) and wall time.
-std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& policy, const std::string& what) {
-  std::vector<std::string> argv = {o.self, "launch", "--policy", policy, "--tag-output", "--quiet"};
+// One run of the user's command under `policy`; its step times (all of them) and wall time, and
+// its ranks' binding warnings in `warnings`.
+std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& policy, const std::string& what,
+                                       std::vector<std::string>& warnings) {
+  // Not --quiet: the ranks' binding warnings (a memory policy the container refuses) are read from
+  // the output and said once; launch's own lines are not a rank's and are left aside.
+  std::vector<std::string> argv = {o.self, "launch", "--policy", policy, "--tag-output"};
   argv.insert(argv.end(), o.launch_args.begin(), o.launch_args.end());
   argv.push_back("--");
   argv.insert(argv.end(), o.command.begin(), o.command.end());
@@ -60,6 +60,7 @@ std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& po
     return AbFailure{Error{what, "still running after " + std::to_string(deadline.count()) + " s (--timeout): stopped, and its ranks with it"},
                      true};
   if (r->exit_code != 0) return AbFailure{Error{what, failure_text(*r)}};
+  warnings = rank_warnings_in_output(r->err, policy + "'s ranks");
   AbRun run;
   run.wall_s = wall_s;
   if (o.pattern) {
@@ -111,8 +112,14 @@ std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const plan::Re
     for (size_t i : order[round]) {
       const std::string& name = o.strategies[i];
       std::string what = "bench --ab: round " + std::to_string(round + 1) + ", " + name;
-      auto run = run_one(o, name, what);
+      std::vector<std::string> warnings;
+      auto run = run_one(o, name, what, warnings);
       if (auto* failed = std::get_if<AbFailure>(&run)) return *failed;
+      for (std::string& w : warnings)
+        if (std::find(rec.warnings.begin(), rec.warnings.end(), w) == rec.warnings.end()) {
+          if (o.warning) o.warning(w);
+          rec.warnings.push_back(std::move(w));
+        }
       AbRun& done = std::get<AbRun>(run);
       done.strategy = name;
       done.round = round;

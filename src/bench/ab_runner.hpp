@@ -31,6 +31,7 @@ struct AbOptions {
   std::string self = "/proc/self/exe";   // the gpubind that runs launch
   std::function<void(const std::string& note)> notice;  // each of ab_node_notes, before the first run
   std::function<void(const std::string& strategy, unsigned round)> progress;
+  std::function<void(const std::string& warning)> warning;  // each of the record's warnings, when first seen
 };
 
 // How an A/B ended when it did not: a run failed (exit status, no step times) or ran past

@@ -51,6 +51,12 @@ CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r) {
   return out & allowed;
 }
 
+std::string ranks_warning(std::string_view warning, std::string_view owner) {
+  size_t colon = warning.find(": ");
+  if (warning.starts_with("local rank ") && colon != std::string_view::npos) warning.remove_prefix(colon + 2);
+  return std::string(owner) + ": " + std::string(warning);
+}
+
 const std::vector<std::string>& default_strategies() {
   static const std::vector<std::string> names = {"closest", "cpu-only", "none", "numa", "socket", "none-2x"};
   return names;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,11 @@ std::optional<NoisePlacement> noise_placement_from_string(const std::string& s);
 // the kernel's own housekeeping and boot-time interrupts land; one per socket, so each socket's
 // daemons and interrupts stay on it). Only allowed CPUs.
 CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r);
+
+// A rank's binding warning as the whole run's, said once: "local rank 1: memory policy refused by
+// the container (...)" -> OWNER + ": memory policy refused by the container (...)" (every rank's
+// and every run's alike); another text is kept after OWNER as it is.
+std::string ranks_warning(std::string_view warning, std::string_view owner);
 
 // The machine as a record holds it, and read back (`where` names it in an Error).
 nlohmann::ordered_json machine_to_json(const MachineInfo& m);

@@ -152,9 +152,10 @@ void add_run(const topo::Topology& t, const plan::Plan& p, const RunShape& s, co
 }
 
 // One strategy's ranks, started (confined to `confine` first when not empty), stepped and measured once;
-// adds to `out`.
+// adds to `out`, and sets `warning` to the first warning of the ranks' binding (else empty).
 Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& closest, const RunShape& s,
-                const bind::MachineState& m, const sys::FsRoot& root, const CpuSet& confine, StrategyRecord& out) {
+                const bind::MachineState& m, const sys::FsRoot& root, const CpuSet& confine, StrategyRecord& out,
+                std::string& warning) {
   auto mem = sys::shared_memory(Shared::bytes(s));
   if (!mem) return mem.error();
   Shared sh = Shared::in(mem->data(), s);
@@ -195,6 +196,7 @@ Status run_once(const topo::Topology& t, const plan::Plan& p, const plan::Plan& 
     return Error{"bench", "rank " + std::to_string(bad->first) + " failed (" + exit_text(bad->second) + ")"};
 
   add_run(t, p, s, sh, homes, before, after, double(end - start) / 1e9, out);
+  warning = sh.control->warned.load() ? std::string(sh.control->warning) : "";
   return Ok{};
 }
 
@@ -395,8 +397,14 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
       RunShape shape{c.ranks, c.threads, steps[round], c.warmup, spec.batch, c.compute,
                      size_t(c.buffer_bytes * spec.batch / sizeof(double)), o.gpu};
       CpuSet confine = e.noise == NoisePlacement::reserved ? everywhere - reserved : CpuSet{};
-      if (auto st = run_once(t, e.plan, closest.at(e.noise), shape, *m, **root, confine, rec.strategies[i]); !st)
+      std::string warning;
+      if (auto st = run_once(t, e.plan, closest.at(e.noise), shape, *m, **root, confine, rec.strategies[i], warning); !st)
         return Error{st.error().what + ": " + spec.name, st.error().why};
+      if (std::string w = warning.empty() ? "" : ranks_warning(warning, "ranks");
+          !w.empty() && std::find(rec.warnings.begin(), rec.warnings.end(), w) == rec.warnings.end()) {
+        rec.warnings.push_back(w);
+        if (o.warning) o.warning(w);
+      }
       if (o.progress) o.progress(spec.name, round);
     }
   }

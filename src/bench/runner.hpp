@@ -41,6 +41,9 @@ struct RunOptions {
   // show), and after every run (strategy within a round), for progress on stderr.
   std::function<void(const std::string& note)> notice;
   std::function<void(const std::string& strategy, unsigned round)> progress;
+  // Each distinct warning of the ranks' binding (a memory policy the container refuses), once,
+  // when first seen; all are in the record's warnings too.
+  std::function<void(const std::string& warning)> warning;
 };
 
 // Per thread: enough to stream past its L2 and, with all threads, about half the L3 (between

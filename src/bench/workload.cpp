@@ -159,13 +159,12 @@ int rank_main(const RunShape& s, const Shared& sh, const plan::Plan& p, const pl
     }
   std::vector<std::string> warnings;
   // A memory policy the container refuses: the rank runs with its CPUs bound, as under exec, and
-  // local rank 0 says so (once per run of a strategy).
+  // leaves the warning to bench, which says each one once for the whole run, not once per rank.
   if (auto st = bind::apply_binding(p, rb, m, *binder, bind::BestEffort::no, bind::MemRefused::warn, warnings); !st) {
     report_failure(sh, rb.local_rank, st.error());
     return 1;
   }
-  if (rb.local_rank == 0)
-    for (const std::string& w : warnings) std::fprintf(stderr, "gpubind bench: warning: %s\n", w.c_str());
+  if (!warnings.empty() && sh.control->warned.fetch_add(1) == 0) std::strncpy(sh.control->warning, warnings[0].c_str(), kErrorBytes - 1);
   std::vector<std::thread> threads;
   for (unsigned t = 1; t < s.threads; ++t) threads.emplace_back(worker, std::cref(s), std::cref(sh), std::cref(rb), t, std::cref(home_nodes));
   worker(s, sh, rb, 0, home_nodes);

@@ -37,9 +37,11 @@ struct Control {
   std::atomic<uint32_t> ready;              // threads done with the warm-up
   std::atomic<uint32_t> done;               // threads done with the measured steps
   std::atomic<uint32_t> failed;             // ranks that failed (binding, the GPU copy)
+  std::atomic<uint32_t> warned;             // ranks bound with a warning (a refused memory policy)
   alignas(64) std::atomic<uint32_t> arrived;  // the barrier
   std::atomic<uint32_t> generation;
   alignas(64) char error[kErrorBytes];
+  char warning[kErrorBytes];                // the first warned rank's first warning
 };
 
 struct RunShape {

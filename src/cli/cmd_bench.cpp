@@ -158,12 +158,14 @@ Result<bench::Record> new_run(BenchFlags& f) {
   auto req = make_request(f.o, *topo, AllowedFrom::affinity);
   if (!req) return req.error();
   unsigned last_round = ~0u;
-  if (!f.o.quiet) f.run.notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench: note: %s\n", note.c_str()); };
-  if (!f.o.quiet)
+  if (!f.o.quiet) {
+    f.run.notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench: note: %s\n", note.c_str()); };
+    f.run.warning = [](const std::string& w) { std::fprintf(stderr, "gpubind: warning: bench: %s\n", w.c_str()); };
     f.run.progress = [&](const std::string&, unsigned round) {
       if (round != last_round) std::fprintf(stderr, "gpubind: bench: round %u of %u\n", round + 1, f.run.rounds);
       last_round = round;
     };
+  }
   return bench::run_bench(*topo, *req, f.run);
 }
 
@@ -234,11 +236,13 @@ int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& arg
   auto p = plan::make_plan(*topo, *req);
   if (!p) return fail(Error{p.error().what, p.error().why, ErrorKind::usage});
   o->ranks = unsigned(p->ranks.size());
-  if (!f.o.quiet) o->notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench --ab: note: %s\n", note.c_str()); };
-  if (!f.o.quiet)
+  if (!f.o.quiet) {
+    o->notice = [](const std::string& note) { std::fprintf(stderr, "gpubind: bench --ab: note: %s\n", note.c_str()); };
+    o->warning = [](const std::string& w) { std::fprintf(stderr, "gpubind: warning: bench --ab: %s\n", w.c_str()); };
     o->progress = [&](const std::string& name, unsigned round) {
       std::fprintf(stderr, "gpubind: bench --ab: round %u of %u: %s done\n", round + 1, o->rounds, name.c_str());
     };
+  }
   auto done = bench::run_ab(*topo, *req, *o);
   if (auto* failed = std::get_if<bench::AbFailure>(&done)) return fail_with(failed->error, failed->timed_out ? kExitTimedOut : kExitFailure);
   return print_ab(std::get<bench::AbRecord>(done), f.json);

@@ -196,6 +196,7 @@ std::string bench_ab_text(const bench::AbRecord& r, const bench::AbReport& rep) 
   if (!verdicts.empty())
     out += text_block("against " + rep.base + " (95 % interval from a moving-block bootstrap, one run's samples a block)", verdicts);
   out += text_block("notes", rep.notes);
+  out += text_block("warnings", r.warnings);
   return out;
 }
 
@@ -215,6 +216,7 @@ nlohmann::ordered_json bench_ab_json(const bench::AbRecord& r, const bench::AbRe
                             {"p99_vs_base", interval_json(s.p99_vs_base)}});
   }
   j["notes"] = rep.notes;
+  j["warnings"] = raw["warnings"];
   j["runs"] = raw["runs"];
   return j;
 }

@@ -168,4 +168,43 @@ if in_container debian real -- sh -c 'LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 sleep 60 &
 else
   fail "rebind in the container did not run"; show
 fi
+# 10. bench (issue 37) under the docker rule, with noise roaming and kept on the reserved CPU
+#     (sched_setaffinity on its own noise processes, allowed by every profile): it completes, both
+#     placements reported; with two NUMA nodes listed the ranks' memory policy is refused in every
+#     one of its 20 rank runs, which keeps their CPUs and is said once, on stderr and in the record.
+for nodes in real two; do
+  if in_container docker $nodes -- /gpubind/gpubind bench -n 1 --noise 1 --steps 20 --strategies closest,none --json; then
+    said=$(count '^gpubind: warning: bench: ranks: memory policy refused by the container (set_mempolicy 0: Operation not permitted): CPUs bound')
+    if /usr/bin/python3 - "$WORK/out" $nodes "$said" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+got = [(r["strategy"], r["noise"]) for r in j["results"]]
+assert got == [("closest", "roaming"), ("none", "roaming"), ("closest", "reserved"), ("none", "reserved")], got
+assert j["config"]["reserved_cpus"] == "0", j["config"]
+refused = [w for w in j["warnings"] if "memory policy refused by the container" in w]
+assert len(refused) == (1 if sys.argv[2] == "two" else 0), j["warnings"]
+assert int(sys.argv[3]) == len(refused), sys.argv[3]
+PYEOF
+    then pass "bench in a container under the docker rule ($nodes NUMA node list): both noise placements ran, CPU 0 reserved, $said refusal(s) said"
+    else fail "bench in the container ($nodes): unexpected record or warnings"; show; fi
+  else
+    fail "bench in the container ($nodes) failed"; show
+  fi
+done
+# 11. bench --ab under the docker rule, two NUMA nodes listed: closest's ranks' memory policy is
+#     refused in each of its runs; bench --ab says it once (its ranks' own lines are read, launch
+#     is not --quiet) and keeps it in the record; none sets no memory policy, so nothing of it.
+if in_container docker two -- /gpubind/gpubind bench --ab closest,none -n 2 --rounds 2 --json -- sh -c 'exit 0'; then
+  said=$(count "^gpubind: warning: bench --ab: closest's ranks: memory policy refused by the container (set_mempolicy 0: Operation not permitted)")
+  if [ "$said" = 1 ] && [ "$(count "none's ranks")" = 0 ] && /usr/bin/python3 -c '
+import json, sys
+w = json.load(open(sys.argv[1]))["warnings"]
+assert len(w) == 1 and w[0].startswith("closest'"'"'s ranks: memory policy refused by the container"), w' "$WORK/out"; then
+    pass "bench --ab under the docker rule: the refused memory policy of closest's ranks said once, and in the record"
+  else
+    fail "bench --ab under the docker rule: expected one warning for closest (said $said)"; show
+  fi
+else
+  fail "bench --ab in the container failed"; show
+fi
 finish

@@ -97,6 +97,24 @@ TEST(BenchAbOutput, OnlyTheChosenRanksMatchingLinesCount) {
   EXPECT_TRUE(step_times_in_output(out, *p, 2).empty());
 }
 
+TEST(BenchAbOutput, TheRanksBindingWarningsAreSaidOnceForThePolicy) {
+  const std::string refused = "memory policy refused by the container (set_mempolicy 0: Operation not permitted): CPUs bound, "
+                              "pages placed by first touch";
+  std::string err = "gpubind: warning: the topology has no GPUs: CPU-only plan\n"  // launch's own: not a rank's
+                    "[0] gpubind: warning: local rank 0: " + refused + "\n"
+                    "[1] gpubind: warning: local rank 1: " + refused + "\n"
+                    "[1] step 1 2.5 ms\n"
+                    "[x] gpubind: warning: local rank 2: not a rank's tag\n"
+                    "[0] gpubind: warning: GPU 0 is held by nvidia-persistenced\n"
+                    "[0] gpubind: warning: local rank 0: " + refused + "\n";
+  EXPECT_EQ(rank_warnings_in_output(err, "closest's ranks"),
+            (std::vector<std::string>{"closest's ranks: " + refused, "closest's ranks: GPU 0 is held by nvidia-persistenced"}));
+  EXPECT_TRUE(rank_warnings_in_output("[0] step 1 2.5 ms\n", "none's ranks").empty());
+  EXPECT_EQ(rank_line_text("[12] hello"), std::optional<std::string_view>("hello"));
+  EXPECT_FALSE(rank_line_text("[] hello"));
+  EXPECT_FALSE(rank_line_text("gpubind launch: 2 rank(s)"));
+}
+
 TEST(BenchAbOutput, AStepFileHasOneTimePerLine) {
   auto t = step_times_in_file("# ms per step\n1.5\n\n  2.25 \n3\n");
   ASSERT_TRUE(t) << t.error().message();
@@ -160,9 +178,19 @@ TEST(BenchAbRecordJson, TheRecordReadsBackAndReportsTheSame) {
   ASSERT_EQ(back->runs.size(), 6u);
   EXPECT_EQ(back->runs[3].step_ms, r.runs[3].step_ms);
   EXPECT_EQ(render::bench_ab_text(*back, make_ab_report(*back)), render::bench_ab_text(r, make_ab_report(r)));
-  // The full --json output (report included) is what --input reads.
+  // The full --json output (report included) is what --input reads, warnings too.
+  r.warnings = {"closest's ranks: memory policy refused by the container"};
   auto full = render::bench_ab_json(r, make_ab_report(r));
-  EXPECT_TRUE(ab_record_from_json(nlohmann::json::parse(full.dump())));
+  auto again = ab_record_from_json(nlohmann::json::parse(full.dump()));
+  ASSERT_TRUE(again) << again.error().message();
+  EXPECT_EQ(again->warnings, r.warnings);
+  EXPECT_NE(render::bench_ab_text(*again, make_ab_report(*again)).find("warnings:\n  closest's ranks: memory policy refused"), std::string::npos);
+  // A record written before the warnings were kept reads as having none.
+  auto old = nlohmann::json::parse(full.dump());
+  old.erase("warnings");
+  auto read_old = ab_record_from_json(old);
+  ASSERT_TRUE(read_old) << read_old.error().message();
+  EXPECT_TRUE(read_old->warnings.empty());
 }
 
 TEST(BenchAbRecordJson, BrokenRecordsSayWhatIsWrong) {

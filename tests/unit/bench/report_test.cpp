@@ -217,6 +217,12 @@ TEST(BenchReport, HousekeepingCpusAreTheReserveOrEachPackagesFirstCore) {
   EXPECT_TRUE(housekeeping_cpus(t, r).empty());
 }
 
+TEST(BenchReport, ARanksWarningIsTheWholeRunsWithoutItsRankNumber) {
+  EXPECT_EQ(ranks_warning("local rank 3: memory policy refused by the container (set_mempolicy 1: Operation not permitted)", "ranks"),
+            "ranks: memory policy refused by the container (set_mempolicy 1: Operation not permitted)");
+  EXPECT_EQ(ranks_warning("GPU 0 is held by DCGM", "closest's ranks"), "closest's ranks: GPU 0 is held by DCGM");
+}
+
 TEST(BenchReport, OtherLoadAndStolenTimeAreSaid) {
   Record r = two_node_record();
   auto said = [](const Record& rec, const std::string& what) {
