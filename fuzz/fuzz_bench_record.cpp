@@ -2,7 +2,8 @@
 // and reported. Another user may have written the file. Property: a record that loads is
 // reported without a crash, and saving it gives a record that loads again with the same
 // strategies (runs). And bench --ab's reading of a job's output: the input as what the ranks
-// printed, never a crash, every step time found finite and not negative.
+// printed, never a crash, every step time found finite and not negative, every warning found
+// said once and named by its owner.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   for (double ms : gpubind::bench::step_times_in_output(text, *pattern, 0))
     gpubind::fuzz::require(std::isfinite(ms) && ms >= 0, "a step time read from the output is a finite, non-negative number");
+  auto warnings = gpubind::bench::rank_warnings_in_output(text, "closest's ranks");
+  for (size_t i = 0; i < warnings.size(); ++i) {
+    gpubind::fuzz::require(warnings[i].starts_with("closest's ranks: "), "a rank's warning is named by its policy");
+    for (size_t k = 0; k < i; ++k) gpubind::fuzz::require(warnings[k] != warnings[i], "each rank warning is said once");
+  }
   if (auto file = gpubind::bench::step_times_in_file(text))
     for (double ms : *file) gpubind::fuzz::require(std::isfinite(ms) && ms >= 0, "a step file's time is finite and not negative");
   nlohmann::json j = nlohmann::json::parse(reinterpret_cast<const char*>(data), reinterpret_cast<const char*>(data) + size, nullptr, false);
