@@ -114,8 +114,7 @@ std::vector<std::string> rank_warnings_in_output(const std::string& output, std:
   for (std::string_view line : split(output, '\n')) {
     auto text = rank_line_text(line);
     if (!text || !text->starts_with(kWarning)) continue;
-    std::string w = ranks_warning(trim(text->substr(kWarning.size())), owner);
-    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+    keep_warning(out, ranks_warning(trim(text->substr(kWarning.size())), owner), nullptr);
   }
   return out;
 }

@@ -115,11 +115,7 @@ std::variant<AbRecord, AbFailure> run_ab(const topo::Topology& t, const plan::Re
       std::vector<std::string> warnings;
       auto run = run_one(o, name, what, warnings);
       if (auto* failed = std::get_if<AbFailure>(&run)) return *failed;
-      for (std::string& w : warnings)
-        if (std::find(rec.warnings.begin(), rec.warnings.end(), w) == rec.warnings.end()) {
-          if (o.warning) o.warning(w);
-          rec.warnings.push_back(std::move(w));
-        }
+      for (std::string& w : warnings) keep_warning(rec.warnings, std::move(w), o.warning);
       AbRun& done = std::get<AbRun>(run);
       done.strategy = name;
       done.round = round;

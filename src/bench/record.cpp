@@ -57,6 +57,12 @@ std::string ranks_warning(std::string_view warning, std::string_view owner) {
   return std::string(owner) + ": " + std::string(warning);
 }
 
+void keep_warning(std::vector<std::string>& warnings, std::string warning, const std::function<void(const std::string&)>& say) {
+  if (std::find(warnings.begin(), warnings.end(), warning) != warnings.end()) return;
+  warnings.push_back(std::move(warning));
+  if (say) say(warnings.back());
+}
+
 const std::vector<std::string>& default_strategies() {
   static const std::vector<std::string> names = {"closest", "cpu-only", "none", "numa", "socket", "none-2x"};
   return names;

@@ -4,6 +4,7 @@
 // the barrier, migrations, time and pages away from the rank's home node, and ratios against
 // `closest`). make_report is pure, so the report is tested on recorded samples.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ CpuSet housekeeping_cpus(const topo::Topology& t, const plan::Request& r);
 // the container (...)" -> OWNER + ": memory policy refused by the container (...)" (every rank's
 // and every run's alike); another text is kept after OWNER as it is.
 std::string ranks_warning(std::string_view warning, std::string_view owner);
+// Adds `warning` to `warnings` unless it is there already, then tells `say` (when set) of it.
+void keep_warning(std::vector<std::string>& warnings, std::string warning, const std::function<void(const std::string&)>& say);
 
 // The machine as a record holds it, and read back (`where` names it in an Error).
 nlohmann::ordered_json machine_to_json(const MachineInfo& m);

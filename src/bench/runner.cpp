@@ -400,11 +400,7 @@ Result<Record> run_bench(const topo::Topology& t, const plan::Request& base, con
       std::string warning;
       if (auto st = run_once(t, e.plan, closest.at(e.noise), shape, *m, **root, confine, rec.strategies[i], warning); !st)
         return Error{st.error().what + ": " + spec.name, st.error().why};
-      if (std::string w = warning.empty() ? "" : ranks_warning(warning, "ranks");
-          !w.empty() && std::find(rec.warnings.begin(), rec.warnings.end(), w) == rec.warnings.end()) {
-        rec.warnings.push_back(w);
-        if (o.warning) o.warning(w);
-      }
+      if (!warning.empty()) keep_warning(rec.warnings, ranks_warning(warning, "ranks"), o.warning);
       if (o.progress) o.progress(spec.name, round);
     }
   }
