@@ -72,7 +72,8 @@ taskset -pc 0,1 $busy >/dev/null
 watcher=$!
 wait_until 10 test -s "$WORK/mig" || fail "no first interval from watch"
 intervals() { grep -c '"type":"interval"' "$WORK/mig"; }
-moved() { [ "$(intervals)" -ge 5 ] || ! kill -0 $watcher 2>/dev/null; }
+moved() { [ "$(intervals)" -ge 5 ] || ! kill -0 $watcher 2>/dev/null || [ $SECONDS -ge $give_up ]; }
+give_up=$((SECONDS + 120))  # a watch that stops printing intervals ends the moves, and fails below
 ( i=0; until moved; do i=$((i + 1)); taskset -pc $((i % 2)) $busy >/dev/null 2>&1; sleep 0.05; done ) &
 mover=$!
 wait $mover
