@@ -61,6 +61,8 @@ MUTATIONS = [
      'return s.name == "closest" && s.noise == placement;', 'return s.name == "closest";', UNIT),
     ("bench --ab: step times read from every rank's lines", "src/bench/ab.cpp",
      "if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;", "if (line.size() > kMaxStepLine) continue;", UNIT),
+    ("bench: the machine's load judged against the CPUs a Slurm step allowed", "src/bench/record.cpp",
+     "if (m.load_before && m.cpus && *m.load_before >= 0.5 * m.cpus)", "if (m.load_before && m.cpus && *m.load_before >= 0.5 * m.allowed_cpus)", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",
      "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
 ]
