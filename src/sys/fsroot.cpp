@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "sys/fault.hpp"
 #include "util/sweep.hpp"
@@ -45,7 +46,7 @@ class DirFsRoot final : public FsRoot {
   Result<std::string> read(const std::string& rel) const override {
     auto fd = open_read(rel);
     if (!fd) return fd.error();
-    return read_to_end(*fd, path_of(rel));
+    return read_to_end(*fd, path_of(rel), kMaxFsRootFileBytes);
   }
 
   Result<int> open_read(const std::string& rel) const override {
@@ -149,6 +150,17 @@ Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir) {
   return std::unique_ptr<FsRoot>(new DirFsRoot(fd, path));
 }
 
+namespace {
+
+// A file past the most a reader takes: "larger than 64 MiB" (whole MiBs), else in bytes.
+Error too_large(const std::string& what, size_t max_bytes) {
+  size_t mib = size_t(1) << 20;
+  std::string size = max_bytes >= mib && max_bytes % mib == 0 ? std::to_string(max_bytes / mib) + " MiB" : std::to_string(max_bytes) + " bytes";
+  return Error{what, "larger than " + size + " (gpubind reads no more of one file)"};
+}
+
+}  // namespace
+
 Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes) {
   std::string out;
   char buf[16384];
@@ -164,7 +176,7 @@ Result<std::string> read_to_end(int fd, const std::string& what, size_t max_byte
     out.append(buf, size_t(n));
     if (out.size() > max_bytes) {
       ::close(fd);
-      return Error{what, "larger than " + std::to_string(max_bytes) + " bytes"};
+      return too_large(what, max_bytes);
     }
   }
   ::close(fd);
@@ -184,6 +196,7 @@ Result<std::string> pread_all(int fd, const std::string& what) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno_error(what, errno);
     out.append(buf, size_t(n));
+    if (out.size() > kMaxFsRootFileBytes) return too_large(what, kMaxFsRootFileBytes);
     if (size_t(n) < sizeof buf) return out;
     at += n;
   }
@@ -333,6 +346,13 @@ std::string hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "";
   return buf;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
 }
 
 }  // namespace gpubind::sys

@@ -14,10 +14,17 @@
 
 namespace gpubind::sys {
 
+// The most FsRoot::read and KeptOpenFiles::read take of one file. /proc and /sys files are a page
+// or a few; the largest read whole is a process's numa_maps (about 250 bytes a mapping, so some
+// 16 MiB at the kernel's default vm.max_map_count of 65530). A file past it, a sparse file of
+// GiBs planted in a --root tree, is an Error naming it instead of memory exhausted.
+inline constexpr size_t kMaxFsRootFileBytes = size_t(64) << 20;
+
 class FsRoot {
  public:
   virtual ~FsRoot() = default;
-  // The whole file; an Error names the path and errno's text.
+  // The whole file; an Error names the path and errno's text, or says that the file is larger
+  // than kMaxFsRootFileBytes.
   virtual Result<std::string> read(const std::string& rel) const = 0;
   // Entry names of a directory, sorted, without "." and "..".
   virtual Result<std::vector<std::string>> list(const std::string& rel) const = 0;
@@ -103,6 +110,8 @@ Status replace_file(const std::string& path, std::string_view data);
 // file (a directory, a FIFO, a device) is refused and left alone.
 Status remove_file(const std::string& path);
 std::string hostname();
+// `path` from the current directory when relative ("etc/x.conf" -> "/home/u/etc/x.conf"), as is when absolute.
+std::string absolute_path(const std::string& path);
 // Whether standard output is a terminal (a person watching, not a pipe or a file).
 bool stdout_is_terminal();
 // This process's effective user id, as text.

@@ -78,6 +78,26 @@ TEST(FsRoot, ErrorsCarryTheirKindNotJustText) {
 namespace gpubind::sys {
 
 // KeptOpenFiles: files read again and again stay open, and a read sees the file as it is now.
+TEST(FsRoot, AFileLargerThanTheCapIsAnErrorNamingItNotMemoryExhausted) {
+  // A sparse file of 3 GiB planted in a --root tree: read whole it ended in std::bad_alloc.
+  testing::FakeTree t;
+  t.file("proc/meminfo", "");
+  t.file("proc/1/numa_maps", "");
+  std::filesystem::resize_file(t.root() + "/proc/meminfo", uintmax_t(3) << 30);
+  std::filesystem::resize_file(t.root() + "/proc/1/numa_maps", kMaxFsRootFileBytes);  // at the cap: read whole
+  auto root = open_root(t);
+  auto big = root->read("proc/meminfo");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message(), t.root() + "/proc/meminfo: larger than 64 MiB (gpubind reads no more of one file)");
+  auto at_cap = root->read("proc/1/numa_maps");
+  ASSERT_TRUE(at_cap.ok()) << at_cap.error().message();
+  EXPECT_EQ(at_cap->size(), kMaxFsRootFileBytes);
+  KeptOpenFiles kept(*root, 4);
+  auto kept_big = kept.read("proc/meminfo");
+  ASSERT_FALSE(kept_big.ok());
+  EXPECT_EQ(kept_big.error().why, "larger than 64 MiB (gpubind reads no more of one file)");
+}
+
 TEST(KeptOpenFiles, ReadsAgainThroughTheOpenFileAndSweepsWhatWasNotRead) {
   testing::FakeTree t;
   t.file("proc/7/task/7/stat", "first");
