@@ -11,6 +11,7 @@
 #include "render/json_text.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
+#include "sys/fsroot.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 
@@ -20,7 +21,7 @@ namespace {
 
 struct DoctorFlags {
   std::string topology, root_dir, textfile, node_name, slurm_conf, kubelet_config;
-  bool json = false, no_gpu_runtime = false;
+  bool json = false, no_gpu_runtime = false, quiet = false;
 };
 
 // The GPU runtime libraries' cross-check of this node's topology (topo --gpu-runtime's).
@@ -51,6 +52,7 @@ void add_doctor_options(Args& app, DoctorFlags& f) {
   app.option("--textfile", f.textfile,
              "Also replace FILE with gpubind_doctor_check{check,severity} metrics (node_exporter's textfile collector)");
   app.option("--node-name", f.node_name, "The node named in --json and the metrics (default: $NODE_NAME, else the hostname)");
+  add_quiet_option(app, f.quiet);
   app.footer(R"(Exit codes: 0 every check OK; 3 a warning (no failure); 4 a failure; 1 an error; 2 usage.
 Examples:
   gpubind doctor                         this node
@@ -69,15 +71,18 @@ int cmd_doctor(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (!f.root_dir.empty() && topology_source(f.topology).empty())
     return fail(Error{"--root " + f.root_dir, "needs --topology: the captured node's topology (its GPUs and NICs)", ErrorKind::usage});
-  auto topo = topology_of_processes(f.topology, f.root_dir, "captured");
+  auto topo = topology_of_processes(f.topology, f.root_dir, "captured", f.quiet);
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
-  std::string slurm_conf = !f.slurm_conf.empty() ? f.slurm_conf : f.root_dir.empty() ? sys::env_value("SLURM_CONF").value_or("") : "";
+  // A file named on this node is found from where the user stands; under --root, as on the captured node.
+  auto here = [&](const std::string& path) { return f.root_dir.empty() && !path.empty() ? sys::absolute_path(path) : path; };
+  std::string slurm_conf = !f.slurm_conf.empty() ? here(f.slurm_conf) : f.root_dir.empty() ? sys::env_value("SLURM_CONF").value_or("") : "";
   std::string node = node_name(f.node_name, "", *topo);
-  doctor::NodeFacts facts = doctor::read_node_facts(**root, *topo, {slurm_conf, node, f.kubelet_config});
-  add_gpu_runtime(*topo, f, facts);
-  doctor::Report report = doctor::judge(*topo, facts);
+  auto facts = doctor::read_node_facts(**root, *topo, {slurm_conf, node, here(f.kubelet_config), !f.slurm_conf.empty(), !f.kubelet_config.empty()});
+  if (!facts) return fail(facts.error());
+  add_gpu_runtime(*topo, f, *facts);
+  doctor::Report report = doctor::judge(*topo, *facts);
   std::string out = f.json ? render::json_text(render::doctor_json(report, node, sys::utc_timestamp())) : render::doctor_text(report, node);
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!f.textfile.empty())

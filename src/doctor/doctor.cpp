@@ -417,9 +417,17 @@ CheckResult slurm_task_plugin(const NodeFacts& f) {
   std::string plugin = *f.slurm_task_plugin;
   bool binds = plugin.find("task/affinity") != std::string::npos || plugin.find("task/cgroup") != std::string::npos;
   if (binds) return ok(id, "TaskPlugin=" + plugin + " (" + f.slurm_conf + ")");
-  return {id, Severity::fail,
-          "TaskPlugin=" + (plugin.empty() ? std::string("task/none (unset)") : plugin) + " in " + f.slurm_conf +
-              ": Slurm's --cpu-bind and --gpu-bind binding does nothing, and tasks are not kept in their cores",
+  std::string task_plugin = "TaskPlugin=" + (plugin.empty() ? std::string("task/none (unset)") : plugin) + " in " + f.slurm_conf;
+  // gpubind's own plugin binds each task by itself, under any TaskPlugin (docs/cli.md).
+  if (f.gpubind_spank && !f.gpubind_spank->site_default.empty() && f.gpubind_spank->site_default != "none")
+    return ok(id, task_plugin + "; gpubind's SPANK plugin binds every step (default=" + f.gpubind_spank->site_default + ", " +
+                      f.gpubind_spank->where + ")");
+  if (f.gpubind_spank)
+    return {id, Severity::warn,
+            task_plugin + "; gpubind's SPANK plugin (" + f.gpubind_spank->where +
+                ") binds only steps run with --gpubind: every other task runs where the kernel puts it",
+            "default=closest on the plugin's plugstack.conf line binds every step that asks for nothing (or TaskPlugin=task/affinity,task/cgroup)"};
+  return {id, Severity::fail, task_plugin + ": Slurm's --cpu-bind and --gpu-bind binding does nothing, and tasks are not kept in their cores",
           "TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes in cgroup.conf (or gpubind's SPANK plugin binds by itself)"};
 }
 

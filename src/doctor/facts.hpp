@@ -83,6 +83,14 @@ struct NodeFacts {
   // does not set it (Slurm's default, task/none); nullopt when no slurm.conf is found.
   std::optional<std::string> slurm_task_plugin;
   std::string slurm_conf;                  // the slurm.conf read
+  // gpubind's SPANK plugin as Slurm's plugin stack loads it (PlugStackConfig, else plugstack.conf
+  // beside slurm.conf, and the files its include lines name): the line, and its default= mode
+  // ("" = only steps that ask with --gpubind are bound). nullopt: no line loads it.
+  struct SpankPlugin {
+    std::string where;         // "/etc/slurm/plugstack.conf.d/gpubind.conf:3"
+    std::string site_default;  // closest, socket-split, socket, numa, none or ""
+  };
+  std::optional<SpankPlugin> gpubind_spank;
   // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.
   std::string slurm_cpu_spec_list;
   std::optional<unsigned> slurm_core_spec_count;

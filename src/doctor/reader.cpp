@@ -1,11 +1,14 @@
 #include "doctor/reader.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
 
 #include "bind/hostlist.hpp"
+#include "bind/spank_args.hpp"
 #include "sys/cgroup_cpuset.hpp"
 #include "sys/yaml.hpp"
 #include "util/strings.hpp"
@@ -205,20 +208,96 @@ void systemd_affinity(const sys::FsRoot& root, NodeFacts& f) {
   }
 }
 
-void kubelet(const sys::FsRoot& root, const std::string& config, NodeFacts& f) {
-  size_t start = config.find_first_not_of('/');
-  std::string rel = start == std::string::npos ? "var/lib/kubelet/config.yaml" : config.substr(start);
-  auto text = read(root, rel, f);
-  if (!text) return;
+// A path as on the node, relative to the root ("/etc/slurm/slurm.conf" -> "etc/slurm/slurm.conf").
+std::string under_root(const std::string& path) {
+  size_t start = path.find_first_not_of('/');
+  return start == std::string::npos ? "" : path.substr(start);
+}
+
+// A file the user named (`what`: "slurm.conf"): its text, or an Error naming it (absent included).
+Result<std::string> read_named(const sys::FsRoot& root, const std::string& rel, const std::string& what) {
+  auto text = root.read(rel);
+  if (!text) return Error{what + " " + root.path_of(rel), text.error().why, text.error().kind};
+  return *text;
+}
+
+Status kubelet(const sys::FsRoot& root, const ReaderOptions& o, NodeFacts& f) {
+  std::string rel = under_root(o.kubelet_config);
+  if (rel.empty()) rel = "var/lib/kubelet/config.yaml";
+  std::optional<std::string> text;
+  if (o.kubelet_config_named) {
+    auto named = read_named(root, rel, "kubelet configuration");
+    if (!named) return named.error();
+    text = *named;
+  } else {
+    text = read(root, rel, f);
+  }
+  if (!text) return Ok{};
   f.kubelet_config = "/" + rel;  // as on the node
   auto json = sys::yaml_to_json(*text, root.path_of(rel));
   auto c = json ? k8s::parse_kubelet_config(*json, root.path_of(rel)) : Result<k8s::KubeletConfig>(json.error());
   if (!c) {
+    if (o.kubelet_config_named) return c.error();
     f.unreadable.push_back(c.error().message());
-    return;
+    return Ok{};
   }
   f.kubelet = *c;
+  return Ok{};
 }
+
+// The files an include pattern names, as on the node, sorted as glob(3) sorts them: a pattern in
+// the last component only (Slurm's own lines use "plugstack.conf.d/*.conf").
+std::vector<std::string> included(const sys::FsRoot& root, const std::string& pattern) {
+  size_t slash = pattern.rfind('/');
+  std::string dir = pattern.substr(0, slash), name = pattern.substr(slash + 1);
+  if (name.find_first_of("*?[") == std::string::npos) return {pattern};
+  auto names = root.list(under_root(dir));
+  std::vector<std::string> out;
+  if (!names) return out;  // glob(3) matches nothing in a directory it cannot read
+  for (const std::string& n : *names)
+    if (::fnmatch(name.c_str(), n.c_str(), FNM_PERIOD) == 0) out.push_back(dir + "/" + n);
+  return out;
+}
+
+void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts& f, unsigned depth) {
+  if (depth > 8) {  // Slurm has no bound; a file that includes itself would never end
+    f.unreadable.push_back(conf + ": includes nested deeper than 8 files: not followed");
+    return;
+  }
+  auto text = read(root, under_root(conf), f);
+  if (!text) return;
+  unsigned number = 0;
+  for (std::string_view raw : split(*text, '\n')) {
+    ++number;
+    std::string line(raw.substr(0, raw.find('#')));
+    std::replace(line.begin(), line.end(), '\t', ' ');
+    std::vector<std::string> words;
+    for (std::string_view w : split(line, ' '))
+      if (!w.empty()) words.emplace_back(w);
+    if (words.size() < 2) continue;
+    if (words[0] == "include") {
+      std::string pattern = words[1].starts_with('/') ? words[1] : conf.substr(0, conf.rfind('/')) + "/" + words[1];
+      for (const std::string& file : included(root, pattern)) plugstack_file(root, file, f, depth + 1);
+      continue;
+    }
+    if (words[0] != "required" && words[0] != "optional") continue;
+    std::string_view plugin = words[1];
+    if (plugin.substr(plugin.rfind('/') + 1) != "gpubind_spank.so") continue;
+    std::string where = conf + ":" + std::to_string(number);
+    auto args = bind::parse_plugstack_args(std::vector<std::string>(words.begin() + 2, words.end()));
+    if (!args) {
+      f.unreadable.push_back(where + ": gpubind_spank.so would not load: " + args.error().message());
+      continue;
+    }
+    f.gpubind_spank = NodeFacts::SpankPlugin{where, args->site_default};
+  }
+}
+
+}  // namespace
+
+void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f) { plugstack_file(root, conf, f, 0); }
+
+namespace {
 
 }  // namespace
 
@@ -284,7 +363,7 @@ std::string slurm_conf_value(const std::string& text, const std::string& key) {
   return value;
 }
 
-NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, const ReaderOptions& o) {
+Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology& t, const ReaderOptions& o) {
   NodeFacts f;
   f.numa_balancing = number(read(root, "proc/sys/kernel/numa_balancing", f));
   f.zone_reclaim_mode = number(read(root, "proc/sys/vm/zone_reclaim_mode", f));
@@ -304,13 +383,24 @@ NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, cons
     if (!n.pci.empty()) devices.push_back(n.pci);
   for (const std::string& pci : devices) f.links.push_back(link_of(root, pci, f));
   std::string conf = o.slurm_conf.empty() ? "/etc/slurm/slurm.conf" : o.slurm_conf;
-  if (auto text = read(root, std::string(conf.starts_with('/') ? conf.substr(1) : conf), f)) {
+  std::optional<std::string> slurm;
+  if (o.slurm_conf_named) {
+    auto named = read_named(root, under_root(conf), "slurm.conf");
+    if (!named) return named.error();
+    slurm = *named;
+  } else {
+    slurm = read(root, under_root(conf), f);
+  }
+  if (slurm) {
     f.slurm_conf = conf;
-    f.slurm_task_plugin = slurm_conf_value(*text, "TaskPlugin");
-    if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*text, o.node_name)) {
+    f.slurm_task_plugin = slurm_conf_value(*slurm, "TaskPlugin");
+    if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*slurm, o.node_name)) {
       f.slurm_cpu_spec_list = line->cpu_spec_list;
       f.slurm_core_spec_count = line->core_spec_count;
     }
+    std::string plugstack = slurm_conf_value(*slurm, "PlugStackConfig");
+    if (plugstack.empty()) plugstack = conf.substr(0, conf.rfind('/') + 1) + "plugstack.conf";  // Slurm's default: beside slurm.conf
+    read_plugstack(root, plugstack, f);
   }
   f.proc_irq = root.exists("proc/irq");
   for (const std::string& pci : devices) {
@@ -328,7 +418,7 @@ NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, cons
     f.unreadable.push_back(mems.error().message());
   }
   systemd_affinity(root, f);
-  kubelet(root, o.kubelet_config, f);
+  if (Status s = kubelet(root, o, f); !s) return s.error();
   return f;
 }
 

@@ -18,10 +18,22 @@ struct ReaderOptions {
   std::string node_name;
   // The kubelet's configuration, as on the node; "" = /var/lib/kubelet/config.yaml.
   std::string kubelet_config;
+  // Named by the user (--slurm-conf, --kubelet-config): that file must be read, or the facts are
+  // an Error naming it (a mistyped path must not read as a node without Slurm or a kubelet).
+  bool slurm_conf_named = false;
+  bool kubelet_config_named = false;
 };
 
-// `t`: the node's topology, whose GPUs' and NICs' PCIe links are read.
-NodeFacts read_node_facts(const sys::FsRoot& root, const topo::Topology& t, const ReaderOptions& options);
+// `t`: the node's topology, whose GPUs' and NICs' PCIe links are read. An Error only for a file
+// the options name that cannot be read (or, the kubelet's, read as its configuration).
+Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology& t, const ReaderOptions& options);
+
+// gpubind's SPANK plugin in a plugin stack: `conf` (as on the node) and the files its `include`
+// lines name (relative to the including file's directory; a glob in the last component), the
+// last line that loads gpubind_spank.so with its default= argument. Lines are Slurm's:
+// `required|optional PLUGIN [ARGS...]`, `include PATTERN`, `#` comments. A line whose arguments
+// the plugin refuses is a note in `f.unreadable` (the plugin would not load).
+void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f);
 
 // The value of a slurm.conf key (case-insensitive, as Slurm reads it) from its text: the last
 // setting, "" when none; comments and NodeName=/PartitionName= lines are not settings of it.

@@ -61,6 +61,31 @@ case $out in "WARN NVML 12.535.54 and the topology disagree"*"GPU 0000:2a:00.0: 
 out=$(runtime_check "$src/tests/data/nvml/dgx-h100-disagrees.json" --no-gpu-runtime)
 case $out in "absent gpu_runtime: not checked: --no-gpu-runtime"*) pass "--no-gpu-runtime: not loaded, said" ;; *) fail "--no-gpu-runtime: $out" ;; esac
 
+# --slurm-conf and --kubelet-config as a user types them: a relative path is read from where the
+# user stands (it was read as /PATH and, missing, reported "not checked": a mistyped path read as
+# all OK); a named file that cannot be read is one error naming it, exit 1. slurm.conf's
+# plugin stack (plugstack.conf beside it, its include) loading gpubind's plugin with default=
+# binds every step under task/none: OK, not a FAIL that drains the node.
+mkdir -p "$WORK/site/slurm/plugstack.conf.d"
+printf 'ClusterName=c\nTaskPlugin=task/none\n' >"$WORK/site/slurm/slurm.conf"
+printf 'include plugstack.conf.d/*.conf\n' >"$WORK/site/slurm/plugstack.conf"
+printf '# the site default\noptional /usr/lib/x86_64-linux-gnu/slurm-wlm/gpubind_spank.so default=closest mem=preferred\n' \
+  >"$WORK/site/slurm/plugstack.conf.d/gpubind.conf"
+row=$(cd "$WORK/site" && "$GPUBIND" doctor --slurm-conf slurm/slurm.conf | grep '^slurm_task_plugin ')
+case $row in *"OK "*"TaskPlugin=task/none in $WORK/site/slurm/slurm.conf; gpubind's SPANK plugin binds every step (default=closest, $WORK/site/slurm/plugstack.conf.d/gpubind.conf:2)"*)
+  pass "--slurm-conf relative: read from here; the plugin's default=closest under task/none is OK" ;;
+*) fail "relative --slurm-conf with the plugin: $row" ;; esac
+sed -i 's/ default=closest//' "$WORK/site/slurm/plugstack.conf.d/gpubind.conf"
+row=$(cd "$WORK/site" && "$GPUBIND" doctor --slurm-conf slurm/slurm.conf | grep '^slurm_task_plugin ')
+case $row in *"WARN "*"binds only steps run with --gpubind"*) pass "the plugin without default=: WARN (only --gpubind steps bound)" ;; *) fail "plugin without default: $row" ;; esac
+for flag in --slurm-conf --kubelet-config; do
+  out=$(cd "$WORK/site" && "$GPUBIND" doctor "$flag" slurm/no-such.conf 2>&1)
+  rc=$?
+  case "$rc $out" in "1 gpubind: error: "*" $WORK/site/slurm/no-such.conf: No such file or directory")
+    pass "$flag naming a missing file: exit 1, one line naming it" ;;
+  *) fail "$flag missing: exit $rc: $out" ;; esac
+done
+
 # As a user without privileges, as a health check run by an unprivileged agent: the switch ports'
 # extended config space and some of /proc are not readable; still one row per check, no error.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

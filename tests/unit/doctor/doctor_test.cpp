@@ -169,6 +169,23 @@ TEST(Doctor, SlurmWithoutABindingTaskPluginFails) {
   EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::ok);
 }
 
+TEST(Doctor, TaskNoneWithGpubindsPluginBindingEveryStepIsBoundAndWithoutADefaultWarns) {
+  // TaskPlugin=task/none (Slurm's default) and plugstack.conf loading gpubind_spank.so default=closest:
+  // the plugin binds every task, so the node is bound (a FAIL drained every such node).
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "";
+  f.gpubind_spank = NodeFacts::SpankPlugin{"/etc/slurm/plugstack.conf:6", "closest"};
+  Report r = judge(example("dgx-h100"), f);
+  EXPECT_EQ(result(r, "slurm_task_plugin").severity, Severity::ok);
+  EXPECT_EQ(result(r, "slurm_task_plugin").why, "TaskPlugin=task/none (unset) in /etc/slurm/slurm.conf; gpubind's SPANK plugin binds every step "
+                                                 "(default=closest, /etc/slurm/plugstack.conf:6)");
+  f.gpubind_spank->site_default = "";  // users opt in with --gpubind
+  EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::warn);
+  f.gpubind_spank->site_default = "none";
+  EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::warn);
+}
+
 TEST(Doctor, HousekeepingCpusKeptFromJobsButNotGivenToServicesWarn) {
   NodeFacts f = clean();
   f.slurm_conf = "/etc/slurm/slurm.conf";
@@ -341,7 +358,7 @@ TEST(DoctorReader, ReadsEveryFactFromATreeAndSaysWhatItCannotRead) {
   tree.dir("sys/bus/pci/devices/0000:2a:00.0/max_link_width");  // a directory where a file should be: unreadable
   auto root = sys::open_fsroot(tree.root());
   ASSERT_TRUE(root);
-  NodeFacts f = read_node_facts(**root, example("dgx-h100"), {});
+  NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
   EXPECT_EQ(f.numa_balancing, 1);
   EXPECT_EQ(f.zone_reclaim_mode, 0);
   EXPECT_EQ(f.thp_enabled, "always");
@@ -360,6 +377,55 @@ TEST(DoctorReader, ReadsEveryFactFromATreeAndSaysWhatItCannotRead) {
   EXPECT_NE(f.unreadable[0].find("0000:2a:00.0/max_link_width"), std::string::npos) << f.unreadable[0];
   Report r = judge(example("dgx-h100"), f);
   EXPECT_EQ(r.worst(), Severity::fail);
+}
+
+TEST(DoctorReader, ThePluginStackIsPlugStackConfigElseBesideSlurmConfFollowingIncludes) {
+  testing::FakeTree tree;
+  tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/none\n");
+  tree.file("etc/slurm/plugstack.conf", "required /usr/lib/slurm/other.so\ninclude plugstack.conf.d/*.conf\n");
+  tree.file("etc/slurm/plugstack.conf.d/10-x11.conf", "optional x11.so\n");
+  tree.file("etc/slurm/plugstack.conf.d/50-gpubind.conf",
+            "#optional gpubind_spank.so default=numa\n\toptional\t/usr/lib/slurm/gpubind_spank.so default=closest mem=preferred # site\n");
+  tree.file("etc/slurm/plugstack.conf.d/README", "optional gpubind_spank.so default=socket\n");  // not *.conf: not included
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root);
+  NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
+  ASSERT_TRUE(f.gpubind_spank);
+  EXPECT_EQ(f.gpubind_spank->where, "/etc/slurm/plugstack.conf.d/50-gpubind.conf:2");
+  EXPECT_EQ(f.gpubind_spank->site_default, "closest");
+  EXPECT_EQ(judge(example("dgx-h100"), f).worst() == Severity::fail, false);
+
+  tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/none\nPlugStackConfig=/etc/slurm/spank/stack.conf\n");
+  tree.file("etc/slurm/spank/stack.conf", "optional gpubind_spank.so default=wibble\ninclude /etc/slurm/spank/stack.conf\n");
+  NodeFacts g = *read_node_facts(**root, example("dgx-h100"), {});
+  EXPECT_FALSE(g.gpubind_spank);  // arguments the plugin refuses: it does not load, said
+  ASSERT_FALSE(g.unreadable.empty());
+  EXPECT_EQ(g.unreadable[0].rfind("/etc/slurm/spank/stack.conf:1: gpubind_spank.so would not load: ", 0), 0u) << g.unreadable[0];
+  EXPECT_NE(g.unreadable.back().find("includes nested deeper than 8 files"), std::string::npos) << g.unreadable.back();
+  EXPECT_EQ(severity(example("dgx-h100"), g, "slurm_task_plugin"), Severity::fail);
+}
+
+TEST(DoctorReader, ANamedSlurmConfOrKubeletConfigThatCannotBeReadIsAnErrorNotANote) {
+  testing::FakeTree tree;
+  tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/affinity\n");
+  tree.file("etc/kubelet.json", "[1, 2]\n");
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root);
+  ReaderOptions o;
+  o.slurm_conf = "/etc/slurm/slurm.cnf";  // mistyped
+  EXPECT_TRUE(read_node_facts(**root, example("dgx-h100"), o).ok());  // from $SLURM_CONF: absent is no Slurm here
+  o.slurm_conf_named = true;
+  auto named = read_node_facts(**root, example("dgx-h100"), o);
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.error().message(), "slurm.conf " + tree.root() + "/etc/slurm/slurm.cnf: No such file or directory");
+  o.slurm_conf = "/etc/slurm/slurm.conf";
+  o.kubelet_config = "/etc/kubelet.yaml";
+  o.kubelet_config_named = true;
+  auto kubelet = read_node_facts(**root, example("dgx-h100"), o);
+  ASSERT_FALSE(kubelet.ok());
+  EXPECT_EQ(kubelet.error().what, "kubelet configuration " + tree.root() + "/etc/kubelet.yaml");
+  o.kubelet_config = "/etc/kubelet.json";  // read, but not a configuration
+  EXPECT_FALSE(read_node_facts(**root, example("dgx-h100"), o).ok());
 }
 
 TEST(DoctorReader, ThisNodesSlurmLineIsFoundThroughHostlistsAndDefaults) {
@@ -422,7 +488,7 @@ TEST(DoctorReader, ReadsInterruptsIommuSwitchPortsCgroupAndServices) {
   tree.file("etc/systemd/system.conf.d/50-housekeeping.conf", "[Manager]\nCPUAffinity=0 112\n");
   auto root = sys::open_fsroot(tree.root());
   ASSERT_TRUE(root);
-  NodeFacts f = read_node_facts(**root, example("dgx-h100"), {});
+  NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
   ASSERT_EQ(f.irqs.size(), 1u);
   ASSERT_EQ(f.irqs[0].irqs.size(), 2u);
   EXPECT_EQ(f.irqs[0].irqs[0].cpus, CpuSet::range(3, 3));
@@ -457,7 +523,7 @@ TEST(DoctorReader, NoProcIrqIsSaidOnceNotAnError) {
   tree.dir("sys/bus/pci/devices/0000:18:00.0/msi_irqs/140");
   auto root = sys::open_fsroot(tree.root());
   ASSERT_TRUE(root);
-  NodeFacts f = read_node_facts(**root, example("dgx-h100"), {});
+  NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
   EXPECT_FALSE(f.proc_irq);
   ASSERT_EQ(f.irqs.size(), 1u);
   EXPECT_FALSE(f.irqs[0].irqs[0].cpus);
