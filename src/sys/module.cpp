@@ -24,9 +24,6 @@ std::string executable_dir() {
   return path.substr(0, path.rfind('/'));
 }
 
-#ifndef GPUBIND_MODULE_DIR
-#error "GPUBIND_MODULE_DIR must name the installed module directory"
-#endif
 #ifndef GPUBIND_MODULE_REL_DIR
 #error "GPUBIND_MODULE_REL_DIR must name the module directory relative to the executable's"
 #endif
@@ -37,7 +34,6 @@ std::vector<std::string> module_candidates(const std::string& file) {
     out.push_back(here + "/" + file);
     out.push_back(here + "/" + GPUBIND_MODULE_REL_DIR + "/" + file);
   }
-  out.push_back(std::string(GPUBIND_MODULE_DIR) + "/" + file);
   return out;
 }
 

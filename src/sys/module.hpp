@@ -15,8 +15,10 @@ std::string executable_path();
 std::string executable_dir();
 
 // Where gpubind's module `file` (gpubind-hwloc.so, gpubind-http.so) may be, in order: beside the
-// executable (the build tree), in ../LIBDIR/gpubind relative to it (a relocated install), in the
-// configured LIBDIR/gpubind.
+// executable (the build tree), in ../LIBDIR/gpubind relative to it (where `make install` and the
+// Debian packages put them). Nowhere else: a packaged /usr/bin/gpubind run by root once also looked
+// in the build's /usr/local/lib/gpubind, which Debian's staff group may write, and loaded a module
+// planted there whose package was not installed.
 std::vector<std::string> module_candidates(const std::string& file);
 
 struct ModuleSymbol {

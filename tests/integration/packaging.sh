@@ -153,6 +153,28 @@ if [ -n "$deb" ]; then
   fi
 fi
 
+# 2b. A packaged binary loads modules only from where its package installs them: the build's
+#     prefix (/usr/local/lib/gpubind, which Debian lets the staff group write) is no place to look.
+#     A module planted there, whose package is not installed, ran as root in doctor before.
+planted=/usr/local/lib/gpubind
+if [ -z "$deb" ]; then
+  :
+elif [ "$(id -u)" != 0 ] || [ -e "$planted" ] || ! command -v cc >/dev/null; then
+  echo "SKIP (part): planting a module in $planted needs root, a C compiler and no $planted already"
+else
+  printf '#include <stdio.h>\n__attribute__((constructor)) static void planted(void) { FILE* f = fopen("%s", "w"); if (f) fclose(f); }\n' \
+    "$WORK/planted-ran" >"$WORK/planted.c"
+  mkdir -p "$planted" && cc -shared -fPIC -o "$planted/gpubind-yaml.so" "$WORK/planted.c" && cp "$planted/gpubind-yaml.so" "$planted/gpubind-http.so"
+  mkdir -p "$WORK/node/etc" && echo "cpuManagerPolicy: static" >"$WORK/node/etc/kubelet.yaml"
+  out=$("$R/usr/bin/gpubind" doctor --root "$WORK/node" --topology example:dgx-h100 --kubelet-config /etc/kubelet.yaml 2>&1)
+  rc=$?
+  wout=$("$R/usr/bin/gpubind" watch --pid $$ --count 1 --listen 127.0.0.1:1 2>&1 >/dev/null)
+  rm -rf "$planted"
+  [ ! -e "$WORK/planted-ran" ] && [ $rc = 1 ] && echo "$out" | grep -q "gpubind-yaml.so" && ! echo "$out$wout" | grep -q "$planted" \
+    && pass "modules planted in $planted are not loaded by the packaged binary (doctor: $out)" \
+    || fail "planted module: ran=$([ -e "$WORK/planted-ran" ] && echo yes || echo no) doctor exit $rc: $out / watch: $wout"
+fi
+
 # 3. Man pages render without warnings and carry every flag of their command's --help.
 bad=0
 for page in "$WORK"/stage/usr/share/man/man1/gpubind-*.1.gz; do
