@@ -167,7 +167,16 @@ AbReport make_ab_report(const AbRecord& r) {
     size_t block = s.runs ? series[i].size() / s.runs : 0;  // a run's steps: one block
     s.p50_vs_base = quantile_ratio(series[i], series[0], 0.50, block);
     s.p99_vs_base = quantile_ratio(series[i], series[0], 0.99, block);
+    if (std::min(s.runs, rep.strategies[0].runs) < kMinAbRunsForVerdict)
+      for (std::optional<RatioInterval>* v : {&s.p50_vs_base, &s.p99_vs_base})
+        if (*v) (*v)->verdict = Verdict::too_few_runs;
   }
+  size_t fewest_runs = ~size_t(0);
+  for (const AbStrategyReport& s : rep.strategies) fewest_runs = std::min(fewest_runs, s.runs);
+  if (rep.strategies.size() > 1 && fewest_runs < kMinAbRunsForVerdict)
+    rep.notes.push_back("too few runs to tell: " + std::to_string(fewest_runs) + " run(s) of a policy, and a test over runs needs " +
+                        std::to_string(kMinAbRunsForVerdict) + " of each (2 against 2 can reach p = 1/3 at best, 3 against 3 p = 1/10): " +
+                        "the ratios are shown without a verdict; --rounds " + std::to_string(kMinAbRunsForVerdict) + " or more");
   size_t fewest = ~size_t(0);
   for (const auto& s : series) fewest = std::min(fewest, s.size());
   if (!series.empty() && fewest < min_steps_for_interval(0.5))

@@ -42,6 +42,7 @@ const char* to_string(Verdict v) {
     case Verdict::faster: return "faster";
     case Verdict::slower: return "slower";
     case Verdict::no_difference: return "no significant difference";
+    case Verdict::too_few_runs: return "too few runs to tell";
   }
   return "?";
 }

@@ -27,8 +27,9 @@ enum class Verdict {
   faster,         // the strategy's steps are shorter: the interval lies below 1
   slower,         // longer: above 1
   no_difference,  // the interval holds 1: these steps cannot tell them apart
+  too_few_runs,   // too few runs of a strategy for any test over runs (bench --ab): no verdict
 };
-const char* to_string(Verdict v);  // "faster", "slower", "no significant difference"
+const char* to_string(Verdict v);  // "faster", "slower", "no significant difference", "too few runs to tell"
 
 struct RatioInterval {
   double estimate = 0;  // the ratio of the samples' own quantiles

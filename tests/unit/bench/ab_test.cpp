@@ -146,6 +146,24 @@ TEST(BenchAbReport, TheSameStepsAreNoSignificantDifference) {
   EXPECT_EQ(rep.strategies[1].p50_vs_base->verdict, Verdict::no_difference);
 }
 
+TEST(BenchAbReport, BelowFourRunsOfAPolicyTheRatioIsShownWithoutAVerdict) {
+  // Two runs a policy: the bootstrap resamples 2 runs against 2, which no test over runs can call
+  // different at 5 % (an A/A test gave "1.30x [1.28-1.52] slower" in 2 of 3 tries). A clear loss
+  // of 3 runs is no verdict either; at 4 runs it is.
+  for (unsigned runs : {2u, 3u}) {
+    AbReport rep = make_ab_report(ab_record(10, 15, runs, 30));
+    ASSERT_TRUE(rep.strategies[1].p50_vs_base) << runs;
+    EXPECT_NEAR(rep.strategies[1].p50_vs_base->estimate, 1.5, 1e-9);
+    EXPECT_EQ(rep.strategies[1].p50_vs_base->verdict, Verdict::too_few_runs) << runs;
+    EXPECT_TRUE(says(rep, "too few runs to tell: " + std::to_string(runs) + " run(s) of a policy, and a test over runs needs 4 of each"));
+    EXPECT_NE(render::bench_ab_text(ab_record(10, 15, runs, 30), rep).find("none: p50 1.50x"), std::string::npos);
+    EXPECT_NE(render::bench_ab_text(ab_record(10, 15, runs, 30), rep).find("too few runs to tell; p99"), std::string::npos);
+  }
+  AbReport four = make_ab_report(ab_record(10, 15, 4, 30));
+  EXPECT_EQ(four.strategies[1].p50_vs_base->verdict, Verdict::slower);
+  EXPECT_FALSE(says(four, "too few runs"));
+}
+
 TEST(BenchAbReport, WallTimesAloneAreTooFewForAnIntervalAndTheReportSaysWhatToDo) {
   AbRecord r = ab_record(3000, 3500, 5, 1);
   r.source = StepSource::wall;
