@@ -63,18 +63,29 @@ bool valid_job_id(const std::string& job) {
   return all_digits(std::string_view(job).substr(0, us)) && all_digits(std::string_view(job).substr(us + 1));
 }
 
-Result<unsigned> job_node_count(const std::string& job, const std::string& squeue_out) {
-  std::string line(trim(squeue_out));
-  if (line.empty()) return Error{"--slurm-job " + job, "squeue knows no such job (finished, or another cluster's)"};
-  line = line.substr(0, line.find('\n'));
-  size_t bar = line.find('|');
-  auto n = parse_uint(std::string_view(line).substr(0, bar));
-  std::string state = bar == std::string::npos ? "" : line.substr(bar + 1);
-  if (!n || *n == 0) return Error{"--slurm-job " + job, "squeue gave no node count ('" + one_line(line) + "')"};
-  if (state != "RUNNING")
-    return Error{"--slurm-job " + job, "the job is " + (state.empty() ? std::string("in an unknown state") : state) +
-                                       ": only a running job's tasks can be checked"};
-  return unsigned(*n);
+Result<SqueueJob> squeue_job(const std::string& job, const std::string& squeue_out) {
+  std::string what = "--slurm-job " + job;
+  std::vector<std::vector<std::string>> rows;
+  for (std::string_view line : split(trim(squeue_out), '\n')) {
+    if (trim(line).empty()) continue;
+    std::vector<std::string> f;
+    for (std::string_view x : split(trim(line), '|')) f.emplace_back(x);
+    if (f.size() != 4) return Error{what, "squeue gave no job id, node count and state ('" + one_line(std::string(line)) + "')"};
+    rows.push_back(std::move(f));
+  }
+  if (rows.empty()) return Error{what, "squeue knows no such job (finished, or another cluster's)"};
+  if (rows.size() > 1 || (rows[0][1] != job && rows[0][0] != job)) {  // "7": an array whose tasks are jobs of their own
+    std::vector<std::string> tasks;
+    for (const auto& r : rows) tasks.push_back(r[1] + " (job " + r[0] + ", " + to_lower(r[3]) + ")");
+    return Error{what, "a job array: its tasks " + join(tasks, ", ") + " are jobs of their own; name one (--slurm-job " + rows[0][1] + ")",
+                 ErrorKind::usage};
+  }
+  const std::vector<std::string>& r = rows[0];
+  auto n = parse_uint(r[2]);
+  if (!all_digits(r[0]) || r[0].empty() || !n || *n == 0) return Error{what, "squeue gave no job id or node count ('" + one_line(join(r, "|")) + "')"};
+  if (r[3] != "RUNNING")
+    return Error{what, "the job is " + (r[3].empty() ? std::string("in an unknown state") : r[3]) + ": only a running job's tasks can be checked"};
+  return SqueueJob{r[0], unsigned(*n)};
 }
 
 std::vector<std::string> fanout_command(const std::string& job, unsigned nodes, const std::string& gpubind,

@@ -34,9 +34,16 @@ struct JobReport {
 // A job id as squeue and srun take it: digits, or an array task "123_4".
 bool valid_job_id(const std::string& job);
 
-// What squeue says of the job ("%D|%T": node count and state) as the node count, or an Error
-// saying why nothing can be checked (no such job, not RUNNING).
-Result<unsigned> job_node_count(const std::string& job, const std::string& squeue_out);
+// What squeue says of the job ("%A|%i|%D|%T": job id, the id as squeue prints it, node count,
+// state) as the job to check, or an Error saying why nothing can be checked (no such job, not
+// RUNNING). An array task ("7_1", as squeue prints it) is the job of its own id ("8"), which srun
+// and its tasks' SLURM_JOB_ID know it by; an array's id ("7") names several jobs and is refused
+// with them named, never one of them checked silently.
+struct SqueueJob {
+  std::string id;  // the job id srun --jobid and --slurm-node take
+  unsigned nodes = 0;
+};
+Result<SqueueJob> squeue_job(const std::string& job, const std::string& squeue_out);
 
 // srun's command line: one task on each of the job's `nodes` nodes, beside the job's own steps
 // (--overlap), running `gpubind COMMAND...` (`check --slurm-node JOBID` and check's flags to

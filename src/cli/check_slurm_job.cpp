@@ -25,18 +25,19 @@ Result<Relayed> run_on_job_nodes(const std::string& job, const std::string& comm
                                  std::chrono::seconds deadline) {
   std::string what = "--slurm-job " + job;
   if (!check::valid_job_id(job)) return Error{what, "not a Slurm job id (digits, or an array task such as 123_4)", ErrorKind::usage};
-  auto q = sys::run_command({"squeue", "--noheader", "--jobs=" + job, "--format=%D|%T"}, std::chrono::seconds(60));
+  // --array: one line per task of an array, not the array's summary line of pending tasks.
+  auto q = sys::run_command({"squeue", "--noheader", "--array", "--jobs=" + job, "--format=%A|%i|%D|%T"}, std::chrono::seconds(60));
   if (!q) return Error{what, "squeue: " + q.error().why};
   if (q->exit_code != 0) return Error{what, "squeue exited " + std::to_string(q->exit_code) + ": " + first_line(q->err)};
-  auto nodes = check::job_node_count(job, q->out);
-  if (!nodes) return nodes.error();
+  auto found = check::squeue_job(job, q->out);
+  if (!found) return found.error();
   std::string self = sys::executable_path();
   if (self.empty()) return Error{what, "this gpubind's own path (/proc/self/exe) cannot be read for srun to run it"};
-  std::vector<std::string> argv = {command, "--slurm-node", job};
+  std::vector<std::string> argv = {command, "--slurm-node", found->id};
   argv.insert(argv.end(), pass.begin(), pass.end());
-  auto s = sys::run_command(check::fanout_command(job, *nodes, self, argv), deadline);
+  auto s = sys::run_command(check::fanout_command(found->id, found->nodes, self, argv), deadline);
   if (!s) return Error{what, "srun: " + s.error().why};
-  return Relayed{*nodes, std::move(*s)};
+  return Relayed{found->nodes, std::move(*s)};
 }
 
 // A node's command exits 3 for its findings, which are in its lines; any other failure is srun's

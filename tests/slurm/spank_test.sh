@@ -214,6 +214,26 @@ else
   fail "the job's tasks did not start (job '$jobid'): $(cat "$WORK/err")"
 fi
 [ -n "$jobid" ] && scancel "$jobid"
+# An array task named as squeue prints it (A_1): checked as the job of its own id (srun said
+# "Invalid numeric value"); the array's id alone names several jobs: refused, naming them.
+array=$(sbatch --parsable -N1 -n1 --array=1-2 --gpubind -o /dev/null --wrap "srun -Q sleep 300" 2>"$WORK/err")
+array_up() { [ "$(squeue -h -r -j "$array" -t R | wc -l)" = 2 ]; }
+if [ -n "$array" ] && wait_until 30 array_up; then
+  own=$(squeue -h -r -j "${array}_1" -o %A)
+  task_up() { grep -l "SLURM_JOB_ID=$own" /proc/[0-9]*/environ 2>/dev/null | xargs -r grep -l 'SLURM_STEP_ID=0' >/dev/null 2>&1; }
+  wait_until 30 task_up
+  "$GPUBIND" check --slurm-job "${array}_1" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  [ $rc = 0 ] && grep -q "1 process(es) on 1 of 1 node(s): 1 OK" "$WORK/out" \
+    && pass "check --slurm-job ${array}_1: the array task (job $own) checked" || fail "array task (rc $rc): $(cat "$WORK/out" "$WORK/err")"
+  "$GPUBIND" check --slurm-job "$array" >"$WORK/out" 2>&1
+  rc=$?
+  [ $rc = 2 ] && grep -q "a job array: its tasks ${array}_1 (job $own, running), ${array}_2 " "$WORK/out" \
+    && pass "check --slurm-job $array (the array): refused, its tasks named" || fail "array id (rc $rc): $(cat "$WORK/out")"
+else
+  fail "the array's tasks did not start ('$array'): $(cat "$WORK/err")"
+fi
+[ -n "$array" ] && scancel "$array"
 "$GPUBIND" check --slurm-job 99999999 >"$WORK/out" 2>&1
 rc=$?
 [ $rc = 1 ] && [ "$(wc -l <"$WORK/out")" = 1 ] && grep -q "^gpubind: error: --slurm-job 99999999: " "$WORK/out" \

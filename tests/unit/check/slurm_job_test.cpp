@@ -29,14 +29,35 @@ TEST(SlurmJob, JobIdsAreDigitsOrArrayTasks) {
 }
 
 TEST(SlurmJob, OnlyARunningJobIsChecked) {
-  auto n = job_node_count("7", "2|RUNNING\n");
+  auto n = squeue_job("7", "7|7|2|RUNNING\n");
   ASSERT_TRUE(n.ok());
-  EXPECT_EQ(*n, 2u);
-  auto pending = job_node_count("7", "1|PENDING\n");
+  EXPECT_EQ(n->nodes, 2u);
+  EXPECT_EQ(n->id, "7");
+  auto pending = squeue_job("7", "7|7|1|PENDING\n");
   ASSERT_FALSE(pending.ok());
   EXPECT_NE(pending.error().message().find("the job is PENDING"), std::string::npos) << pending.error().message();
-  EXPECT_FALSE(job_node_count("7", "").ok());
-  EXPECT_FALSE(job_node_count("7", "x|RUNNING").ok());
+  EXPECT_FALSE(squeue_job("7", "").ok());
+  EXPECT_FALSE(squeue_job("7", "7|7|x|RUNNING").ok());
+  EXPECT_FALSE(squeue_job("7", "2|RUNNING").ok());
+}
+
+TEST(SlurmJob, AnArrayTaskIsTheJobOfItsOwnIdAndAnArraysIdIsRefusedNamingItsTasks) {
+  // squeue prints an array task as 7_1; srun --jobid=7_1 said "Invalid numeric value", and the
+  // task's processes carry SLURM_JOB_ID=8.
+  auto task = squeue_job("7_1", "8|7_1|1|RUNNING\n");
+  ASSERT_TRUE(task.ok()) << task.error().message();
+  EXPECT_EQ(task->id, "8");
+  auto by_own_id = squeue_job("8", "8|7_1|1|RUNNING\n");
+  ASSERT_TRUE(by_own_id.ok());
+  EXPECT_EQ(by_own_id->id, "8");
+  // "7": the array; checking one of its tasks silently was the bug.
+  for (const char* out : {"8|7_1|1|RUNNING\n9|7_2|1|RUNNING\n", "8|7_1|1|RUNNING\n"}) {
+    auto array = squeue_job("7", out);
+    ASSERT_FALSE(array.ok()) << out;
+    EXPECT_EQ(array.error().kind, ErrorKind::usage);
+    EXPECT_NE(array.error().why.find("a job array: its tasks 7_1 (job 8, running)"), std::string::npos) << array.error().why;
+    EXPECT_NE(array.error().why.find("name one (--slurm-job 7_1)"), std::string::npos) << array.error().why;
+  }
 }
 
 TEST(SlurmJob, SrunRunsOneCheckPerNodeBesideTheJob) {
