@@ -159,6 +159,25 @@ std::optional<TaskGpus> slurm_task_gpus(const std::string& step_text, const std:
   return out;
 }
 
+std::optional<TaskGpus> exec_task_gpus(const EnvMap& task, unsigned local_tasks, unsigned local_id, EnvMap& gpu_env) {
+  auto value = [&](const char* name) {
+    auto it = task.find(name);
+    return it == task.end() ? std::string() : it->second;
+  };
+  auto mine = index_list(value("SLURM_STEP_GPUS"));
+  auto job = index_list(value("SLURM_JOB_GPUS"));
+  if (!mine || !job || mine->empty() || job->size() != size_t(local_tasks) * mine->size()) return std::nullopt;
+  std::string rule = !value("SLURMD_TRES_BIND").empty() ? value("SLURMD_TRES_BIND") : value("SLURM_TRES_BIND");
+  if (rule.empty() && !value("SLURM_GPUS_PER_TASK").empty()) rule = "gpu:per_task:" + value("SLURM_GPUS_PER_TASK");
+  auto gpus = slurm_task_gpus(value("SLURM_JOB_GPUS"), value("SLURM_STEP_GPUS"), rule, local_tasks, local_id);
+  if (!gpus) return std::nullopt;
+  for (const char* narrowed : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "NVIDIA_VISIBLE_DEVICES"})
+    gpu_env.erase(narrowed);
+  gpu_env["SLURM_STEP_GPUS"] = value("SLURM_JOB_GPUS");
+  gpus->how += " (the job's GPUs on this node stand for the step's)";
+  return gpus;
+}
+
 Result<CpuSet> slurm_core_cpus(const topo::Topology& t, const std::string& cores) {
   auto ids = CpuSet::parse_list(cores);
   if (!ids || ids->empty()) return Error{"Slurm's step cores '" + cores + "'", "not a list of core numbers"};

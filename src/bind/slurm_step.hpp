@@ -50,6 +50,16 @@ struct TaskGpus {
 std::optional<TaskGpus> slurm_task_gpus(const std::string& step, const std::string& task, const std::string& tres_bind,
                                         unsigned local_tasks, unsigned local_id);
 
+// The same inside a task that does not see the step's variables (`srun --gpus-per-task=1 gpubind
+// exec`): the task's SLURM_STEP_GPUS is narrowed to its own GPUs, and the job's GPUs on this node
+// (SLURM_JOB_GPUS) stand for the step's when there are exactly as many as the node's tasks take
+// (local tasks x the task's GPUs: a step over the whole allocation, the common case). Slurm's rule
+// from SLURMD_TRES_BIND or SLURM_TRES_BIND, else per_task:N from SLURM_GPUS_PER_TASK. On success
+// `gpu_env` is the step's view: SLURM_STEP_GPUS the job's list, the task's narrowed visibility
+// variables dropped (the plan numbers GPUs over the step). nullopt: as slurm_task_gpus, or the job's
+// GPUs are not the step's (then the plan is made as before, over what the task sees).
+std::optional<TaskGpus> exec_task_gpus(const EnvMap& task, unsigned local_tasks, unsigned local_id, EnvMap& gpu_env);
+
 // The CPUs of the cores Slurm allocated to the step on this node (the plugin's
 // S_STEP_ALLOC_CORES, e.g. "0-3,8"). Slurm numbers a node's cores 0..N-1 socket by socket,
 // within a socket in hwloc's order (here: by lowest PU), whatever the OS numbers its CPUs; cores

@@ -25,12 +25,12 @@ namespace {
 struct CheckFlags {
   std::string topology, root_dir, format = "text", slurm_job, slurm_node, node_name;
   SelectionFlags which;
-  bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false, require_processes = false;
+  bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false, require_processes = false, quiet = false;
 };
 
 void add_check_options(Args& app, CheckFlags& f) {
   add_topology_option(app, f.topology);
-  add_selection_options(app, f.which, "check");
+  add_selection_options(app, f.which, "check", true);
   app.option("--root", f.root_dir, "Read /proc and /sys under this directory (a captured tree) instead of /");
   app.flag("--numa-maps", f.numa_maps, "Also sum resident pages per NUMA node (costly for big processes)");
   app.flag("--verbose", f.verbose, "Per-thread detail");
@@ -48,6 +48,7 @@ void add_check_options(Args& app, CheckFlags& f) {
            "Exit 1 when no process is found to check (an epilog notices a check that saw nothing)");
   app.option("--node-name", f.node_name,
              "The node named in --json (default: $NODE_NAME (Kubernetes' downward API), else the hostname)");
+  add_quiet_option(app, f.quiet);
   app.footer(R"(Examples:
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
@@ -100,12 +101,12 @@ int cmd_check(const std::vector<std::string>& args) {
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
   if (!f.slurm_node.empty()) sel->slurm_job = node_tasks(f.slurm_node);
-  auto topo = topology_of_processes(f.topology, f.root_dir, "captured");
+  auto topo = topology_of_processes(f.topology, f.root_dir, "captured", f.quiet);
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
   std::optional<std::vector<probe::GpuProcess>> contexts;
-  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (judged by open device files)");
+  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (judged by open device files)", f.quiet);
   probe::Selected selected = probe::select_processes(**root, *sel);
   // A parent that is not there and has no descendant (a captured tree may hold children only).
   if (sel->children_of && selected.pids.empty() && !(*root)->exists("proc/" + std::to_string(*sel->children_of)))

@@ -5,6 +5,7 @@
 #include "bind/launcher_binding.hpp"
 #include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
+#include "bind/slurm_step.hpp"
 #include "cli/binding_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -108,6 +109,15 @@ Result<bind::RankRequest> rank_request(const ExecFlags& f, const topo::LocalRank
   bool launcher_pins = lr.source != "LOCAL_RANK" && lr.source != "--local-rank";
   r.from = preview ? AllowedFrom::topology : launcher_pins ? AllowedFrom::cgroup : AllowedFrom::affinity;
   r.gpu_env = environment_of(plan::gpu_env_names());
+  // srun --gpus-per-task / --gpu-bind narrowed this task's GPUs: planned over the step's, each task
+  // on its own, as the SPANK plugin plans it (bind::exec_task_gpus).
+  if (lr.source == "SLURM_LOCALID" && lr.size && r.options.rank_gpus.empty()) {
+    auto slurm = environment_of({"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURMD_TRES_BIND", "SLURM_TRES_BIND", "SLURM_GPUS_PER_TASK"});
+    if (auto gpus = bind::exec_task_gpus(slurm, *lr.size, lr.rank, r.gpu_env)) {
+      r.options.rank_gpus = gpus->rows;
+      if (!gpus->exact) print_warnings({gpus->how + ": tasks sharing a NUMA node may overlap"}, f.o.quiet);
+    }
+  }
   // The launcher's binding, read before anything is applied.
   auto machine = f.dry_run ? Result<bind::MachineState>(bind::MachineState{t.cpus, t.allowed_cpus, CpuSet::range(0, 4095)})
                            : bind::live_machine_state();

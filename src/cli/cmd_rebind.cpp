@@ -26,7 +26,7 @@ struct RebindFlags {
 
 void add_rebind_options(Args& app, RebindFlags& f) {
   add_topology_option(app, f.plan.topology);
-  add_selection_options(app, f.which, "rebind");
+  add_selection_options(app, f.which, "rebind", false);
   add_policy_and_mem_options(app, f.plan, "Memory policy the pages follow: preferred (default), bind, interleave, none (pages stay)");
   app.flag("--no-smt,!--smt", f.plan.no_smt, "One PU per core");
   app.option("--reserve", f.plan.reserve, "CPUs never to use (cpulist)");
@@ -46,10 +46,8 @@ Examples:
   gpubind rebind --match 'python.*train' --json)");
 }
 
-Result<rebind::Options> rebind_options(const Args& app, RebindFlags& f, const topo::Topology& t) {
-  auto cfg = load_config();
-  if (!cfg) return cfg.error();
-  apply_config(app, *cfg, f.plan);
+Result<rebind::Options> rebind_options(const Args& app, const bind::Config& cfg, RebindFlags& f, const topo::Topology& t) {
+  apply_config(app, cfg, f.plan);
   auto base = bind::make_request(f.plan, t, AllowedFrom::topology, {});
   if (!base) return base.error();
   return rebind::Options{*base, f.all_threads, !f.no_memory, false};
@@ -68,14 +66,21 @@ int cmd_rebind(const std::vector<std::string>& args) {
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
   // Moving needs this machine's plan: its topology, or an admin's copy of it; a dry run shows any.
-  auto topo = f.dry_run ? topology_of_processes(f.plan.topology, f.root_dir, "captured") : topology_for_moving(f.plan.topology);
+  auto topo = f.dry_run ? topology_of_processes(f.plan.topology, f.root_dir, "captured", f.plan.quiet)
+                        : topology_for_moving(f.plan.topology, f.plan.quiet);
   if (!topo) return fail(topo.error());
-  auto options = rebind_options(app, f, *topo);
+  auto cfg = load_config();
+  if (!cfg) return fail(cfg.error());
+  // The node's off-switch: an operator who turned binding off expects nothing moved.
+  if (!cfg->binding && !f.dry_run)
+    return fail_with(Error{"rebind", "binding = off in " + cfg->path + ": nothing moved (the node's off-switch; --dry-run shows the plan)"},
+                     kExitRebindRefused);
+  auto options = rebind_options(app, *cfg, f, *topo);
   if (!options) return fail(options.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());
   std::optional<std::vector<probe::GpuProcess>> contexts;
-  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (ranks told by device files and rank variables)");
+  if (f.root_dir.empty() && !f.no_gpu_runtime) contexts = gpu_contexts(*topo, *sel, "GPU contexts unknown (ranks told by device files and rank variables)", f.plan.quiet);
   // Pages per node: the dry run shows them as probed; a move reads them itself, before and after.
   probe::Probed probed = probe::probe_selected(**root, probe::select_processes(**root, *sel), {f.dry_run});
   if (contexts) probe::add_context_gpus(probed.states, *contexts);
@@ -94,7 +99,8 @@ int cmd_rebind(const std::vector<std::string>& args) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   print_warnings(out.warnings(), f.plan.quiet);
   for (const Error& e : out.errors()) fail(e);
-  return out.failed ? kExitFailure : out.refused ? kExitRebindNoPermission : kExitOk;
+  for (const Error& e : planned.denied) fail(e);
+  return out.failed ? kExitFailure : out.refused || !planned.denied.empty() ? kExitRebindNoPermission : kExitOk;
 }
 
 }  // namespace gpubind::cli

@@ -34,7 +34,7 @@ struct WatchFlags {
   double enforce_gap = 10;
   std::vector<std::string> roots;
   SelectionFlags which;
-  bool json = false, once = false, no_tty = false;
+  bool json = false, once = false, no_tty = false, quiet = false;
   watch::Schedule schedule;
   unsigned mem_every = 10;
   watch::Thresholds th;
@@ -42,7 +42,7 @@ struct WatchFlags {
 
 void add_watch_options(Args& app, WatchFlags& f) {
   add_topology_option(app, f.topology);
-  add_selection_options(app, f.which, "watch");
+  add_selection_options(app, f.which, "watch", true);
   app.option("--interval", f.schedule.interval, "Seconds between samples (default 1)").range(0.01, 3600.0);
   app.option("--count", f.schedule.count, "Stop after this many intervals").range(1, 1000000000);
   app.option("--duration", f.schedule.duration, "Stop after this many seconds").range(0.0, 31536000.0);
@@ -79,6 +79,7 @@ void add_watch_options(Args& app, WatchFlags& f) {
       .one_of({"on", "report"});
   app.option("--enforce-gap", f.enforce_gap, "With --enforce: at most one round of repins per rank every this many seconds (default 10)")
       .range(0.0, 86400.0);
+  add_quiet_option(app, f.quiet);
   app.option("--summary", f.summary_file, "At the end, also write the summary as text to FILE (replaced whole)");
   app.option("--textfile", f.textfile,
              "After every interval, replace FILE with the metrics in Prometheus' text format (node_exporter's textfile "
@@ -123,7 +124,7 @@ class Outputs final : public watch::Sink {
 
   void sampled(const watch::Taken& t, unsigned index) override {
     for (const Error& e : t.errors) fail(e);
-    print_warnings(t.notes, false);
+    print_warnings(t.notes, m_f.quiet);
     if (index == 0 && t.snapshot.processes.empty()) std::fprintf(stderr, "gpubind: watch: no process matches yet; watching for one\n");
   }
 
@@ -161,23 +162,53 @@ class Outputs final : public watch::Sink {
   bool m_redraw;
 };
 
+// gpubind.conf's off-switch (`binding = off`), read again at every sample: an operator who turns
+// binding off during an incident expects gpubind to stop moving threads on the node at once, and
+// to be told so. Each change is said once; a file that cannot be read keeps the last state.
+class OffSwitch {
+ public:
+  explicit OffSwitch(bool quiet) : m_quiet(quiet) {}
+  // Whether enforce stands back now.
+  bool off() {
+    auto cfg = load_config();
+    if (!cfg) {
+      if (!m_unreadable && !m_quiet) std::fprintf(stderr, "gpubind: warning: enforce: %s: kept %s\n", one_line(cfg.error().message()).c_str(), m_off ? "standing back" : "enforcing");
+      m_unreadable = true;
+      return m_off;
+    }
+    m_unreadable = false;
+    bool now = !cfg->binding;
+    if (now != m_off && !m_quiet)
+      std::fprintf(stderr, now ? "gpubind: note: enforce: binding = off in %s: standing back, no thread is moved (the watch goes on)\n"
+                               : "gpubind: note: enforce: binding is on again in %s: enforcing\n",
+                   cfg->path.empty() ? bind::kDefaultConfigPath : cfg->path.c_str());
+    m_off = now;
+    return m_off;
+  }
+
+ private:
+  bool m_quiet, m_off = false, m_unreadable = false;
+};
+
 // --enforce: after each sample, the threads of its ranks that drifted off their CPUs put back (or
 // reported), each action one line (a JSON line on stdout with --json, else on stderr); the rest
-// goes to the outputs.
+// goes to the outputs. Nothing while the off-switch is off.
 class Enforcing final : public watch::Sink {
  public:
-  Enforcing(Outputs& out, rebind::Enforcer& e, const topo::Topology& t, const sys::FsRoot& root, bool json, std::string node)
-      : m_out(out), m_e(e), m_topo(t), m_root(root), m_json(json), m_node(std::move(node)), m_mover(sys::real_task_mover()) {
+  Enforcing(Outputs& out, rebind::Enforcer& e, const topo::Topology& t, const sys::FsRoot& root, const WatchFlags& f, std::string node)
+      : m_out(out), m_e(e), m_topo(t), m_root(root), m_json(f.json), m_quiet(f.quiet), m_node(std::move(node)), m_mover(sys::real_task_mover()),
+        m_switch(f.quiet) {
     m_out.enforcer = &m_e;
   }
 
   void sampled(const watch::Taken& t, unsigned index) override {
     m_out.sampled(t, index);
+    if (m_switch.off()) return;
     const std::vector<probe::ProcessState>& states = t.snapshot.processes;
     // The cgroups are read only when the processes changed: the plan is made again then alone.
     std::map<int, CpuSet> cgroups = m_e.needs_plan(states) ? rebind::cgroup_cpus(m_root, states) : std::map<int, CpuSet>{};
     std::vector<rebind::Repin> repins = m_e.decide(m_topo, states, cgroups, t.snapshot.t);
-    print_warnings(m_e.take_notes(), false);
+    print_warnings(m_e.take_notes(), m_quiet);
     rebind::apply_repins(repins, *m_mover, m_e.acts());
     m_e.record(repins);
     for (const rebind::Repin& r : repins) {
@@ -201,18 +232,19 @@ class Enforcing final : public watch::Sink {
   rebind::Enforcer& m_e;
   const topo::Topology& m_topo;
   const sys::FsRoot& m_root;
-  bool m_json;
+  bool m_json, m_quiet;
   std::string m_node;
   std::unique_ptr<sys::TaskMover> m_mover;
+  OffSwitch m_switch;
 };
 
 // GPU utilization and contexts from NVML and ROCm SMI, on the live system, for the vendors it has;
 // a library missing (or failing) is one note, and the rest works. The libraries' UUIDs go into the
 // topology: the UUID label that joins dcgm-exporter's series. Where they disagree with it is
 // `gpubind topo`'s to say, not each watch's.
-discover::GpuRuntimes use_gpu_runtimes(topo::Topology& t) {
+discover::GpuRuntimes use_gpu_runtimes(topo::Topology& t, bool quiet) {
   discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, "GPU utilization unknown");
-  print_warnings(runtimes.notes, false);
+  print_warnings(runtimes.notes, quiet);
   discover::adopt_runtime_view(t, runtimes);
   return runtimes;
 }
@@ -302,8 +334,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
   // --enforce moves threads by this machine's plan: its topology, or an admin's copy of it.
-  auto topo = !f.enforce.empty() && f.roots.empty() ? topology_for_moving(f.topology)
-                                                   : topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded");
+  auto topo = !f.enforce.empty() && f.roots.empty() ? topology_for_moving(f.topology, f.quiet)
+                                                   : topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded", f.quiet);
   auto enforcer = topo ? make_enforcer(f, *topo) : Result<std::unique_ptr<rebind::Enforcer>>(topo.error());
   if (!enforcer) return fail(enforcer.error());
   auto opened = open_roots(f.roots);
@@ -322,12 +354,12 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (!endpoint) return fail(endpoint.error());
 
   discover::GpuRuntimes runtimes;
-  if (f.roots.empty()) runtimes = use_gpu_runtimes(*topo);
+  if (f.roots.empty()) runtimes = use_gpu_runtimes(*topo, f.quiet);
   watch::Sampler sampler(tree, clock, sampler_options(*sel, f, *topo, runtimes));
   watch::Watcher watcher(*topo, f.th);
   Outputs outputs(f, node, *topo, endpoint->get());
   std::optional<Enforcing> enforcing;
-  if (*enforcer) enforcing.emplace(outputs, **enforcer, *topo, *tree[0], f.json, node);
+  if (*enforcer) enforcing.emplace(outputs, **enforcer, *topo, *tree[0], f, node);
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, enforcing ? static_cast<watch::Sink&>(*enforcing) : outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);

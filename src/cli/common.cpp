@@ -49,12 +49,13 @@ void add_runtime_identity(topo::Topology& t, bool quiet, bool container_variable
                  quiet);
 }
 
-void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb) {
+void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb, bool all_gpu_default) {
   std::string Verb = verb;
   if (!Verb.empty()) Verb[0] = char(Verb[0] - 'a' + 'A');
   app.option("--pid", f.pids, "Processes to " + verb + " (repeatable)");
   app.flag("--self", f.self, Verb + " this gpubind process (it inherited its parent's binding and environment)");
-  app.flag("--all-gpu-procs", f.all_gpu, "Every process holding a GPU device open (the default)");
+  app.flag("--all-gpu-procs", f.all_gpu,
+           std::string("Every process holding a GPU device open") + (all_gpu_default ? " (the default)" : " (name it: rebind moves no process it was not told to)"));
   app.option("--children-of", f.children_of, "Every descendant of this PID (a launcher's ranks)");
   app.option("--match", f.match, "Processes whose command line matches this regular expression");
 }
@@ -90,32 +91,33 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live) {
   return sel;
 }
 
-std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown) {
+std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown,
+                                                           bool quiet) {
   discover::GpuRuntimes runtimes = discover::open_gpu_runtimes(t, unknown);
-  print_warnings(runtimes.notes, false);
+  print_warnings(runtimes.notes, quiet);
   auto contexts = runtimes.processes();
   if (contexts)
     for (const probe::GpuProcess& c : *contexts) sel.gpu_context_pids.push_back(c.pid);
   return contexts;
 }
 
-Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what) {
+Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what, bool quiet) {
   std::string source = topology_source(topology_flag);
   if (!root.empty() && source.empty())
     return Error{"--root " + root, "needs --topology (the machine the " + what + " processes ran on)", ErrorKind::usage};
   if (!source.empty()) return discover::load_topology(source);
   std::vector<std::string> cache_notes;
   auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
-  print_warnings(cache_notes, false);
+  print_warnings(cache_notes, quiet);
   return topo;
 }
 
-Result<topo::Topology> topology_for_moving(const std::string& topology_flag) {
+Result<topo::Topology> topology_for_moving(const std::string& topology_flag, bool quiet) {
   std::string source = topology_source(topology_flag);
   std::string label = (topology_flag.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
   std::vector<std::string> cache_notes;
   auto topo = discover::load_for_binding(source, label, discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
-  print_warnings(cache_notes, false);
+  print_warnings(cache_notes, quiet);
   return topo;
 }
 

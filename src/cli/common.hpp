@@ -53,8 +53,9 @@ struct SelectionFlags {
   bool self = false, all_gpu = false;
   bool any() const { return !pids.empty() || self || all_gpu || !children_of.empty() || !match.empty(); }  // a selector given
 };
-// Declares them; `verb` ("check", "watch") words their help.
-void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb);
+// Declares them; `verb` ("check", "watch") words their help. `all_gpu_default`: no selector
+// selects every GPU process (check, watch); rebind refuses to guess and needs one.
+void add_selection_options(Args& app, SelectionFlags& f, const std::string& verb, bool all_gpu_default);
 // The selection they ask for; `live`: this machine's /proc (gpubind itself is never found by a
 // selector), else a recorded tree (--self is refused). Errors are usage errors.
 Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
@@ -62,18 +63,19 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
 // The GPU libraries know which GPU each process has a context on (CUDA opens every visible GPU's
 // device file): asked for this machine's processes only, `unknown` the note printed when no
 // library answers. They count as GPU processes too: added to `sel`.
-std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown);
+std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown,
+                                                           bool quiet);
 
 // check's and watch's machine: --topology (or $GPUBIND_TOPOLOGY), else this one from the
-// topology cache (its notes printed). A captured tree (--root `root`) needs --topology: a usage
+// topology cache (its notes printed unless `quiet`). A captured tree (--root `root`) needs --topology: a usage
 // error otherwise, naming the root.
-Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what);
+Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what, bool quiet);
 
 // The machine whose processes rebind and watch --enforce move: this one (cached), or a topology
 // file (--topology, else $GPUBIND_TOPOLOGY: an admin's corrected copy) when it describes this
 // machine, as exec binds with it; one that describes another machine is an error saying what
 // differs.
-Result<topo::Topology> topology_for_moving(const std::string& topology_flag);
+Result<topo::Topology> topology_for_moving(const std::string& topology_flag, bool quiet);
 
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);

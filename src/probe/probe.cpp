@@ -234,6 +234,32 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   return pages;
 }
 
+std::string numa_maps_policy(const std::string& text) {
+  std::map<std::string, size_t> count;
+  for (std::string_view line : split(text, '\n')) {
+    if (line.find(" anon=") == std::string_view::npos || line.find(" file=") != std::string_view::npos) continue;
+    std::vector<std::string_view> f = split(line, ' ');
+    if (f.size() > 1) ++count[std::string(f[1])];
+  }
+  std::string most;
+  size_t best = 0;
+  for (const auto& [policy, n] : count)
+    if (n > best) {
+      most = policy;
+      best = n;
+    }
+  return most == "default" ? "" : most;
+}
+
+CpuSet policy_nodes(const std::string& policy) {
+  size_t colon = policy.find(':');
+  if (colon == std::string::npos) return {};
+  std::string nodes = policy.substr(colon + 1);
+  if (size_t flags = nodes.find_first_of("=("); flags != std::string::npos) nodes = nodes.substr(0, flags);  // "bind=static:1"
+  auto set = CpuSet::parse_list(nodes);
+  return set ? *set : CpuSet{};
+}
+
 ThreadMemo::Entry* ThreadMemo::find(int tid) {
   auto it = m_entries.find(tid);
   if (it == m_entries.end()) return nullptr;
@@ -504,11 +530,15 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
     }
   } else {
     p.notes.push_back("open files not readable (" + fds.error().why + "): GPUs unknown");
+    if (fds.error().kind == ErrorKind::permission) p.denied = fds.error().message();
   }
   p.gpus.assign(gpus.begin(), gpus.end());
 
   if (auto env = environment_of(root, pid, env_names())) p.env = std::move(*env);
-  else p.notes.push_back("environment not readable (" + env.error().why + ")");
+  else {
+    p.notes.push_back("environment not readable (" + env.error().why + ")");
+    if (env.error().kind == ErrorKind::permission && p.denied.empty()) p.denied = env.error().message();
+  }
   // What gpubind recorded when it bound the process: its container refused the memory policy.
   if (auto it = p.env.find(topo::binding_env::kMemPolicy); it != p.env.end() && it->second == "refused")
     p.notes.push_back("memory policy refused by the container when gpubind bound it (GPUBIND_MEM_POLICY=refused): "

@@ -112,6 +112,13 @@ Result<std::map<std::string, std::string>> environment_of(const sys::FsRoot& roo
 // anonymous mmap: "anon=", no "file="), where the process's own memory is. A file's page cache (its
 // binary, shared libraries, /dev/shm) sits where it was first read, often by another process.
 std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text);
+// The memory policy a numa_maps text shows on most of its anonymous mappings (each line's second
+// field: the mapping's own policy, else the process's), "" for the kernel's default: "bind:1",
+// "prefer:1", "interleave:0-1", "preferred-many:0-1"... (numactl --membind=1, srun --mem-bind).
+std::string numa_maps_policy(const std::string& text);
+// The nodes a policy names ("bind:1" -> {1}, "interleave:0-1" -> {0,1}); empty for "default"
+// and "local", which name none.
+CpuSet policy_nodes(const std::string& policy);
 
 // Reads one process; an Error when it does not exist (or vanished) or cannot be read at all.
 Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const ProbeOptions& options);

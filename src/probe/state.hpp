@@ -67,6 +67,9 @@ struct ProcessState {
   std::string container_id;                // the container runtime's id in /proc/PID/cgroup, "" when none
   std::optional<KubeContainer> kube;       // its pod and container, where the node's log links name its id
   std::vector<std::string> notes;          // what could not be read, and why
+  // Its environment or open files refused for permission (another user's process, read without
+  // root): the file and errno's text; "" when both were read. Whether it is a rank cannot be told.
+  std::string denied;
 };
 
 }  // namespace gpubind::probe

@@ -31,6 +31,14 @@ void Enforcer::replan(const topo::Topology& t, const std::vector<probe::ProcessS
     Target target{r.cpus, r.pid(), r.local_rank, "plan"};
     // What gpubind applied, where it bound the rank: the binding check's DRIFTED judges by.
     const probe::ProcessState* own = by_pid[r.pid()];
+    // A task the SPANK plugin left as its user chose (srun --cpu-bind, --gpubind=none), and that
+    // gpubind did not bind later: the user's binding wins here too.
+    if (auto how = own->env.find(topo::binding_env::kBinding); how != own->env.end() && !own->env.count(topo::binding_env::kCpus)) {
+      std::string note = "enforce: rank " + (r.local_rank.empty() ? "?" : r.local_rank) + " (PID " + std::to_string(r.pid()) +
+                         ") is left as its user bound it (" + topo::binding_env::kBinding + "=" + how->second + ")";
+      if (m_said.insert(note).second) m_notes.push_back(note);
+      continue;
+    }
     if (auto it = own->env.find(topo::binding_env::kCpus); it != own->env.end())
       if (auto applied = CpuSet::parse_list(it->second); applied && !(*applied & r.cgroup).empty())
         target = {*applied & r.cgroup, r.pid(), r.local_rank, topo::binding_env::kCpus};
@@ -48,15 +56,22 @@ std::vector<Repin> Enforcer::decide(const topo::Topology& t, const std::vector<p
                                     const std::map<int, CpuSet>& cgroup_cpus, double now) {
   if (needs_plan(states)) replan(t, states, cgroup_cpus);
   std::map<int, std::vector<Repin>> by_rank;
+  std::map<int, CpuSet> drifted;  // thread -> the CPUs it is allowed off its target, this sample
   for (const probe::ProcessState& s : states) {
     auto it = m_target.find(s.pid);
     if (it == m_target.end()) continue;
     const Target& target = it->second;
-    for (const probe::ThreadState& th : s.threads)
-      if (!th.cpus_allowed.empty() && !th.cpus_allowed.is_subset_of(target.cpus))
-        by_rank[target.rank_pid].push_back({s.pid, th.tid, th.comm, target.rank_pid, target.local_rank, th.cpus_allowed, target.cpus,
-                                            target.source, m_o.act ? RepinOutcome::planned : RepinOutcome::reported, ""});
+    for (const probe::ThreadState& th : s.threads) {
+      if (th.cpus_allowed.empty() || th.cpus_allowed.is_subset_of(target.cpus)) continue;
+      drifted[th.tid] = th.cpus_allowed;
+      // Reported only: a thread still off its CPUs as it was reported is the same drift, not a new one.
+      if (auto seen = m_reported.find(th.tid); !m_o.act && seen != m_reported.end() && seen->second == th.cpus_allowed) continue;
+      by_rank[target.rank_pid].push_back({s.pid, th.tid, th.comm, target.rank_pid, target.local_rank, th.cpus_allowed, target.cpus,
+                                          target.source, m_o.act ? RepinOutcome::planned : RepinOutcome::reported, ""});
+    }
   }
+  // A reported thread that came back (or ended) drifts anew when it next leaves.
+  std::erase_if(m_reported, [&](const auto& r) { auto d = drifted.find(r.first); return d == drifted.end() || d->second != r.second; });
   std::vector<Repin> out;
   for (auto& [rank, repins] : by_rank) {
     if (auto last = m_last.find(rank); last != m_last.end() && now - last->second < m_o.gap_seconds) continue;
@@ -67,8 +82,15 @@ std::vector<Repin> Enforcer::decide(const topo::Topology& t, const std::vector<p
 }
 
 void Enforcer::record(const std::vector<Repin>& done) {
-  for (const Repin& r : done)
-    if (r.outcome == RepinOutcome::repinned || r.outcome == RepinOutcome::reported) ++m_totals[r.rank_pid];
+  // One event per rank per round, however many of its threads moved: one `taskset -ap` on a rank
+  // of four threads is one repin, not four.
+  std::set<int> ranks;
+  for (const Repin& r : done) {
+    if (r.outcome != RepinOutcome::repinned && r.outcome != RepinOutcome::reported) continue;
+    ranks.insert(r.rank_pid);
+    if (r.outcome == RepinOutcome::reported) m_reported[r.tid] = r.from;
+  }
+  for (int rank : ranks) ++m_totals[rank];
 }
 
 std::vector<std::string> Enforcer::take_notes() {

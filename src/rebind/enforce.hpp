@@ -47,9 +47,10 @@ class Enforcer {
   // seconds on the watch's clock.
   std::vector<Repin> decide(const topo::Topology& t, const std::vector<probe::ProcessState>& states,
                             const std::map<int, CpuSet>& cgroup_cpus, double now);
-  // Counts what was done (repinned, or reported), by rank.
+  // Counts what was done (repinned, or reported), by rank: one event per rank per round. A
+  // reported thread is not reported (nor counted) again while it stays off its CPUs as it was.
   void record(const std::vector<Repin>& done);
-  // Repins (or reports) per rank's PID since the watch started.
+  // Rounds of repins (or reported drifts) per rank's PID since the watch started.
   const std::map<int, uint64_t>& totals() const { return m_totals; }
   bool acts() const { return m_o.act; }
   // What to say once (a refused plan), taken.
@@ -71,6 +72,7 @@ class Enforcer {
   std::map<int, Target> m_target;      // by PID
   std::map<int, double> m_last;        // rank PID -> when last acted on
   std::map<int, uint64_t> m_totals;
+  std::map<int, CpuSet> m_reported;    // --enforce=report: tid -> the CPUs it was reported allowed
   std::set<std::string> m_said;
   std::vector<std::string> m_notes;
 };

@@ -13,9 +13,10 @@ namespace {
 
 std::string proc_dir(int pid) { return "proc/" + std::to_string(pid); }
 
-std::optional<std::map<unsigned, uint64_t>> pages_of(const sys::FsRoot& root, int pid) {
+std::optional<std::map<unsigned, uint64_t>> pages_of(const sys::FsRoot& root, int pid, std::string* policy = nullptr) {
   auto maps = root.read(proc_dir(pid) + "/numa_maps");
   if (!maps) return std::nullopt;
+  if (policy) *policy = probe::numa_maps_policy(*maps);
   return probe::sum_numa_maps(*maps);
 }
 
@@ -113,7 +114,14 @@ void move_memory(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& roo
     mem.note = "no memory node planned: pages stay where they are";
     return;
   }
-  mem.before = pages_of(root, p.pid);
+  std::string policy;
+  mem.before = pages_of(root, p.pid, &policy);
+  // numactl --membind=1, srun --mem-bind: the process's own policy, which no other process can
+  // change, keeps sending new pages off the planned nodes.
+  if (CpuSet named = probe::policy_nodes(policy); !named.empty() && !named.is_subset_of(mem.to)) {
+    mem.policy = policy;
+    mem.policy_nodes = named;
+  }
   if (!mem.before) {
     mem.note = "numa_maps not readable: where its pages are is unknown, none moved";
     return;

@@ -31,6 +31,10 @@ struct MemoryMove {
   bool done = false;           // migrate_pages ran and succeeded
   bool refused = false;        // the environment refused migrate_pages (a seccomp profile): a warning, not an error
   std::string note;            // why nothing moved, or the failure
+  // Its memory policy as numa_maps shows it ("bind:1") when that names nodes off the planned
+  // ones: its pages moved now, but every page it allocates goes there again (a warning).
+  std::string policy;
+  CpuSet policy_nodes;  // the nodes it names
 };
 
 struct ProcessMove {

@@ -103,6 +103,22 @@ Result<GpuChoice> gpus_of(const topo::Topology& t, const probe::ProcessState& s,
 
 // The job a rank belongs to: its launcher's job id, else its Kubernetes pod or container (each pod
 // runs its own job, its ranks numbered from 0), else "".
+// The Slurm step a process runs in ("" outside Slurm, or outside any step).
+std::string step_of(const probe::ProcessState& s) {
+  auto it = s.env.find("SLURM_STEP_ID");
+  return it == s.env.end() ? "" : it->second;
+}
+
+// A Slurm job's process outside its steps (the batch script and what it runs directly, srun
+// clients among them) carries the batch step's SLURM_LOCALID=0 but is no task: the job's tasks
+// are the processes of its steps, as check --slurm-node selects them.
+std::string not_a_task(const probe::ProcessState& s) {
+  if (s.comm == "srun") return "an srun client: its tasks run in a step";
+  if (s.env.count("SLURM_JOB_ID") && !s.env.count("SLURM_STEP_ID"))
+    return "not a task: a process of Slurm job " + s.env.at("SLURM_JOB_ID") + " outside its steps (its batch script, or what that runs directly)";
+  return "";
+}
+
 std::string job_key(const probe::ProcessState& s) {
   std::string job = check::job_of(s);
   if (!job.empty()) return job;
@@ -124,14 +140,14 @@ struct Rank {
 };
 
 // Sorts the selected processes into ranks (with the processes under them) and skipped ones.
-std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, const Options& o, Plan& plan) {
+std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, const Options& o, Plan& plan, std::vector<Error>& denied) {
   std::map<int, const probe::ProcessState*> by_pid;
   for (const probe::ProcessState& s : states) by_pid[s.pid] = &s;
   auto is_candidate = [&](const probe::ProcessState& s) {
-    return check::holder_reason(s, o.contexts_known).empty() &&
+    return check::holder_reason(s, o.contexts_known).empty() && not_a_task(s).empty() &&
            (has_rank_variable(s) || !s.gpus.empty() || !s.context_gpus.empty() || !gpubind_gpus(s).empty());
   };
-  auto identity = [](const probe::ProcessState& s) { return job_key(s) + "/" + check::local_rank_of(s); };
+  auto identity = [](const probe::ProcessState& s) { return job_key(s) + "/" + step_of(s) + "/" + check::local_rank_of(s); };
   // The rank a process belongs to: its own pid when it is one, else the nearest candidate above it.
   std::map<int, int> root_of;
   std::function<int(const probe::ProcessState&, int)> root = [&](const probe::ProcessState& s, int depth) -> int {
@@ -147,7 +163,15 @@ std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, con
   std::map<int, Rank> ranks;
   for (const probe::ProcessState& s : states) {
     std::string holder = check::holder_reason(s, o.contexts_known);
+    if (holder.empty()) holder = not_a_task(s);
     int r = root(s, 0);
+    if (r == 0 && holder.empty() && !s.denied.empty()) {
+      denied.push_back(Error{"PID " + std::to_string(s.pid) + " (" + s.comm + ")",
+                             "no permission to read it (" + s.denied + "): whether it is a rank cannot be told; another user's "
+                             "process needs root (or CAP_SYS_PTRACE); nothing of it changed",
+                             ErrorKind::permission});
+      continue;
+    }
     if (r == 0) {
       plan.skipped.push_back({s.pid, s.comm, !holder.empty() ? holder : "not a rank: no rank variable and no GPU"});
       continue;
@@ -171,20 +195,20 @@ std::vector<ThreadPlan> thread_plans(const probe::ProcessState& s, const CpuSet&
 // started here selected, GPUs either disjoint or one GPU shared whole.
 void check_job(const std::string& job, const std::vector<Rank*>& ranks, std::vector<Error>& refusals) {
   std::string name = job_name(job);
-  std::map<unsigned, const Rank*> seen;
+  std::map<std::pair<std::string, unsigned>, const Rank*> seen;  // (Slurm step, local rank): each step numbers its own
   std::optional<unsigned> size;
   for (const Rank* r : ranks) {
     if (auto lr = topo::detect_local_rank(r->state->env); lr && *lr && (*lr)->size) size = std::max(size.value_or(0), *(*lr)->size);
     if (!r->local) continue;
-    if (auto [it, fresh] = seen.emplace(*r->local, r); !fresh)
+    if (auto [it, fresh] = seen.emplace(std::pair(step_of(*r->state), *r->local), r); !fresh)
       refusals.push_back({who(*r->state), "claims local rank " + std::to_string(*r->local) + " of " + name + " as " +
                                               who(*it->second->state) + " does: which is which cannot be told"});
   }
   // Local rank 3 means local ranks 0 to 2 run here too, whatever the launcher says of the size.
-  if (!seen.empty()) size = std::max(size.value_or(0), seen.rbegin()->first + 1);
+  for (const auto& [key, r] : seen) size = std::max(size.value_or(0), key.second + 1);
   if (size && *size > ranks.size()) {
     std::vector<unsigned> found;
-    for (const auto& [local, r] : seen) found.push_back(local);
+    for (const auto& [key, r] : seen) found.push_back(key.second);
     refusals.push_back({name, "its launcher's variables say " + std::to_string(*size) + " local ranks run on this node, but " +
                                   std::to_string(ranks.size()) + " of them " + (ranks.size() == 1 ? "was" : "were") +
                                   " selected (local rank " + join_numbers(found) +
@@ -274,7 +298,7 @@ Planned make_plan(const topo::Topology& t, const std::vector<probe::ProcessState
                   const Options& o) {
   Planned out;
   out.plan.all_threads = o.all_threads;
-  std::vector<Rank> ranks = find_ranks(states, o, out.plan);
+  std::vector<Rank> ranks = find_ranks(states, o, out.plan, out.denied);
   std::map<std::string, std::vector<Rank*>> jobs;
   for (Rank& r : ranks) {
     auto g = gpus_of(t, *r.state, o.base);
@@ -337,9 +361,17 @@ std::vector<std::string> Outcome::warnings() const {
   std::vector<std::string> out;
   for (const RankMove& r : ranks)
     for (const ProcessMove& p : r.processes)
+    {
       if (p.memory.refused)
         out.push_back("PID " + std::to_string(p.pid) + " (" + p.comm + "): its threads moved, its pages on node " + p.memory.from.to_list() +
                       " did not: " + p.memory.note);
+      if (!p.memory.policy.empty())
+        out.push_back("PID " + std::to_string(p.pid) + " (" + p.comm + "): its memory policy (numa_maps: " + p.memory.policy +
+                      ") sends every page it allocates to node " + p.memory.policy_nodes.to_list() + ", not the planned " +
+                      p.memory.to.to_list() + ": its pages " + (p.memory.done ? "moved now will be joined there by new ones" : "stay there") +
+                      " (no process can change another's policy): restart it under the planned binding (gpubind exec, or without "
+                      "numactl --membind / srun --mem-bind)");
+    }
   return out;
 }
 

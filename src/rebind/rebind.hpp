@@ -97,6 +97,10 @@ struct Options {
 struct Planned {
   Plan plan;
   std::vector<Error> refusals;  // any: nothing is to be moved
+  // Processes that could not be read for permission (ProcessState::denied) and are no rank of
+  // those read: whether they are ranks cannot be told, so they are neither moved nor skipped as
+  // "not a rank" (permission errors: rebind exits 5, the others moved).
+  std::vector<Error> denied;
 };
 
 // `cgroup_cpus`: each process's cgroup cpuset (sys::cgroup_allowed_cpus); a process missing from

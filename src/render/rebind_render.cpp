@@ -119,6 +119,7 @@ std::string rebind_text(const rebind::Outcome& o, const std::vector<rebind::Skip
 
 oj rebind_json(const rebind::Outcome& o, const std::vector<rebind::Skipped>& skipped, const std::string& node, const std::string& time) {
   oj j;
+  j["format"] = "gpubind-rebind/1";
   j["node"] = node;
   j["time"] = time;
   j["dry_run"] = o.dry_run;

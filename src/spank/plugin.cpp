@@ -17,6 +17,7 @@
 //             environment): binding = off disables the plugin; policy = is the mode of a bare
 //             --gpubind; mem = and reserve = apply unless plugstack.conf says otherwise
 extern "C" {
+#include <slurm/slurm.h>  // SLURM_BATCH_SCRIPT, SLURM_INTERACTIVE_STEP
 #include <slurm/spank.h>
 }
 
@@ -30,6 +31,7 @@ extern "C" {
 #include "bind/apply.hpp"
 #include "bind/bind_rank.hpp"
 #include "bind/config.hpp"
+#include "topo/binding_env.hpp"
 #include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "bind/slurm_step.hpp"
@@ -131,14 +133,21 @@ std::map<std::string, std::string> task_env(spank_t sp) {
   return env;
 }
 
+// The task is left as its user chose (GPUBIND_BINDING): watch --enforce must leave it so too.
+void mark_users_binding(spank_t sp, const char* how) {
+  if (spank_err_t e = spank_setenv(sp, topo::binding_env::kBinding, how, 1); e != ESPANK_SUCCESS)
+    std::fprintf(stderr, "gpubind: warning: spank_setenv %s: %s\n", topo::binding_env::kBinding, spank_strerror(e));
+}
+
 // The site default never fights what the user chose (bind_task says which). The user's
 // --cpu-bind is told apart from task/affinity's automatic binding by the step's environment
 // (srun exports the user's there; task/affinity writes its own into each task only). A Slurm
 // that did not call slurm_spank_user_init leaves only the task's, where both look the same: the
 // site default then stands back from any CPU binding.
-bool site_default_stands_back(const std::map<std::string, std::string>& env, const topo::LocalRank& lr) {
+bool site_default_stands_back(spank_t sp, const std::map<std::string, std::string>& env, const topo::LocalRank& lr) {
   if (auto user = bind::user_cpu_binding(g_step_seen ? g_step : env)) {
     if (g_opt.verbose) std::fprintf(stderr, "gpubind: srun --cpu-bind=%s: the user's binding wins over the site default\n", user->c_str());
+    mark_users_binding(sp, "user");
     return true;
   }
   if (lr.size == 1) {
@@ -245,7 +254,7 @@ std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::To
   bool ids = spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS && spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
              spank_get_item(sp, S_TASK_GLOBAL_ID, &global) == ESPANK_SUCCESS;
   std::string where = sys::hostname();
-  if (ids) where += " job " + std::to_string(job) + "." + (step == 0xfffffffbu ? std::string("batch") : std::to_string(step)) +
+  if (ids) where += " job " + std::to_string(job) + "." + (step == SLURM_BATCH_SCRIPT ? std::string("batch") : std::to_string(step)) +
                     " rank " + std::to_string(global) + " (local " + std::to_string(rb.local_rank) + ")";
   else where += " local rank " + std::to_string(rb.local_rank);
   std::string gpu = "-";
@@ -294,7 +303,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   auto lr = topo::detect_local_rank(env);
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
-  if (site_default && site_default_stands_back(env, **lr)) return Ok{};
+  if (site_default && site_default_stands_back(sp, env, **lr)) return Ok{};
   auto topo = task_topology(cfg, env);
   if (!topo) return topo.error();
   std::optional<CpuSet> step = step_cpus(sp, *topo);
@@ -355,10 +364,25 @@ extern "C" int slurm_spank_exit(spank_t, int, char**) {
   return 0;
 }
 
+// The batch script (sbatch) and salloc's interactive step are one process standing for the whole
+// job: their SLURM_LOCALID is 0 and the job's SLURM_TASKS_PER_NODE counts the tasks of later
+// steps, so binding them as local rank 0 confined the script, and all it runs directly (torchrun,
+// mpirun, `gpubind launch`), to GPU 0's share of the node, with rank 0's GPUBIND_*. They keep
+// what Slurm gave them; their steps' tasks are bound.
+bool job_wide_step(spank_t sp) {
+  uint32_t step = 0;
+  return spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS && (step == SLURM_BATCH_SCRIPT || step == SLURM_INTERACTIVE_STEP);
+}
+
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   try {
+    if (job_wide_step(sp)) {
+      if (g_opt.verbose) std::fprintf(stderr, "gpubind: the batch script keeps the job's CPUs (the tasks of its steps are bound)\n");
+      return 0;
+    }
     bool site_default = !g_requested;
     std::string mode = site_default ? g_args.site_default : g_opt.mode;
+    if (!site_default && mode == "none") mark_users_binding(sp, "none");  // srun --gpubind=none
     if (mode.empty() || mode == "none") return 0;
     auto cfg = bind::read_config(g_args.config, g_args.config_set);
     if (!cfg) {

@@ -11,7 +11,11 @@ inline constexpr const char* kMem = "GPUBIND_MEM";               // its memory n
 inline constexpr const char* kMemPolicy = "GPUBIND_MEM_POLICY";  // preferred, bind, interleave, none;
                                                                  // refused: the container refused it
 inline constexpr const char* kPolicy = "GPUBIND_POLICY";         // the planning policy
+// Set by the SPANK plugin on a task it leaves as the user chose: "user" (srun --cpu-bind: the
+// user's binding wins over the site default), "none" (srun --gpubind=none). watch --enforce
+// leaves such a task alone unless gpubind bound it later (GPUBIND_CPUS).
+inline constexpr const char* kBinding = "GPUBIND_BINDING";
 
-inline constexpr const char* kAll[] = {kLocalRank, kGpu, kCpus, kMem, kMemPolicy, kPolicy};
+inline constexpr const char* kAll[] = {kLocalRank, kGpu, kCpus, kMem, kMemPolicy, kPolicy, kBinding};
 
 }  // namespace gpubind::topo::binding_env

@@ -135,6 +135,28 @@ if wait_until 60 ready_or_gone && ranks_ready 2; then
   wait_until 30 reported && [ "$(cpus_of "$victim")" = "0-$(($(nproc) - 1))" ] && pass "--enforce=report says so and moves nothing" ||
     fail "report mode: $(cat "$WORK/report.err"), thread on $(cpus_of "$victim")"
   kill -TERM $watcher; wait $watcher 2>/dev/null
+  # The node's off-switch, flipped during an incident: with `binding = off` an enforcing watch
+  # stands back (said once) and moves nothing; turned on again, it enforces again. rebind refuses.
+  printf 'binding = off\n' >"$WORK/switch.conf"
+  GPUBIND_CONFIG=$WORK/switch.conf "$GPUBIND" watch --children-of $launcher --enforce --enforce-gap 0 --interval 0.2 --count 100000 \
+    --json >"$WORK/off.out" 2>"$WORK/off.err" &
+  watcher=$!
+  intervals() { grep -c '"type":"interval"' "$WORK/off.out"; }
+  judged_five() { [ "$(intervals)" -ge 5 ]; }
+  wait_until 60 judged_five
+  [ "$(cpus_of "$victim")" = "0-$(($(nproc) - 1))" ] && grep -q "binding = off in $WORK/switch.conf: standing back" "$WORK/off.err" \
+    && ! grep -q '"type":"repin"' "$WORK/off.out" \
+    && pass "binding = off: watch --enforce stands back over $(intervals) intervals and says so" \
+    || fail "off-switch enforce: thread on $(cpus_of "$victim"): $(cat "$WORK/off.err"; grep repin "$WORK/off.out" | head -2)"
+  GPUBIND_CONFIG=$WORK/switch.conf "$GPUBIND" rebind --children-of $launcher >"$WORK/off.rebind" 2>&1
+  rc=$?
+  [ $rc = 4 ] && grep -q "binding = off in $WORK/switch.conf: nothing moved" "$WORK/off.rebind" && [ "$(cpus_of "$victim")" = "0-$(($(nproc) - 1))" ] \
+    && pass "binding = off: rebind refuses (exit 4), nothing moved" || fail "off-switch rebind: rc $rc $(cat "$WORK/off.rebind")"
+  printf 'binding = on\n' >"$WORK/switch.conf"
+  wait_until 30 back && grep -q "binding is on again in $WORK/switch.conf: enforcing" "$WORK/off.err" \
+    && pass "turned on again: the watch enforces again (thread $victim back on $want0)" \
+    || fail "off-switch back on: thread on $(cpus_of "$victim"): $(cat "$WORK/off.err")"
+  kill -TERM $watcher; wait $watcher 2>/dev/null
 else
   fail "the bound job did not start: $(cat "$WORK/launch.err")"
 fi
@@ -155,6 +177,15 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     lines=$(grep -c "no permission to move it" "$WORK/err")
     [ $rc = 5 ] && [ "$lines" = 2 ] && pass "another user's ranks: exit 5, one line each" || fail "other user: rc $rc, $lines lines: $(cat "$WORK/err")"
     [ "$(cpus_of "$q0")" = "$before" ] && pass "nothing of them changed" || fail "rank moved: $(cpus_of "$q0")"
+    # A third user cannot even read them (environment, open files): not "not a rank" and exit 0,
+    # but one "no permission" line per process and exit 5, as docs/cli.md promises.
+    setpriv --reuid=65533 --regid=65533 --clear-groups "$GPUBIND" rebind --children-of $other >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    lines=$(grep -c "no permission to read it" "$WORK/err")
+    [ $rc = 5 ] && [ "$lines" = 2 ] && ! grep -q "not a rank" "$WORK/out" \
+      && pass "a user who cannot read another's ranks: exit 5, one 'no permission' line each" \
+      || fail "unreadable ranks: rc $rc, $lines lines: $(cat "$WORK/out" "$WORK/err")"
+    [ "$(cpus_of "$q0")" = "$before" ] && pass "nothing of them changed by the third user" || fail "rank moved: $(cpus_of "$q0")"
   else
     fail "the other user's ranks did not start: $(cat "$WORK/launch.err")"
   fi

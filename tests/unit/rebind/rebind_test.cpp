@@ -8,7 +8,9 @@
 #include <functional>
 
 #include "discover/source.hpp"
+#include "probe/probe.hpp"
 #include "rebind/move.hpp"
+#include "topo/binding_env.hpp"
 #include "../../support/fake_tree.hpp"
 
 namespace gpubind::rebind {
@@ -129,6 +131,72 @@ TEST(RebindPlan, AProcessWithNeitherRankVariableNorGpuIsSkipped) {
   Planned p = plan_of({proc(60, {}), rank(100, 0, 1, kGpus[0])});
   ASSERT_EQ(p.plan.skipped.size(), 1u);
   EXPECT_EQ(p.plan.skipped[0].why, "not a rank: no rank variable and no GPU");
+}
+
+TEST(RebindPlan, AProcessThatCouldNotBeReadIsNoPermissionNotSkippedAsNotARank) {
+  // Another user's rank read without root: its status is world-readable, its environment and open
+  // files are not, so nothing tells it is a rank. It was skipped as "not a rank" (exit 0).
+  probe::ProcessState other = proc(70, {});
+  other.denied = "/proc/70/environ: Permission denied";
+  probe::ProcessState orphan = proc(80, {});  // read whole: no rank, skipped as before
+  Planned p = plan_of({other, orphan, rank(100, 0, 1, kGpus[0])});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  ASSERT_EQ(p.denied.size(), 1u);
+  EXPECT_EQ(p.denied[0].what, "PID 70 (python)");
+  EXPECT_EQ(p.denied[0].kind, ErrorKind::permission);
+  EXPECT_EQ(p.denied[0].why.rfind("no permission to read it (/proc/70/environ: Permission denied)", 0), 0u) << p.denied[0].why;
+  ASSERT_EQ(p.plan.skipped.size(), 1u);
+  EXPECT_EQ(p.plan.skipped[0].pid, 80);
+  EXPECT_EQ(p.plan.ranks.size(), 1u);  // the rank that was read still moves
+  probe::ProcessState child = proc(105, {});  // under a rank that was read: it belongs to that rank
+  child.ppid = 100;
+  child.denied = "/proc/105/fd: Permission denied";
+  EXPECT_TRUE(plan_of({rank(100, 0, 1, kGpus[0]), child}).denied.empty());
+}
+
+TEST(RebindPlan, TheBatchScriptAndItsSrunClientAreNoTasks) {
+  // `srun --overlap --jobid J gpubind rebind --match 'python.*train'`: the batch script's
+  // `srun python train.py` matched and carried the batch step's SLURM_LOCALID=0: refused (exit 4).
+  std::map<std::string, std::string> batch = {{"SLURM_JOB_ID", "5"}, {"SLURM_LOCALID", "0"}, {"SLURM_TASKS_PER_NODE", "2"}};
+  probe::ProcessState script = proc(40, batch);
+  script.comm = "bash";
+  probe::ProcessState srun = proc(41, batch);
+  srun.comm = "srun";
+  srun.ppid = 40;
+  std::vector<probe::ProcessState> states = {script, srun};
+  for (unsigned local : {0u, 1u}) {
+    probe::ProcessState task = proc(int(100 + 100 * local), {{"SLURM_JOB_ID", "5"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", std::to_string(local)},
+                                                            {"SLURM_STEP_TASKS_PER_NODE", "2"}});
+    task.context_gpus = {kGpus[local]};
+    states.push_back(task);
+  }
+  Planned p = plan_of(states);
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  EXPECT_EQ(p.plan.ranks.size(), 2u);
+  ASSERT_EQ(p.plan.skipped.size(), 2u);
+  EXPECT_EQ(p.plan.skipped[0].why.rfind("not a task: a process of Slurm job 5 outside its steps", 0), 0u) << p.plan.skipped[0].why;
+  EXPECT_EQ(p.plan.skipped[1].why, "an srun client: its tasks run in a step");
+}
+
+TEST(RebindPlan, ASweepOfSingleGpuStepsIsOneJobEachStepNumberingItsOwnTasks) {
+  // `srun -n1 --gpus=1 ... &` four times in one allocation: four tasks of local rank 0 in four steps.
+  std::vector<probe::ProcessState> states;
+  for (unsigned step = 0; step < 4; ++step) {
+    probe::ProcessState task = proc(int(100 + 100 * step), {{"SLURM_JOB_ID", "5"}, {"SLURM_STEP_ID", std::to_string(step)}, {"SLURM_LOCALID", "0"}});
+    task.context_gpus = {kGpus[step]};
+    states.push_back(task);
+  }
+  Planned p = plan_of(states);
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  ASSERT_EQ(p.plan.ranks.size(), 4u);
+  // Planned together: GPUs 0-3 share node 0, which is split four ways, as exec splits it for the
+  // ranks of GPUs 0-3 (planned apart, each would have had the whole node).
+  plan::Plan want = exec_plan(8);
+  for (unsigned i = 0; i < 4; ++i) EXPECT_EQ(rank_of(p, int(100 + 100 * i))->cpus.to_list(), want.ranks[i].cpus.to_list()) << i;
+  states.push_back(states[0]);  // one step's local rank twice: still refused
+  states.back().pid = 900;
+  states.back().context_gpus = {kGpus[5]};
+  EXPECT_FALSE(plan_of(states).refusals.empty());
 }
 
 TEST(RebindPlan, AProcessUnderARankMovesWithIt) {
@@ -266,6 +334,7 @@ TEST(RebindPlan, EachJobIsPlannedOverItsOwnCgroup) {
   auto job = [](int pid, unsigned local, const std::string& id, const std::string& gpu) {
     probe::ProcessState s = rank(pid, local, 2, gpu);
     s.env["SLURM_JOB_ID"] = id;
+    s.env["SLURM_STEP_ID"] = "0";  // a task of the job's first step
     return s;
   };
   CpuSet first = CpuSet::range(0, 27), second = CpuSet::range(28, 55);
@@ -475,6 +544,34 @@ TEST(RebindMove, PagesOnOtherNodesMigrateAndAreCounted) {
   EXPECT_EQ(f.mover.calls.back(), "migrate 100 1 -> 0");
 }
 
+TEST(RebindMove, AMemoryPolicyBindingAnotherNodeIsSaidPagesMovedNowComeBack) {
+  // numactl --membind=1: the report said "node 1 -> 0", but every page allocated afterwards went
+  // to node 1 again; no process can change another's policy.
+  Fixture f;
+  probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
+  std::string bound = "7f0000000000 bind:1 anon=100 dirty=100 N1=100 kernelpagesize_kB=4\n"
+                      "7f0000100000 bind:1 anon=5 dirty=5 N1=5 kernelpagesize_kB=4\n"
+                      "7f0000200000 default file=/usr/bin/python3 mapped=10 N1=10 kernelpagesize_kB=4\n";
+  f.process(r, bound);
+  f.mover.on_migrate = [&](int pid) { f.tree.file("proc/" + std::to_string(pid) + "/numa_maps", kOnNode0); };
+  Outcome o = f.run(plan_of({r}).plan);
+  const MemoryMove& m = o.ranks[0].processes[0].memory;
+  ASSERT_TRUE(m.done) << m.note;
+  EXPECT_EQ(m.policy, "bind:1");
+  std::vector<std::string> w = o.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].rfind("PID 100 (python): its memory policy (numa_maps: bind:1) sends every page it allocates to node 1, not the planned 0", 0), 0u) << w[0];
+  EXPECT_NE(w[0].find("restart it under the planned binding"), std::string::npos);
+  // A policy within the planned nodes (or the default) says nothing.
+  Fixture g;
+  g.process(r, "7f0000000000 prefer:0 anon=100 dirty=100 N1=100 kernelpagesize_kB=4\n");
+  g.mover.on_migrate = [&](int pid) { g.tree.file("proc/" + std::to_string(pid) + "/numa_maps", kOnNode0); };
+  EXPECT_TRUE(g.run(plan_of({r}).plan).warnings().empty());
+  EXPECT_EQ(probe::numa_maps_policy(kOnNode1), "");
+  EXPECT_EQ(probe::policy_nodes("interleave:0-1"), CpuSet::range(0, 1));
+  EXPECT_EQ(probe::policy_nodes("bind=static:1"), CpuSet::of({1}));
+}
+
 TEST(RebindMove, PagesARefusingSeccompProfileKeepsWhereTheyAreAreAWarning) {
   Fixture f;
   probe::ProcessState r = rank(100, 0, 1, kGpus[0]);
@@ -614,6 +711,77 @@ TEST(Enforce, ReportOnlyMovesNothingAndCountsWhatItReported) {
   EXPECT_TRUE(mover.calls.empty());
   e.record(r);
   EXPECT_EQ(e.totals().at(100), 1u);
+}
+
+TEST(Enforce, ATaskTheUserBoundIsLeftAloneUnlessGpubindBoundItLater) {
+  // srun --cpu-bind=map_cpu:... under the site default (or --gpubind=none): the plugin stands
+  // back and marks the task; an enforcing watch from the prolog moved it within one sample.
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  for (probe::ThreadState& t : states[0].threads) t.cpus_allowed = CpuSet::range(200, 201);  // the user's map
+  states[0].env[topo::binding_env::kBinding] = "user";
+  states[1].env[topo::binding_env::kBinding] = "none";
+  states[1].threads[0].cpus_allowed = CpuSet::range(0, 223);
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 0).empty());
+  std::vector<std::string> notes = e.take_notes();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "enforce: rank 0 (PID 100) is left as its user bound it (GPUBIND_BINDING=user)");
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 20).empty());
+  EXPECT_TRUE(e.take_notes().empty());  // said once
+  Enforcer later({});
+  states[0].env[topo::binding_env::kCpus] = "0-3";  // `gpubind exec` inside the task bound it since
+  std::vector<Repin> r = later.decide(dgx(), states, {}, 0);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r[0].rank_pid, 100);
+}
+
+TEST(Enforce, OneTasksetOfEveryThreadOfARankIsOneRepinNotOnePerThread) {
+  // `taskset -ap` on a rank of 4 threads moved all four: counted 4, which alone came near the
+  // GpubindRankRepinFight threshold (3 in 10 minutes).
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = {rank(100, 0, 1, kGpus[0])};
+  states[0] = proc(100, states[0].env, 4);
+  states[0].context_gpus = {kGpus[0]};
+  EXPECT_FALSE(e.decide(dgx(), states, {}, 0).empty());  // first put where the plan says
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 100);
+  ASSERT_EQ(r.size(), 4u);  // every thread still moves
+  for (Repin& x : r) x.outcome = RepinOutcome::repinned;
+  e.record(r);
+  EXPECT_EQ(e.totals().at(100), 1u);
+}
+
+TEST(Enforce, AReportedDriftIsCountedOnceWhileItLastsAndAgainWhenItRecurs) {
+  // --enforce=report reported (and counted) the same drift again at every --enforce-gap: 60 in 10
+  // minutes at the default gap, the alert firing on one taskset.
+  EnforceOptions o;
+  o.act = false;
+  o.gap_seconds = 10;
+  Enforcer e(o);
+  std::vector<probe::ProcessState> states = bound_job();
+  CpuSet home = states[0].threads[1].cpus_allowed;
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  size_t reported = 0;
+  for (int second = 0; second <= 600; ++second) {  // ten minutes of 1 s samples
+    std::vector<Repin> r = e.decide(dgx(), states, {}, second);
+    for (Repin& x : r) x.outcome = RepinOutcome::reported;
+    reported += r.size();
+    e.record(r);
+  }
+  EXPECT_EQ(reported, 1u);
+  EXPECT_EQ(e.totals().at(100), 1u);
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 111);  // moved elsewhere: a new drift
+  std::vector<Repin> moved = e.decide(dgx(), states, {}, 601);
+  ASSERT_EQ(moved.size(), 1u);
+  moved[0].outcome = RepinOutcome::reported;
+  e.record(moved);
+  states[0].threads[1].cpus_allowed = home;  // back, then off again: a new drift too
+  EXPECT_TRUE(e.decide(dgx(), states, {}, 620).empty());
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  std::vector<Repin> again = e.decide(dgx(), states, {}, 640);
+  ASSERT_EQ(again.size(), 1u);
+  again[0].outcome = RepinOutcome::reported;
+  e.record(again);
+  EXPECT_EQ(e.totals().at(100), 3u);
 }
 
 TEST(Enforce, ARepinReadsTheThreadAgainFirst) {

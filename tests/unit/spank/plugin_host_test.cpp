@@ -5,6 +5,7 @@
 // -1 with `strict`. The failures of the binding syscalls come from the sys layer's libfiu
 // failure points (docs/FAULTS.md), compiled into the sanitizer build only.
 extern "C" {
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
 
@@ -49,6 +50,7 @@ struct Host {
   std::vector<std::string> slurm_errors;
   std::vector<std::string> slurm_debug;
   std::string step_cores;  // S_STEP_ALLOC_CORES; "" = not answered
+  uint32_t step_id = 7;    // S_JOB_STEPID
 };
 Host g_host;
 std::string formatted(const char* fmt, va_list ap) {
@@ -88,7 +90,7 @@ spank_err_t spank_get_item(spank_t, spank_item_t item, ...) {
   va_start(ap, item);
   spank_err_t rc = spank_err_t(ESPANK_SUCCESS);
   if (item == S_JOB_ID) *va_arg(ap, uint32_t*) = 42;
-  else if (item == S_JOB_STEPID) *va_arg(ap, uint32_t*) = 7;
+  else if (item == S_JOB_STEPID) *va_arg(ap, uint32_t*) = g_host.step_id;
   else if (item == S_TASK_GLOBAL_ID) *va_arg(ap, uint32_t*) = 3;
   else if (item == S_STEP_ALLOC_CORES && !g_host.step_cores.empty()) *va_arg(ap, char**) = g_host.step_cores.data();
   else rc = spank_err_t(ESPANK_BAD_ARG);
@@ -174,11 +176,15 @@ class SpankHost : public ::testing::Test {
   }
 
   // Nothing of a binding: the affinity slurmstepd gave, and the user's own variable untouched.
-  void expect_unbound() {
+  // `users`: the task is marked as left to its user's binding (GPUBIND_BINDING=user or none).
+  void expect_unbound(const char* users = nullptr) {
     EXPECT_EQ(affinity_now(), m_affinity);
     EXPECT_EQ(g_host.env["GPUBIND_CPUS"], "from the user");
+    if (users) {
+      EXPECT_EQ(g_host.env["GPUBIND_BINDING"], users);
+    }
     for (const auto& [k, v] : g_host.env)
-      if (k != "GPUBIND_CPUS") {
+      if (k != "GPUBIND_CPUS" && (k != "GPUBIND_BINDING" || !users)) {
         EXPECT_NE(k.rfind("GPUBIND_", 0), 0u) << k << "=" << v;
       }
   }
@@ -223,7 +229,7 @@ TEST_F(SpankHost, ALongTaskVariableIsReadWhole) {
   while (masks.size() < 6000) masks += "0x1,";
   g_host.env["SLURM_CPU_BIND"] = masks;
   ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
-  expect_unbound();
+  expect_unbound("user");
 }
 
 // Issue 30: under TaskPlugin=task/affinity every task carries Slurm's automatic binding in
@@ -243,12 +249,36 @@ TEST_F(SpankHost, SiteDefaultStandsBackForTheUsersCpuBind) {
   m_step_env = user;
   g_host.env.insert(user.begin(), user.end());
   ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
-  expect_unbound();
+  expect_unbound("user");  // marked, so watch --enforce leaves it as the user bound it
   // --cpu-bind=verbose alone chooses no binding: the site default binds.
   SetUp();
   m_step_env = std::map<std::string, std::string>{{"SLURM_CPU_BIND", "verbose"}, {"SLURM_CPU_BIND_TYPE", ""}};
   ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
   EXPECT_NE(g_host.env["GPUBIND_CPUS"], "from the user");
+}
+
+// sbatch --ntasks-per-node=2 under the site default (or sbatch --gpubind): the batch script was
+// bound as local rank 0 of the job's 2 tasks per node, and all it ran directly with it, carrying
+// rank 0's GPUBIND_*. It keeps what Slurm gave it; salloc's interactive step too.
+TEST_F(SpankHost, TheBatchScriptAndTheInteractiveStepKeepTheJobsCpus) {
+  for (uint32_t step : {uint32_t(SLURM_BATCH_SCRIPT), uint32_t(SLURM_INTERACTIVE_STEP)}) {
+    SetUp();
+    slurm_spank_exit(nullptr, 0, nullptr);  // the earlier round's option forgotten
+    g_host.step_id = step;
+    g_host.env.erase("SLURM_STEP_TASKS_PER_NODE");
+    g_host.env["SLURM_TASKS_PER_NODE"] = "2";  // the job's
+    ASSERT_EQ(run_task({"default=closest"}), 0) << m_stderr;
+    expect_unbound();
+    ASSERT_EQ(run_task({}, "closest,verbose"), 0) << m_stderr;
+    expect_unbound();
+    EXPECT_NE(m_stderr.find("the batch script keeps the job's CPUs"), std::string::npos) << m_stderr;
+  }
+}
+
+// srun --gpubind=none: unbound, and marked so that an enforcing watch leaves it alone too.
+TEST_F(SpankHost, GpubindNoneLeavesTheTaskUnboundAndMarked) {
+  ASSERT_EQ(run_task({"default=closest"}, "none"), 0) << m_stderr;
+  expect_unbound("none");
 }
 
 // Issue 30: with --gpus-per-task=1 (or --gpu-bind=map_gpu) each task sees only its own GPU, and
