@@ -12,6 +12,8 @@ build_packages=(
   # lld lays out the functions exec runs together (src/CMakeLists.txt)
   lld
   libhwloc-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  # bench --ab --step-regex: users' patterns matched in linear time, with named groups
+  libre2-dev
   # k8s check: the kubelet's config.yaml, read by libyaml, and its pod-resources API, asked through
   # gRPC (each in a module only that command loads)
   libyaml-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -1,6 +1,9 @@
 #include "bench/ab.hpp"
 
+#include <re2/re2.h>
+
 #include <algorithm>
+#include <map>
 
 #include "bench/json_fields.hpp"
 #include "util/strings.hpp"
@@ -14,6 +17,7 @@ using json_fields::field;
 namespace {
 
 constexpr size_t kMaxStepLine = 4096;
+constexpr const char* kNoLookaround[] = {"(?=", "(?!", "(?<=", "(?<!", "\\1", "\\2"};
 constexpr StepSource kSources[] = {StepSource::wall, StepSource::pattern, StepSource::file};
 
 std::optional<double> unit_ms(const std::string& name) {
@@ -29,75 +33,68 @@ Result<StepPattern> parse_step_pattern(const std::string& text) {
   const std::string what = "--step-regex '" + text + "'";
   StepPattern p;
   p.text = text;
-  std::string plain;
-  size_t groups = 0;
-  bool named = false, in_class = false;
+  // ECMAScript's and .NET's (?<name>...) in RE2's spelling, (?P<name>...); escapes and character
+  // classes copied as they are.
+  std::string re2_text;
+  bool in_class = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '\\' && i + 1 < text.size()) {
-      plain += text.substr(i, 2);
+      re2_text += text.substr(i, 2);
       ++i;
       continue;
     }
     if (in_class) {
       in_class = c != ']';
-      plain += c;
+      re2_text += c;
       continue;
     }
     if (c == '[') {
       in_class = true;
-      plain += c;
-      if (i + 1 < text.size() && text[i + 1] == ']') plain += text[++i];  // "[]...]": a literal ]
+      re2_text += c;
+      if (i + 1 < text.size() && text[i + 1] == ']') re2_text += text[++i];  // "[]...]": a literal ]
       continue;
     }
-    if (c != '(') {
-      plain += c;
-      continue;
+    re2_text += c;
+    if (c == '(' && text.compare(i + 1, 2, "?<") == 0 && i + 3 < text.size() && text[i + 3] != '=' && text[i + 3] != '!') {
+      re2_text += "?P<";
+      i += 2;
     }
-    if (i + 1 >= text.size() || text[i + 1] != '?') {
-      ++groups;
-      plain += c;
-      continue;
-    }
-    size_t name_at = text.compare(i + 1, 3, "?P<") == 0 ? i + 4 : text.compare(i + 1, 2, "?<") == 0 ? i + 3 : std::string::npos;
-    if (name_at == std::string::npos || name_at >= text.size() || text[name_at] == '=' || text[name_at] == '!') {
-      plain += c;  // (?: (?= (?!, or a lookbehind, which std::regex refuses below
-      continue;
-    }
-    size_t close = text.find('>', name_at);
-    if (close == std::string::npos) return Error{what, "a named group without its closing '>'", ErrorKind::usage};
-    std::string name = text.substr(name_at, close - name_at);
-    auto ms = unit_ms(name);
-    if (!ms) return Error{what, "the group (?<" + name + ">...): name the step time's unit, ms, s or us", ErrorKind::usage};
-    if (named) return Error{what, "more than one named group: name only the step time's", ErrorKind::usage};
-    named = true;
-    p.group = ++groups;
-    p.to_ms = *ms;
-    plain += '(';
-    i = close;
   }
-  if (!named)
+  RE2::Options options;
+  options.set_log_errors(false);  // RE2 would print its own line on stderr
+  auto re = std::make_shared<const RE2>(re2_text, options);
+  if (!re->ok()) {
+    bool lookaround = std::any_of(std::begin(kNoLookaround), std::end(kNoLookaround), [&](const char* s) { return text.find(s) != std::string::npos; });
+    return Error{what, "not a regular expression: " + re->error() + (lookaround ? " (no lookahead, lookbehind or backreference: RE2 matches in linear time)" : ""),
+                 ErrorKind::usage};
+  }
+  const std::map<std::string, int>& named = re->NamedCapturingGroups();
+  if (named.empty())
     return Error{what, "no named group for the step time: write it as (?<ms>[0-9.]+), or (?<s>...) or (?<us>...) for its unit",
                  ErrorKind::usage};
-  try {
-    p.regex = std::regex(plain, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return Error{what, std::string("not a regular expression: ") + e.what(), ErrorKind::usage};
-  }
+  if (named.size() > 1) return Error{what, "more than one named group: name only the step time's", ErrorKind::usage};
+  auto ms = unit_ms(named.begin()->first);
+  if (!ms)
+    return Error{what, "the group (?<" + named.begin()->first + ">...): name the step time's unit, ms, s or us", ErrorKind::usage};
+  p.group = size_t(named.begin()->second);
+  p.to_ms = *ms;
+  p.regex = std::move(re);
   return p;
 }
 
 std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank) {
   std::vector<double> out;
   const std::string tag = "[" + std::to_string(rank) + "] ";
+  std::vector<re2::StringPiece> groups(p.group + 1);
   for (std::string_view line : split(output, '\n')) {
-    // A step line is short; std::regex recurses per character of some patterns, so a long line
-    // (a JSON dump, a progress bar redrawn with \r) is not searched.
-    if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;
-    std::string rest(line.substr(tag.size()));
-    std::smatch m;
-    if (!std::regex_search(rest, m, p.regex) || p.group >= m.size() || !m[p.group].matched) continue;
-    if (auto v = parse_double(m[p.group].str()); v && *v >= 0) out.push_back(*v * p.to_ms);
+    // A step line is short: a long line (a JSON dump, a progress bar redrawn with \r) is no step's.
+    if (!line.starts_with(tag) || line.size() > kMaxStepLine || !p.regex) continue;
+    std::string_view rest = line.substr(tag.size());
+    if (!p.regex->Match(re2::StringPiece(rest.data(), rest.size()), 0, rest.size(), RE2::UNANCHORED, groups.data(), int(groups.size())) ||
+        groups[p.group].data() == nullptr)
+      continue;
+    if (auto v = parse_double(std::string_view(groups[p.group].data(), groups[p.group].size())); v && *v >= 0) out.push_back(*v * p.to_ms);
   }
   return out;
 }

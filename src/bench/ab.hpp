@@ -4,8 +4,8 @@
 // printed (or the file it wrote), and the report is made from the record, so both are tested on
 // hand-made text and records; the runs themselves are in ab_runner.hpp.
 #include <cstdint>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,16 +16,23 @@
 #include "bench/stats.hpp"
 #include "util/result.hpp"
 
+namespace re2 {
+class RE2;
+}
+
 namespace gpubind::bench {
 
-// --step-regex: an ECMAScript regular expression with one named group that holds the step time
-// and names its unit: (?<ms>...), (?<s>...) or (?<us>...) ((?P<ms>...), Python's spelling, too).
-// std::regex has no named groups: the name is read here and the group numbered.
+// --step-regex: a regular expression (RE2's syntax, which takes the usual ECMAScript and Python
+// patterns but no lookaround or backreference) with one named group that holds the step time and
+// names its unit: (?<ms>...), (?<s>...) or (?<us>...) ((?P<ms>...), Python's spelling, too). RE2
+// matches in time linear in the line and uses no recursion, so no pattern a user writes can hang
+// bench or overflow its stack (std::regex did both: '(?<ms>(a|aa)+)b' over 40 bytes took 38 s,
+// nested groups under a repeat over a 4 KB line crashed).
 struct StepPattern {
-  std::string text;   // as given
-  std::regex regex;   // the name removed: a plain group
-  size_t group = 0;   // its number
-  double to_ms = 1;   // its unit in ms
+  std::string text;                  // as given
+  std::shared_ptr<const re2::RE2> regex;  // compiled
+  size_t group = 0;                       // the named group's number
+  double to_ms = 1;                       // its unit in ms
 };
 Result<StepPattern> parse_step_pattern(const std::string& text);
 

@@ -142,9 +142,11 @@ int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
   return kExitOk;
 }
 
-// Closing summary, one row per rank, on stderr.
+// Closing summary, one row per rank, on stderr. The CPUs are what launch gave each rank when it
+// started: `gpubind rebind` or `watch --enforce` may have moved it since (it said "unbound" for a
+// rank rebound while it ran).
 void print_summary(const bind::LaunchResult& result, const plan::Plan& plan, const bind::LaunchSpec& spec) {
-  render::TextTable t({"RANK", "LOCAL", "PID", "STATUS", "WALL", "CPUS", "GPU"});
+  render::TextTable t({"RANK", "LOCAL", "PID", "STATUS", "WALL", "CPUS AT START", "GPU"});
   for (const bind::RankOutcome& r : result.ranks) {
     const plan::RankBinding& rb = plan.ranks[r.local_rank];
     std::vector<std::string> gpus;

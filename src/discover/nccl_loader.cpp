@@ -151,9 +151,15 @@ struct Walker {
       if (cpus) node.cpus = *cpus;
       topo.numa_nodes.push_back(node);
     } else if (numa && cpus) {
-      // A second <cpu> block of the same node: its CPUs are that node's too, not in no node.
+      // A second <cpu> block of the same node: its CPUs are that node's too, not in no node. NCCL
+      // writes one block per NUMA node, so a file with two was edited by hand: said, not silent.
       for (topo::NumaNode& n : topo.numa_nodes)
-        if (n.os_index == *numa) n.cpus |= *cpus;
+        if (n.os_index == *numa) {
+          topo.warnings.push_back("NCCL/RCCL topology file: two <cpu numaid=\"" + std::to_string(*numa) + "\"> blocks (CPUs " +
+                                  n.cpus.to_list() + " and " + cpus->to_list() + "): taken together as node " + std::to_string(*numa) +
+                                  "'s CPUs; NCCL writes one block per NUMA node, so check the file");
+          n.cpus |= *cpus;
+        }
     }
     if (cpus) topo.cpus |= *cpus;
     std::vector<std::string> path{"cpu:" + (numa ? std::to_string(*numa) : std::string("?"))};

@@ -157,6 +157,23 @@ bool site_default_stands_back(spank_t sp, const std::map<std::string, std::strin
   return false;
 }
 
+// The user asked for gpubind (--gpubind) and gave srun --cpu-bind too. Without a mode named
+// (--gpubind, --gpubind=verbose) the user's own binding wins, as it does over the site default;
+// with one (--gpubind=closest) gpubind binds, and says whose binding it replaces (it replaced
+// the user's map silently).
+bool users_cpu_bind_wins(spank_t sp, const std::map<std::string, std::string>& env) {
+  auto user = bind::user_cpu_binding(g_step_seen ? g_step : env);
+  if (!user) return false;
+  if (g_opt.defaulted) {
+    std::fprintf(stderr, "gpubind: note: srun --cpu-bind=%s: the user's binding wins (--gpubind names no mode; --gpubind=closest replaces it)\n",
+                 user->c_str());
+    mark_users_binding(sp, "user");
+    return true;
+  }
+  std::fprintf(stderr, "gpubind: note: --gpubind=%s replaces srun --cpu-bind=%s for this task\n", g_mode.c_str(), user->c_str());
+  return false;
+}
+
 void warn(const std::vector<std::string>& lines) {
   for (const std::string& n : lines) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(n).c_str());
 }
@@ -304,6 +321,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
   if (site_default && site_default_stands_back(sp, env, **lr)) return Ok{};
+  if (!site_default && users_cpu_bind_wins(sp, env)) return Ok{};
   auto topo = task_topology(cfg, env);
   if (!topo) return topo.error();
   std::optional<CpuSet> step = step_cpus(sp, *topo);

@@ -56,12 +56,28 @@ TEST(BenchAbPattern, TheNamedGroupHoldsTheStepTimeInItsUnit) {
 }
 
 TEST(BenchAbPattern, GroupsBeforeTheNamedOneAreCountedAndOthersAreNot) {
-  // (step|iter) is group 1; (?:...) and lookaheads capture nothing; a '(' escaped or in a class
-  // is a character.
-  auto p = parse_step_pattern(R"((step|iter) \((?:no\.)?[0-9]+\) [(](?=[0-9])(?<ms>[0-9.]+))");
+  // (step|iter) is group 1; (?:...) captures nothing; a '(' escaped or in a class is a character.
+  auto p = parse_step_pattern(R"((step|iter) \((?:no\.)?[0-9]+\) [(](?<ms>[0-9.]+))");
   ASSERT_TRUE(p) << p.error().message();
   EXPECT_EQ(p->group, 2u);
   EXPECT_EQ(step_times_in_output("[0] iter (no.7) (4.25 ms\n", *p, 0), std::vector<double>{4.25});
+  // A lookahead is refused, saying why (RE2 has none), not half-matched.
+  auto ahead = parse_step_pattern(R"(step (?=[0-9])(?<ms>[0-9.]+))");
+  ASSERT_FALSE(ahead);
+  EXPECT_NE(ahead.error().why.find("no lookahead, lookbehind or backreference"), std::string::npos) << ahead.error().why;
+}
+
+TEST(BenchAbPattern, PatternsThatHungOrCrashedStdRegexMatchInLinearTime) {
+  // Nested groups under a repeat over a 4,080-byte line overflowed libstdc++'s recursive
+  // executor (SIGSEGV); (a|aa)+ before a 'b' that never comes backtracked exponentially (38 s at
+  // 40 bytes). Both now finish (RE2 is linear and does not recurse on the input).
+  auto nested = parse_step_pattern("(?<ms>((((((((.))))))))*)");
+  ASSERT_TRUE(nested) << nested.error().message();
+  std::string line = "[0] 0." + std::string(4078, '0') + "\n";  // 4,080 bytes after the tag: a step of 0 ms
+  EXPECT_EQ(step_times_in_output(line, *nested, 0), std::vector<double>{0});
+  auto exponential = parse_step_pattern("(?<ms>(a|aa)+)b");
+  ASSERT_TRUE(exponential) << exponential.error().message();
+  EXPECT_TRUE(step_times_in_output("[0] " + std::string(4000, 'a') + "\n", *exponential, 0).empty());
 }
 
 TEST(BenchAbPattern, APatternWithoutOneNamedUnitGroupIsRefusedWithHowToWriteIt) {

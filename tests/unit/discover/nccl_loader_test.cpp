@@ -180,6 +180,11 @@ TEST(NcclLoader, TwoCpuBlocksOfOneNodeBothCount) {
   ASSERT_TRUE(t.ok()) << t.error().message();
   ASSERT_EQ(t->numa_nodes.size(), 1u);
   EXPECT_EQ(t->numa_nodes[0].cpus.to_list(), "0-15");
+  // NCCL writes one block per node: a file with two was edited by hand, and that is said.
+  bool said = std::any_of(t->warnings.begin(), t->warnings.end(), [](const std::string& w) {
+    return w.find("two <cpu numaid=\"0\"> blocks (CPUs 0-7 and 8-15): taken together as node 0's CPUs") != std::string::npos;
+  });
+  EXPECT_TRUE(said);
 }
 
 }  // namespace gpubind::discover

@@ -275,6 +275,25 @@ TEST_F(SpankHost, TheBatchScriptAndTheInteractiveStepKeepTheJobsCpus) {
   }
 }
 
+// srun --gpubind=verbose --cpu-bind=map_cpu:1,0: no mode named, so the user's own binding wins as
+// over the site default (it was replaced without a word); with a mode named, gpubind binds and
+// says whose binding it replaces.
+TEST_F(SpankHost, TheUsersCpuBindWinsOverAGpubindThatNamesNoModeAndIsReplacedAloudByOneThatDoes) {
+  std::map<std::string, std::string> user = {{"SLURM_CPU_BIND", "quiet,map_cpu:1,0"}, {"SLURM_CPU_BIND_TYPE", "map_cpu:"}, {"SLURM_CPU_BIND_LIST", "1,0"}};
+  m_step_env = user;
+  g_host.env.insert(user.begin(), user.end());
+  ASSERT_EQ(run_task({}, "verbose"), 0) << m_stderr;
+  expect_unbound("user");
+  EXPECT_NE(m_stderr.find("srun --cpu-bind=map_cpu:1,0: the user's binding wins"), std::string::npos) << m_stderr;
+  slurm_spank_exit(nullptr, 0, nullptr);
+  SetUp();
+  m_step_env = user;
+  g_host.env.insert(user.begin(), user.end());
+  ASSERT_EQ(run_task({}, "closest"), 0) << m_stderr;
+  EXPECT_NE(g_host.env["GPUBIND_CPUS"], "from the user");
+  EXPECT_NE(m_stderr.find("gpubind: note: --gpubind=closest replaces srun --cpu-bind=map_cpu:1,0 for this task"), std::string::npos) << m_stderr;
+}
+
 // srun --gpubind=none: unbound, and marked so that an enforcing watch leaves it alone too.
 TEST_F(SpankHost, GpubindNoneLeavesTheTaskUnboundAndMarked) {
   ASSERT_EQ(run_task({"default=closest"}, "none"), 0) << m_stderr;
