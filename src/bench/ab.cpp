@@ -86,10 +86,11 @@ Result<StepPattern> parse_step_pattern(const std::string& text) {
 std::vector<double> step_times_in_output(const std::string& output, const StepPattern& p, unsigned rank) {
   std::vector<double> out;
   const std::string tag = "[" + std::to_string(rank) + "] ";
+  if (!p.regex) return out;
   std::vector<re2::StringPiece> groups(p.group + 1);
   for (std::string_view line : split(output, '\n')) {
     // A step line is short: a long line (a JSON dump, a progress bar redrawn with \r) is no step's.
-    if (!line.starts_with(tag) || line.size() > kMaxStepLine || !p.regex) continue;
+    if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;
     std::string_view rest = line.substr(tag.size());
     if (!p.regex->Match(re2::StringPiece(rest.data(), rest.size()), 0, rest.size(), RE2::UNANCHORED, groups.data(), int(groups.size())) ||
         groups[p.group].data() == nullptr)

@@ -234,6 +234,39 @@ std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text) {
   return pages;
 }
 
+std::string slurm_job_of_cgroup(std::string_view cgroup) {
+  for (size_t at = cgroup.find("/job_"); at != std::string_view::npos; at = cgroup.find("/job_", at + 1)) {
+    size_t from = at + 5, to = from;
+    while (to < cgroup.size() && cgroup[to] >= '0' && cgroup[to] <= '9') ++to;
+    if (to > from && (to == cgroup.size() || cgroup[to] == '/' || cgroup[to] == '\n')) return std::string(cgroup.substr(from, to - from));
+  }
+  return "";
+}
+
+std::optional<std::pair<std::string, int>> slurmstepd_job_above(const sys::FsRoot& root, int ppid) {
+  for (int pid = ppid, depth = 0; pid > 1 && depth < 64; ++depth) {
+    auto stat = root.read("proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return std::nullopt;
+    size_t open = stat->find('('), close = stat->rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+    if (stat->compare(open + 1, close - open - 1, "slurmstepd") == 0) {
+      auto cmdline = root.read("proc/" + std::to_string(pid) + "/cmdline");
+      if (!cmdline) return std::nullopt;
+      size_t bracket = cmdline->find("slurmstepd: [");  // "slurmstepd: [7.0]", "[7.batch]"
+      if (bracket == std::string::npos) return std::nullopt;
+      size_t from = bracket + 13, to = from;
+      while (to < cmdline->size() && (*cmdline)[to] >= '0' && (*cmdline)[to] <= '9') ++to;
+      if (to == from) return std::nullopt;
+      return std::pair{cmdline->substr(from, to - from), pid};
+    }
+    std::vector<std::string_view> f = split(std::string_view(*stat).substr(close + 2), ' ');  // state, ppid, ...
+    auto up = f.size() > 1 ? parse_uint(f[1]) : std::nullopt;
+    if (!up || int(*up) == pid) return std::nullopt;
+    pid = int(*up);
+  }
+  return std::nullopt;
+}
+
 std::string numa_maps_policy(const std::string& text) {
   std::map<std::string, size_t> count;
   for (std::string_view line : split(text, '\n')) {
@@ -543,7 +576,23 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   if (auto it = p.env.find(topo::binding_env::kMemPolicy); it != p.env.end() && it->second == "refused")
     p.notes.push_back("memory policy refused by the container when gpubind bound it (GPUBIND_MEM_POLICY=refused): "
                       "CPUs bound, pages placed by first touch");
-  if (auto cgroup = root.read(dir + "/cgroup")) p.container_id = container_id_of_cgroup(*cgroup);
+  std::string cgroup_text;
+  if (auto cgroup = root.read(dir + "/cgroup")) {
+    cgroup_text = *cgroup;
+    p.container_id = container_id_of_cgroup(*cgroup);
+  }
+  if (auto uid = parse_uint(key_value(*status, "Uid").substr(0, key_value(*status, "Uid").find_first_of(" \t")))) p.uid = unsigned(*uid);
+  // A process that says it is a Slurm job's: which job the node says it is in (issue 52: a user
+  // could join another's job by setting SLURM_JOB_ID).
+  if (p.env.count("SLURM_JOB_ID")) {
+    if (std::string job = slurm_job_of_cgroup(cgroup_text); !job.empty()) {
+      p.slurm_job_seen = job;
+      p.slurm_evidence = "its cgroup is job " + job + "'s";
+    } else if (auto above = slurmstepd_job_above(root, p.ppid)) {
+      p.slurm_job_seen = above->first;
+      p.slurm_evidence = "slurmstepd [" + above->first + ".*] (PID " + std::to_string(above->second) + ") is above it";
+    }
+  }
 
   if (options.numa_maps) {
     if (auto maps = root.read(dir + "/numa_maps")) p.pages_per_node = sum_numa_maps(*maps);

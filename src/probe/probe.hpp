@@ -112,6 +112,11 @@ Result<std::map<std::string, std::string>> environment_of(const sys::FsRoot& roo
 // anonymous mmap: "anon=", no "file="), where the process's own memory is. A file's page cache (its
 // binary, shared libraries, /dev/shm) sits where it was first read, often by another process.
 std::map<unsigned, uint64_t> sum_numa_maps(const std::string& text);
+// The Slurm job a cgroup file names (".../job_7/step_0/task_1" -> "7"), "" when none.
+std::string slurm_job_of_cgroup(std::string_view cgroup);
+// The job of the slurmstepd above `ppid` (its cmdline "slurmstepd: [7.0]"), with that
+// slurmstepd's PID; nullopt when no ancestor within 64 is one.
+std::optional<std::pair<std::string, int>> slurmstepd_job_above(const sys::FsRoot& root, int ppid);
 // The memory policy a numa_maps text shows on most of its anonymous mappings (each line's second
 // field: the mapping's own policy, else the process's), "" for the kernel's default: "bind:1",
 // "prefer:1", "interleave:0-1", "preferred-many:0-1"... (numactl --membind=1, srun --mem-bind).

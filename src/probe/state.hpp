@@ -67,6 +67,11 @@ struct ProcessState {
   std::string container_id;                // the container runtime's id in /proc/PID/cgroup, "" when none
   std::optional<KubeContainer> kube;       // its pod and container, where the node's log links name its id
   std::vector<std::string> notes;          // what could not be read, and why
+  std::optional<unsigned> uid;             // its real user id (status Uid)
+  // The Slurm job the node says it runs in, whatever its environment claims: the job of its
+  // cgroup (task/cgroup's .../job_7/step_0/...) or of the slurmstepd above it ("slurmstepd:
+  // [7.0]"); "" when neither says (no Slurm here, a captured tree). `slurm_evidence` says which.
+  std::string slurm_job_seen, slurm_evidence;
   // Its environment or open files refused for permission (another user's process, read without
   // root): the file and errno's text; "" when both were read. Whether it is a rank cannot be told.
   std::string denied;

@@ -44,6 +44,38 @@ TEST(Probe, ThreadStateFromProcFiles) {
   EXPECT_EQ(p->threads[0].involuntary_switches, 2u);
 }
 
+TEST(Probe, TheSlurmJobAProcessIsInIsWhatItsCgroupOrSlurmstepdSaysNotItsEnvironment) {
+  EXPECT_EQ(slurm_job_of_cgroup("12:cpuset:/slurm/uid_1000/job_7/step_0/task_1\n"), "7");          // cgroup v1
+  EXPECT_EQ(slurm_job_of_cgroup("0::/system.slice/slurmstepd.scope/job_42/step_batch/user/task_0\n"), "42");  // v2
+  EXPECT_EQ(slurm_job_of_cgroup("0::/user.slice/user-1000.slice/session-3.scope\n"), "");
+  EXPECT_EQ(slurm_job_of_cgroup("0::/job_x/job_9\n"), "9");
+  gpubind::testing::FakeTree t;
+  auto stat = [&](int pid, const std::string& comm, int ppid) {
+    t.file("proc/" + std::to_string(pid) + "/stat", std::to_string(pid) + " (" + comm + ") S " + std::to_string(ppid) + " 0 0\n");
+  };
+  stat(100, "slurmstepd", 1);
+  t.file("proc/100/cmdline", std::string("slurmstepd: [7.0]\0", 18));
+  stat(101, "bash", 100);
+  process(t, 102, "python", "0-3", 0);  // a task's child (a shell between them)
+  t.file("proc/102/status", "Name:\tpython\nPPid:\t101\nUid:\t1000\t1000\t1000\t1000\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0\n");
+  t.file("proc/102/environ", std::string("SLURM_JOB_ID=7\0LOCAL_RANK=0\0", 29));
+  stat(200, "bash", 1);  // another user's login shell, not a job's
+  process(t, 201, "python", "0-3", 0);
+  t.file("proc/201/status", "Name:\tpython\nPPid:\t200\nUid:\t1001\t1001\t1001\t1001\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0\n");
+  t.file("proc/201/environ", std::string("SLURM_JOB_ID=7\0LOCAL_RANK=1\0", 29));
+  auto root = sys::open_fsroot(t.root());
+  auto task = probe_process(**root, 102, {});
+  ASSERT_TRUE(task.ok()) << task.error().message();
+  EXPECT_EQ(task->slurm_job_seen, "7");
+  EXPECT_EQ(task->slurm_evidence, "slurmstepd [7.*] (PID 100) is above it");
+  EXPECT_EQ(task->uid, 1000u);
+  auto forged = probe_process(**root, 201, {});
+  ASSERT_TRUE(forged.ok());
+  EXPECT_EQ(forged->env.at("SLURM_JOB_ID"), "7");
+  EXPECT_EQ(forged->slurm_job_seen, "");  // says job 7; nothing on the node does
+  EXPECT_EQ(forged->uid, 1001u);
+}
+
 namespace {
 // Counters a test sets: allowed CPUs and counts per thread id; what the probe asked is recorded.
 class FakeTaskCounters final : public sys::TaskCounters {

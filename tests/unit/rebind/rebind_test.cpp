@@ -178,6 +178,39 @@ TEST(RebindPlan, TheBatchScriptAndItsSrunClientAreNoTasks) {
   EXPECT_EQ(p.plan.skipped[1].why, "an srun client: its tasks run in a step");
 }
 
+TEST(RebindPlan, AForgedJobIdDoesNotJoinAnotherUsersJob) {
+  // Another user starts a process with the victim's SLURM_JOB_ID and LOCAL_RANK=1: it joined the
+  // job's plan, and root pinned the victim's rank to half its CPUs to make room for it.
+  probe::ProcessState victim = proc(100, {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "0"}});
+  victim.context_gpus = {kGpus[0]};
+  victim.uid = 1000;
+  victim.slurm_job_seen = "7";
+  victim.slurm_evidence = "its cgroup is job 7's";
+  probe::ProcessState intruder = proc(300, {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "1"}});
+  intruder.context_gpus = {kGpus[1]};
+  intruder.uid = 1001;
+  Planned p = plan_of({victim, intruder});
+  ASSERT_TRUE(p.refusals.empty()) << refusals(p);
+  ASSERT_EQ(p.plan.ranks.size(), 1u);
+  EXPECT_EQ(p.plan.ranks[0].pid(), 100);
+  EXPECT_EQ(p.plan.ranks[0].cpus, plan_of({victim}).plan.ranks[0].cpus);  // the victim's plan as if alone
+  ASSERT_EQ(p.plan.skipped.size(), 1u);
+  EXPECT_EQ(p.plan.skipped[0].pid, 300);
+  EXPECT_NE(p.plan.skipped[0].why.find("neither its cgroup nor a slurmstepd of the job is above it"), std::string::npos) << p.plan.skipped[0].why;
+  // One that runs in another job (its own) is not this one's either.
+  intruder.slurm_job_seen = "9";
+  intruder.slurm_evidence = "its cgroup is job 9's";
+  Planned q = plan_of({victim, intruder});
+  ASSERT_EQ(q.plan.skipped.size(), 1u);
+  EXPECT_EQ(q.plan.skipped[0].why.rfind("claims Slurm job 7 but runs in job 9 (its cgroup is job 9's)", 0), 0u) << q.plan.skipped[0].why;
+  // Where the node says nothing of either (a captured tree), two users claiming one job: left alone.
+  victim.slurm_job_seen.clear();
+  intruder.slurm_job_seen.clear();
+  Planned r = plan_of({victim, intruder});
+  EXPECT_TRUE(r.plan.ranks.empty());
+  EXPECT_EQ(r.plan.skipped.size(), 2u);
+}
+
 TEST(RebindPlan, ASweepOfSingleGpuStepsIsOneJobEachStepNumberingItsOwnTasks) {
   // `srun -n1 --gpus=1 ... &` four times in one allocation: four tasks of local rank 0 in four steps.
   std::vector<probe::ProcessState> states;
