@@ -68,6 +68,8 @@ struct ProcessState {
   std::optional<KubeContainer> kube;       // its pod and container, where the node's log links name its id
   std::vector<std::string> notes;          // what could not be read, and why
   std::optional<unsigned> uid;             // its real user id (status Uid)
+  // When it started (stat field 22, clock ticks after boot): with the PID, which process it is.
+  std::optional<uint64_t> start_time;
   // The Slurm job the node says it runs in, whatever its environment claims: the job of its
   // cgroup (task/cgroup's .../job_7/step_0/...) or of the slurmstepd above it ("slurmstepd:
   // [7.0]"); "" when neither says (no Slurm here, a captured tree). `slurm_evidence` says which.

@@ -67,7 +67,7 @@ std::vector<Repin> Enforcer::decide(const topo::Topology& t, const std::vector<p
       // Reported only: a thread still off its CPUs as it was reported is the same drift, not a new one.
       if (auto seen = m_reported.find(th.tid); !m_o.act && seen != m_reported.end() && seen->second == th.cpus_allowed) continue;
       by_rank[target.rank_pid].push_back({s.pid, th.tid, th.comm, target.rank_pid, target.local_rank, th.cpus_allowed, target.cpus,
-                                          target.source, m_o.act ? RepinOutcome::planned : RepinOutcome::reported, ""});
+                                          target.source, m_o.act ? RepinOutcome::planned : RepinOutcome::reported, "", s.start_time});
     }
   }
   // A reported thread that came back (or ended) drifts anew when it next leaves.

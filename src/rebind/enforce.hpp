@@ -31,7 +31,8 @@ struct Repin {
   CpuSet from, to;         // allowed before; the rank's target
   std::string target;      // where the target came from: "GPUBIND_CPUS", "plan"
   RepinOutcome outcome = RepinOutcome::planned;
-  std::string error;       // with failed
+  std::string error;       // with failed, or why gone
+  std::optional<uint64_t> start_time;  // the process's, as sampled: which process the PID was
 };
 
 struct EnforceOptions {

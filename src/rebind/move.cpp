@@ -1,6 +1,7 @@
 #include "rebind/move.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "probe/probe.hpp"
@@ -45,8 +46,13 @@ ProcessMove as_planned(const RankPlan& r, const ProcessPlan& p) {
   return m;
 }
 
-// Step 1 for one thread; false when the process must stop (m.error set).
-bool move_thread(const RankPlan& r, int tid, const std::string& comm, sys::TaskMover& mover, bool all_threads, ProcessMove& m) {
+// Step 1 for one thread; false when the process must stop (m.error set, or m.gone: the process
+// held since the start ended, so its thread ids may be another's by now).
+bool move_thread(const RankPlan& r, int pid, int tid, const std::string& comm, sys::TaskMover& mover, bool all_threads, ProcessMove& m) {
+  if (!mover.held_alive(pid)) {
+    m.gone = "ended while its threads were moved: stopped there (its thread ids may be another process's now)";
+    return false;
+  }
   ThreadMove t{tid, comm, {}, {}, ThreadAction::move, false, ""};
   auto before = mover.affinity(tid);
   if (!before) {
@@ -99,7 +105,7 @@ bool move_threads(const RankPlan& r, const ProcessPlan& p, const sys::FsRoot& ro
       std::string c = comm[int(*tid)];
       if (c.empty())
         if (auto text = root.read(proc_dir(p.pid) + "/task/" + name + "/comm")) c = std::string(trim(*text));
-      if (!move_thread(r, int(*tid), c, mover, all_threads, m)) return false;
+      if (!move_thread(r, p.pid, int(*tid), c, mover, all_threads, m)) return false;
     }
     if (!fresh) return true;
   }
@@ -172,7 +178,16 @@ Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, b
         continue;
       }
       ProcessMove m{p.pid, p.comm, {}, {}, "", std::nullopt};
-      if (move_threads(r, p, root, *mover, plan.all_threads, m) && !m.error) move_memory(r, p, root, *mover, m);
+      // Held from here on, and still the process probed: a PID the rank left to another process
+      // while rebind was busy with earlier ranks is skipped, never moved as the rank.
+      Status held = p.start_time ? mover->hold(p.pid, *p.start_time) : Status(Ok{});
+      if (!held) {
+        if (held.error().kind == ErrorKind::not_found) m.gone = held.error().why;
+        else m.error = held.error();
+      } else if (move_threads(r, p, root, *mover, plan.all_threads, m) && !m.error && m.gone.empty() && mover->held_alive(p.pid)) {
+        move_memory(r, p, root, *mover, m);
+      }
+      mover->release(p.pid);
       if (m.error) ++(m.error->kind == ErrorKind::permission ? out.refused : out.failed);
       rm.processes.push_back(std::move(m));
     }
@@ -182,7 +197,18 @@ Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, b
 }
 
 void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act) {
+  std::map<int, std::string> not_held;  // PID -> why it is no longer the process sampled
+  std::set<int> held;
   for (Repin& r : repins) {
+    if (r.start_time && !held.count(r.pid) && !not_held.count(r.pid)) {
+      if (Status h = mover.hold(r.pid, *r.start_time); h) held.insert(r.pid);
+      else not_held[r.pid] = h.error().message();
+    }
+    if (auto it = not_held.find(r.pid); it != not_held.end() || !mover.held_alive(r.pid)) {
+      r.outcome = RepinOutcome::gone;
+      r.error = it != not_held.end() ? it->second : "PID " + std::to_string(r.pid) + " ended";
+      continue;
+    }
     auto now = mover.affinity(r.tid);
     if (!now) {
       r.outcome = now.error().kind == ErrorKind::not_found ? RepinOutcome::gone : RepinOutcome::failed;
@@ -202,6 +228,7 @@ void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act) {
     r.outcome = s ? RepinOutcome::repinned : s.error().kind == ErrorKind::not_found ? RepinOutcome::gone : RepinOutcome::failed;
     if (!s) r.error = s.error().message();
   }
+  for (int pid : held) mover.release(pid);
 }
 
 }  // namespace gpubind::rebind

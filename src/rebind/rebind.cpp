@@ -321,7 +321,7 @@ void plan_job(const topo::Topology& t, const std::string& job, std::vector<Rank*
       rp.notes.push_back("its cpuset.mems (" + r.state->mems_allowed.to_list() + ") allows none of the planned memory node(s) " +
                          join_numbers(b.mem_nodes) + ": pages stay where they are");
     for (const probe::ProcessState* m : r.members)
-      rp.processes.push_back({m->pid, m->comm, m->mems_allowed, thread_plans(*m, rp.cpus, o.all_threads), m->pages_per_node});
+      rp.processes.push_back({m->pid, m->comm, m->mems_allowed, thread_plans(*m, rp.cpus, o.all_threads), m->pages_per_node, m->start_time});
     std::stable_partition(rp.processes.begin(), rp.processes.end(), [&](const ProcessPlan& pp) { return pp.pid == r.state->pid; });
     out.plan.ranks.push_back(std::move(rp));
   }

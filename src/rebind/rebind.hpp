@@ -57,6 +57,7 @@ struct ProcessPlan {
   CpuSet mems_allowed;
   std::vector<ThreadPlan> threads;
   std::optional<std::map<unsigned, uint64_t>> pages;  // resident pages per node, when probed
+  std::optional<uint64_t> start_time;                 // as probed: which process the PID was
 };
 
 struct RankPlan {

@@ -52,10 +52,82 @@ class RealTaskMover final : public TaskMover {
   uint64_t now_ns() override {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   }
+
+  ~RealTaskMover() override {
+    for (auto& [pid, h] : m_held)
+      if (h.fd >= 0) ::close(h.fd);
+  }
+
+  Status hold(int pid, uint64_t start_time) override {
+    release(pid);
+    const std::string who = "PID " + std::to_string(pid);
+    // The pidfd first, then the start time: a pidfd opened on the process probed stays its own,
+    // so every check after this one is of that process, never of a PID's next owner.
+    int fd = int(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0 && errno == ESRCH) return Error{who, "ended since it was probed", ErrorKind::not_found};
+    auto now = start_time_of(pid);
+    if (!now) {
+      if (fd >= 0) ::close(fd);
+      return Error{who, "ended since it was probed", ErrorKind::not_found};
+    }
+    if (*now != start_time) {
+      if (fd >= 0) ::close(fd);
+      return Error{who, "no longer the process probed: the PID belongs to one started later (the rank ended meanwhile)", ErrorKind::not_found};
+    }
+    m_held[pid] = Held{fd, start_time};
+    return Ok{};
+  }
+
+  bool held_alive(int pid) override {
+    auto it = m_held.find(pid);
+    if (it == m_held.end()) return true;
+    if (it->second.fd >= 0) return ::syscall(SYS_pidfd_send_signal, it->second.fd, 0, nullptr, 0) == 0;
+    return start_time_of(pid) == it->second.start_time;  // no pidfd (before Linux 5.3)
+  }
+
+  void release(int pid) override {
+    if (auto it = m_held.find(pid); it != m_held.end()) {
+      if (it->second.fd >= 0) ::close(it->second.fd);
+      m_held.erase(it);
+    }
+  }
+
+ private:
+  struct Held {
+    int fd = -1;
+    uint64_t start_time = 0;
+  };
+  std::map<int, Held> m_held;
+
+  static std::optional<uint64_t> start_time_of(int pid) {
+    auto text = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+    return text ? stat_start_time(*text) : std::nullopt;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<TaskMover> real_task_mover() { return std::make_unique<RealTaskMover>(); }
+
+std::optional<uint64_t> stat_start_time(std::string_view stat) {
+  size_t close = stat.rfind(')');  // the command may hold spaces and parentheses
+  if (close == std::string_view::npos) return std::nullopt;
+  size_t field = 2, at = close + 1;
+  while (at < stat.size()) {
+    while (at < stat.size() && stat[at] == ' ') ++at;
+    size_t end = stat.find(' ', at);
+    if (end == std::string_view::npos) end = stat.size();
+    if (++field == 22) {
+      uint64_t v = 0;
+      for (size_t i = at; i < end; ++i) {
+        if (stat[i] < '0' || stat[i] > '9') return std::nullopt;
+        v = v * 10 + uint64_t(stat[i] - '0');
+      }
+      return end > at ? std::optional<uint64_t>(v) : std::nullopt;
+    }
+    at = end;
+  }
+  return std::nullopt;
+}
 
 }  // namespace gpubind::sys

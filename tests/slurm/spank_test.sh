@@ -153,10 +153,16 @@ srun -Q -N1 -n2 --gpubind true 2>"$WORK/err" >/dev/null
 
 # 9. sbatch --gpubind: the job's choice reaches the steps inside it.
 plugstack
-out=$(sbatch -Q --wait -N1 -n2 --gpubind -o "$WORK/batch.out" --wrap "srun -Q sh -c '$probe'" 2>&1)
+#    The batch script itself is no task: it keeps the job's CPUs and gets no GPUBIND_* (it was
+#    bound as local rank 0 of the job's 2 tasks, and everything it ran directly with it).
+out=$(sbatch -Q --wait -N1 -n2 --gpubind -o "$WORK/batch.out" \
+  --wrap "echo batch \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset}; srun -Q sh -c '$probe'" 2>&1)
 rc=$?
 [ $rc = 0 ] && [ "$(awk '$1 ~ /^[0-9]+$/ && $4!="unset"' "$WORK/batch.out" | wc -l)" = 2 ] && pass "sbatch --gpubind carries to srun steps" \
   || fail "sbatch (rc $rc): $out $(cat "$WORK/batch.out" 2>/dev/null)"
+[ "$(awk '$1 == "batch" {print $2, $3}' "$WORK/batch.out")" = "0-$(($(nproc) - 1)) unset" ] \
+  && pass "the batch script keeps the job's CPUs ($(awk '$1 == "batch" {print $2}' "$WORK/batch.out")) and no GPUBIND_*" \
+  || fail "batch script bound: $(cat "$WORK/batch.out")"
 
 # 10. A binding that cannot be made: a warning and an unbound task, or with strict a failed task.
 plugstack "topology=$WORK/no-such-topology.json"
@@ -228,7 +234,8 @@ if [ -n "$array" ] && wait_until 30 array_up; then
     && pass "check --slurm-job ${array}_1: the array task (job $own) checked" || fail "array task (rc $rc): $(cat "$WORK/out" "$WORK/err")"
   "$GPUBIND" check --slurm-job "$array" >"$WORK/out" 2>&1
   rc=$?
-  [ $rc = 2 ] && grep -q "a job array: its tasks ${array}_1 (job $own, running), ${array}_2 " "$WORK/out" \
+  # Slurm gives the array's own id to one of its tasks (the last, here): squeue lists each task.
+  [ $rc = 2 ] && grep -q "a job array: its tasks .*${array}_1 (job $own, running)" "$WORK/out" && grep -q "${array}_2 (job [0-9]*, running)" "$WORK/out" \
     && pass "check --slurm-job $array (the array): refused, its tasks named" || fail "array id (rc $rc): $(cat "$WORK/out")"
 else
   fail "the array's tasks did not start ('$array'): $(cat "$WORK/err")"
@@ -447,6 +454,22 @@ n2 1 0 0000:e1:00.0"
       || fail "rebind under Slurm: rc $rc, before '$before', after '$after': $(cat "$WORK/out" "$WORK/err")"
     scancel --quiet "$jid"
     wait $job_step 2>/dev/null
+    # The same, as docs/cli.md tells a user, for a batch job whose script starts its tasks with
+    # srun: the script's `srun ... sleep 121` matches the pattern and carries the batch step's
+    # SLURM_LOCALID=0 (rebind was refused, exit 4); srun clients and the batch script are no tasks.
+    bjid=$(sbatch --parsable -w n1 -N1 -n2 --cpu-bind=none -o /dev/null --wrap "srun -Q --cpu-bind=none sh -c 'exec sleep 121'" 2>"$WORK/err")
+    tasks_running() { [ "$(pgrep -fx 'sleep 121' | wc -l)" -ge 2 ] && pgrep -f 'srun -Q --cpu-bind=none sh -c exec sleep 121' >/dev/null; }
+    if [ -n "$bjid" ] && wait_until 30 tasks_running; then
+      srun -Q --overlap --jobid "$bjid" -w n1 -N1 -n1 "$GPUBIND" rebind -q --match 'sleep 121' >"$WORK/out" 2>"$WORK/err"
+      rc=$?
+      after=$(for p in $(pgrep -fx 'sleep 121'); do echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
+      [ $rc = 0 ] && [ "$after" = "0:0 1:1 " ] && grep -q "an srun client" "$WORK/out" \
+        && pass "rebind of a batch job's tasks: the script's srun client skipped ('an srun client'), the two tasks moved ($after)" \
+        || fail "rebind of a batch job: rc $rc, after '$after': $(cat "$WORK/out" "$WORK/err")"
+    else
+      fail "the batch job's tasks did not start ('$bjid'): $(cat "$WORK/err")"
+    fi
+    [ -n "$bjid" ] && scancel --quiet "$bjid"
   else
     fail "cluster with task/affinity did not start"
   fi

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 
 #include "discover/source.hpp"
 #include "probe/probe.hpp"
@@ -425,6 +426,19 @@ class RecordingMover : public sys::TaskMover {
   std::function<void(int pid)> on_migrate;                // after a successful migrate_pages
   std::optional<ErrorKind> fail_migrate;
   uint64_t clock = 0;
+  std::map<int, uint64_t> start_times;  // each PID's process now (absent: the one probed)
+  std::set<int> ended;                  // held processes that ended since
+  std::set<int> holding;
+
+  Status hold(int pid, uint64_t start_time) override {
+    calls.push_back("hold " + std::to_string(pid));
+    if (auto it = start_times.find(pid); it != start_times.end() && it->second != start_time)
+      return Error{"PID " + std::to_string(pid), "no longer the process probed", ErrorKind::not_found};
+    holding.insert(pid);
+    return Ok{};
+  }
+  bool held_alive(int pid) override { return !ended.count(pid); }
+  void release(int pid) override { holding.erase(pid); }
 
   Result<CpuSet> affinity(int tid) override {
     auto it = affinities.find(tid);
@@ -507,6 +521,40 @@ TEST(RebindMove, AThreadThatEndsMidwayIsSkippedWithANote) {
   EXPECT_TRUE(pm.threads[0].moved);
   EXPECT_EQ(pm.threads[1].note, "ended before it was moved");
   EXPECT_EQ(o.failed + o.refused, 0u);
+}
+
+TEST(RebindMove, APidTheRankLeftToAnotherProcessIsSkippedNeverMoved) {
+  // Rank 0 ended while rebind was busy with an earlier rank, and its PID went to the next process:
+  // root moved that one and reported it as the rank. Each process is held (a pidfd) and checked
+  // against the start time probed before anything of it changes.
+  Fixture f;
+  probe::ProcessState a = rank(100, 0, 2, kGpus[0]), b = rank(200, 1, 2, kGpus[1]);
+  a.start_time = 4242;
+  b.start_time = 4343;
+  f.process(a, kOnNode0);
+  f.process(b, kOnNode0);
+  f.mover.start_times[100] = 9999;  // PID 100 is another process now
+  Outcome o = f.run(plan_of({a, b}).plan);
+  ASSERT_EQ(o.ranks.size(), 2u);
+  EXPECT_NE(o.ranks[0].processes[0].gone.find("no longer the process probed"), std::string::npos) << o.ranks[0].processes[0].gone;
+  EXPECT_TRUE(o.ranks[0].processes[0].threads.empty());
+  for (const std::string& c : f.mover.calls) EXPECT_EQ(c.find("affinity 10"), std::string::npos) << c;  // nothing of PID 100's
+  EXPECT_EQ(o.ranks[1].processes[0].threads.size(), 2u);
+  EXPECT_TRUE(f.mover.holding.empty());  // every hold released
+  EXPECT_EQ(o.failed + o.refused, 0u);
+}
+
+TEST(RebindMove, ARankThatEndsWhileItsThreadsMoveIsStoppedThere) {
+  Fixture f;
+  probe::ProcessState a = rank(100, 0, 1, kGpus[0]);
+  a.start_time = 4242;
+  f.process(a, kOnNode1);
+  f.mover.on_set = [&](int) { f.mover.ended.insert(100); };  // it ends after its first thread moved
+  Outcome o = f.run(plan_of({a}).plan);
+  const ProcessMove& m = o.ranks[0].processes[0];
+  EXPECT_EQ(m.threads.size(), 1u);  // the second thread's id may be another process's by now
+  EXPECT_NE(m.gone.find("ended while its threads were moved"), std::string::npos) << m.gone;
+  for (const std::string& c : f.mover.calls) EXPECT_EQ(c.find("migrate"), std::string::npos) << c;
 }
 
 TEST(RebindMove, AProcessThatEndedIsSkippedNotAnError) {
@@ -815,6 +863,28 @@ TEST(Enforce, AReportedDriftIsCountedOnceWhileItLastsAndAgainWhenItRecurs) {
   again[0].outcome = RepinOutcome::reported;
   e.record(again);
   EXPECT_EQ(e.totals().at(100), 3u);
+}
+
+TEST(Enforce, ARepinOfAPidThatIsAnotherProcessNowIsGoneNotMade) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  states[0].start_time = 4242;
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  std::vector<Repin> r = e.decide(dgx(), states, {}, 0);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].start_time, 4242u);
+  RecordingMover mover;
+  mover.affinities[101] = CpuSet::range(0, 223);
+  mover.start_times[100] = 7;  // the rank ended after the sample; its PID is another's
+  apply_repins(r, mover, true);
+  EXPECT_EQ(r[0].outcome, RepinOutcome::gone);
+  EXPECT_NE(r[0].error.find("no longer the process probed"), std::string::npos) << r[0].error;
+  EXPECT_EQ(mover.affinities[101], CpuSet::range(0, 223));  // not moved
+  mover.start_times[100] = 4242;
+  r[0].outcome = RepinOutcome::planned;
+  apply_repins(r, mover, true);
+  EXPECT_EQ(r[0].outcome, RepinOutcome::repinned);
+  EXPECT_TRUE(mover.holding.empty());
 }
 
 TEST(Enforce, ARepinReadsTheThreadAgainFirst) {
