@@ -68,7 +68,8 @@ void locate(const topo::Topology& t, ProcessReport& r) {
     for (std::string_view p : split(it->second, ',')) r.gpus.emplace_back(trim(p));
     r.gpu_source = topo::binding_env::kGpu;
   }
-  if (auto it = s.env.find(topo::binding_env::kCpus); it != s.env.end())
+  if (s.rebound_cpus && !s.rebound_cpus->empty()) r.intended_cpus = *s.rebound_cpus;  // rebind's, over what was bound first
+  else if (auto it = s.env.find(topo::binding_env::kCpus); it != s.env.end())
     if (auto c = CpuSet::parse_list(it->second); c && !c->empty()) r.intended_cpus = *c;
   if (r.gpus.empty()) return;
   for (const std::string& pci : r.gpus) {

@@ -98,6 +98,7 @@ int cmd_rebind(const std::vector<std::string>& args) {
                             : render::rebind_text(out, planned.plan.skipped, f.verbose);
   std::fwrite(text.data(), 1, text.size(), stdout);
   print_warnings(out.warnings(), f.plan.quiet);
+  print_warnings(rebind::keep_records(out), f.plan.quiet);
   for (const Error& e : out.errors()) fail(e);
   for (const Error& e : planned.denied) fail(e);
   return out.failed ? kExitFailure : out.refused || !planned.denied.empty() ? kExitRebindNoPermission : kExitOk;

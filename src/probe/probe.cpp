@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "sys/rebind_record.hpp"
 #include "sys/task_mover.hpp"
 #include "topo/binding_env.hpp"
 #include "topo/launcher_env.hpp"
@@ -582,8 +583,13 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
     cgroup_text = *cgroup;
     p.container_id = container_id_of_cgroup(*cgroup);
   }
-  if (auto stat = root.read(dir + "/stat")) p.start_time = sys::stat_start_time(*stat);
   if (auto uid = parse_uint(key_value(*status, "Uid").substr(0, key_value(*status, "Uid").find_first_of(" \t")))) p.uid = unsigned(*uid);
+  if (auto stat = root.read(dir + "/stat")) p.start_time = sys::stat_start_time(*stat);
+  if (p.start_time)
+    if (auto record = sys::read_rebind_record(root, pid, *p.start_time, p.uid)) {
+      p.rebound_cpus = record->cpus;
+      p.rebound_record = record->file;
+    }
   // A process that says it is a Slurm job's: which job the node says it is in (issue 52: a user
   // could join another's job by setting SLURM_JOB_ID).
   if (p.env.count("SLURM_JOB_ID")) {

@@ -70,6 +70,10 @@ struct ProcessState {
   std::optional<unsigned> uid;             // its real user id (status Uid)
   // When it started (stat field 22, clock ticks after boot): with the PID, which process it is.
   std::optional<uint64_t> start_time;
+  // What `gpubind rebind` applied to it (sys/rebind_record.hpp), the file that says so: the
+  // target check and watch --enforce judge by, over GPUBIND_CPUS.
+  std::optional<CpuSet> rebound_cpus;
+  std::string rebound_record;
   // The Slurm job the node says it runs in, whatever its environment claims: the job of its
   // cgroup (task/cgroup's .../job_7/step_0/...) or of the slurmstepd above it ("slurmstepd:
   // [7.0]"); "" when neither says (no Slurm here, a captured tree). `slurm_evidence` says which.

@@ -33,13 +33,16 @@ void Enforcer::replan(const topo::Topology& t, const std::vector<probe::ProcessS
     const probe::ProcessState* own = by_pid[r.pid()];
     // A task the SPANK plugin left as its user chose (srun --cpu-bind, --gpubind=none), and that
     // gpubind did not bind later: the user's binding wins here too.
-    if (auto how = own->env.find(topo::binding_env::kBinding); how != own->env.end() && !own->env.count(topo::binding_env::kCpus)) {
+    if (auto how = own->env.find(topo::binding_env::kBinding); how != own->env.end() && !own->env.count(topo::binding_env::kCpus) &&
+        !own->rebound_cpus) {
       std::string note = "enforce: rank " + (r.local_rank.empty() ? "?" : r.local_rank) + " (PID " + std::to_string(r.pid()) +
                          ") is left as its user bound it (" + topo::binding_env::kBinding + "=" + how->second + ")";
       if (m_said.insert(note).second) m_notes.push_back(note);
       continue;
     }
-    if (auto it = own->env.find(topo::binding_env::kCpus); it != own->env.end())
+    if (own->rebound_cpus && !(*own->rebound_cpus & r.cgroup).empty())  // what gpubind rebind applied since
+      target = {*own->rebound_cpus & r.cgroup, r.pid(), r.local_rank, "gpubind rebind"};
+    else if (auto it = own->env.find(topo::binding_env::kCpus); it != own->env.end())
       if (auto applied = CpuSet::parse_list(it->second); applied && !(*applied & r.cgroup).empty())
         target = {*applied & r.cgroup, r.pid(), r.local_rank, topo::binding_env::kCpus};
     for (const ProcessPlan& pp : r.processes) m_target[pp.pid] = target;

@@ -6,6 +6,7 @@
 
 #include "probe/probe.hpp"
 #include "sys/cgroup_cpuset.hpp"
+#include "sys/rebind_record.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::rebind {
@@ -194,6 +195,23 @@ Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, b
     out.ranks.push_back(std::move(rm));
   }
   return out;
+}
+
+std::vector<std::string> keep_records(const Outcome& o) {
+  std::vector<std::string> warnings;
+  if (o.dry_run) return warnings;
+  for (const RankMove& r : o.ranks)
+    for (const ProcessMove& m : r.processes) {
+      auto planned = std::find_if(r.plan.processes.begin(), r.plan.processes.end(), [&](const ProcessPlan& p) { return p.pid == m.pid; });
+      bool moved = std::any_of(m.threads.begin(), m.threads.end(), [](const ThreadMove& t) { return t.moved || t.action != ThreadAction::move; });
+      if (planned == r.plan.processes.end() || !planned->start_time || m.error || !m.gone.empty() || !moved) continue;
+      CpuSet mems;
+      for (unsigned n : r.plan.mem_nodes) mems.set(n);
+      if (Status s = sys::write_rebind_record(m.pid, *planned->start_time, r.plan.cpus, mems); !s)
+        warnings.push_back("PID " + std::to_string(m.pid) + " (" + m.comm + "): what was applied is not kept (" + s.error().message() +
+                           "): watch --enforce and check judge it by GPUBIND_CPUS, if it has one");
+    }
+  return warnings;
 }
 
 void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act) {

@@ -31,6 +31,12 @@ std::map<int, CpuSet> cgroup_cpus(const sys::FsRoot& root, const std::vector<pro
 // `mover` nullptr or dry_run: nothing changes; the outcome is the plan's (threads as probed).
 Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);
 
+// Keeps what a move applied to each process whose threads it moved (sys/rebind_record.hpp), so
+// watch --enforce and check judge the rank by it from now on, not by the GPUBIND_CPUS it was
+// first bound with (an enforcing watch moved a rebound rank back within one sample). Returns one
+// warning per process whose record could not be written.
+std::vector<std::string> keep_records(const Outcome& o);
+
 // Makes watch --enforce's repins: each thread's allowed CPUs read again (the sample's may be a
 // few samples old for a thread that has not run since: probe::ThreadMemo); already within its
 // target: `already`; ended: `gone`; else set (`repinned`, or `failed` with the error), or with

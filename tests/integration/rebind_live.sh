@@ -157,6 +157,21 @@ if wait_until 60 ready_or_gone && ranks_ready 2; then
     && pass "turned on again: the watch enforces again (thread $victim back on $want0)" \
     || fail "off-switch back on: thread on $(cpus_of "$victim"): $(cat "$WORK/off.err")"
   kill -TERM $watcher; wait $watcher 2>/dev/null
+  # One target for rebind, enforce and check: the ranks were bound by launch (GPUBIND_CPUS 0 and
+  # 1); rebind moves them both to CPU 0 (--reserve 1) and records it. An enforcing watch moved
+  # rank 1 back to its GPUBIND_CPUS within one sample, and check called it DRIFTED from then on.
+  p1=$(rank_pid 1)
+  "$GPUBIND" rebind -q --children-of $launcher --reserve 1 >"$WORK/rebound" 2>&1 || fail "rebind --reserve 1: $(cat "$WORK/rebound")"
+  [ "$(cpus_of "$p1")" = 0 ] || fail "rank 1 not rebound to CPU 0: $(cpus_of "$p1") $(cat "$WORK/rebound")"
+  "$GPUBIND" watch --children-of $launcher --enforce --enforce-gap 0 --interval 0.2 --count 5 --json >"$WORK/kept.out" 2>"$WORK/kept.err"
+  [ "$(cpus_of "$p1")" = 0 ] && ! grep -q '"type":"repin"' "$WORK/kept.out" \
+    && pass "after rebind, watch --enforce keeps rank 1 where rebind put it (CPU 0), not its GPUBIND_CPUS (1)" \
+    || fail "enforce undid rebind: rank 1 on $(cpus_of "$p1"): $(grep repin "$WORK/kept.out" | head -2) $(cat "$WORK/kept.err")"
+  "$GPUBIND" check --children-of $launcher >"$WORK/kept.check" 2>&1
+  rc=$?
+  # (both on CPU 0 now: OVERLAP, exit 3; what matters is that neither is DRIFTED)
+  [ $rc != 1 ] && [ $rc != 2 ] && ! grep -q DRIFTED "$WORK/kept.check" && pass "check judges the rebound ranks by what rebind applied: not DRIFTED" \
+    || fail "check after rebind: exit $rc: $(cat "$WORK/kept.check")"
 else
   fail "the bound job did not start: $(cat "$WORK/launch.err")"
 fi

@@ -457,7 +457,7 @@ n2 1 0 0000:e1:00.0"
     # The same, as docs/cli.md tells a user, for a batch job whose script starts its tasks with
     # srun: the script's `srun ... sleep 121` matches the pattern and carries the batch step's
     # SLURM_LOCALID=0 (rebind was refused, exit 4); srun clients and the batch script are no tasks.
-    bjid=$(sbatch --parsable -w n1 -N1 -n2 --cpu-bind=none -o /dev/null --wrap "srun -Q --cpu-bind=none sh -c 'exec sleep 121'" 2>"$WORK/err")
+    bjid=$(sbatch --parsable -w n1 -N1 -n2 -o /dev/null --wrap "srun -Q --cpu-bind=none sh -c 'exec sleep 121'" 2>"$WORK/err")
     tasks_running() { [ "$(pgrep -fx 'sleep 121' | wc -l)" -ge 2 ] && pgrep -f 'srun -Q --cpu-bind=none sh -c exec sleep 121' >/dev/null; }
     if [ -n "$bjid" ] && wait_until 30 tasks_running; then
       srun -Q --overlap --jobid "$bjid" -w n1 -N1 -n1 "$GPUBIND" rebind -q --match 'sleep 121' >"$WORK/out" 2>"$WORK/err"

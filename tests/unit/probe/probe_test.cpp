@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 
@@ -74,6 +76,27 @@ TEST(Probe, TheSlurmJobAProcessIsInIsWhatItsCgroupOrSlurmstepdSaysNotItsEnvironm
   EXPECT_EQ(forged->env.at("SLURM_JOB_ID"), "7");
   EXPECT_EQ(forged->slurm_job_seen, "");  // says job 7; nothing on the node does
   EXPECT_EQ(forged->uid, 1001u);
+}
+
+TEST(Probe, WhatRebindAppliedIsReadFromItsRecordOnlyForThatProcessAndFromItsOwner) {
+  gpubind::testing::FakeTree t;
+  unsigned me = unsigned(::geteuid());
+  process(t, 77, "python", "0-3", 0);
+  t.file("proc/77/status", "Name:\tpython\nPPid:\t1\nUid:\t" + std::to_string(me) + "\t0\t0\t0\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0\n");
+  t.file("proc/77/stat", "77 (python) S 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n");
+  std::string dir = "run/user/" + std::to_string(me) + "/gpubind/rebound/";
+  t.file(dir + "77-4241", "cpus=8-9\nmems=1\n");  // the PID's earlier owner: another start time
+  auto root = sys::open_fsroot(t.root());
+  auto before = probe_process(**root, 77, {});
+  ASSERT_TRUE(before.ok()) << before.error().message();
+  EXPECT_EQ(before->start_time, 4242u);
+  EXPECT_FALSE(before->rebound_cpus);
+  t.file(dir + "77-4242", "cpus=2-3\nmems=0\n");
+  auto after = probe_process(**root, 77, {});
+  ASSERT_TRUE(after.ok());
+  ASSERT_TRUE(after->rebound_cpus);
+  EXPECT_EQ(after->rebound_cpus->to_list(), "2-3");
+  EXPECT_EQ(after->rebound_record, t.root() + "/" + dir + "77-4242");
 }
 
 namespace {
