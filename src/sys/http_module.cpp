@@ -6,7 +6,11 @@
 //     the previous answer on a kept-alive connection): else 408 and close;
 //   - an answer must be taken by the client within kWriteDeadline: else the connection is closed;
 //   - at most max_connections at once; one more evicts the connection that has waited longest
-//     without completing a request, so a new scrape always gets a slot.
+//     without completing a request, else the one whose answer has waited longest to be taken
+//     (clients that pipeline requests and never read the answers held every slot writing, and
+//     every new scrape was reset), so a new scrape always gets a slot;
+//   - a connection's kernel send buffer is kSendBuffer: what one client leaves unread is bounded
+//     (4,200 such clients held ~830 MB of kernel TCP memory with the kernel's own sizing).
 // Not cpp-httplib (Debian 12: 0.11) any more: it gives each connection a thread for as long as
 // the client keeps sending, and stores any number of headers.
 #include <arpa/inet.h>
@@ -44,6 +48,7 @@ namespace http = gpubind::sys::http;
 constexpr auto kRequestDeadline = std::chrono::seconds(5);
 constexpr auto kWriteDeadline = std::chrono::seconds(10);
 constexpr int kMaxConnections = 4096;
+constexpr int kSendBuffer = 64 * 1024;
 constexpr int kTickMs = 200;  // how often deadlines are looked at
 
 struct Connection {
@@ -89,13 +94,15 @@ struct Server {
   }
 
   // The connection that has waited longest without completing a request (idle kept-alive ones
-  // included); -1 when every connection is answering.
-  int oldest_unanswered() const {
-    int oldest = -1;
-    Clock::time_point when = Clock::time_point::max();
-    for (const auto& [fd, c] : connections)
+  // included); else the one whose answer has waited longest to be taken; -1 when there is none.
+  int evictable() const {
+    int oldest = -1, oldest_writer = -1;
+    Clock::time_point when = Clock::time_point::max(), writer_when = Clock::time_point::max();
+    for (const auto& [fd, c] : connections) {
       if (!c.writing && c.since < when) oldest = fd, when = c.since;
-    return oldest;
+      if (c.writing && c.since < writer_when) oldest_writer = fd, writer_when = c.since;
+    }
+    return oldest >= 0 ? oldest : oldest_writer;
   }
 
   void accept_all() {
@@ -111,8 +118,9 @@ struct Server {
         ::close(fd);
         continue;
       }
-      int one = 1;
+      int one = 1, send_buffer = kSendBuffer;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
       Connection& c = connections[fd];
       c.fd = fd;
       c.since = Clock::now();
@@ -121,7 +129,7 @@ struct Server {
   }
 
   bool evict_one() {
-    int victim = oldest_unanswered();
+    int victim = evictable();
     if (victim < 0) return false;
     drop(victim);
     return true;

@@ -110,5 +110,34 @@ assert "gpubind_watch_intervals_total" in body, body[:200]
 for s in idle:
     s.close()
 PY
+# Clients that pipeline requests for /metrics and never read the answers: every slot ends up
+# writing an answer nobody takes, and the eviction rule skipped writers, so every new scrape was
+# reset while they went on. The oldest stalled writer now makes way, and each one's kernel send
+# buffer is bounded.
+/usr/bin/python3 - "$small_port" <<'PY' && pass "a watch limited to 128 connections: 300 clients pipelining requests they never read, a scrape still answered" || fail "pipelining clients: $(cat "$WORK/err-small")"
+import socket, sys, time, urllib.request
+port = int(sys.argv[1])
+request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+hogs = []
+for _ in range(300):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    try:
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        try:
+            s.send(request)
+        except (BlockingIOError, ConnectionError):
+            pass
+    except OSError:
+        pass
+    hogs.append(s)
+time.sleep(2)  # the watch answers what it can until every slot is stuck writing
+body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20).read().decode()
+assert "gpubind_watch_intervals_total" in body, body[:200]
+for s in hogs:
+    s.close()
+PY
 alive $watcher && alive $small && pass "both watches are still running" || fail "watch died: $(cat "$WORK/err" "$WORK/err-small")"
 finish

@@ -445,10 +445,13 @@ n2 1 0 0000:e1:00.0"
     both_running() { [ "$(pgrep -x sleep -P "$(pgrep -d, -x slurmstepd)" 2>/dev/null | wc -l)" -ge 2 ] || [ "$(pgrep -fx 'sleep 120' | wc -l)" -ge 2 ]; }
     wait_until 30 both_running || fail "the unbound job's tasks did not start"
     jid=$(squeue -h -t R -o %i | head -1)
-    before=$(for p in $(pgrep -fx 'sleep 120'); do grep Cpus_allowed_list /proc/$p/status | cut -f2; done | sort -u | tr '\n' ' ')
+    before=$(for p in $(pgrep -fx 'sleep 120'); do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "SLURM_JOB_ID=$jid" || continue
+      grep Cpus_allowed_list /proc/$p/status | cut -f2; done | sort -u | tr '\n' ' ')
     srun -Q --overlap --jobid "$jid" -w n1 -N1 -n1 "$GPUBIND" rebind -q --match '^sleep 120$' >"$WORK/out" 2>"$WORK/err"
     rc=$?
-    after=$(for p in $(pgrep -fx 'sleep 120'); do echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
+    # The job's tasks only: another test running beside this one may have a `sleep 120` of its own.
+    after=$(for p in $(pgrep -fx 'sleep 120'); do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "SLURM_JOB_ID=$jid" || continue
+      echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
     [ $rc = 0 ] && [ "$before" = "0-1 " ] && [ "$after" = "0:0 1:1 " ] \
       && pass "rebind from a step of the job (srun --overlap): the unbound tasks (0-1) moved, local rank 0 to CPU 0 and 1 to CPU 1" \
       || fail "rebind under Slurm: rc $rc, before '$before', after '$after': $(cat "$WORK/out" "$WORK/err")"
@@ -462,7 +465,7 @@ n2 1 0 0000:e1:00.0"
     if [ -n "$bjid" ] && wait_until 30 tasks_running; then
       srun -Q --overlap --jobid "$bjid" -w n1 -N1 -n1 "$GPUBIND" rebind -q --match 'sleep 121' >"$WORK/out" 2>"$WORK/err"
       rc=$?
-      after=$(for p in $(pgrep -fx 'sleep 121'); do echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
+      after=$(for p in $(pgrep -fx 'sleep 121'); do tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "SLURM_JOB_ID=$bjid" || continue; echo "$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^SLURM_LOCALID=//p'):$(grep Cpus_allowed_list /proc/$p/status | cut -f2)"; done | sort | tr '\n' ' ')
       [ $rc = 0 ] && [ "$after" = "0:0 1:1 " ] && grep -q "an srun client" "$WORK/out" \
         && pass "rebind of a batch job's tasks: the script's srun client skipped ('an srun client'), the two tasks moved ($after)" \
         || fail "rebind of a batch job: rc $rc, after '$after': $(cat "$WORK/out" "$WORK/err")"
