@@ -63,6 +63,12 @@ MUTATIONS = [
      "if (!line.starts_with(tag) || line.size() > kMaxStepLine) continue;", "if (line.size() > kMaxStepLine) continue;", UNIT),
     ("bench: the machine's load judged against the CPUs a Slurm step allowed", "src/bench/record.cpp",
      "if (m.load_before && m.cpus && *m.load_before >= 0.5 * m.cpus)", "if (m.load_before && m.cpus && *m.load_before >= 0.5 * m.allowed_cpus)", UNIT),
+    ("enforce: a task its user bound (srun --cpu-bind, --gpubind=none) fought", "src/rebind/enforce.cpp",
+     "how != own->env.end() && !own->env.count(topo::binding_env::kCpus) &&", "false && !own->env.count(topo::binding_env::kCpus) &&", UNIT),
+    ("rebind: a forged SLURM_JOB_ID joins another user's job", "src/rebind/rebind.cpp",
+     "std::map<int, std::string> apart = outside_their_job(states);", "std::map<int, std::string> apart = outside_their_job({});", UNIT),
+    ("bench --ab: a verdict from too few runs", "src/bench/ab.cpp",
+     "if (std::min(s.runs, rep.strategies[0].runs) < kMinAbRunsForVerdict)", "if (false)", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",
      "return e.kind == ErrorKind::usage ? kExitUsage : kExitFailure;", "return e.kind == ErrorKind::usage ? kExitFailure : kExitFailure;", CLI),
 ]
