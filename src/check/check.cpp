@@ -1,6 +1,7 @@
 #include "check/check.hpp"
 
 #include <algorithm>
+#include <set>
 #include <map>
 
 #include "topo/binding_env.hpp"
@@ -162,6 +163,32 @@ void judge_one(const topo::Topology& t, ProcessReport& r, const JudgeOptions& op
 
 }  // namespace
 
+std::map<int, std::string> outside_their_job(const std::vector<probe::ProcessState>& states) {
+  std::map<std::string, std::set<unsigned>> claimant_uids;
+  std::set<std::string> placed;  // jobs the node puts some claimant in
+  for (const probe::ProcessState& s : states) {
+    auto job = s.env.find("SLURM_JOB_ID");
+    if (job == s.env.end()) continue;
+    if (s.uid) claimant_uids[job->second].insert(*s.uid);
+    if (s.slurm_job_seen == job->second) placed.insert(job->second);
+  }
+  std::map<int, std::string> apart;
+  for (const probe::ProcessState& s : states) {
+    auto job = s.env.find("SLURM_JOB_ID");
+    if (job == s.env.end()) continue;
+    const std::string& j = job->second;
+    if (!s.slurm_job_seen.empty() && s.slurm_job_seen != j)
+      apart[s.pid] = "claims Slurm job " + j + " but runs in job " + s.slurm_job_seen + " (" + s.slurm_evidence + "): not a process of job " + j;
+    else if (s.slurm_job_seen.empty() && placed.count(j))
+      apart[s.pid] = "claims Slurm job " + j + ", but neither its cgroup nor a slurmstepd of the job is above it, as they are for the job's tasks: "
+                     "not a process of job " + j;
+    else if (!placed.count(j) && claimant_uids[j].size() > 1)
+      apart[s.pid] = "claims Slurm job " + j + ", whose claimants run as " + std::to_string(claimant_uids[j].size()) +
+                     " users, and the node does not say which are its (a Slurm job has one user): left alone";
+  }
+  return apart;
+}
+
 std::string holder_reason(const probe::ProcessState& p, bool contexts_known) {
   if (p.gpus.empty()) return "";
   for (const char* v : topo::binding_env::kAll)
@@ -178,10 +205,16 @@ std::string holder_reason(const probe::ProcessState& p, bool contexts_known) {
 Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, std::vector<Error> errors, const JudgeOptions& options) {
   Report rep;
   rep.errors = std::move(errors);
+  std::map<int, std::string> apart = outside_their_job(states);
   for (probe::ProcessState& s : states) {
     ProcessReport r;
     r.state = std::move(s);
-    judge_one(t, r, options);
+    if (auto it = apart.find(r.state.pid); it != apart.end()) {
+      r.apart = it->second;  // another job's, or no job's: not judged as the job's rank
+      r.judged = false;
+    } else {
+      judge_one(t, r, options);
+    }
     rep.processes.push_back(std::move(r));
   }
   // OVERLAP: checked ranks that share CPUs. Processes of one rank (its children: a shell, a
@@ -198,7 +231,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   };
   // Processes without a GPU take part when they are pinned (narrower than the machine).
   auto bound = [&](const ProcessReport& r) {
-    if (!r.holder.empty()) return false;  // a daemon on the ranks' CPUs is not a rank sharing them
+    if (!r.holder.empty() || !r.apart.empty()) return false;  // a daemon on the ranks' CPUs is not a rank sharing them
     if (!r.judged) return !t.allowed_cpus.is_subset_of(r.state.cpus_allowed);
     return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.verdict == Verdict::unbound; });
   };
@@ -217,6 +250,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
 
 std::string verdicts_of(const ProcessReport& p) {
   if (!p.holder.empty()) return "GPU_HOLDER";
+  if (!p.apart.empty()) return "NOT_IN_JOB";
   if (!p.judged) return "NO_GPU";
   if (p.findings.empty()) return "OK";
   std::vector<std::string> v;

@@ -1,6 +1,7 @@
 #pragma once
 // Judging what running processes are bound to against the topology and, when gpubind bound
 // them (GPUBIND_* in their environment), against that intent. Pure: probed states in, report out.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,7 +40,16 @@ struct ProcessReport {
   std::string holder;                    // why it is a GPU_HOLDER (not a rank), "" for any other process
   std::vector<int> threads_off_node;   // threads whose last CPU is off the GPU's node
   std::vector<int> threads_drifted;    // threads allowed outside what gpubind applied
+  std::string apart;                   // why it is NOT_IN_JOB (outside_their_job): listed apart, not judged
 };
+
+// Processes that claim a Slurm job (SLURM_JOB_ID) the node does not put them in, each with why. A
+// job's environment is anyone's to copy: a user who starts a process with another's job id and a
+// local rank joined that job's plan, and root split the job's CPUs with it. What counts is what
+// the node says (probe: the job of its cgroup, or of the slurmstepd above it): a process in
+// another job; a process the node puts in no job while the job's own tasks are in it; where the
+// node says nothing of any (a captured tree), a job whose claimants run as several users.
+std::map<int, std::string> outside_their_job(const std::vector<probe::ProcessState>& states);
 
 // The process's verdicts as check prints them: "OK", "NO_GPU" or "GPU_HOLDER" (not judged), or
 // its findings' verdicts, each once, joined by commas ("DRIFTED,OVERLAP").

@@ -119,38 +119,6 @@ std::string not_a_task(const probe::ProcessState& s) {
   return "";
 }
 
-// Processes that claim a Slurm job (SLURM_JOB_ID) the node does not put them in, each with why. A
-// job's environment is anyone's to copy: a user who starts a process with another's job id and a
-// local rank joined that job's plan, and root split the job's CPUs with it. What counts is what
-// the node says (probe: the job of its cgroup, or of the slurmstepd above it): a process in
-// another job; a process the node puts in no job while the job's own tasks are in it; where the
-// node says nothing of any (a captured tree), a job whose claimants run as several users.
-std::map<int, std::string> outside_their_job(const std::vector<probe::ProcessState>& states) {
-  std::map<std::string, std::set<unsigned>> claimant_uids;
-  std::set<std::string> placed;  // jobs the node puts some claimant in
-  for (const probe::ProcessState& s : states) {
-    auto job = s.env.find("SLURM_JOB_ID");
-    if (job == s.env.end()) continue;
-    if (s.uid) claimant_uids[job->second].insert(*s.uid);
-    if (s.slurm_job_seen == job->second) placed.insert(job->second);
-  }
-  std::map<int, std::string> apart;
-  for (const probe::ProcessState& s : states) {
-    auto job = s.env.find("SLURM_JOB_ID");
-    if (job == s.env.end()) continue;
-    const std::string& j = job->second;
-    if (!s.slurm_job_seen.empty() && s.slurm_job_seen != j)
-      apart[s.pid] = "claims Slurm job " + j + " but runs in job " + s.slurm_job_seen + " (" + s.slurm_evidence + "): not a process of job " + j;
-    else if (s.slurm_job_seen.empty() && placed.count(j))
-      apart[s.pid] = "claims Slurm job " + j + ", but neither its cgroup nor a slurmstepd of the job is above it, as they are for the job's tasks: "
-                     "not a process of job " + j;
-    else if (!placed.count(j) && claimant_uids[j].size() > 1)
-      apart[s.pid] = "claims Slurm job " + j + ", whose claimants run as " + std::to_string(claimant_uids[j].size()) +
-                     " users, and the node does not say which are its (a Slurm job has one user): left alone";
-  }
-  return apart;
-}
-
 std::string job_key(const probe::ProcessState& s) {
   std::string job = check::job_of(s);
   if (!job.empty()) return job;
@@ -175,7 +143,7 @@ struct Rank {
 std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, const Options& o, Plan& plan, std::vector<Error>& denied) {
   std::map<int, const probe::ProcessState*> by_pid;
   for (const probe::ProcessState& s : states) by_pid[s.pid] = &s;
-  std::map<int, std::string> apart = outside_their_job(states);
+  std::map<int, std::string> apart = check::outside_their_job(states);
   auto is_candidate = [&](const probe::ProcessState& s) {
     return check::holder_reason(s, o.contexts_known).empty() && not_a_task(s).empty() && !apart.count(s.pid) &&
            (has_rank_variable(s) || !s.gpus.empty() || !s.context_gpus.empty() || !gpubind_gpus(s).empty());

@@ -99,7 +99,9 @@ struct RankIdentity {
   std::optional<probe::KubeContainer> kube;   // its Kubernetes pod and container, when known
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
   CpuSet cpus;                    // its allowed CPUs at the sample (the main thread's)
-  std::string holder;             // a GPU daemon, not a rank (check::holder_reason): not judged
+  // A GPU daemon, not a rank (check::holder_reason), or a process not in the Slurm job it claims
+  // (check::outside_their_job, "claims Slurm job ..."): not judged.
+  std::string holder;
 };
 
 struct RankInterval : RankIdentity {

@@ -66,7 +66,7 @@ MUTATIONS = [
     ("enforce: a task its user bound (srun --cpu-bind, --gpubind=none) fought", "src/rebind/enforce.cpp",
      "how != own->env.end() && !own->env.count(topo::binding_env::kCpus) &&", "false && !own->env.count(topo::binding_env::kCpus) &&", UNIT),
     ("rebind: a forged SLURM_JOB_ID joins another user's job", "src/rebind/rebind.cpp",
-     "std::map<int, std::string> apart = outside_their_job(states);", "std::map<int, std::string> apart = outside_their_job({});", UNIT),
+     "std::map<int, std::string> apart = check::outside_their_job(states);", "std::map<int, std::string> apart = check::outside_their_job({});", UNIT),
     ("bench --ab: a verdict from too few runs", "src/bench/ab.cpp",
      "if (std::min(s.runs, rep.strategies[0].runs) < kMinAbRunsForVerdict)", "if (false)", UNIT),
     ("cli: every error exits 1", "src/cli/common.cpp",

@@ -39,6 +39,21 @@ TEST(Check, BoundOnTheGpusNodeIsOk) {
   EXPECT_FALSE(r.has_findings());
 }
 
+TEST(Check, AProcessNotInTheSlurmJobItClaimsIsListedApartNotJudgedWithTheJob) {
+  // Another user's process with the victim's SLURM_JOB_ID: listed apart (NOT_IN_JOB), and its
+  // CPUs shared with the rank are no OVERLAP of the job's.
+  probe::ProcessState task = proc(1, "0000:18:00.0", "0-13,112-125", 5);
+  task.env = {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_LOCALID", "0"}};
+  task.slurm_job_seen = "7";
+  probe::ProcessState forged = proc(2, "0000:2a:00.0", "0-13,112-125", 6);
+  forged.env = {{"SLURM_JOB_ID", "7"}, {"SLURM_LOCALID", "1"}};
+  Report r = judge(dgx(), {task, forged}, {});
+  EXPECT_EQ(verdicts_of(r.processes[0]), "OK");
+  EXPECT_EQ(verdicts_of(r.processes[1]), "NOT_IN_JOB");
+  EXPECT_NE(r.processes[1].apart.find("neither its cgroup nor a slurmstepd of the job is above it"), std::string::npos) << r.processes[1].apart;
+  EXPECT_FALSE(r.has_findings());
+}
+
 TEST(Check, AllowedEverywhereIsUnbound) {
   Report r = judge(dgx(), {proc(1, "0000:18:00.0", "0-223", 5)}, {});
   EXPECT_EQ(verdicts(r.processes[0]), std::vector<Verdict>{Verdict::unbound});
