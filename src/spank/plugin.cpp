@@ -161,8 +161,10 @@ bool site_default_stands_back(spank_t sp, const std::map<std::string, std::strin
 // (--gpubind, --gpubind=verbose) the user's own binding wins, as it does over the site default;
 // with one (--gpubind=closest) gpubind binds, and says whose binding it replaces (it replaced
 // the user's map silently).
-bool users_cpu_bind_wins(spank_t sp, const std::map<std::string, std::string>& env) {
-  auto user = bind::user_cpu_binding(g_step_seen ? g_step : env);
+// Only where the step's environment was seen: the task's alone cannot tell the user's --cpu-bind
+// from task/affinity's automatic binding, and the user asked for gpubind.
+bool users_cpu_bind_wins(spank_t sp) {
+  auto user = g_step_seen ? bind::user_cpu_binding(g_step) : std::nullopt;
   if (!user) return false;
   if (g_opt.defaulted) {
     std::fprintf(stderr, "gpubind: note: srun --cpu-bind=%s: the user's binding wins (--gpubind names no mode; --gpubind=closest replaces it)\n",
@@ -321,7 +323,7 @@ Status bind_task(spank_t sp, bool site_default, const bind::Config& cfg) {
   if (!lr) return lr.error();
   if (!*lr) return Error{"task", "no SLURM_LOCALID in the task's environment"};
   if (site_default && site_default_stands_back(sp, env, **lr)) return Ok{};
-  if (!site_default && users_cpu_bind_wins(sp, env)) return Ok{};
+  if (!site_default && users_cpu_bind_wins(sp)) return Ok{};
   auto topo = task_topology(cfg, env);
   if (!topo) return topo.error();
   std::optional<CpuSet> step = step_cpus(sp, *topo);
