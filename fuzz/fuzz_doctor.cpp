@@ -25,7 +25,8 @@ const char* kFiles[] = {"proc/sys/kernel/numa_balancing", "proc/sys/vm/zone_recl
                         "sys/bus/pci/devices/0000:18:00.0/current_link_width", "sys/bus/pci/devices/0000:18:00.0/max_link_speed",
                         "etc/slurm/slurm.conf", "proc/irq/180/effective_affinity_list", "etc/default/irqbalance",
                         "etc/systemd/system.conf", "proc/self/cgroup", "proc/self/mountinfo", "sys/fs/cgroup/cpuset.mems.effective",
-                        "sys/kernel/iommu_groups/30/type", "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/config"};
+                        "sys/kernel/iommu_groups/30/type", "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/config",
+                        "etc/slurm/plugstack.conf", "etc/slurm/plugstack.conf.d/gpubind.conf"};
 // GPU 0's device directory, below a switch port, which the bus's entry links to.
 const char* kDevice = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:18:00.0";
 
@@ -56,7 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < field.size(); ++i) std::ofstream(root + "/" + kFiles[i], std::ios::trunc) << field[i];
   auto fs = gpubind::sys::open_fsroot(root);
   if (!fs) return 0;
-  gpubind::doctor::Report r = gpubind::doctor::judge(t, gpubind::doctor::read_node_facts(**fs, t, {"", "gpu01", ""}));
+  auto facts = gpubind::doctor::read_node_facts(**fs, t, {"", "gpu01", "", false, false});
+  if (!facts) return 0;  // only a file the user names is an error: none is named here
+  gpubind::doctor::Report r = gpubind::doctor::judge(t, *facts);
   (void)r.worst();
   return 0;
 }

@@ -259,11 +259,26 @@ std::vector<std::string> included(const sys::FsRoot& root, const std::string& pa
   return out;
 }
 
-void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts& f, unsigned depth) {
-  if (depth > 8) {  // Slurm has no bound; a file that includes itself would never end
-    f.unreadable.push_back(conf + ": includes nested deeper than 8 files: not followed");
+// Slurm follows includes without a bound; a file that includes itself (or a glob that matches
+// its own directory) would never end, or read thousands of files: at most 64 files, 8 deep, each
+// limit said once.
+struct IncludeBudget {
+  int files = 64;
+  bool deep_said = false, files_said = false;
+};
+
+void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts& f, unsigned depth, IncludeBudget& budget) {
+  if (budget.files == 0) {
+    if (!budget.files_said) f.unreadable.push_back(conf + ": more than 64 plugin stack files: not followed");
+    budget.files_said = true;
     return;
   }
+  if (depth > 8) {
+    if (!budget.deep_said) f.unreadable.push_back(conf + ": includes nested deeper than 8 files: not followed");
+    budget.deep_said = true;
+    return;
+  }
+  --budget.files;
   auto text = read(root, under_root(conf), f);
   if (!text) return;
   unsigned number = 0;
@@ -277,7 +292,7 @@ void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts&
     if (words.size() < 2) continue;
     if (words[0] == "include") {
       std::string pattern = words[1].starts_with('/') ? words[1] : conf.substr(0, conf.rfind('/')) + "/" + words[1];
-      for (const std::string& file : included(root, pattern)) plugstack_file(root, file, f, depth + 1);
+      for (const std::string& file : included(root, pattern)) plugstack_file(root, file, f, depth + 1, budget);
       continue;
     }
     if (words[0] != "required" && words[0] != "optional") continue;
@@ -295,7 +310,10 @@ void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts&
 
 }  // namespace
 
-void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f) { plugstack_file(root, conf, f, 0); }
+void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f) {
+  IncludeBudget budget;
+  plugstack_file(root, conf, f, 0, budget);
+}
 
 namespace {
 

@@ -403,6 +403,12 @@ TEST(DoctorReader, ThePluginStackIsPlugStackConfigElseBesideSlurmConfFollowingIn
   EXPECT_EQ(g.unreadable[0].rfind("/etc/slurm/spank/stack.conf:1: gpubind_spank.so would not load: ", 0), 0u) << g.unreadable[0];
   EXPECT_NE(g.unreadable.back().find("includes nested deeper than 8 files"), std::string::npos) << g.unreadable.back();
   EXPECT_EQ(severity(example("dgx-h100"), g, "slurm_task_plugin"), Severity::fail);
+  // A glob that matches its own directory's files, the including file among them: bounded, said once.
+  tree.file("etc/slurm/spank/stack.conf", "include /etc/slurm/spank/*\n");
+  tree.file("etc/slurm/spank/a", "include /etc/slurm/spank/*\n");
+  tree.file("etc/slurm/spank/b", "include /etc/slurm/spank/*\n");
+  NodeFacts h = *read_node_facts(**root, example("dgx-h100"), {});
+  EXPECT_EQ(std::count_if(h.unreadable.begin(), h.unreadable.end(), [](const std::string& u) { return u.find("more than 64 plugin stack files") != std::string::npos; }), 1);
 }
 
 TEST(DoctorReader, ANamedSlurmConfOrKubeletConfigThatCannotBeReadIsAnErrorNotANote) {
