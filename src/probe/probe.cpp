@@ -583,7 +583,8 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
     cgroup_text = *cgroup;
     p.container_id = container_id_of_cgroup(*cgroup);
   }
-  if (auto uid = parse_uint(key_value(*status, "Uid").substr(0, key_value(*status, "Uid").find_first_of(" \t")))) p.uid = unsigned(*uid);
+  std::string uids = key_value(*status, "Uid");  // real, effective, saved, filesystem
+  if (auto uid = parse_uint(uids.substr(0, uids.find_first_of(" \t")))) p.uid = unsigned(*uid);
   if (auto stat = root.read(dir + "/stat")) p.start_time = sys::stat_start_time(*stat);
   if (p.start_time)
     if (auto record = sys::read_rebind_record(root, pid, *p.start_time, p.uid)) {

@@ -82,8 +82,7 @@ Status write_rebind_record(int pid, uint64_t start_time, const CpuSet& cpus, con
       auto p = parse_uint(n.substr(0, dash));
       auto st = dash == std::string::npos ? std::nullopt : parse_uint(n.substr(dash + 1));
       if (!p || !st) continue;
-      auto stat = read_file("/proc/" + std::to_string(*p) + "/stat", 4096);
-      if (!stat || stat_start_time(*stat) != *st) (void)remove_file(dir + "/" + n);  // best effort: a stale record is only clutter
+      if (process_start_time(int(*p)) != *st) (void)remove_file(dir + "/" + n);  // best effort: a stale record is only clutter
     }
   }
   return replace_file(dir + "/" + record_name(pid, start_time), "cpus=" + cpus.to_list() + "\nmems=" + mems.to_list() + "\n");

@@ -65,7 +65,7 @@ class RealTaskMover final : public TaskMover {
     // so every check after this one is of that process, never of a PID's next owner.
     int fd = int(::syscall(SYS_pidfd_open, pid, 0));
     if (fd < 0 && errno == ESRCH) return Error{who, "ended since it was probed", ErrorKind::not_found};
-    auto now = start_time_of(pid);
+    auto now = process_start_time(pid);
     if (!now) {
       if (fd >= 0) ::close(fd);
       return Error{who, "ended since it was probed", ErrorKind::not_found};
@@ -82,7 +82,7 @@ class RealTaskMover final : public TaskMover {
     auto it = m_held.find(pid);
     if (it == m_held.end()) return true;
     if (it->second.fd >= 0) return ::syscall(SYS_pidfd_send_signal, it->second.fd, 0, nullptr, 0) == 0;
-    return start_time_of(pid) == it->second.start_time;  // no pidfd (before Linux 5.3)
+    return process_start_time(pid) == it->second.start_time;  // no pidfd (before Linux 5.3)
   }
 
   void release(int pid) override {
@@ -98,16 +98,16 @@ class RealTaskMover final : public TaskMover {
     uint64_t start_time = 0;
   };
   std::map<int, Held> m_held;
-
-  static std::optional<uint64_t> start_time_of(int pid) {
-    auto text = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
-    return text ? stat_start_time(*text) : std::nullopt;
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<TaskMover> real_task_mover() { return std::make_unique<RealTaskMover>(); }
+
+std::optional<uint64_t> process_start_time(int pid) {
+  auto text = read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+  return text ? stat_start_time(*text) : std::nullopt;
+}
 
 std::optional<uint64_t> stat_start_time(std::string_view stat) {
   size_t close = stat.rfind(')');  // the command may hold spaces and parentheses

@@ -42,6 +42,8 @@ class TaskMover {
 
 // A process's start time from its /proc/PID/stat text (field 22); nullopt when it is not one.
 std::optional<uint64_t> stat_start_time(std::string_view stat);
+// The start time of process `pid` of this machine now; nullopt when it does not run.
+std::optional<uint64_t> process_start_time(int pid);
 
 std::unique_ptr<TaskMover> real_task_mover();
 
