@@ -115,8 +115,13 @@ PY
 # reset while they went on. The oldest stalled writer now makes way, and each one's kernel send
 # buffer is bounded.
 /usr/bin/python3 - "$small_port" <<'PY' && pass "a watch limited to 128 connections: 300 clients pipelining requests they never read, a scrape still answered" || fail "pipelining clients: $(cat "$WORK/err-small")"
-import socket, sys, time, urllib.request
+import fcntl, socket, struct, sys, termios, time, urllib.request
 port = int(sys.argv[1])
+def unread(s):  # bytes of answers waiting in a client's socket
+    try:
+        return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+    except OSError:
+        return 0
 request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
 hogs = []
 for _ in range(300):
@@ -133,7 +138,12 @@ for _ in range(300):
     except OSError:
         pass
     hogs.append(s)
-time.sleep(2)  # the watch answers what it can until every slot is stuck writing
+# Until every one of the watch's 128 slots holds a client it is answering (bytes waiting unread),
+# however slow a loaded machine is to get there.
+deadline = time.time() + 120
+while sum(1 for s in hogs if unread(s) > 0) < 128 and time.time() < deadline:
+    time.sleep(0.1)
+assert sum(1 for s in hogs if unread(s) > 0) >= 128, "the clients never filled the watch's slots"
 body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20).read().decode()
 assert "gpubind_watch_intervals_total" in body, body[:200]
 for s in hogs:
