@@ -207,6 +207,34 @@ void add_links(hwloc_topology_t t, Topology& topo, const std::map<hwloc_obj_t, s
   topo::sort_links(topo.links);
 }
 
+// The stacks (tiles) of an Intel GPU as hwloc's levelzero backend shows them under its PCI
+// device: in Level Zero's COMPOSITE hierarchy one "zeN" OS device with info
+// LevelZeroSubdevices (and "zeN.K" children), in FLAT (the default since 2023) and COMBINED one
+// "zeN" per stack, each without sub-devices. 0 where the capture has no Level Zero device.
+struct LevelZeroStacks {
+  unsigned roots = 0, subdevices = 0;
+  // Whether `c` is a Level Zero device (counted), which is no OS device file of the GPU's.
+  bool count(hwloc_obj_t c) {
+    bool level_zero = (c->subtype && std::string_view(c->subtype) == "LevelZero") || !info(c, "LevelZeroDriverIndex").empty();
+    if (!level_zero) return false;
+    ++roots;
+    unsigned sub = 0;
+    if (auto n = parse_uint(info(c, "LevelZeroSubdevices"))) sub = unsigned(std::min<uint64_t>(*n, topo::kMaxGpuStacks + 1));
+    unsigned children = 0;
+    for (hwloc_obj_t k = c->io_first_child; k; k = k->next_sibling) children += k->type == HWLOC_OBJ_OS_DEVICE;
+    sub = std::max(sub, children);
+    subdevices = std::max(subdevices, sub);
+    return true;
+  }
+  unsigned stacks() const { return subdevices ? subdevices : roots; }
+};
+
+// Data Center GPU Max (Ponte Vecchio, PCI 8086:0bd0-0bdb): the Intel GPUs with more than one
+// stack (the 1100s have one, which a capture without Level Zero cannot tell apart either).
+bool is_multi_stack_intel_gpu(const PciIdentity& id) {
+  return id.vendor_id == 0x8086 && id.device_id >= 0x0bd0 && id.device_id <= 0x0bdb;
+}
+
 // Collects GPUs and NICs from either device source, classified the same way.
 struct DeviceSink {
   Topology& topo;
@@ -237,6 +265,7 @@ struct DeviceSink {
 void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sink) {
   bool multi_numa = cpu_numa_nodes(sink.topo).size() > 1;
   std::set<std::string> nv_bound = nvidia_driver_gpus(in);
+  std::vector<std::string> stacks_unknown;  // Intel GPU Max without Level Zero devices
   for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_pcidev(t, o));) {
     PciIdentity id{o->attr->pcidev.vendor_id, o->attr->pcidev.device_id, o->attr->pcidev.class_id,
                    nv_bound.count(pci_bus_id(o)) > 0};
@@ -255,8 +284,9 @@ void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sin
     dev.pcie_path = pcie_path_of(o);
     std::string uuid, runtime_model;
     std::optional<unsigned> rsmi_index;
+    LevelZeroStacks ze;
     for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
-      if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+      if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name || ze.count(c)) continue;
       dev.os_names.emplace_back(c->name);
       // The model NVML or ROCm SMI reports (the nvml*/rsmi* OS device's GPUModel) is the name
       // Slurm's AutoDetect types a GPU by; the PCI database's name is not ("TU104GL [Tesla T4]").
@@ -272,8 +302,15 @@ void add_hwloc_devices(hwloc_topology_t t, const HwlocInput& in, DeviceSink& sin
     if (!runtime_model.empty()) dev.name = runtime_model;
     std::sort(dev.os_names.begin(), dev.os_names.end());
     if (role == DeviceRole::gpu) sink.gpu_of_obj[o] = dev.pci;
-    sink.add(id, std::move(dev), uuid, rsmi_index);
+    if (role == DeviceRole::gpu && !ze.stacks() && is_multi_stack_intel_gpu(id)) stacks_unknown.push_back(dev.pci);
+    sink.add(id, std::move(dev), uuid, rsmi_index, ze.stacks());
   }
+  if (!stacks_unknown.empty())
+    sink.topo.warnings.push_back("Intel Data Center GPU Max " + join(stacks_unknown, ", ") +
+                                 ": this capture does not show their stacks (no Level Zero devices: hwloc ran without its "
+                                 "levelzero backend), so each is taken as one stack and ZE_AFFINITY_MASK entries read as "
+                                 "whole GPUs, while in Level Zero's default FLAT hierarchy each names one stack; capture "
+                                 "with hwloc's levelzero backend, or give \"stacks\" in a gpubind JSON topology");
 }
 
 // Live devices from sysfs. hwloc places an I/O device at the smallest object covering its

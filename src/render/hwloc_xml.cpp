@@ -85,6 +85,20 @@ struct Writer {
       if (c.pus.is_subset_of(cpus) && !c.pus.intersects(done)) core(c, depth);
   }
 
+  // An Intel GPU's stacks as hwloc's levelzero backend shows them in Level Zero's default FLAT
+  // hierarchy: one co-processor "zeN" per stack, numbered across the GPUs in their order.
+  void level_zero_devices(const std::string& pci, int depth) {
+    const Gpu* g = find_gpu(t, pci);
+    if (!g || g->vendor != Vendor::intel || g->stacks < 2) return;
+    unsigned first = 0;
+    for (const Gpu& o : t.gpus)
+      if (o.vendor == Vendor::intel && o.index < g->index) first += o.stacks;
+    for (unsigned s = 0; s < g->stacks; ++s)
+      out += indent(depth) + "<object type=\"OSDev\" gp_index=\"" + std::to_string(gp++) + "\" name=\"ze" +
+             std::to_string(first + s) + "\" subtype=\"LevelZero\" osdev_type=\"5\">\n" + indent(depth + 1) +
+             "<info name=\"Backend\" value=\"LevelZero\"/>\n" + indent(depth) + "</object>\n";
+  }
+
   std::string pci_type(uint32_t cls, uint16_t vendor, uint16_t device) const {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%04x [%04x:%04x] [0000:0000] 00", cls, vendor, device);
@@ -122,6 +136,7 @@ struct Writer {
         out += indent(depth + 1) + "<object type=\"OSDev\" gp_index=\"" + std::to_string(gp++) + "\" name=\"" + xml_escape(os) +
                "\" osdev_type=\"" + std::to_string(type) + "\"/>\n";
       }
+      level_zero_devices(d->pci, depth + 1);
       out += indent(depth) + "</object>\n";
     }
     // Bridges one level further down, in first-seen order.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "render/hwloc_xml.hpp"
 
@@ -134,6 +135,53 @@ TEST_F(TempFiles, HwlocXmlExportReloads) {
     }
     for (size_t i = 0; i < orig->nics.size(); ++i) EXPECT_EQ(back->nics[i].os_names, orig->nics[i].os_names) << name;
   }
+}
+
+// Issue 52 item 10: an Intel GPU Max's stacks in an hwloc capture come from hwloc's levelzero
+// backend (FLAT: one "zeN" per stack; COMPOSITE: one "zeN" with LevelZeroSubdevices and
+// "zeN.K" children); a capture without them says the stacks are unknown.
+TEST_F(TempFiles, IntelGpuStacksAreReadFromTheCapturesLevelZeroDevices) {
+  auto orig = load_topology(std::string(GPUBIND_SOURCE_DIR) + "/tests/data/intel/gpu-max-1550-x8.json");
+  ASSERT_TRUE(orig.ok()) << orig.error().message();
+  const std::string flat = render::to_hwloc_xml(*orig);
+  ASSERT_NE(flat.find("name=\"ze15\" subtype=\"LevelZero\""), std::string::npos);  // 8 GPUs x 2 stacks, numbered across them
+  const std::regex level_zero(R"(\s*<object type="OSDev"[^>]*subtype="LevelZero"[^>]*>\s*<info[^>]*/>\s*</object>)");
+  const std::string none = std::regex_replace(flat, level_zero, "");
+  std::string composite = none;
+  unsigned card = 0;
+  for (size_t at = 0; (at = composite.find("[8086:0bd5]", at)) != std::string::npos; ++card) {
+    at = composite.find("</object>", composite.find("<info name=\"PCIDevice\"", at));  // hwloc reads infos before children
+    at = composite.rfind('\n', at) + 1;
+    std::string c = std::to_string(card);
+    std::string dev = "<object type=\"OSDev\" name=\"ze" + c + "\" subtype=\"LevelZero\" osdev_type=\"5\">"
+                      "<info name=\"Backend\" value=\"LevelZero\"/><info name=\"LevelZeroSubdevices\" value=\"2\"/>";
+    for (const char* k : {"0", "1"})
+      dev += "<object type=\"OSDev\" name=\"ze" + c + "." + k + "\" subtype=\"LevelZero\" osdev_type=\"5\">"
+             "<info name=\"LevelZeroSubdeviceID\" value=\"" + k + "\"/></object>";
+    composite.insert(at, dev + "</object>\n");
+  }
+  ASSERT_EQ(card, 8u);
+  auto stack_warnings = [](const topo::Topology& t) {
+    return std::count_if(t.warnings.begin(), t.warnings.end(), [](const std::string& w) { return w.find("stacks") != std::string::npos; });
+  };
+  for (const auto& [name, xml] : {std::pair{"flat", flat}, std::pair{"composite", composite}}) {
+    auto t = load_topology(write(std::string(name) + ".xml", xml));
+    ASSERT_TRUE(t.ok()) << name << ": " << t.error().message();
+    ASSERT_EQ(t->gpus.size(), 8u) << name;
+    for (const topo::Gpu& g : t->gpus) {
+      EXPECT_EQ(g.stacks, 2u) << name << " " << g.pci;
+      EXPECT_EQ(g.os_names, (std::vector<std::string>{"card" + std::to_string(g.index + 1), "renderD" + std::to_string(128 + g.index)}))
+          << name << ": Level Zero devices are no OS device files";
+    }
+    EXPECT_EQ(stack_warnings(*t), 0) << name;
+    EXPECT_EQ(render::to_hwloc_xml(*t), flat) << name;  // written back the same
+  }
+  auto unknown = load_topology(write("none.xml", none));
+  ASSERT_TRUE(unknown.ok()) << unknown.error().message();
+  for (const topo::Gpu& g : unknown->gpus) EXPECT_EQ(g.stacks, 1u);
+  ASSERT_EQ(stack_warnings(*unknown), 1) << "one warning naming every GPU whose stacks the capture does not show";
+  auto w = std::find_if(unknown->warnings.begin(), unknown->warnings.end(), [](const std::string& x) { return x.find("stacks") != std::string::npos; });
+  EXPECT_NE(w->find("0000:18:00.0, "), std::string::npos) << *w;
 }
 
 }  // namespace gpubind::discover
