@@ -189,6 +189,40 @@ std::map<int, std::string> outside_their_job(const std::vector<probe::ProcessSta
   return apart;
 }
 
+std::map<int, std::string> wrappers_of_ranks(const std::vector<probe::ProcessState>& states) {
+  std::map<int, const probe::ProcessState*> by_pid;
+  for (const probe::ProcessState& s : states) by_pid[s.pid] = &s;
+  auto identity = [](const probe::ProcessState& s) -> std::string {
+    std::string rank = global_rank_of(s), local = local_rank_of(s);
+    return rank.empty() && local.empty() ? "" : job_of(s) + "/" + rank + "/" + local;
+  };
+  auto holds_gpu = [](const probe::ProcessState& s) { return !s.gpus.empty() || !s.context_gpus.empty(); };
+  // Every process's same-rank ancestors, with the nearest same-rank descendant each has that holds
+  // a GPU (else the nearest at all).
+  std::map<int, const probe::ProcessState*> below;
+  for (const probe::ProcessState& s : states) {
+    std::string id = identity(s);
+    if (id.empty()) continue;
+    auto up = by_pid.find(s.ppid);
+    for (int hops = 0; hops < 64 && up != by_pid.end() && up->second->pid != s.pid; ++hops, up = by_pid.find(up->second->ppid)) {
+      if (identity(*up->second) != id) continue;
+      const probe::ProcessState*& b = below[up->second->pid];
+      if (!b || (holds_gpu(s) && !holds_gpu(*b))) b = &s;
+    }
+  }
+  std::map<int, std::string> out;
+  for (const auto& [pid, child] : below) {
+    const probe::ProcessState& s = *by_pid[pid];
+    if (holds_gpu(s)) continue;
+    bool known = std::any_of(std::begin(kRankWrappers), std::end(kRankWrappers), [&](const char* w) { return s.comm == w; });
+    if (!known && !holds_gpu(*child)) continue;
+    std::string rank = global_rank_of(s).empty() ? "local rank " + local_rank_of(s) : "rank " + global_rank_of(s);
+    out[pid] = "a wrapper (" + s.comm + ") above PID " + std::to_string(child->pid) + " (" + child->comm + ") of the same " + rank +
+               (holds_gpu(*child) ? ", which holds the GPU" : "") + ": not a rank of its own";
+  }
+  return out;
+}
+
 std::string holder_reason(const probe::ProcessState& p, bool contexts_known) {
   if (p.gpus.empty()) return "";
   for (const char* v : topo::binding_env::kAll)
@@ -206,11 +240,16 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   Report rep;
   rep.errors = std::move(errors);
   std::map<int, std::string> apart = outside_their_job(states);
+  std::map<int, std::string> wrappers = wrappers_of_ranks(states);
   for (probe::ProcessState& s : states) {
     ProcessReport r;
     r.state = std::move(s);
     if (auto it = apart.find(r.state.pid); it != apart.end()) {
       r.apart = it->second;  // another job's, or no job's: not judged as the job's rank
+      r.judged = false;
+    } else if (auto w = wrappers.find(r.state.pid); w != wrappers.end()) {
+      locate(t, r);
+      r.wrapper = w->second;  // the rank is the process below it
       r.judged = false;
     } else {
       judge_one(t, r, options);
@@ -231,7 +270,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
   };
   // Processes without a GPU take part when they are pinned (narrower than the machine).
   auto bound = [&](const ProcessReport& r) {
-    if (!r.holder.empty() || !r.apart.empty()) return false;  // a daemon on the ranks' CPUs is not a rank sharing them
+    if (!r.holder.empty() || !r.apart.empty() || !r.wrapper.empty()) return false;  // a daemon on the ranks' CPUs is not a rank sharing them
     if (!r.judged) return !t.allowed_cpus.is_subset_of(r.state.cpus_allowed);
     return std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.verdict == Verdict::unbound; });
   };
@@ -251,6 +290,7 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
 std::string verdicts_of(const ProcessReport& p) {
   if (!p.holder.empty()) return "GPU_HOLDER";
   if (!p.apart.empty()) return "NOT_IN_JOB";
+  if (!p.wrapper.empty()) return "WRAPPER";
   if (!p.judged) return "NO_GPU";
   if (p.findings.empty()) return "OK";
   std::vector<std::string> v;

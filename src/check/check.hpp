@@ -41,6 +41,7 @@ struct ProcessReport {
   std::vector<int> threads_off_node;   // threads whose last CPU is off the GPU's node
   std::vector<int> threads_drifted;    // threads allowed outside what gpubind applied
   std::string apart;                   // why it is NOT_IN_JOB (outside_their_job): listed apart, not judged
+  std::string wrapper;                 // why it is a WRAPPER (wrappers_of_ranks): listed, not judged
 };
 
 // Processes that claim a Slurm job (SLURM_JOB_ID) the node does not put them in, each with why. A
@@ -51,7 +52,20 @@ struct ProcessReport {
 // node says nothing of any (a captured tree), a job whose claimants run as several users.
 std::map<int, std::string> outside_their_job(const std::vector<probe::ProcessState>& states);
 
-// The process's verdicts as check prints them: "OK", "NO_GPU" or "GPU_HOLDER" (not judged), or
+// Processes that only wrap a rank: an interpreter shim or a runner (`conda run`, `uv run`, a
+// `bash -c` that waits) starts the real rank as its child and waits, and the child inherits the
+// launcher's rank variables, so both look like the same rank. A process is a wrapper when it
+// holds no GPU device file or context, a process below it has the same job and rank, and either
+// one of those holds a GPU or the process is one of kRankWrappers. Each with why; check lists it
+// as WRAPPER, not judged, and watch leaves it out of the ranks' spread (its CPU time is none).
+// A rank's own children (a DataLoader worker) are below the rank, not above it: never wrappers.
+inline constexpr const char* kRankWrappers[] = {"conda", "mamba", "micromamba", "uv",   "poetry", "pipenv", "pyenv",
+                                                "pdm",   "hatch", "pixi",       "bash", "sh",     "dash",   "zsh",
+                                                "env",   "timeout", "nice",     "stdbuf", "time", "taskset", "numactl"};
+std::map<int, std::string> wrappers_of_ranks(const std::vector<probe::ProcessState>& states);
+
+// The process's verdicts as check prints them: "OK", "NO_GPU", "GPU_HOLDER", "NOT_IN_JOB" or
+// "WRAPPER" (not judged), or
 // its findings' verdicts, each once, joined by commas ("DRIFTED,OVERLAP").
 std::string verdicts_of(const ProcessReport& p);
 

@@ -46,6 +46,8 @@ std::string check_text(const check::Report& r, bool verbose) {
     if (!p.holder.empty()) out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " GPU_HOLDER: " + p.holder + "\n", any = true;
   for (const ProcessReport& p : r.processes)
     if (!p.apart.empty()) out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " NOT_IN_JOB: " + p.apart + "\n", any = true;
+  for (const ProcessReport& p : r.processes)
+    if (!p.wrapper.empty()) out += std::string(any ? "" : "\n") + "PID " + std::to_string(p.state.pid) + " WRAPPER: " + p.wrapper + "\n", any = true;
   if (!verbose)  // verbose lists them under each process
     for (const ProcessReport& p : r.processes)
       for (const std::string& n : p.state.notes)
@@ -74,13 +76,14 @@ std::string check_text(const check::Report& r, bool verbose) {
       for (const std::string& n : p.state.notes) out += "  note: " + one_line(n) + "\n";
     }
   }
-  size_t ok = 0, found = 0, nogpu = 0, holders = 0, apart = 0;
+  size_t ok = 0, found = 0, nogpu = 0, holders = 0, apart = 0, wrappers = 0;
   for (const ProcessReport& p : r.processes)
-    (!p.holder.empty() ? holders : !p.apart.empty() ? apart : !p.judged ? nogpu : p.findings.empty() ? ok : found)++;
+    (!p.holder.empty() ? holders : !p.apart.empty() ? apart : !p.wrapper.empty() ? wrappers : !p.judged ? nogpu : p.findings.empty() ? ok : found)++;
   out += "\n" + std::to_string(r.processes.size()) + " process(es): " + std::to_string(ok) + " OK, " + std::to_string(found) +
          " with findings, " + std::to_string(nogpu) + " without GPU";
   if (holders) out += ", " + std::to_string(holders) + " GPU holder(s) not judged";
   if (apart) out += ", " + std::to_string(apart) + " not in the Slurm job they claim (listed apart)";
+  if (wrappers) out += ", " + std::to_string(wrappers) + " wrapper(s) of a rank not judged";
   if (!r.errors.empty()) out += ", " + std::to_string(r.errors.size()) + " not readable";
   return out + "\n";
 }
@@ -102,6 +105,7 @@ nlohmann::ordered_json check_json(const check::Report& r, const std::string& nod
     o["verdict"] = check::verdicts_of(p);
     o["holder"] = p.holder.empty() ? oj() : oj(p.holder);
     if (!p.apart.empty()) o["not_in_job"] = p.apart;
+    if (!p.wrapper.empty()) o["wrapper"] = p.wrapper;
     for (auto [variable, key] : {std::pair{"SLURM_JOB_ID", "slurm_job_id"}, std::pair{"SLURM_STEP_ID", "slurm_step_id"}}) {
       auto it = s.env.find(variable);
       o[key] = it == s.env.end() ? oj() : oj(it->second);

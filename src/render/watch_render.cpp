@@ -10,7 +10,9 @@ namespace gpubind::render {
 namespace {
 
 // What a listed, unjudged process is: a process not in the Slurm job it claims, or a GPU daemon.
-std::string holder_label(const std::string& holder) { return holder.starts_with("claims Slurm job") ? "NOT_IN_JOB" : "GPU_HOLDER"; }
+std::string holder_label(const std::string& holder) {
+  return holder.starts_with("claims Slurm job") ? "NOT_IN_JOB" : holder.starts_with("a wrapper (") ? "WRAPPER" : "GPU_HOLDER";
+}
 
 std::string share(const std::optional<double>& v) {
   return v ? std::to_string(int(*v * 100 + 0.5)) + " %" : std::string("-");  // 0-1: no lround, no libm

@@ -137,7 +137,7 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
   r.kube = cur.kube;
   r.gpus = pr.gpus;
   r.cpus = cur.cpus_allowed;
-  r.holder = !pr.apart.empty() ? pr.apart : pr.holder;  // listed, not judged, either way
+  r.holder = !pr.apart.empty() ? pr.apart : !pr.wrapper.empty() ? pr.wrapper : pr.holder;  // listed, not judged, any way
   r.threads = unsigned(cur.threads.size());
   r.started = prev_process == nullptr;
   for (const ThreadState& th : cur.threads) {

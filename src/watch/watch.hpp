@@ -100,7 +100,8 @@ struct RankIdentity {
   std::vector<std::string> gpus;  // PCI addresses it is judged against (held open, else GPUBIND_GPU)
   CpuSet cpus;                    // its allowed CPUs at the sample (the main thread's)
   // A GPU daemon, not a rank (check::holder_reason), or a process not in the Slurm job it claims
-  // (check::outside_their_job, "claims Slurm job ..."): not judged.
+  // (check::outside_their_job, "claims Slurm job ..."), or a wrapper above a rank
+  // (check::wrappers_of_ranks, "a wrapper (...) ..."): not judged.
   std::string holder;
 };
 

@@ -198,4 +198,39 @@ TEST(Check, AHolderPinnedOnARanksCpusIsNoOverlap) {
   EXPECT_FALSE(r.has_findings());
 }
 
+// Issue 52 item 23: `conda run` (or `uv run`, a waiting `bash -c`) starts the rank as its child,
+// which inherits the launcher's rank variables: the wrapper is listed as WRAPPER, not as a
+// second rank 0, and takes no part in OVERLAP. The rank's own children are not wrappers.
+TEST(Check, AWrapperAboveARankIsNoRankOfItsOwn) {
+  auto conda = proc(100, "", "0-13", 1);
+  conda.comm = "conda";
+  auto shell = proc(101, "", "0-13", 1);
+  shell.ppid = 100;
+  shell.comm = "bash";
+  auto rank = proc(102, "0000:18:00.0", "0-13", 1);
+  rank.ppid = 101;
+  auto worker = proc(103, "", "0-13", 2);  // a DataLoader worker of the rank
+  worker.ppid = 102;
+  for (auto* p : {&conda, &shell, &rank, &worker}) p->env = {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"GPUBIND_GPU", "0000:18:00.0"}};
+  Report r = judge(dgx(), {conda, shell, rank, worker}, {});
+  EXPECT_EQ(verdicts_of(r.processes[0]), "WRAPPER");
+  EXPECT_EQ(verdicts_of(r.processes[1]), "WRAPPER");
+  EXPECT_NE(r.processes[0].wrapper.find("above PID 102 (python) of the same rank 0, which holds the GPU"), std::string::npos)
+      << r.processes[0].wrapper;
+  EXPECT_EQ(verdicts_of(r.processes[2]), "OK");
+  EXPECT_EQ(verdicts_of(r.processes[3]), "OK") << "a worker below the rank is the rank's, judged by its GPUBIND_GPU";
+  EXPECT_FALSE(r.has_findings());
+
+  // Without a GPU seen anywhere, a known wrapper's name still tells it; a Python parent does not.
+  rank.gpus.clear();
+  rank.ppid = 100;
+  EXPECT_EQ(wrappers_of_ranks({conda, rank}).size(), 1u);
+  EXPECT_TRUE(wrappers_of_ranks({rank, worker}).empty());
+  // Another rank's process below it (a launcher's agent starting ranks) is no wrapper's child.
+  auto other = rank;
+  other.env["RANK"] = "1";
+  other.ppid = 100;
+  EXPECT_TRUE(wrappers_of_ranks({conda, other}).empty());
+}
+
 }  // namespace gpubind::check

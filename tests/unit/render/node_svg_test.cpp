@@ -153,9 +153,9 @@ TEST(CheckSvg, EachProcessIsDrawnWithItsVerdictAndFindingsAreRed) {
   wrong.pid = 2030;
   wrong.comm = "python";
   wrong.cpus_allowed = *CpuSet::parse_list("56-69,168-181");
-  r.processes.push_back({good, {"0000:18:00.0"}, "open device files", std::nullopt, {0}, std::nullopt, {}, true, "", {}, {}, ""});
+  r.processes.push_back({good, {"0000:18:00.0"}, "open device files", std::nullopt, {0}, std::nullopt, {}, true, "", {}, {}, "", ""});
   r.processes.push_back({wrong, {"0000:5d:00.0"}, "open device files", std::nullopt, {0}, std::nullopt,
-                         {{check::Verdict::misplaced, "allowed CPUs are all off the GPU's node"}}, true, "", {}, {}, ""});
+                         {{check::Verdict::misplaced, "allowed CPUs are all off the GPU's node"}}, true, "", {}, {}, "", ""});
   Overlay o = check_overlay(r);
   EXPECT_EQ(o.title, "Check: 2 process(es), 1 with findings");
   ASSERT_EQ(o.entries.size(), 2u);

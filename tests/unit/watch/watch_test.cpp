@@ -271,6 +271,34 @@ TEST(Watch, AGpuDaemonIsNoRankAndTakesNoPartInImbalance) {
   }
 }
 
+// `conda run python train.py`: conda waits for the rank it started, which inherited its RANK.
+// Counted as a rank, conda's idle CPU made every interval 100 % imbalanced; it is listed as a
+// WRAPPER, with no finding, out of IMBALANCE (issue 52 item 23).
+TEST(Watch, AWrapperAboveARankTakesNoPartInImbalance) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto conda = [](double run) {
+    probe::ProcessState p = process(9, "", {{9, 3, 0, run, "0-13"}}, "0");
+    p.comm = "conda";
+    p.gpus.clear();
+    return p;
+  };
+  auto rank = [](int pid, const char* gpu, unsigned cpu, double run, const char* cpus, const char* r, int ppid) {
+    probe::ProcessState p = process(pid, gpu, {{pid, cpu, 0, run, cpus}}, r);
+    p.ppid = ppid;
+    return p;
+  };
+  w.observe(at(0, {conda(0), rank(10, kGpu0, 3, 0, "0-13", "0", 9), rank(11, "0000:2a:00.0", 20, 0, "14-27", "1", 1)}));
+  auto iv = w.observe(at(1, {conda(0.01), rank(10, kGpu0, 3, 0.9, "0-13", "0", 9), rank(11, "0000:2a:00.0", 20, 0.9, "14-27", "1", 1)}));
+  ASSERT_TRUE(iv);
+  ASSERT_TRUE(iv->imbalance);
+  EXPECT_NEAR(*iv->imbalance, 0.0, 1e-9);
+  for (const RankInterval& r : iv->ranks) {
+    EXPECT_TRUE(r.findings.empty()) << r.pid << ": " << (r.findings.empty() ? "" : r.findings[0].reason);
+    EXPECT_EQ(r.holder.starts_with("a wrapper (conda) above PID 10"), r.pid == 9) << r.pid << ": " << r.holder;
+  }
+}
+
 TEST(Watch, ThreadFamilyDropsTrailingNumbering) {
   EXPECT_EQ(thread_family("pt_nccl_0"), "pt_nccl");
   EXPECT_EQ(thread_family("cuda-EvtHandlr"), "cuda-EvtHandlr");
