@@ -15,11 +15,6 @@ unsigned node_of(const topo::Topology& t, unsigned pu) {
   return n ? n->os_index : 0;
 }
 
-std::optional<unsigned> package_of(const topo::Topology& t, unsigned node) {
-  const topo::NumaNode* n = topo::find_numa(t, node);
-  return n ? n->package : std::nullopt;
-}
-
 }  // namespace
 
 void settle_crowded_pools(const topo::Topology& t, const CoreTable& cores, const CpuSet& allowed, std::vector<CrowdedPool>& pools,
@@ -64,12 +59,12 @@ void settle_crowded_pools(const topo::Topology& t, const CoreTable& cores, const
     // Spill the ranks beyond the pool's PUs (the last ones), if every one finds a free core.
     size_t excess = n - std::max(pus, mine.size());
     unsigned home = mine.empty() ? 0 : node_of(t, *mine[0]->pus.first());
-    auto home_pkg = package_of(t, home);
+    auto home_pkg = topo::package_of_node(t, home);
     std::vector<std::tuple<bool, unsigned, unsigned, unsigned, size_t>> order;  // key..., index into free
     for (size_t k = 0; k < free.size(); ++k) {
       if (free[k].taken || free[k].from == pi) continue;
       unsigned node = free[k].node;
-      bool same_pkg = home_pkg && package_of(t, node) == home_pkg;
+      bool same_pkg = home_pkg && topo::package_of_node(t, node) == home_pkg;
       unsigned dist = topo::numa_distance(t, home, node).value_or(node == home ? 10 : 20);
       order.push_back({!same_pkg, dist, node, *free[k].slot->pus.first(), k});
     }

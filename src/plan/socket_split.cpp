@@ -16,10 +16,7 @@ unsigned node_of(const topo::Topology& t, const CoreSlot& s) {
   return t.numa_nodes.empty() ? 0 : t.numa_nodes[0].os_index;
 }
 
-unsigned package_of(const topo::Topology& t, unsigned node) {
-  const topo::NumaNode* n = topo::find_numa(t, node);
-  return n ? n->package.value_or(0) : 0;
-}
+unsigned package_of(const topo::Topology& t, unsigned node) { return topo::package_of_node(t, node).value_or(0); }
 
 unsigned gap(unsigned a, unsigned b) { return a > b ? a - b : b - a; }
 

@@ -10,18 +10,12 @@
 
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/mempolicy_abi.hpp"
 #include "util/exit_status.hpp"
 
 namespace gpubind::sys {
 
 namespace {
-
-// <numaif.h> needs libnuma-dev for declarations only; the syscall and its constants are stable
-// kernel ABI (include/uapi/linux/mempolicy.h).
-constexpr int kMpolPreferred = 1;
-constexpr int kMpolBind = 2;
-constexpr int kMpolInterleave = 3;
-constexpr int kMpolPreferredMany = 5;  // Linux 5.15+
 
 long mempolicy(int mode, const std::vector<unsigned long>& mask, unsigned long maxnode) {
   return faultable("gpubind/set_mempolicy",
@@ -58,10 +52,10 @@ class RealBinder final : public Binder {
     unsigned long maxnode = *nodes.last() + 2;  // the kernel ignores the last bit it is given
     std::vector<unsigned long> mask((maxnode + 8 * sizeof(unsigned long) - 1) / (8 * sizeof(unsigned long)), 0);
     for (unsigned n : nodes.ids()) mask[n / (8 * sizeof(unsigned long))] |= 1ul << (n % (8 * sizeof(unsigned long)));
-    int m = mode == MemMode::bind ? kMpolBind : mode == MemMode::interleave ? kMpolInterleave : kMpolPreferred;
+    int m = mode == MemMode::bind ? mempolicy_abi::kBind : mode == MemMode::interleave ? mempolicy_abi::kInterleave : mempolicy_abi::kPreferred;
     if (mode == MemMode::preferred && nodes.count() > 1) {
       // Several preferred nodes need MPOL_PREFERRED_MANY; older kernels prefer the first node only.
-      if (mempolicy(kMpolPreferredMany, mask, maxnode) == 0) return Ok{};
+      if (mempolicy(mempolicy_abi::kPreferredMany, mask, maxnode) == 0) return Ok{};
       if (errno != EINVAL) return mempolicy_error("set_mempolicy preferred-many " + nodes.to_list(), errno);
       std::vector<unsigned long> first(mask.size(), 0);
       unsigned n = *nodes.first();
@@ -74,8 +68,7 @@ class RealBinder final : public Binder {
   }
 
   Status reset_memory_policy() override {
-    constexpr int kMpolDefault = 0;
-    if (mempolicy(kMpolDefault, {}, 0) != 0) return Error{"set_mempolicy default", std::strerror(errno)};
+    if (mempolicy(mempolicy_abi::kDefault, {}, 0) != 0) return Error{"set_mempolicy default", std::strerror(errno)};
     return Ok{};
   }
 
@@ -98,7 +91,7 @@ class RealBinder final : public Binder {
   ExecFailure exec(const std::vector<std::string>& argv) override { return exec_command(argv); }
 };
 
-Result<CpuSet> read_list(const FsRoot& root, const std::string& rel) {
+Result<CpuSet> read_cpu_list(const FsRoot& root, const std::string& rel) {
   auto text = root.read(rel);
   if (!text) return text.error();
   auto set = CpuSet::parse_list(*text);
@@ -122,11 +115,11 @@ ExecFailure exec_command(const std::vector<std::string>& argv) {
   return f;
 }
 
-Result<CpuSet> online_cpus(const FsRoot& root) { return read_list(root, "sys/devices/system/cpu/online"); }
+Result<CpuSet> online_cpus(const FsRoot& root) { return read_cpu_list(root, "sys/devices/system/cpu/online"); }
 
 Result<CpuSet> online_numa_nodes(const FsRoot& root) {
   if (!root.exists("sys/devices/system/node/online")) return CpuSet::of({0});
-  return read_list(root, "sys/devices/system/node/online");
+  return read_cpu_list(root, "sys/devices/system/node/online");
 }
 
 }  // namespace gpubind::sys

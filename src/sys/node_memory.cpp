@@ -9,13 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace gpubind::sys {
+#include "sys/mempolicy_abi.hpp"
 
-namespace {
-// Stable kernel ABI (include/uapi/linux/mempolicy.h), as in binder.cpp.
-constexpr int kMpolBind = 2;
-constexpr unsigned kMpolMfStrict = 1u << 0;
-}  // namespace
+namespace gpubind::sys {
 
 Result<Mapping> memory_on_node(size_t bytes, unsigned node) {
   std::string what = "memory on NUMA node " + std::to_string(node);
@@ -24,7 +20,7 @@ Result<Mapping> memory_on_node(size_t bytes, unsigned node) {
   if (p == MAP_FAILED) return Error{what, std::string("mmap: ") + std::strerror(errno)};
   std::vector<unsigned long> mask(node / (8 * sizeof(unsigned long)) + 1, 0);
   mask[node / (8 * sizeof(unsigned long))] = 1ul << (node % (8 * sizeof(unsigned long)));
-  if (::syscall(SYS_mbind, p, bytes, kMpolBind, mask.data(), mask.size() * 8 * sizeof(unsigned long) + 1, kMpolMfStrict) != 0) {
+  if (::syscall(SYS_mbind, p, bytes, mempolicy_abi::kBind, mask.data(), mask.size() * 8 * sizeof(unsigned long) + 1, mempolicy_abi::kMfStrict) != 0) {
     int e = errno;
     ::munmap(p, bytes);
     return Error{what, std::string("mbind: ") + std::strerror(e)};

@@ -19,8 +19,6 @@ namespace gpubind::sys {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
-
 // Owned by this effective user and writable by nobody else.
 std::string ownership_problem(const struct stat& st) {
   if (st.st_uid != ::geteuid())
@@ -38,7 +36,7 @@ Result<PrivateDir> PrivateDir::open(const std::string& path, bool create) {
     int e = errno;
     struct stat st;
     if ((e == ELOOP || e == ENOTDIR) && ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return Error{path, "is a symbolic link"};
-    return Error{path, e == ENOTDIR ? "not a directory" : errno_text(e)};
+    return Error{path, e == ENOTDIR ? "not a directory" : std::strerror(e)};
   }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
@@ -74,7 +72,7 @@ Result<std::string> PrivateDir::read(const std::string& name, size_t max_bytes) 
   if (fd < 0) return errno == ELOOP ? Error{where, "is a symbolic link"} : errno_error(where, errno);
   struct stat st;
   std::string why;
-  if (::fstat(fd, &st) != 0) why = errno_text(errno);
+  if (::fstat(fd, &st) != 0) why = std::strerror(errno);
   else if (!S_ISREG(st.st_mode)) why = "not a regular file";
   else if (why = ownership_problem(st); why.empty() && size_t(st.st_size) > max_bytes)
     why = "larger than " + std::to_string(max_bytes) + " bytes";

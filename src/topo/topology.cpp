@@ -72,6 +72,11 @@ const NumaNode* find_numa(const Topology& t, unsigned os_index) {
   return nullptr;
 }
 
+std::optional<unsigned> package_of_node(const Topology& t, unsigned os_index) {
+  const NumaNode* n = find_numa(t, os_index);
+  return n ? n->package : std::nullopt;
+}
+
 std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b) {
   if (t.distances.size() != t.numa_nodes.size()) return std::nullopt;
   std::optional<size_t> ia, ib;

@@ -120,6 +120,8 @@ Vendor vendor_from_pci_id(uint16_t vendor_id);
 
 // The NUMA node with this OS index, or nullptr.
 const NumaNode* find_numa(const Topology& t, unsigned os_index);
+// The package of the NUMA node with this OS index, nullopt when the node or its package is unknown.
+std::optional<unsigned> package_of_node(const Topology& t, unsigned os_index);
 // NUMA distance between two nodes by OS index, nullopt when unknown.
 std::optional<unsigned> numa_distance(const Topology& t, unsigned a, unsigned b);
 // The NVLink/xGMI link between two GPUs, or nullptr.
