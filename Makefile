@@ -1,17 +1,23 @@
-# gpubind: two commands.
-#   make run   installs what is missing, builds, launches the example DDP job bound on this
-#              machine (a C++ stand-in worker when PyTorch is absent), shows topology, plan
-#              and strategy comparison for embedded 8-GPU nodes, measures the strategies with
-#              bench, then watches the job run again
-#   make test  installs what is missing, builds (warnings are errors), runs every test, then the
-#              unit and CLI tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then
-#              the fuzz regression; every pass runs, one summary of all failures at the end
+# gpubind: two commands, three tiers.
+#   make run       installs what is missing, builds, launches the example DDP job bound on this
+#                  machine (a C++ stand-in worker when PyTorch is absent), shows topology, plan
+#                  and strategy comparison for embedded 8-GPU nodes, measures the strategies with
+#                  bench, then watches the job run again
+#   make test      installs what is missing, builds (warnings are errors), runs every test that
+#                  needs no VM (unit, CLI, lint, live, integration with Slurm, podman, Prometheus
+#                  and packaging), the unit and fault tests under AddressSanitizer +
+#                  UndefinedBehaviorSanitizer, and the fuzz regression; every pass runs, one
+#                  summary of all failures at the end
+#   make check     the edit loop: an incremental build, then the unit tests, the CLI goldens and
+#                  the lints
+#   make test-all  make test, plus the qemu tier, the mutation check, every CLI case under the
+#                  sanitizers and the live and integration tests beside busy CPU workers (.ci/run)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: run test test-load mutation deps deps-build build build-run build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
+.PHONY: run check test test-all test-load mutation build-asan-unit fuzz-replay deps deps-build build build-run build-asan test-asan build-fuzz fuzz fuzz-regress bench clean install package
 
 deps:
 	@scripts/install-deps.sh
@@ -71,16 +77,25 @@ run: build-run
 	wait $$job; jrc=$$?; [ $$jrc -eq 0 ] || echo "make run: the watched job exited $$jrc" >&2; \
 	{ [ $$rc -eq 0 ] || [ $$rc -eq 3 ]; } && [ $$jrc -eq 0 ]
 
-# Every pass runs whatever an earlier one did (main build and all its tests, the mutation check,
-# the sanitizer build and its tests, the fuzz regression), then one summary names every failure
-# (scripts/test-all.sh).
-test: deps
-	@BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" scripts/test-all.sh
+# After every edit: what builds incrementally, then the tests that need nothing but the build.
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L 'unit|cli|lint'
 
-# The same under a shared CI machine's load: TEST_LOAD busy CPU workers (stress-ng) beside it.
+# Every pass runs whatever an earlier one did (main build and its tests, the sanitizer build and
+# its tests, the fuzz regression), then one summary names every failure (scripts/test-all.sh).
 TEST_LOAD ?= 2
+test: deps
+	@TIER=test BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" scripts/test-all.sh
+
+# make test with the slow passes: the qemu tier, the mutation check, the CLI cases under the
+# sanitizers, and a load pass (TEST_LOAD busy CPU workers beside the live and integration tests).
+test-all: deps
+	@TIER=all TEST_LOAD=$(TEST_LOAD) BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" \
+	  scripts/test-all.sh
+
+# The whole of test-all under a shared CI machine's load: TEST_LOAD busy CPU workers beside it.
 test-load: deps
-	@GPUBIND_TEST_LOAD=$(TEST_LOAD) BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" \
+	@GPUBIND_TEST_LOAD=$(TEST_LOAD) TIER=all BUILD=$(BUILD) ASAN_BUILD=$(ASAN_BUILD) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) MAKE="$(MAKE)" \
 	  scripts/test-all.sh
 
 # Deliberate breakages the suite must fail on (tests/mutation/mutate.py; part of `make test`).
@@ -89,14 +104,25 @@ mutation: build
 
 $(ASAN_BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DWARNINGS_AS_ERRORS=ON -DENABLE_ASAN=ON -DENABLE_UBSAN=ON -DGPUBIND_FAULT_POINTS=ON \
-	  -DGPUBIND_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	  -DGPUBIND_BUILD_BENCH=OFF -DGPUBIND_FUZZ_REPLAY=ON -DGPUBIND_UNITY_BUILD=ON $(CMAKE_ARGS)
 
 build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
+# Only the programs the sanitizer passes of `make test` run: the unit tests, the binary the fault
+# tests inject into and the fuzz targets' replay programs (the CLI cases under the sanitizers are
+# test-all's).
+build-asan-unit: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j$(JOBS) --target gpubind_unit_programs fuzz_targets
+
+# Every fuzz target's seed and regression inputs once, under ASan and UBSan, in the sanitizer
+# build (gcc; no libFuzzer): make test's fuzz pass. make fuzz-regress adds libFuzzer's fixed-seed run.
+fuzz-replay: build-asan-unit
+	scripts/fuzz.sh $(ASAN_BUILD) replay
+
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli|faults'
+	  ctest --output-on-failure -j$(JOBS) -L 'unit|cli|faults' -LE lint
 
 # Fuzzing (issue 11): libFuzzer targets, one per parser, in a clang build where every layer is
 # instrumented (ASan + UBSan). `make fuzz` fuzzes each target for FUZZ_SECONDS on its corpus;
@@ -106,7 +132,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 $(FUZZ_BUILD)/CMakeCache.txt: | deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE='-O1 -gline-tables-only' -DGPUBIND_FUZZ=ON \
-	  -DGPUBIND_BUILD_TESTS=OFF -DGPUBIND_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	  -DGPUBIND_BUILD_TESTS=OFF -DGPUBIND_BUILD_BENCH=OFF -DGPUBIND_UNITY_BUILD=ON $(CMAKE_ARGS)
 
 build-fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_targets

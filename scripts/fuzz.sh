@@ -2,14 +2,17 @@
 # Runs the libFuzzer targets of fuzz/ (built by `make build-fuzz`).
 #   scripts/fuzz.sh BUILD_DIR regress      every seed and regression input once, then a fixed-seed
 #                                          run of 2000 inputs per target: deterministic, for make test
+#   scripts/fuzz.sh BUILD_DIR replay       every seed and regression input once through the
+#                                          replay_TARGET programs of a build configured with
+#                                          -DGPUBIND_FUZZ_REPLAY=ON (the sanitizer build; make test)
 #   scripts/fuzz.sh BUILD_DIR fuzz SECONDS each target for SECONDS, new inputs kept in
 #                                          BUILD_DIR/fuzz-corpus/TARGET, crashes in BUILD_DIR/fuzz-crashes
 # Seeds: fuzz/corpus/TARGET (inputs written for it, and every crash found, as regression cases)
 # plus the repository's own fixtures (example topologies, bad inputs, configuration files) and
 # hwloc XML that hwloc itself writes for synthetic machines.
 set -euo pipefail
-build=${1:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
-mode=${2:?usage: $0 BUILD_DIR regress|fuzz [SECONDS]}
+build=${1:?usage: $0 BUILD_DIR regress|replay|fuzz [SECONDS]}
+mode=${2:?usage: $0 BUILD_DIR regress|replay|fuzz [SECONDS]}
 seconds=${3:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 targets=(cpulist env json_topology nccl hwloc_xml config probe spank k8s yaml http bench_record doctor)
@@ -39,10 +42,19 @@ failed=0
 summary=()
 for t in "${targets[@]}"; do
   bin=$build/fuzz/fuzz_$t
-  [ -x "$bin" ] || { echo "fuzz: $bin is missing (make build-fuzz)"; exit 2; }
+  [ "$mode" = replay ] && bin=$build/fuzz/replay_$t
+  [ -x "$bin" ] || { echo "fuzz: $bin is missing (make build-fuzz; for replay, make build-asan-unit)"; exit 2; }
   mapfile -t dirs < <(seeds "$t")
   log=$build/fuzz-$t.log
-  if [ "$mode" = regress ]; then
+  if [ "$mode" = replay ]; then
+    existing=()
+    for d in "${dirs[@]}"; do [ -d "$d" ] && existing+=("$d"); done
+    if "$bin" "${existing[@]}" >"$log" 2>&1; then
+      summary+=("$t: $(sed -n 's/^replay: \([0-9]*\) input(s), no failure$/\1/p' "$log") seed/regression inputs, no failure")
+    else
+      summary+=("$t: FAILED (see $log)"); tail -30 "$log"; failed=1
+    fi
+  elif [ "$mode" = regress ]; then
     files=()
     for d in "${dirs[@]}"; do [ -d "$d" ] && while IFS= read -r f; do files+=("$f"); done < <(find "$d" -type f | sort); done
     if "$bin" -rss_limit_mb=2048 "${files[@]}" >"$log" 2>&1 && "$bin" -seed=1 -runs=2000 -max_len=4096 -rss_limit_mb=2048 >>"$log" 2>&1; then

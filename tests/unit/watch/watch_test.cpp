@@ -370,7 +370,7 @@ TEST(Watch, TheSummaryKeepsABoundedNumberOfExitedProcessesAndCountsTheRest) {
   Thresholds th;
   th.imbalance = 1e9;  // CPU time differs between the long- and short-lived ones: not judged here
   Watcher w(t, th);
-  const int n = 10000;
+  const int n = 3 * int(kMaxExitedInSummary);  // twice as many dropped as kept
   auto long_lived = [](double run) { return process(100, "0000:3a:00.0", {{100, 30, 0, run, "28-41"}}); };
   w.observe(at(0, {long_lived(0)}));
   // Each short-lived process is seen in two samples, on GPU 0 or 1 by turns (two at a time, on
