@@ -106,10 +106,10 @@ run_ctest() {  # DIR LOG [ctest args]
 under_load() {
   command -v stress-ng >/dev/null || { echo "test-all: error: the load pass needs stress-ng (Debian package stress-ng; scripts/install-deps.sh installs it)" >&2; return 2; }
   stress-ng --cpu "$TEST_LOAD" --cpu-method matrixprod --quiet &
-  local s=$!
+  stress_pid=$!  # stopped by the EXIT trap too
   run_ctest "$@"
   local rc=$?
-  kill "$s" 2>/dev/null; wait "$s" 2>/dev/null
+  stop_load
   return $rc
 }
 
