@@ -114,6 +114,11 @@ std::optional<RatioInterval> quantile_ratio(const std::vector<double>& a, const 
   r.estimate = qa / qb;
   r.low = quantile(ratios, 0.025);
   r.high = quantile(ratios, 0.975);
+  // Runs at different levels put the pooled quantile between them, and the resampled ratios can
+  // all fall on one side of it: the percentile interval then misses the ratio it is about. Widened
+  // to hold it, so a verdict never contradicts the ratio shown (it can only become less sure).
+  r.low = std::min(r.low, r.estimate);
+  r.high = std::max(r.high, r.estimate);
   r.verdict = r.high < 1 ? Verdict::faster : r.low > 1 ? Verdict::slower : Verdict::no_difference;
   return r;
 }

@@ -33,7 +33,7 @@ const char* to_string(Verdict v);  // "faster", "slower", "no significant differ
 
 struct RatioInterval {
   double estimate = 0;  // the ratio of the samples' own quantiles
-  double low = 0, high = 0;  // the 2.5th and 97.5th percentiles of the bootstrapped ratios
+  double low = 0, high = 0;  // the 2.5th and 97.5th percentiles of the bootstrapped ratios, widened to hold `estimate`
   Verdict verdict = Verdict::no_difference;
 };
 
