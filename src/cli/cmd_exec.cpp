@@ -88,11 +88,10 @@ Result<topo::LocalRank> local_rank_of(const ExecFlags& f) {
 // bound with when it describes this machine; any other only previewed with --dry-run.
 Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, const std::string& source, bool preview) {
   std::string label = (f.o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  std::string cache = f.no_cache ? "" : discover::default_cache_dir(cfg.cache_dir.value_or(""));
-  std::vector<std::string> cache_notes;
+  TopologyCache cache = topology_cache(cfg);
   auto topo = preview ? discover::load_topology(source)
-                      : discover::load_for_binding(source, label, cache, cfg.cache_max_files, &cache_notes);
-  print_warnings(cache_notes, f.o.quiet);
+                      : discover::load_for_binding(source, label, f.no_cache ? "" : cache.dir, cache.max_files, &cache.notes);
+  print_warnings(cache.notes, f.o.quiet);
   if (topo && !preview) add_runtime_identity(*topo, f.o.quiet);  // this machine's GPUs by UUID
   return topo;
 }

@@ -26,10 +26,7 @@ Result<topo::Topology> load_node_topology(const std::string& topology, const std
       return Error{"--root " + root_dir, "has no sys/devices/system/node: give --topology SRC (the node's topology)", ErrorKind::usage};
     return discover::load_topology(root_dir);
   }
-  std::vector<std::string> notes;
-  auto t = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &notes);
-  print_warnings(notes, quiet);
-  return t;
+  return this_machine(quiet);
 }
 
 // With `gpu_runtime` (this machine, or a file describing it) the GPU libraries fill in the GPUs'

@@ -80,11 +80,9 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
 Result<topo::Topology> launch_topology(const bind::Config& cfg, bool no_cache, bool quiet, bool preview) {
   std::string source = topology_source("");
   if (preview && !source.empty()) return discover::load_topology(source);
-  std::vector<std::string> cache_notes;
-  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source,
-                                         no_cache ? "" : discover::default_cache_dir(cfg.cache_dir.value_or("")),
-                                         cfg.cache_max_files, &cache_notes);
-  print_warnings(cache_notes, quiet);
+  TopologyCache cache = topology_cache(cfg);
+  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source, no_cache ? "" : cache.dir, cache.max_files, &cache.notes);
+  print_warnings(cache.notes, quiet);
   if (topo) add_runtime_identity(*topo, quiet, true);  // this machine's GPUs by UUID (once per node, not per rank)
   return topo;
 }

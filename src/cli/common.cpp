@@ -5,6 +5,7 @@
 #include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
+#include "cli/plan_options.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
@@ -101,23 +102,39 @@ std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology&
   return contexts;
 }
 
+TopologyCache topology_cache(const bind::Config& cfg) {
+  return {discover::default_cache_dir(cfg.cache_dir.value_or("")), cfg.cache_max_files, {}};
+}
+
+TopologyCache topology_cache() {
+  auto cfg = load_config();
+  if (cfg) return topology_cache(*cfg);
+  TopologyCache c = topology_cache(bind::Config{});
+  c.notes.push_back("the topology cache at its default place: " + cfg.error().message());
+  return c;
+}
+
+Result<topo::Topology> this_machine(bool quiet) {
+  TopologyCache cache = topology_cache();
+  auto topo = discover::load_live_cached(cache.dir, cache.max_files, &cache.notes);
+  print_warnings(cache.notes, quiet);
+  return topo;
+}
+
 Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what, bool quiet) {
   std::string source = topology_source(topology_flag);
   if (!root.empty() && source.empty())
     return Error{"--root " + root, "needs --topology (the machine the " + what + " processes ran on)", ErrorKind::usage};
   if (!source.empty()) return discover::load_topology(source);
-  std::vector<std::string> cache_notes;
-  auto topo = discover::load_live_cached(discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
-  print_warnings(cache_notes, quiet);
-  return topo;
+  return this_machine(quiet);
 }
 
 Result<topo::Topology> topology_for_moving(const std::string& topology_flag, bool quiet) {
   std::string source = topology_source(topology_flag);
   std::string label = (topology_flag.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  std::vector<std::string> cache_notes;
-  auto topo = discover::load_for_binding(source, label, discover::default_cache_dir(), discover::kDefaultCacheMaxFiles, &cache_notes);
-  print_warnings(cache_notes, quiet);
+  TopologyCache cache = topology_cache();
+  auto topo = discover::load_for_binding(source, label, cache.dir, cache.max_files, &cache.notes);
+  print_warnings(cache.notes, quiet);
   return topo;
 }
 

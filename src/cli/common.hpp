@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "bind/config.hpp"
 #include "cli/args.hpp"
 #include "probe/select.hpp"
 #include "util/result.hpp"
@@ -65,6 +66,22 @@ Result<probe::Selection> make_selection(const SelectionFlags& f, bool live);
 // library answers. They count as GPU processes too: added to `sel`.
 std::optional<std::vector<probe::GpuProcess>> gpu_contexts(const topo::Topology& t, probe::Selection& sel, const std::string& unknown,
                                                            bool quiet);
+
+// The topology cache of every command that discovers this machine, one rule for all: its
+// directory ($GPUBIND_CACHE_DIR, else gpubind.conf's cache_dir, "off" for none, else the default
+// place: discover::default_cache_dir) and how many files it keeps (cache_max_files). From the
+// configuration a command read for its binding (exec, launch), or read here, where one that
+// cannot be read leaves the defaults with a note (doctor reports the file itself).
+struct TopologyCache {
+  std::string dir;  // "": discovered every time
+  size_t max_files = 0;
+  std::vector<std::string> notes;
+};
+TopologyCache topology_cache(const bind::Config& cfg);
+TopologyCache topology_cache();
+
+// This machine's topology through topology_cache() (its notes printed unless `quiet`).
+Result<topo::Topology> this_machine(bool quiet);
 
 // check's and watch's machine: --topology (or $GPUBIND_TOPOLOGY), else this one from the
 // topology cache (its notes printed unless `quiet`). A captured tree (--root `root`) needs --topology: a usage

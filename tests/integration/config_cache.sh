@@ -81,6 +81,44 @@ else
   echo "note: three cache keys need root and a mount namespace (a boot id of each); the cache bound is not run"
 fi
 
+# Every command that discovers this machine goes through the cache gpubind.conf names (issue 53
+# item 4): before, cache_dir and cache_max_files reached exec, launch and the SPANK plugin only, and
+# check, watch, doctor, rebind and bench wrote under the default place even with cache_dir = off.
+# Each command with cache_dir = a directory of its own writes its entry there; with cache_dir = off
+# it leaves the default place empty: root's /run/gpubind, an empty tmpfs in a mount namespace of
+# the test's own (other tests write the real one), or another user's $XDG_RUNTIME_DIR/gpubind.
+printf 'cache_dir = off\n' >"$WORK/off-cache.conf"
+mkdir -p "$WORK/xdg" && chmod 700 "$WORK/xdg"
+run_off() {  # CMD...: with cache_dir = off; prints what the default place holds afterwards
+  if [ "$(id -u)" = 0 ]; then
+    mkdir -p /run/gpubind
+    unshare -m sh -c 'mount -t tmpfs -o mode=0700 none /run/gpubind && shift && GPUBIND_CONFIG="$0" "$@" >/dev/null 2>&1; ls -A /run/gpubind' \
+      "$WORK/off-cache.conf" x "$@"
+  else
+    XDG_RUNTIME_DIR="$WORK/xdg" GPUBIND_CONFIG="$WORK/off-cache.conf" "$@" >/dev/null 2>&1
+    ls -A "$WORK/xdg/gpubind" 2>/dev/null
+  fi
+}
+i=0
+while IFS='|' read -r name cmd; do
+  i=$((i + 1))
+  printf 'cache_dir = %s\n' "$WORK/cc-$i" >"$WORK/cc-$i.conf"
+  # shellcheck disable=SC2086
+  (unset GPUBIND_CACHE_DIR; GPUBIND_CONFIG="$WORK/cc-$i.conf" "$GPUBIND" $cmd >"$WORK/cc-out" 2>&1)
+  n=$(ls "$WORK/cc-$i"/topology-*.json 2>/dev/null | wc -l)
+  [ "$n" = 1 ] && pass "$name: its topology cache entry in gpubind.conf's cache_dir" \
+    || fail "$name: $n entries in cache_dir; it said: $(head -3 "$WORK/cc-out")"
+  # shellcheck disable=SC2086
+  left=$(unset GPUBIND_CACHE_DIR; run_off "$GPUBIND" $cmd)
+  [ -z "$left" ] && pass "$name: cache_dir = off writes no entry in the default place" || fail "$name: cache_dir = off, but the default place holds: $left"
+done <<EOF2
+check|check --all-gpu-procs
+watch|watch --once --all-gpu-procs --interval 0.2
+doctor|doctor --quiet
+rebind|rebind --dry-run --all-gpu-procs
+bench|bench -n 1 --steps 20 --strategies closest --quiet
+EOF2
+
 # A cache entry of the wrong shape (issue 13): valid JSON whose cache_key is a number made exec
 # fail with "internal error" and exit 1. Each is a miss now: discovery, the command runs.
 mkdir -p "$WORK/odd"
