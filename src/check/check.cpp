@@ -197,8 +197,8 @@ std::map<int, std::string> wrappers_of_ranks(const std::vector<probe::ProcessSta
     return rank.empty() && local.empty() ? "" : job_of(s) + "/" + rank + "/" + local;
   };
   auto holds_gpu = [](const probe::ProcessState& s) { return !s.gpus.empty() || !s.context_gpus.empty(); };
-  // Every process's same-rank ancestors, with the nearest same-rank descendant each has that holds
-  // a GPU (else the nearest at all).
+  // Each process that has a same-rank process below it, with one of those: one that holds a GPU
+  // where any does.
   std::map<int, const probe::ProcessState*> below;
   for (const probe::ProcessState& s : states) {
     std::string id = identity(s);

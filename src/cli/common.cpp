@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "cli/plan_options.hpp"
 #include "discover/gpu_runtime.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
-#include "cli/plan_options.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
