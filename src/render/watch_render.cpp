@@ -9,11 +9,6 @@ namespace gpubind::render {
 
 namespace {
 
-// What a listed, unjudged process is: a process not in the Slurm job it claims, or a GPU daemon.
-std::string holder_label(const std::string& holder) {
-  return holder.starts_with("claims Slurm job") ? "NOT_IN_JOB" : holder.starts_with("a wrapper (") ? "WRAPPER" : "GPU_HOLDER";
-}
-
 std::string share(const std::optional<double>& v) {
   return v ? std::to_string(int(*v * 100 + 0.5)) + " %" : std::string("-");  // 0-1: no lround, no libm
 }
@@ -72,7 +67,7 @@ std::string interval_text(const watch::Interval& iv) {
       t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","), r.cpus.to_list(),
              share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
              r.started ? "-" : fixed(r.context_switches_per_second, 0),
-             share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.findings) : holder_label(r.holder)});
+             share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.findings) : r.holder_verdict});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
       for (const watch::RankFinding& f : r.findings)
@@ -93,7 +88,7 @@ std::string summary_text(const watch::Summary& s) {
   TextTable t({"PID", "RANK", "COMMAND", "MIGRATIONS", "CPU-S", "CROSS-NUMA", "REMOTE-MEM", "SEEN", "WORST"});
   for (const watch::RankSummary& r : s.ranks)
     t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm + (r.exited ? " (exited)" : ""),
-           std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.seen) : holder_label(r.holder),
+           std::to_string(r.migrations), fixed(r.cpu_seconds, 2), share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.seen) : r.holder_verdict,
            r.worst_interval ? std::to_string(*r.worst_interval) : "-"});
   out += t.str();
   if (s.exited_not_listed)

@@ -138,6 +138,7 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
   r.gpus = pr.gpus;
   r.cpus = cur.cpus_allowed;
   r.holder = !pr.apart.empty() ? pr.apart : !pr.wrapper.empty() ? pr.wrapper : pr.holder;  // listed, not judged, any way
+  if (!r.holder.empty()) r.holder_verdict = check::verdicts_of(pr);
   r.threads = unsigned(cur.threads.size());
   r.started = prev_process == nullptr;
   for (const ThreadState& th : cur.threads) {

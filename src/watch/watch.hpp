@@ -103,6 +103,7 @@ struct RankIdentity {
   // (check::outside_their_job, "claims Slurm job ..."), or a wrapper above a rank
   // (check::wrappers_of_ranks, "a wrapper (...) ..."): not judged.
   std::string holder;
+  std::string holder_verdict;  // which of them: GPU_HOLDER, NOT_IN_JOB or WRAPPER (check::verdicts_of)
 };
 
 struct RankInterval : RankIdentity {
