@@ -10,12 +10,12 @@ namespace gpubind::bind {
 
 namespace {
 
-struct Fixture {
+struct PlannedMachine {
   plan::Plan plan;
   MachineState machine;
 };
 
-Fixture dgx(plan::Request r = {}) {
+PlannedMachine planned_dgx(plan::Request r = {}) {
   auto t = discover::load_topology("example:dgx-h100");
   EXPECT_TRUE(t.ok());
   auto p = plan::make_plan(*t, r);
@@ -30,7 +30,7 @@ bool has(const std::vector<std::string>& calls, const std::string& c) {
 }  // namespace
 
 TEST(ApplyBinding, SetsAffinityMemoryPolicyAndEnvironment) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   testing::RecordingBinder b;
   std::vector<std::string> warnings;
   ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, MemRefused::warn, warnings).ok());
@@ -47,20 +47,20 @@ TEST(ApplyBinding, SetsAffinityMemoryPolicyAndEnvironment) {
 TEST(ApplyBinding, BindAndInterleaveModes) {
   plan::Request r;
   r.mem = plan::MemPolicy::bind;
-  Fixture f = dgx(r);
+  PlannedMachine f = planned_dgx(r);
   testing::RecordingBinder b;
   std::vector<std::string> w;
   ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_EQ(b.calls.at(1), "mempolicy bind 0");
   r.mem = plan::MemPolicy::interleave;
-  Fixture g = dgx(r);
+  PlannedMachine g = planned_dgx(r);
   testing::RecordingBinder c;
   ASSERT_TRUE(apply_binding(g.plan, g.plan.ranks[0], g.machine, c, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_EQ(c.calls.at(1), "mempolicy interleave 0");
 }
 
 TEST(ApplyBinding, CpusOutsideTheAllowedSetStopBeforeAnySyscall) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   f.machine.allowed_cpus = CpuSet::range(0, 27);
   testing::RecordingBinder b;
   std::vector<std::string> w;
@@ -71,19 +71,19 @@ TEST(ApplyBinding, CpusOutsideTheAllowedSetStopBeforeAnySyscall) {
 }
 
 TEST(ApplyBinding, OfflineCpusAndNodesAreRefused) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   f.machine.online_cpus = CpuSet::range(0, 100);
   testing::RecordingBinder b;
   std::vector<std::string> w;
   EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
-  f = dgx();
+  f = planned_dgx();
   f.machine.online_nodes = CpuSet::of({0});
   EXPECT_FALSE(apply_binding(f.plan, f.plan.ranks[7], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());
   EXPECT_TRUE(b.calls.empty());
 }
 
 TEST(ApplyBinding, BestEffortNarrowsAndWarns) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   f.machine.allowed_cpus = CpuSet::range(0, 20);
   testing::RecordingBinder b;
   std::vector<std::string> w;
@@ -93,7 +93,7 @@ TEST(ApplyBinding, BestEffortNarrowsAndWarns) {
 }
 
 TEST(ApplyBinding, FailedMemoryPolicyIsAnErrorUnlessBestEffort) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   testing::RecordingBinder b;
   b.fail_mempolicy = true;
   std::vector<std::string> w;
@@ -116,7 +116,7 @@ TEST(ApplyBinding, FailedMemoryPolicyIsAnErrorUnlessBestEffort) {
 // Issue 32: Docker's and containerd's default seccomp profiles refuse set_mempolicy without
 // CAP_SYS_NICE. The CPU binding stays, one warning says so, GPUBIND_MEM_POLICY says "refused".
 TEST(ApplyBinding, MemoryPolicyRefusedByTheContainerKeepsTheCpuBinding) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   testing::RecordingBinder b;
   b.refuse_mempolicy = true;
   std::vector<std::string> w;
@@ -134,7 +134,7 @@ TEST(ApplyBinding, MemoryPolicyRefusedByTheContainerKeepsTheCpuBinding) {
 }
 
 TEST(ApplyBinding, MemoryPolicyRefusedIsAnErrorWhenRequired) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   for (BestEffort be : {BestEffort::no, BestEffort::yes}) {
     testing::RecordingBinder b;
     b.refuse_mempolicy = true;
@@ -151,7 +151,7 @@ TEST(ApplyBinding, MemoryPolicyRefusedIsAnErrorWhenRequired) {
 TEST(ApplyBinding, OneNumaNodeSetsNoMemoryPolicy) {
   plan::Request r;
   r.mem = plan::MemPolicy::bind;
-  Fixture f = dgx(r);  // rank 0: memory node 0; this machine has only node 0 online
+  PlannedMachine f = planned_dgx(r);  // rank 0: memory node 0; this machine has only node 0 online
   ASSERT_EQ(f.plan.ranks[0].mem_nodes, std::vector<unsigned>{0});
   MachineState m{f.machine.online_cpus, f.machine.allowed_cpus, CpuSet::of({0})};
   testing::RecordingBinder b;
@@ -172,7 +172,7 @@ TEST(ApplyBinding, OneNumaNodeSetsNoMemoryPolicy) {
 }
 
 TEST(ApplyBinding, RefusedEnvironmentUndoesAffinityMemoryPolicyAndVariables) {
-  Fixture f = dgx();
+  PlannedMachine f = planned_dgx();
   testing::RecordingBinder b;
   b.env["GPUBIND_LOCAL_RANK"] = "from the launcher";  // set before gpubind: must come back
   b.fail_env = "GPUBIND_CPUS";                       // the third variable set
@@ -190,7 +190,7 @@ TEST(ApplyBinding, RefusedEnvironmentUndoesAffinityMemoryPolicyAndVariables) {
 TEST(ApplyBinding, PolicyNoneTouchesOnlyTheEnvironment) {
   plan::Request r;
   r.policy = plan::Policy::none;
-  Fixture f = dgx(r);
+  PlannedMachine f = planned_dgx(r);
   testing::RecordingBinder b;
   std::vector<std::string> w;
   ASSERT_TRUE(apply_binding(f.plan, f.plan.ranks[0], f.machine, b, BestEffort::no, MemRefused::warn, w).ok());

@@ -12,7 +12,7 @@
 namespace gpubind::bind {
 namespace {
 
-topo::Topology dgx() {
+topo::Topology dgx_h100() {
   auto t = discover::load_topology("example:dgx-h100");
   EXPECT_TRUE(t.ok());
   return *t;
@@ -35,7 +35,7 @@ RankRequest under_srun(const topo::Topology& t, unsigned rank, const char* launc
 }
 
 TEST(BindRank, UnderSrunPlansOverTheNodesCpusAndReplacesTheLaunchersCore) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   testing::RecordingBinder b;
   auto bound = bind_rank(t, under_srun(t, 1, "1"), b);  // srun --cpu-bind=cores: one core
   ASSERT_TRUE(bound.ok()) << bound.error().message();
@@ -51,7 +51,7 @@ TEST(BindRank, UnderSrunPlansOverTheNodesCpusAndReplacesTheLaunchersCore) {
 }
 
 TEST(BindRank, ALauncherThatPinnedWholeNumaNodesGetsSocketSplit) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   testing::RecordingBinder b;
   auto bound = bind_rank(t, under_srun(t, 0, "0-55,112-167"), b);  // srun --cpu-bind=ldoms
   ASSERT_TRUE(bound.ok()) << bound.error().message();
@@ -64,7 +64,7 @@ TEST(BindRank, ALauncherBindingThatIsGpubindsOwnPlanIsKept) {
   // plan --format rankfile -> mpirun --rankfile -> exec (issue 33 item 8): 2 ranks on the DGX H100
   // take GPUs 0 and 4, a whole NUMA node each; the rankfile pins rank 1 to exactly that node. It is
   // not taken for --bind-to numa and re-planned socket-split.
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   testing::RecordingBinder b;
   RankRequest r = under_srun(t, 1, "56-111,168-223");
   r.options.ranks = 2;
@@ -77,7 +77,7 @@ TEST(BindRank, ALauncherBindingThatIsGpubindsOwnPlanIsKept) {
 }
 
 TEST(BindRank, APolicySomebodyChoseIsNotSwitchedForTheLaunchersNumaPinning) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   testing::RecordingBinder b;
   RankRequest r = under_srun(t, 0, "0-55,112-167");
   r.policy_open = false;  // --policy closest, or policy = in gpubind.conf
@@ -89,7 +89,7 @@ TEST(BindRank, APolicySomebodyChoseIsNotSwitchedForTheLaunchersNumaPinning) {
 }
 
 TEST(BindRank, KeepLauncherBindingKeepsAPinningAsGoodAsThePlans) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   RankRequest r = under_srun(t, 0, "28-41,140-153");  // 14 cores of GPU 0's node, not the plan's
   testing::RecordingBinder replaced;
   auto plain = bind_rank(t, r, replaced);
@@ -104,7 +104,7 @@ TEST(BindRank, KeepLauncherBindingKeepsAPinningAsGoodAsThePlans) {
 }
 
 TEST(BindRank, ADryRunPlansAndAppliesNothing) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   RankRequest r = under_srun(t, 3, "0-223");
   r.from = AllowedFrom::topology;
   r.launcher_pinned = false;
@@ -118,7 +118,7 @@ TEST(BindRank, ADryRunPlansAndAppliesNothing) {
 }
 
 TEST(BindRank, ARefusedSyscallIsTheAppliedErrorAndThePlanIsKept) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   testing::RecordingBinder b;
   b.fail_affinity = true;
   auto bound = bind_rank(t, under_srun(t, 2, "0-223"), b);
@@ -130,7 +130,7 @@ TEST(BindRank, ARefusedSyscallIsTheAppliedErrorAndThePlanIsKept) {
 }
 
 TEST(BindRank, ARankBeyondThePlanNamesItsVariableAndTheHint) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   RankRequest r = under_srun(t, 5, "0-223");
   r.options.ranks = 2;
   testing::RecordingBinder b;
@@ -141,7 +141,7 @@ TEST(BindRank, ARankBeyondThePlanNamesItsVariableAndTheHint) {
 }
 
 TEST(BindRank, BadOptionsAreAnErrorNamingTheOption) {
-  topo::Topology t = dgx();
+  topo::Topology t = dgx_h100();
   RankRequest r = under_srun(t, 0, "0-223");
   r.options.reserve = "0-";
   testing::RecordingBinder b;

@@ -10,12 +10,12 @@ namespace gpubind::bind {
 
 namespace {
 
-struct Fixture {
+struct MachineAndPlan {
   topo::Topology t;
   plan::Plan p;
 };
 
-Fixture h100() {
+MachineAndPlan h100() {
   auto t = discover::load_topology("example:dgx-h100");
   EXPECT_TRUE(t.ok());
   auto p = plan::make_plan(*t, {});
@@ -32,7 +32,7 @@ std::string omp(const plan::RankBinding& rb) {
 }  // namespace
 
 TEST(LauncherBinding, UnpinnedRankIsNotReported) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   LauncherBinding lb = judge_launcher_binding(f.t, rb, f.t.allowed_cpus, f.t.allowed_cpus, false);
   EXPECT_EQ(lb.kind, LauncherBinding::Kind::unpinned);
@@ -40,7 +40,7 @@ TEST(LauncherBinding, UnpinnedRankIsNotReported) {
 }
 
 TEST(LauncherBinding, SameAsThePlanIsNotReported) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   LauncherBinding lb = judge_launcher_binding(f.t, rb, rb.cpus, f.t.allowed_cpus, false);
   EXPECT_EQ(lb.kind, LauncherBinding::Kind::same);
@@ -48,7 +48,7 @@ TEST(LauncherBinding, SameAsThePlanIsNotReported) {
 }
 
 TEST(LauncherBinding, AnotherSocketIsReplacedWithANote) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::of({56}), f.t.allowed_cpus, false);
   EXPECT_EQ(lb.kind, LauncherBinding::Kind::replaced);
@@ -56,7 +56,7 @@ TEST(LauncherBinding, AnotherSocketIsReplacedWithANote) {
 }
 
 TEST(LauncherBinding, AWholeSocketIsNarrowedWithANote) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::range(0, 55) | CpuSet::range(112, 167), f.t.allowed_cpus, false);
   EXPECT_EQ(lb.kind, LauncherBinding::Kind::narrowed);
@@ -64,7 +64,7 @@ TEST(LauncherBinding, AWholeSocketIsNarrowedWithANote) {
 }
 
 TEST(LauncherBinding, KeepTakesALauncherBindingOnTheGpusNodeWithEnoughCores) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   CpuSet launcher = CpuSet::range(20, 39) | CpuSet::range(132, 151);  // 20 cores on node 0
   LauncherBinding lb = judge_launcher_binding(f.t, rb, launcher, f.t.allowed_cpus, true);
@@ -74,7 +74,7 @@ TEST(LauncherBinding, KeepTakesALauncherBindingOnTheGpusNodeWithEnoughCores) {
 }
 
 TEST(LauncherBinding, KeepRefusesCpusOffTheGpusNode) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   CpuSet planned = rb.cpus;
   LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::range(50, 69), f.t.allowed_cpus, true);
@@ -84,7 +84,7 @@ TEST(LauncherBinding, KeepRefusesCpusOffTheGpusNode) {
 }
 
 TEST(LauncherBinding, KeepRefusesFewerCoresThanThePlan) {
-  Fixture f = h100();
+  MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];
   LauncherBinding lb = judge_launcher_binding(f.t, rb, CpuSet::of({0, 112}), f.t.allowed_cpus, true);
   EXPECT_EQ(lb.kind, LauncherBinding::Kind::widened);
