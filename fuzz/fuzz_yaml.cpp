@@ -1,4 +1,4 @@
-// k8s check's YAML reader (sys/yaml_module.cpp, the module gpubind-yaml.so, on libyaml): any text
+// k8s check's YAML reader (modules/yaml_module.cpp, the module gpubind-yaml.so, on libyaml): any text
 // becomes JSON that nlohmann parses, or one error line; aliases cannot blow it up.
 #include <cstddef>
 #include <cstdint>

@@ -53,7 +53,7 @@ std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& po
   auto start = clock.now();
   // No --timeout: a day, the longest any run is waited for.
   auto deadline = o.timeout.count() > 0 ? o.timeout : std::chrono::seconds(86400);
-  auto r = sys::run_command(argv, deadline, false);
+  auto r = sys::run_command(argv, deadline, {.late_is_error = false});
   double wall_s = std::chrono::duration<double>(clock.now() - start).count();
   if (!r) return AbFailure{Error{what, r.error().why}};
   if (r->late)

@@ -190,9 +190,9 @@ class OffSwitch {
   bool m_quiet, m_off = false, m_unreadable = false;
 };
 
-// --enforce: after each sample, the threads of its ranks that drifted off their CPUs put back (or
-// reported), each action one line (a JSON line on stdout with --json, else on stderr); the rest
-// goes to the outputs. Nothing while the off-switch is off.
+// --enforce: after each sample, rebind's round (the threads of its ranks that drifted off their
+// CPUs put back, or reported), each action said in one line (a JSON line on stdout with --json,
+// else on stderr); the rest goes to the outputs. No round while the off-switch is off.
 class Enforcing final : public watch::Sink {
  public:
   Enforcing(Outputs& out, rebind::Enforcer& e, const topo::Topology& t, const sys::FsRoot& root, const WatchFlags& f, std::string node)
@@ -204,15 +204,9 @@ class Enforcing final : public watch::Sink {
   void sampled(const watch::Taken& t, unsigned index) override {
     m_out.sampled(t, index);
     if (m_switch.off()) return;
-    const std::vector<probe::ProcessState>& states = t.snapshot.processes;
-    // The cgroups are read only when the processes changed: the plan is made again then alone.
-    std::map<int, CpuSet> cgroups = m_e.needs_plan(states) ? rebind::cgroup_cpus(m_root, states) : std::map<int, CpuSet>{};
-    std::vector<rebind::Repin> repins = m_e.decide(m_topo, states, cgroups, t.snapshot.t);
-    print_warnings(m_e.take_notes(), m_quiet);
-    rebind::apply_repins(repins, *m_mover, m_e.acts());
-    m_e.record(repins);
-    for (const rebind::Repin& r : repins) {
-      if (r.outcome == rebind::RepinOutcome::already || r.outcome == rebind::RepinOutcome::gone) continue;
+    rebind::EnforceRound round = rebind::enforce_round(m_e, m_topo, m_root, t.snapshot.processes, t.snapshot.t, *m_mover);
+    print_warnings(round.notes, m_quiet);
+    for (const rebind::Repin& r : round.repins) {
       if (m_json) {
         std::string line = render::json_line(render::repin_json(r, m_node, sys::utc_timestamp()));
         std::fwrite(line.data(), 1, line.size(), stdout);

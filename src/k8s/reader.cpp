@@ -22,7 +22,7 @@ constexpr size_t kMaxKubeletFileBytes = 16 << 20;
 
 Result<std::optional<std::string>> read_optional(const sys::FsRoot& root, const std::string& rel) {
   auto fd = root.open_read(rel);
-  auto text = fd ? sys::read_to_end(*fd, root.path_of(rel), kMaxKubeletFileBytes) : Result<std::string>(fd.error());
+  auto text = fd ? sys::read_to_end(std::move(*fd), root.path_of(rel), kMaxKubeletFileBytes) : Result<std::string>(fd.error());
   if (!text && text.error().kind == ErrorKind::not_found) return std::optional<std::string>();
   if (!text) {
     Error e = text.error();

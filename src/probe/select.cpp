@@ -6,7 +6,7 @@
 #include <set>
 
 #include "probe/probe.hpp"
-#include "sys/process.hpp"
+#include "sys/spawner.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::probe {

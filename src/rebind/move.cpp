@@ -249,4 +249,18 @@ void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act) {
   for (int pid : held) mover.release(pid);
 }
 
+EnforceRound enforce_round(Enforcer& enforcer, const topo::Topology& t, const sys::FsRoot& root,
+                           const std::vector<probe::ProcessState>& states, double now, sys::TaskMover& mover) {
+  // The cgroups are read only when the processes changed: the plan is made again then alone.
+  std::map<int, CpuSet> cgroups = enforcer.needs_plan(states) ? cgroup_cpus(root, states) : std::map<int, CpuSet>{};
+  std::vector<Repin> repins = enforcer.decide(t, states, cgroups, now);
+  EnforceRound round;
+  round.notes = enforcer.take_notes();
+  apply_repins(repins, mover, enforcer.acts());
+  enforcer.record(repins);
+  for (Repin& r : repins)
+    if (r.outcome != RepinOutcome::already && r.outcome != RepinOutcome::gone) round.repins.push_back(std::move(r));
+  return round;
+}
+
 }  // namespace gpubind::rebind

@@ -43,4 +43,16 @@ std::vector<std::string> keep_records(const Outcome& o);
 // `act` false only `reported`, with the CPUs read as `from`.
 void apply_repins(std::vector<Repin>& repins, sys::TaskMover& mover, bool act);
 
+// One round of watch --enforce, after a sample of `states` at `now` (seconds on the watch's
+// clock): the plan made again when the processes changed (their cgroups read from `root` then),
+// the drifted threads put back through `mover` (or only reported), the round recorded. Returns
+// what the caller says: the repins that changed or reported something (not `already`, not
+// `gone`), and the enforcer's notes.
+struct EnforceRound {
+  std::vector<Repin> repins;
+  std::vector<std::string> notes;
+};
+EnforceRound enforce_round(Enforcer& enforcer, const topo::Topology& t, const sys::FsRoot& root,
+                           const std::vector<probe::ProcessState>& states, double now, sys::TaskMover& mover);
+
 }  // namespace gpubind::rebind

@@ -1,18 +1,16 @@
 #include "sys/archive.hpp"
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "sys/fsroot.hpp"
 #include "sys/process.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::sys {
 
@@ -25,37 +23,23 @@ TempDir::TempDir(std::string path, bool guarded) : m_path(std::move(path)) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   });
-  if (!cleaner) return;  // unguarded: removed by this process only
-  m_cleaner_pid = cleaner->first;
-  m_cleaner_fd = cleaner->second;
+  if (cleaner) m_cleaner = std::move(*cleaner);  // else unguarded: removed by this process only
 }
 
-TempDir::TempDir(TempDir&& o) noexcept : m_path(std::move(o.m_path)), m_cleaner_fd(o.m_cleaner_fd), m_cleaner_pid(o.m_cleaner_pid) {
-  o.m_path.clear();
-  o.m_cleaner_fd = -1;
-  o.m_cleaner_pid = -1;
-}
+TempDir::TempDir(TempDir&& o) noexcept : m_path(std::exchange(o.m_path, {})), m_cleaner(std::move(o.m_cleaner)) {}
 
 TempDir::~TempDir() {
   if (!m_path.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(m_path, ec);
   }
-  if (m_cleaner_fd >= 0) ::close(m_cleaner_fd);
-  if (m_cleaner_pid > 0)
-    while (::waitpid(m_cleaner_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
 }
 
 TempDir& TempDir::operator=(TempDir&& o) noexcept {
   if (this != &o) {
     TempDir old(std::move(*this));
-    m_path = std::move(o.m_path);
-    m_cleaner_fd = o.m_cleaner_fd;
-    m_cleaner_pid = o.m_cleaner_pid;
-    o.m_path.clear();
-    o.m_cleaner_fd = -1;
-    o.m_cleaner_pid = -1;
+    m_path = std::exchange(o.m_path, {});
+    m_cleaner = std::move(o.m_cleaner);
   }
   return *this;
 }
@@ -73,41 +57,17 @@ Result<TempDir> extract_archive(const std::string& archive) {
   if (!::mkdtemp(tmpl.data())) return Error{"temporary directory", std::strerror(errno)};
   TempDir dir(tmpl, true);
 
+  // A name is a local file, never a remote archive (GNU tar reads HOST:FILE as one and runs a
+  // remote shell to HOST), never "-" (stdin), never an option; and no TAR_OPTIONS from the
+  // environment adds any (--to-command, --checkpoint-action). Its own diagnostics are kept, so
+  // a broken archive gives one gpubind line, not tar's noise.
   std::string local = archive.starts_with("/") ? archive : "./" + archive;
-  // tar's own diagnostics go to a pipe so a broken archive gives one gpubind line, not tar noise.
-  int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Error{"pipe", std::strerror(errno)};
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) return Error{"fork", std::strerror(errno)};
-  if (pid == 0) {
-    // tar ends with gpubind (killed while tar reads a slow or endless file).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    // A name is a local file, never a remote archive (GNU tar reads HOST:FILE as one and runs a
-    // remote shell to HOST), never "-" (stdin), never an option; and no TAR_OPTIONS from the
-    // environment adds any (--to-command, --checkpoint-action).
-    ::unsetenv("TAR_OPTIONS");
-    const char* argv[] = {"tar", "--force-local", "--extract", "--no-same-owner", "--no-same-permissions",
-                          "--directory", dir.path().c_str(), "--file", local.c_str(), nullptr};
-    ::execvp("tar", const_cast<char* const*>(argv));
-    ::_exit(127);
-  }
-  ::close(err_pipe[1]);
-  std::string err;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(err_pipe[0], buf, sizeof buf)) > 0) err.append(buf, size_t(n));
-  ::close(err_pipe[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return Error{archive, "cannot run tar to unpack it"};
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+  auto tar = run_command({"tar", "--force-local", "--extract", "--no-same-owner", "--no-same-permissions", "--directory", dir.path(),
+                          "--file", local},
+                         kTarDeadline, {.unset_env = {"TAR_OPTIONS"}});
+  if (!tar) return Error{archive, "cannot unpack it: " + tar.error().message()};
+  if (tar->exit_code != 0) {
+    std::string err(trim(tar->err));
     if (auto nl = err.find('\n'); nl != std::string::npos) err = err.substr(0, nl);
     return Error{archive, "not a readable archive" + (err.empty() ? std::string() : " (" + err + ")")};
   }

@@ -1,8 +1,10 @@
 #pragma once
 // Unpacking a gathered topology archive (hwloc-gather-topology's .tar.bz2) into a temporary
 // directory that is removed when the TempDir goes away.
+#include <chrono>
 #include <string>
 
+#include "sys/fork.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::sys {
@@ -23,12 +25,13 @@ class TempDir {
 
  private:
   std::string m_path;
-  int m_cleaner_fd = -1;  // the write end of the cleaner's pipe
-  int m_cleaner_pid = -1;
+  Watcher m_cleaner;  // ended after the tree is removed
 };
 
-// Runs tar(1) (which picks the decompressor itself) into a fresh temporary directory. The archive
-// must be a regular file, and what it unpacks must pass refuse_special_files.
+// Runs tar(1) (which picks the decompressor itself) into a fresh temporary directory, through
+// run_command: tar ends with gpubind, and is killed after kTarDeadline. The archive must be a
+// regular file, and what it unpacks must pass refuse_special_files.
+constexpr std::chrono::seconds kTarDeadline{300};
 Result<TempDir> extract_archive(const std::string& archive);
 
 // A gathered tree (sys/, proc/) holds directories, regular files and symbolic links only: a FIFO,

@@ -27,7 +27,7 @@ const Clock& steady_clock();
 // that second instead.
 std::string utc_timestamp();
 
-class SignalWatch;  // sys/process.cpp
+class SignalWatch;  // sys/signal_watch.hpp
 
 // The monotonic clock whose sleeps end early at SIGINT, SIGTERM or SIGHUP: a service's loop
 // (`watch`) stops at its next wait and finishes its output instead of dying of the signal. The

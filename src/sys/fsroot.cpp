@@ -38,32 +38,28 @@ bool inside(const std::string& rel) {
 
 class DirFsRoot final : public FsRoot {
  public:
-  DirFsRoot(int fd, std::string path) : m_fd(fd), m_path(std::move(path)), m_confine(m_path != "/") {}
-  ~DirFsRoot() override { ::close(m_fd); }
+  DirFsRoot(UniqueFd fd, std::string path) : m_fd(std::move(fd)), m_path(std::move(path)), m_confine(m_path != "/") {}
   DirFsRoot(const DirFsRoot&) = delete;
   DirFsRoot& operator=(const DirFsRoot&) = delete;
 
   Result<std::string> read(const std::string& rel) const override {
     auto fd = open_read(rel);
     if (!fd) return fd.error();
-    return read_to_end(*fd, path_of(rel), kMaxFsRootFileBytes);
+    return read_to_end(std::move(*fd), path_of(rel), kMaxFsRootFileBytes);
   }
 
-  Result<int> open_read(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_NONBLOCK); });
-    if (fd < 0) return errno_error(path_of(rel), errno);
-    return regular_only(fd, path_of(rel));
+  Result<UniqueFd> open_read(const std::string& rel) const override {
+    UniqueFd fd(faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_NONBLOCK); }));
+    if (!fd) return errno_error(path_of(rel), errno);
+    return regular_only(std::move(fd), path_of(rel));
   }
 
   Result<std::vector<std::string>> list(const std::string& rel) const override {
-    int fd = faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); });
-    if (fd < 0) return errno_error(path_of(rel), errno);
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-      int e = errno;
-      ::close(fd);
-      return errno_error(path_of(rel), e);
-    }
+    UniqueFd fd(faultable_path("gpubind/open", path_of(rel), [&] { return open_in(rel, O_RDONLY | O_DIRECTORY); }));
+    if (!fd) return errno_error(path_of(rel), errno);
+    DIR* d = ::fdopendir(fd.get());
+    if (!d) return errno_error(path_of(rel), errno);
+    fd.release();  // the DIR's now: closedir closes it
     std::vector<std::string> names;
     while (dirent* ent = ::readdir(d)) {
       if (std::strcmp(ent->d_name, ".") == 0 || std::strcmp(ent->d_name, "..") == 0) continue;
@@ -77,26 +73,17 @@ class DirFsRoot final : public FsRoot {
   Result<std::string> read_link(const std::string& rel) const override {
     // The link itself is read, not followed; its directory is reached inside the root.
     size_t slash = rel.rfind('/');
-    int dir = slash == std::string::npos ? ::dup(m_fd) : open_in(rel.substr(0, slash), O_PATH | O_DIRECTORY);
-    if (dir < 0 || !inside(rel)) {
-      int e = dir < 0 ? errno : EXDEV;
-      if (dir >= 0) ::close(dir);
-      return errno_error(path_of(rel), e);
-    }
+    UniqueFd dir(slash == std::string::npos ? ::dup(m_fd.get()) : open_in(rel.substr(0, slash), O_PATH | O_DIRECTORY));
+    if (!dir || !inside(rel)) return errno_error(path_of(rel), !dir ? errno : EXDEV);
     std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
     char buf[4096];
-    ssize_t n = faultable_path("gpubind/readlink", path_of(rel), [&] { return ::readlinkat(dir, name.c_str(), buf, sizeof buf - 1); });
-    int e = errno;
-    ::close(dir);
-    if (n < 0) return errno_error(path_of(rel), e);
+    ssize_t n = faultable_path("gpubind/readlink", path_of(rel), [&] { return ::readlinkat(dir.get(), name.c_str(), buf, sizeof buf - 1); });
+    if (n < 0) return errno_error(path_of(rel), errno);
     return std::string(buf, size_t(n));
   }
 
   bool exists(const std::string& rel) const override {
-    int fd = open_in(rel, O_PATH);
-    if (fd < 0) return false;
-    ::close(fd);
-    return true;
+    return bool(UniqueFd(open_in(rel, O_PATH)));
   }
 
   int access_rw(const std::string& rel) const override {
@@ -104,7 +91,7 @@ class DirFsRoot final : public FsRoot {
     // faccessat runs the same checks as open, the device cgroup's included, without opening:
     // opening a GPU's device file could start its driver. Under a fixture the answer is the
     // fixture's files' modes: only the live root's answer says what this process may open.
-    return ::faccessat(m_fd, rel.c_str(), R_OK | W_OK, 0) == 0 ? 0 : errno;
+    return ::faccessat(m_fd.get(), rel.c_str(), R_OK | W_OK, 0) == 0 ? 0 : errno;
   }
 
   std::string describe() const override { return m_path; }
@@ -124,13 +111,13 @@ class DirFsRoot final : public FsRoot {
       open_how how{};
       how.flags = uint64_t(flags | O_CLOEXEC);
       how.resolve = RESOLVE_IN_ROOT;
-      long fd = ::syscall(SYS_openat2, m_fd, rel.c_str(), &how, sizeof how);
+      long fd = ::syscall(SYS_openat2, m_fd.get(), rel.c_str(), &how, sizeof how);
       if (fd >= 0 || errno != ENOSYS) return int(fd);  // ENOSYS: a kernel before 5.6
     }
-    return ::openat(m_fd, rel.c_str(), flags | O_CLOEXEC);
+    return ::openat(m_fd.get(), rel.c_str(), flags | O_CLOEXEC);
   }
 
-  int m_fd;
+  UniqueFd m_fd;
   std::string m_path;
   bool m_confine;
 };
@@ -143,11 +130,11 @@ Error errno_error(const std::string& what, int e) {
 }
 
 Result<std::unique_ptr<FsRoot>> open_fsroot(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno_error(dir, errno);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return errno_error(dir, errno);
   std::string path = dir;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return std::unique_ptr<FsRoot>(new DirFsRoot(fd, path));
+  return std::unique_ptr<FsRoot>(new DirFsRoot(std::move(fd), path));
 }
 
 namespace {
@@ -161,26 +148,17 @@ Error too_large(const std::string& what, size_t max_bytes) {
 
 }  // namespace
 
-Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes) {
+Result<std::string> read_to_end(UniqueFd fd, const std::string& what, size_t max_bytes) {
   std::string out;
   char buf[16384];
   for (;;) {
-    ssize_t n = faultable_path("gpubind/read", what, [&] { return ::read(fd, buf, sizeof buf); });
+    ssize_t n = faultable_path("gpubind/read", what, [&] { return ::read(fd.get(), buf, sizeof buf); });
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      return errno_error(what, e);
-    }
-    if (n == 0) break;
+    if (n < 0) return errno_error(what, errno);
+    if (n == 0) return out;
     out.append(buf, size_t(n));
-    if (out.size() > max_bytes) {
-      ::close(fd);
-      return too_large(what, max_bytes);
-    }
+    if (out.size() > max_bytes) return too_large(what, max_bytes);
   }
-  ::close(fd);
-  return out;
 }
 
 namespace {
@@ -204,28 +182,20 @@ Result<std::string> pread_all(int fd, const std::string& what) {
 
 }  // namespace
 
-KeptOpenFiles::~KeptOpenFiles() {
-  for (auto& [rel, k] : m_files) ::close(k.fd);
-}
-
 Result<std::string> KeptOpenFiles::read(const std::string& rel, bool* opened) {
   if (opened) *opened = false;
   if (auto it = m_files.find(rel); it != m_files.end()) {
     it->second.used = true;
-    if (auto text = pread_all(it->second.fd, m_root.path_of(rel))) return text;
-    ::close(it->second.fd);  // the task behind it ended, or the file went away: open afresh
-    m_files.erase(it);
+    if (auto text = pread_all(it->second.fd.get(), m_root.path_of(rel))) return text;
+    m_files.erase(it);  // the task behind it ended, or the file went away: open afresh
   }
   if (opened) *opened = true;
   if (m_files.size() >= m_max) return m_root.read(rel);
   auto fd = m_root.open_read(rel);
   if (!fd) return fd.error();
-  auto text = pread_all(*fd, m_root.path_of(rel));
-  if (!text) {
-    ::close(*fd);
-    return text.error();
-  }
-  m_files.emplace(rel, Kept{*fd, true});
+  auto text = pread_all(fd->get(), m_root.path_of(rel));
+  if (!text) return text.error();
+  m_files.emplace(rel, Kept{std::move(*fd), true});
   return text;
 }
 
@@ -235,11 +205,11 @@ void KeptOpenFiles::keep(const std::string& rel) {
     return;
   }
   if (m_files.size() >= m_max) return;
-  if (auto fd = m_root.open_read(rel)) m_files.emplace(rel, Kept{*fd, true});
+  if (auto fd = m_root.open_read(rel)) m_files.emplace(rel, Kept{std::move(*fd), true});
 }
 
 void KeptOpenFiles::sweep() {
-  sweep_unused(m_files, [](const Kept& k) { ::close(k.fd); });
+  sweep_unused(m_files, [](const Kept&) {});  // erased, each closes
 }
 
 size_t raise_open_file_limit() {
@@ -314,22 +284,17 @@ PathKind path_kind(const std::string& path) {
 }
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  int fd = faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
-  if (fd < 0) return errno_error(path, errno);
-  auto regular = regular_only(fd, path);
+  UniqueFd fd(faultable_path("gpubind/open", path, [&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); }));
+  if (!fd) return errno_error(path, errno);
+  auto regular = regular_only(std::move(fd), path);
   if (!regular) return regular.error();
-  return read_to_end(*regular, path, max_bytes);
+  return read_to_end(std::move(*regular), path, max_bytes);
 }
 
-Result<int> regular_only(int fd, const std::string& what) {
+Result<UniqueFd> regular_only(UniqueFd fd, const std::string& what) {
   struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return errno_error(what, e);
-  }
+  if (::fstat(fd.get(), &st) != 0) return errno_error(what, errno);
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
     return Error{what, S_ISFIFO(st.st_mode)  ? "a FIFO, not a regular file (it would block the read)"
                        : S_ISDIR(st.st_mode) ? "a directory, not a file"
                        : S_ISSOCK(st.st_mode) ? "a socket, not a regular file"

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sys/unique_fd.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::sys {
@@ -44,8 +45,8 @@ class FsRoot {
   // True only for the live root "/": binding against any other root must be refused.
   virtual bool is_this_system() const = 0;
   // The file opened for reading (close-on-exec), for a caller that keeps it open and reads it
-  // again (KeptOpenFiles); the caller closes it.
-  virtual Result<int> open_read(const std::string& rel) const = 0;
+  // again (KeptOpenFiles).
+  virtual Result<UniqueFd> open_read(const std::string& rel) const = 0;
 };
 
 // Files read again and again — watch's per-thread /proc files at every sample — kept open and
@@ -55,7 +56,6 @@ class FsRoot {
 class KeptOpenFiles {
  public:
   KeptOpenFiles(const FsRoot& root, size_t max_open) : m_root(root), m_max(max_open) {}
-  ~KeptOpenFiles();
   KeptOpenFiles(const KeptOpenFiles&) = delete;
   KeptOpenFiles& operator=(const KeptOpenFiles&) = delete;
   // `opened` (when given) says whether the content came from a file opened by this call (first
@@ -69,7 +69,7 @@ class KeptOpenFiles {
 
  private:
   struct Kept {
-    int fd = -1;
+    UniqueFd fd;
     bool used = true;
   };
   const FsRoot& m_root;
@@ -93,11 +93,11 @@ PathKind path_kind(const std::string& path);
 // The whole file; an Error when it is larger than `max_bytes`, or not a regular file (a FIFO is
 // refused without blocking; FsRoot::read and open_read refuse the same).
 Result<std::string> read_file(const std::string& path, size_t max_bytes = SIZE_MAX);
-// `fd` when it is a regular file (with O_NONBLOCK cleared); otherwise closes it and says what it is.
-Result<int> regular_only(int fd, const std::string& what);
-// Reads `fd` to its end and closes it. An Error naming `what` when a read fails or the content
+// `fd` when it is a regular file; otherwise it is closed and the Error says what it is.
+Result<UniqueFd> regular_only(UniqueFd fd, const std::string& what);
+// Reads `fd` to its end, then closes it. An Error naming `what` when a read fails or the content
 // grows past `max_bytes`.
-Result<std::string> read_to_end(int fd, const std::string& what, size_t max_bytes = SIZE_MAX);
+Result<std::string> read_to_end(UniqueFd fd, const std::string& what, size_t max_bytes = SIZE_MAX);
 // Writes all of `data` to `fd`, through short writes and EINTR; an Error with errno's text.
 // `fault_point` names its libfiu point (docs/FAULTS.md).
 Status write_fully(int fd, std::string_view data, const char* fault_point = "gpubind/write");

@@ -1,5 +1,5 @@
 #pragma once
-// The C interface of gpubind-http.so, the module that serves `watch --listen` (http_module.cpp).
+// The C interface of gpubind-http.so, the module that serves `watch --listen` (modules/http_module.cpp).
 // It is loaded only by `watch --listen` and shipped in the package gpubind-exporter, so a node
 // that only binds carries no network listener. Only C types cross it: the module's C++ runtime is
 // its own (linked statically).

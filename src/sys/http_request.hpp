@@ -1,6 +1,6 @@
 #pragma once
 // The exporter's HTTP/1.1, pure: a request head read from bytes a client sent, under limits, and
-// the response to it. The server (http_module.cpp) only moves bytes and enforces deadlines; every
+// the response to it. The server (modules/http_module.cpp) only moves bytes and enforces deadlines; every
 // decision about what a client sent is made here, where the fuzzer and the unit tests reach it.
 #include <cstddef>
 #include <functional>

@@ -6,6 +6,7 @@
 // creating the directory first or swapping the path afterwards.
 #include <string>
 
+#include "sys/unique_fd.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::sys {
@@ -16,12 +17,6 @@ class PrivateDir {
   // opened: a directory (not a symlink), owned by this effective user, writable by no group or
   // other user. The Error says which check failed.
   static Result<PrivateDir> open(const std::string& path, bool create);
-
-  PrivateDir(PrivateDir&& other) noexcept;
-  PrivateDir& operator=(PrivateDir&& other) noexcept;
-  PrivateDir(const PrivateDir&) = delete;
-  PrivateDir& operator=(const PrivateDir&) = delete;
-  ~PrivateDir();
 
   // A regular file of the directory (not a symlink), owned by this user and writable by no one
   // else, of at most `max_bytes`; an Error otherwise (ENOENT's text when it does not exist).
@@ -35,8 +30,8 @@ class PrivateDir {
   const std::string& path() const { return m_path; }
 
  private:
-  PrivateDir(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
-  int m_fd = -1;
+  PrivateDir(UniqueFd fd, std::string path) : m_fd(std::move(fd)), m_path(std::move(path)) {}
+  UniqueFd m_fd;
   std::string m_path;
 };
 

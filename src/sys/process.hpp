@@ -1,6 +1,7 @@
 #pragma once
 // Processes and descriptors for `gpubind launch` (its Spawner is in sys/spawner.hpp), the TCP
-// checks of its rendezvous, and running a library call in a child process.
+// checks of its rendezvous, running a library call in a child process and another program to
+// completion (every child forked by sys/fork.hpp's fork_child).
 #include <sys/types.h>
 
 #include <chrono>
@@ -19,35 +20,6 @@ struct Spawned {
   pid_t pid = -1;
   int out_fd = -1;  // read ends of the child's stdout/stderr when captured, else -1
   int err_fd = -1;
-};
-
-// A helper process that outlives this one to clean up after it: forked into a process group of
-// its own, every catchable signal blocked, /dev/null as its stdio and nothing of this process's
-// open but the read end of a pipe (as fd 3); it runs `body(3)`, named `name`, and exits. This
-// process keeps the write end (returned with the helper's pid): the end of file that body reads
-// when this process closes it, or ends in any way, even SIGKILL, is its cue.
-Result<std::pair<pid_t, int>> start_watcher(const char* name, const std::function<void(int)>& body);
-
-// A helper process that outlives this one only to SIGKILL the process groups it was told about
-// when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
-// PR_SET_PDEATHSIG kills the rank, but not what the rank started in its group (a shell's
-// children); this kills the whole group. It notices the death by end of file on a pipe only this
-// process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
-class GroupReaper {
- public:
-  static constexpr const char* kGroupReaperName = "gpubind-reaper";  // its process name (comm)
-  static Result<GroupReaper> start();
-  GroupReaper(GroupReaper&& o) noexcept;
-  GroupReaper& operator=(GroupReaper&&) = delete;
-  GroupReaper(const GroupReaper&) = delete;
-  ~GroupReaper();  // a normal end: the helper exits, killing only groups not yet forgotten
-  void watch(pid_t pgid);
-  void forget(pid_t pgid);
-
- private:
-  GroupReaper(int fd, pid_t pid) : m_fd(fd), m_pid(pid) {}
-  int m_fd = -1;
-  pid_t m_pid = -1;
 };
 
 struct ChildExit {
@@ -101,11 +73,19 @@ struct CommandResult {
 
 constexpr size_t kMaxCommandOutput = 64u << 20;
 
+struct CommandOptions {
+  // A program killed at the deadline is an Error; false: a result with `late` set and what it
+  // printed until then.
+  bool late_is_error = true;
+  // Variables removed from its environment (a setting the program reads from there that this
+  // call must not get: tar's TAR_OPTIONS).
+  std::vector<std::string> unset_env;
+};
+
 // Runs argv[0] (searched in PATH) with this process's environment, stdin from /dev/null, as
 // run_isolated runs its work: the child dies with this process (PR_SET_PDEATHSIG) and is killed
 // after `deadline`, which is an Error that says so, as is a program that cannot be started (exit
-// 127 before it printed). With `late_is_error` false, a program killed at the deadline is a
-// result with `late` set and what it printed until then.
-Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline, bool late_is_error = true);
+// 127 before it printed).
+Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chrono::seconds deadline, const CommandOptions& options = {});
 
 }  // namespace gpubind::sys

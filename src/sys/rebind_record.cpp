@@ -24,11 +24,8 @@ std::optional<RebindRecord> read_owned(const FsRoot& root, const std::string& re
   auto fd = root.open_read(rel);
   if (!fd) return std::nullopt;
   struct stat st {};
-  if (::fstat(*fd, &st) != 0 || (st.st_uid != 0 && st.st_uid != owner)) {
-    ::close(*fd);
-    return std::nullopt;
-  }
-  auto text = read_to_end(*fd, root.path_of(rel), kMaxRecordBytes);
+  if (::fstat(fd->get(), &st) != 0 || (st.st_uid != 0 && st.st_uid != owner)) return std::nullopt;
+  auto text = read_to_end(std::move(*fd), root.path_of(rel), kMaxRecordBytes);
   if (!text) return std::nullopt;
   RebindRecord r;
   r.file = root.path_of(rel);

@@ -4,7 +4,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+
+#include "sys/fork.hpp"
 
 namespace gpubind::sys {
 
@@ -38,12 +39,8 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
 }
 
 Result<pid_t> fork_call(const std::function<int()>& body) {
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) return Error{"fork", std::strerror(errno)};
-  if (pid > 0) return pid;
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(70);  // the parent died before the line above
+  auto pid = fork_child();
+  if (!pid || *pid > 0) return pid;
   int rc = 70;
   try {
     rc = body();

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sys/fork.hpp"
 #include "sys/process.hpp"
 #include "util/result.hpp"
 
@@ -48,6 +49,24 @@ class Spawner {
   // What is available on `fd` (at most 64 KiB); empty means end of file.
   virtual std::string read_some(int fd) = 0;
   virtual void close_fd(int fd) = 0;
+};
+
+// A helper process that outlives this one only to SIGKILL the process groups it was told about
+// when this process dies without forgetting them: launch SIGKILLed or OOM-killed. A rank's
+// PR_SET_PDEATHSIG kills the rank, but not what the rank started in its group (a shell's
+// children); this kills the whole group. It notices the death by end of file on a pipe only this
+// process holds, and never kills a group it was told to forget (reaped, so the id may be reused).
+class GroupReaper {
+ public:
+  static constexpr const char* kGroupReaperName = "gpubind-reaper";  // its process name (comm)
+  static Result<GroupReaper> start();
+  // Destroyed (a normal end), the helper exits, killing only groups not yet forgotten.
+  void watch(pid_t pgid);
+  void forget(pid_t pgid);
+
+ private:
+  explicit GroupReaper(Watcher helper) : m_helper(std::move(helper)) {}
+  Watcher m_helper;
 };
 
 // The real one: SIGINT, SIGTERM, SIGHUP and SIGCHLD are blocked and read through a signalfd while

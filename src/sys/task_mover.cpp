@@ -11,6 +11,7 @@
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/task_counters.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace gpubind::sys {
 
@@ -53,48 +54,33 @@ class RealTaskMover final : public TaskMover {
     return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   }
 
-  ~RealTaskMover() override {
-    for (auto& [pid, h] : m_held)
-      if (h.fd >= 0) ::close(h.fd);
-  }
-
   Status hold(int pid, uint64_t start_time) override {
     release(pid);
     const std::string who = "PID " + std::to_string(pid);
     // The pidfd first, then the start time: a pidfd opened on the process probed stays its own,
     // so every check after this one is of that process, never of a PID's next owner.
-    int fd = int(::syscall(SYS_pidfd_open, pid, 0));
-    if (fd < 0 && errno == ESRCH) return Error{who, "ended since it was probed", ErrorKind::not_found};
+    UniqueFd fd(int(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!fd && errno == ESRCH) return Error{who, "ended since it was probed", ErrorKind::not_found};
     auto now = process_start_time(pid);
-    if (!now) {
-      if (fd >= 0) ::close(fd);
-      return Error{who, "ended since it was probed", ErrorKind::not_found};
-    }
-    if (*now != start_time) {
-      if (fd >= 0) ::close(fd);
+    if (!now) return Error{who, "ended since it was probed", ErrorKind::not_found};
+    if (*now != start_time)
       return Error{who, "no longer the process probed: the PID belongs to one started later (the rank ended meanwhile)", ErrorKind::not_found};
-    }
-    m_held[pid] = Held{fd, start_time};
+    m_held[pid] = Held{std::move(fd), start_time};
     return Ok{};
   }
 
   bool held_alive(int pid) override {
     auto it = m_held.find(pid);
     if (it == m_held.end()) return true;
-    if (it->second.fd >= 0) return ::syscall(SYS_pidfd_send_signal, it->second.fd, 0, nullptr, 0) == 0;
+    if (it->second.fd) return ::syscall(SYS_pidfd_send_signal, it->second.fd.get(), 0, nullptr, 0) == 0;
     return process_start_time(pid) == it->second.start_time;  // no pidfd (before Linux 5.3)
   }
 
-  void release(int pid) override {
-    if (auto it = m_held.find(pid); it != m_held.end()) {
-      if (it->second.fd >= 0) ::close(it->second.fd);
-      m_held.erase(it);
-    }
-  }
+  void release(int pid) override { m_held.erase(pid); }
 
  private:
   struct Held {
-    int fd = -1;
+    UniqueFd fd;  // none before Linux 5.3
     uint64_t start_time = 0;
   };
   std::map<int, Held> m_held;

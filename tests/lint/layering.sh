@@ -4,7 +4,8 @@
 #   R1 hwloc.h only in src/discover (the one hwloc adapter)
 #   R2 libxml2 nowhere (NCCL files are read by src/discover/xml.cpp)
 #   R3 syscall and platform headers (unistd, fcntl, dirent, sched, numaif, dlfcn, signal, poll,
-#      netdb, pthread, spawn, sys/*, arpa/*, netinet/*, linux/*) only in src/sys
+#      netdb, pthread, spawn, sys/*, arpa/*, netinet/*, linux/*) only in src/sys and src/modules
+#      (the sys layer's loadable parts)
 #   R4 the pure layers (util, topo, plan, check, render, and the pure parts of watch, k8s, bench
 #      and bind: watch.cpp and rules.cpp, k8s state.cpp and judge.cpp, bench stats.cpp and
 #      record.cpp, bind's torchrun, launcher_binding and hostlist, rebind's plan and outcome) include no header of sys,
@@ -19,7 +20,8 @@
 #   R7 CLI11 (#include <CLI/...>) only in src/cli/args.cpp: it costs ~15 s of compiling in every
 #      file that includes it
 #   R8 the environment is read (getenv) and a clock read or slept on (steady_clock,
-#      system_clock, this_thread) only in src/sys: sys/environment.hpp, sys/clock.hpp
+#      system_clock, this_thread) only in src/sys (sys/environment.hpp, sys/clock.hpp) and
+#      src/modules
 # Usage: layering.sh [ROOT]   (default: the repository; tests/lint/fixtures/* are broken roots)
 set -u
 root=${1:-"$(dirname "$0")/../.."}
@@ -40,7 +42,7 @@ rule() {
 rule R1 '#include <hwloc' 'src/' 'src/discover/' "hwloc is used outside src/discover"
 rule R2 '#include <libxml' 'src/' 'NONE' "libxml2 is not a dependency (src/discover/xml.cpp reads NCCL files)"
 rule R3 '#include <((unistd|fcntl|dirent|sched|numaif|numa|dlfcn|signal|poll|netdb|pthread|spawn|termios|pwd|grp)\.h|(sys|arpa|netinet|linux)/)' \
-  'src/' 'src/sys/' "a syscall or platform header outside src/sys"
+  'src/' 'src/(sys|modules)/' "a syscall or platform header outside src/sys and src/modules"
 rule R4 '#include "((sys|discover|probe|bind|cli)/|rebind/move\.|doctor/reader\.|watch/(sampler|run)\.|k8s/reader\.|bench/runner\.)' "$pure" \
   '[^:]*:[0-9]+:#include "(probe/state|bind/(torchrun|launcher_binding|hostlist))\.hpp"' "a pure layer includes a header of sys, discover, probe, bind or cli, or an impure part of its own layer"
 rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::system\s*\(|#include <(thread|chrono|ctime|mutex|condition_variable|future|fstream|filesystem|csignal|random)>)' \
@@ -48,7 +50,7 @@ rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::
 rule R6 '\b(setenv|unsetenv|putenv)\s*\(' 'src/' 'src/sys/' \
   "the process environment is changed outside src/sys"
 rule R7 '#include <CLI/' 'src/' 'src/cli/args\.cpp:' "CLI11 is included outside src/cli/args.cpp (use cli::Args)"
-rule R8 '(\bgetenv\s*\(|\b(steady_clock|system_clock|high_resolution_clock|this_thread)::)' 'src/' 'src/sys/' \
+rule R8 '(\bgetenv\s*\(|\b(steady_clock|system_clock|high_resolution_clock|this_thread)::)' 'src/' 'src/(sys|modules)/' \
   "the environment or a clock is read outside src/sys (use sys::env_value, sys::Clock)"
 [ $bad = 0 ] && echo "layering: ok"
 exit $bad

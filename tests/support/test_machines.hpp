@@ -13,6 +13,14 @@
 
 namespace gpubind::testing {
 
+// The built-in example topology NAME (`example:NAME`, data/examples/NAME.json); a test failure
+// naming it when it does not load.
+inline topo::Topology example(const std::string& name) {
+  auto t = discover::load_topology("example:" + name);
+  EXPECT_TRUE(t.ok()) << name << ": " << (t.ok() ? std::string() : t.error().message());
+  return t.ok() ? *t : topo::Topology{};
+}
+
 // hwloc's synthetic topology `spec` ("pack:2 numa:1 core:8 pu:2"), with gpus_on[n] NVIDIA GPUs on
 // its n-th NUMA node, numbered in order, each on a host bridge of its own.
 inline topo::Topology synthetic_with_gpus(const std::string& spec, const std::vector<unsigned>& gpus_on) {

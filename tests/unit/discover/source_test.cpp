@@ -28,7 +28,7 @@ class TempFiles : public ::testing::Test {
   fs::path m_dir;
 };
 
-std::string example(const std::string& name) { return std::string(GPUBIND_SOURCE_DIR) + "/data/examples/" + name; }
+std::string example_path(const std::string& name) { return std::string(GPUBIND_SOURCE_DIR) + "/data/examples/" + name; }
 }  // namespace
 
 TEST_F(TempFiles, MissingFileIsAnError) {
@@ -99,7 +99,7 @@ TEST(Source, SyntheticStringHwlocRejects) {
 
 TEST(Source, DetectsKinds) {
   EXPECT_EQ(*detect_source(""), SourceKind::live);
-  EXPECT_EQ(*detect_source(example("dgx-h100.json")), SourceKind::gpubind_json);
+  EXPECT_EQ(*detect_source(example_path("dgx-h100.json")), SourceKind::gpubind_json);
   EXPECT_EQ(*detect_source("node:2 pu:2"), SourceKind::synthetic);
   EXPECT_FALSE(detect_source("no-such-thing").ok());
 }
@@ -108,7 +108,7 @@ TEST(Source, DetectsKinds) {
 TEST_F(TempFiles, HwlocXmlExportReloads) {
   for (const char* name : {"dgx-h100.json", "dgx-a100-nps4.json", "frontier-like.json", "gh200.json", "workstation-socket0.json",
                            "cloud-vm-unknown-locality.json"}) {
-    auto orig = load_topology(example(name));
+    auto orig = load_topology(example_path(name));
     ASSERT_TRUE(orig.ok()) << name;
     std::string path = write(std::string(name) + ".xml", render::to_hwloc_xml(*orig));
     auto back = load_topology(path);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../../support/fake_tree.hpp"
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 #include "doctor/reader.hpp"
 #include "render/doctor_render.hpp"
@@ -13,7 +14,7 @@ namespace gpubind::doctor {
 
 namespace {
 
-topo::Topology example(const std::string& name) { return *discover::load_topology("example:" + name); }
+using testing::example;
 topo::Topology one_node() { return *discover::load_topology("NUMANode:1 Core:4 PU:2"); }
 
 // A node with nothing to say: every fact known and fine.

@@ -18,7 +18,7 @@ class KubeletDirRefused final : public sys::FsRoot {
   int access_rw(const std::string&) const override { return EACCES; }
   std::string describe() const override { return "/"; }
   bool is_this_system() const override { return false; }
-  Result<int> open_read(const std::string& rel) const override { return refuse(rel).error(); }
+  Result<sys::UniqueFd> open_read(const std::string& rel) const override { return refuse(rel).error(); }
 
  private:
   Result<std::string> refuse(const std::string& rel) const {

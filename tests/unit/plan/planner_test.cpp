@@ -15,11 +15,7 @@ namespace gpubind::plan {
 
 namespace {
 
-topo::Topology example(const std::string& name) {
-  auto t = discover::load_topology("example:" + name);
-  EXPECT_TRUE(t.ok()) << name;
-  return *t;
-}
+using testing::example;
 
 // The plan, or the test fails here: the exception ends the test (GoogleTest reports it) before
 // it can index into a plan that was never made.

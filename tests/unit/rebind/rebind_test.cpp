@@ -911,4 +911,28 @@ TEST(Enforce, ARepinReadsTheThreadAgainFirst) {
   EXPECT_EQ(e.totals().at(1), 1u);  // only what was moved
 }
 
+// watch --enforce's round after a sample: the drift put back, and only what changed (or was
+// reported) handed back to be said; a thread already back when read again is not.
+TEST(Enforce, ARoundPutsBackWhatDriftedAndHandsBackOnlyWhatItDid) {
+  Enforcer e({});
+  std::vector<probe::ProcessState> states = bound_job();
+  CpuSet rank0 = states[0].threads[0].cpus_allowed, rank1 = states[1].threads[1].cpus_allowed;
+  states[0].threads[1].cpus_allowed = CpuSet::range(0, 223);
+  states[1].threads[0].cpus_allowed = CpuSet::range(0, 223);  // and back on its own before the round
+  RecordingMover mover;
+  mover.affinities[states[0].threads[1].tid] = CpuSet::range(0, 223);
+  mover.affinities[states[1].threads[0].tid] = rank1;
+  testing::FakeTree tree;  // no cgroup files: planned over the topology's allowed CPUs
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root.ok());
+  EnforceRound round = enforce_round(e, dgx(), **root, states, 0, mover);
+  ASSERT_EQ(round.repins.size(), 1u);
+  EXPECT_EQ(round.repins[0].tid, states[0].threads[1].tid);
+  EXPECT_EQ(round.repins[0].outcome, RepinOutcome::repinned);
+  EXPECT_EQ(mover.affinities[states[0].threads[1].tid], rank0);
+  EXPECT_EQ(e.totals().at(100), 1u);
+  EXPECT_FALSE(e.totals().count(200));
+  EXPECT_TRUE(round.notes.empty());
+}
+
 }  // namespace gpubind::rebind

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
 #include "render/topo_text.hpp"
@@ -17,11 +18,7 @@ namespace gpubind::render {
 
 namespace {
 
-topo::Topology example(const std::string& name) {
-  auto t = discover::load_topology("example:" + name);
-  if (!t) throw std::runtime_error(t.error().message());
-  return *t;
-}
+using testing::example;
 
 plan::Plan planned(const topo::Topology& t, plan::Policy policy = plan::Policy::closest, std::optional<unsigned> ranks = {}) {
   plan::Request r;

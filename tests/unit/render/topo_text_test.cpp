@@ -3,21 +3,18 @@
 
 #include <gtest/gtest.h>
 
+#include "../../support/test_machines.hpp"
 #include "discover/nccl_loader.hpp"
 #include "discover/source.hpp"
 
 namespace gpubind::render {
 
 namespace {
-topo::Topology example(const std::string& name) {
-  auto t = discover::load_topology(std::string(GPUBIND_SOURCE_DIR) + "/data/examples/" + name);
-  EXPECT_TRUE(t.ok());
-  return *t;
-}
+using testing::example;
 }  // namespace
 
 TEST(TopoTable, ListsCpulessNodes) {
-  std::string out = topo_table(example("gh200.json"));
+  std::string out = topo_table(example("gh200"));
   EXPECT_NE(out.find("(1 CPU-less)"), std::string::npos) << out;
   EXPECT_NE(out.find("cpu-less GPUMemory"), std::string::npos) << out;
 }
@@ -25,7 +22,7 @@ TEST(TopoTable, ListsCpulessNodes) {
 TEST(TopoTable, UnknownLocalityIsSaidPlainly) {
   // The GPU rows say "unknown" in the NUMA and CPUS columns; the loader's warnings (which the
   // CLI prints on stderr) say why.
-  topo::Topology t = example("cloud-vm-unknown-locality.json");
+  topo::Topology t = example("cloud-vm-unknown-locality");
   std::string out = topo_table(t);
   EXPECT_NE(out.find("unknown  unknown  hb:0001:00"), std::string::npos) << out;
   EXPECT_EQ(out.find("warnings:"), std::string::npos) << out;
@@ -34,7 +31,7 @@ TEST(TopoTable, UnknownLocalityIsSaidPlainly) {
 }
 
 TEST(TopoMatrix, NvlinkAndPixCells) {
-  std::string out = topo_matrix(example("dgx-h100.json"));
+  std::string out = topo_matrix(example("dgx-h100"));
   // Row GPU0: self, NV18 to the other seven, then NIC columns.
   auto row = out.substr(out.find("\nGPU0"));
   row = row.substr(1, row.find('\n', 1));
@@ -44,7 +41,7 @@ TEST(TopoMatrix, NvlinkAndPixCells) {
 }
 
 TEST(TopoMatrix, GpuMemoryNodeColumn) {
-  std::string out = topo_matrix(example("gh200.json"));
+  std::string out = topo_matrix(example("gh200"));
   auto row = out.substr(out.find("\nGPU0") + 1);
   row = row.substr(0, row.find('\n'));
   EXPECT_EQ(row.substr(row.size() - 1), "1") << row;

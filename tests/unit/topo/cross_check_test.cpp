@@ -6,17 +6,14 @@
 
 #include <algorithm>
 
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 
 namespace gpubind::topo {
 
 namespace {
 
-Topology example(const std::string& name) {
-  auto t = discover::load_topology("example:" + name);
-  EXPECT_TRUE(t.ok());
-  return *t;
-}
+using testing::example;
 
 RuntimeGpu runtime_gpu(std::string pci, std::string uuid, std::optional<unsigned> numa, std::optional<CpuSet> cpus = std::nullopt) {
   RuntimeGpu g;

@@ -7,17 +7,14 @@
 
 #include <algorithm>
 
+#include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 
 namespace gpubind::watch {
 
 namespace {
 
-topo::Topology example(const std::string& name) {
-  auto t = discover::load_topology("example:" + name);
-  EXPECT_TRUE(t.ok());
-  return *t;
-}
+using testing::example;
 
 struct T {  // one thread: where it last ran, its counters so far
   int tid;

@@ -37,7 +37,7 @@
 
 #include "sys/http_api.hpp"
 #include "sys/http_request.hpp"
-#include "sys/module_side.hpp"
+#include "modules/module_side.hpp"
 
 namespace {
 

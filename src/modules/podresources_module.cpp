@@ -7,7 +7,7 @@
 #include <string>
 
 #include "podresources.grpc.pb.h"
-#include "sys/module_side.hpp"
+#include "modules/module_side.hpp"
 #include "sys/podresources_api.hpp"
 
 namespace {

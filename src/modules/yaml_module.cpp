@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sys/module_side.hpp"
+#include "modules/module_side.hpp"
 #include "sys/yaml_api.hpp"
 
 namespace {
