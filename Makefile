@@ -161,7 +161,7 @@ package: build
 	cd $(BUILD) && cpack -G DEB
 
 bench: build
-	bench/bench.sh $(BUILD)
+	benchmarks/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -40,6 +40,8 @@ test_packages=(
   dpkg-dev groff-base bsdextrautils lintian
   # function lengths (scripts/function-lengths.sh, the lint that keeps command bodies short)
   universal-ctags
+  # the layout of changed lines (.clang-format, scripts/format-check.sh: git clang-format)
+  clang-format
   # fuzzing: clang with libFuzzer and its sanitizer runtimes (make fuzz, make fuzz-regress)
   clang libclang-rt-14-dev
   # fault injection: libfiu failure points in the sanitizer build, fiu-run (docs/FAULTS.md)

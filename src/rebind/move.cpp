@@ -168,7 +168,7 @@ std::map<int, CpuSet> cgroup_cpus(const sys::FsRoot& root, const std::vector<pro
   return cgroups;
 }
 
-Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run) {
+Outcome move(const MovePlan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run) {
   Outcome out;
   out.dry_run = dry_run || !mover;
   for (const RankPlan& r : plan.ranks) {

@@ -29,7 +29,7 @@ inline constexpr int kPasses = 4;
 std::map<int, CpuSet> cgroup_cpus(const sys::FsRoot& root, const std::vector<probe::ProcessState>& states);
 
 // `mover` nullptr or dry_run: nothing changes; the outcome is the plan's (threads as probed).
-Outcome move(const Plan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);
+Outcome move(const MovePlan& plan, const sys::FsRoot& root, sys::TaskMover* mover, bool dry_run);
 
 // Keeps what a move applied to each process whose threads it moved (sys/rebind_record.hpp), so
 // watch --enforce and check judge the rank by it from now on, not by the GPUBIND_CPUS it was

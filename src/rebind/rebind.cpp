@@ -140,7 +140,7 @@ struct Rank {
 };
 
 // Sorts the selected processes into ranks (with the processes under them) and skipped ones.
-std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, const Options& o, Plan& plan, std::vector<Error>& denied) {
+std::vector<Rank> find_ranks(const std::vector<probe::ProcessState>& states, const Options& o, MovePlan& plan, std::vector<Error>& denied) {
   std::map<int, const probe::ProcessState*> by_pid;
   for (const probe::ProcessState& s : states) by_pid[s.pid] = &s;
   std::map<int, std::string> apart = check::outside_their_job(states);

@@ -81,7 +81,9 @@ struct Skipped {
   std::string why;
 };
 
-struct Plan {
+// What rebind moves: each rank's processes with their target, and what it leaves (not plan::Plan,
+// the planner's binding of ranks yet to start).
+struct MovePlan {
   std::vector<RankPlan> ranks;
   std::vector<Skipped> skipped;
   std::vector<std::string> warnings;  // the node plans' warnings
@@ -96,7 +98,7 @@ struct Options {
 };
 
 struct Planned {
-  Plan plan;
+  MovePlan plan;
   std::vector<Error> refusals;  // any: nothing is to be moved
   // Processes that could not be read for permission (ProcessState::denied) and are no rank of
   // those read: whether they are ranks cannot be told, so they are neither moved nor skipped as

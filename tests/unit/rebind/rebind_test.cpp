@@ -478,7 +478,7 @@ struct Fixture {
     tree.file("proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm", "worker\n");
     mover.affinities[tid] = cpus;
   }
-  Outcome run(const Plan& plan, bool dry_run = false) {
+  Outcome run(const MovePlan& plan, bool dry_run = false) {
     auto opened = sys::open_fsroot(tree.root());
     root = std::move(opened.value());
     return move(plan, *root, &mover, dry_run);

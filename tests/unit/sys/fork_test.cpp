@@ -11,8 +11,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
-#include <thread>
 
+#include "../../support/orphans.hpp"
 #include "sys/process.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -20,14 +20,6 @@ namespace gpubind::sys {
 namespace {
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
-
-// Running: neither gone nor a zombie its new parent has not reaped yet.
-bool running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  return line.substr(line.rfind(')') + 2, 1) != "Z";
-}
 
 }  // namespace
 
@@ -86,43 +78,27 @@ TEST(ForkChild, TheChildDiesWithItsParentAndAWatcherOutlivesIt) {
   ASSERT_GE(m, 0);
   ::close(m);
   ::unlink(marker);
-  int p[2];
-  ASSERT_EQ(::pipe(p), 0);
-  pid_t middle = ::fork();
-  ASSERT_GE(middle, 0);
-  if (middle == 0) {
-    ::close(p[0]);
-    auto child = fork_child();
-    if (!child) ::_exit(1);
-    if (*child == 0) {
+  pid_t child = testing::orphan_of([path = std::string(marker)](int report) {
+    auto forked = fork_child();
+    if (!forked) ::_exit(1);
+    if (*forked == 0) {
       ::pause();
       ::_exit(0);
     }
-    auto watcher = start_watcher("gpubind-test", [path = std::string(marker)](int fd) {
+    auto watcher = start_watcher("gpubind-test", [path](int fd) {
       char c;
       while (::read(fd, &c, 1) > 0) {
       }
       std::ofstream(path) << "cue\n";
     });
     if (!watcher) ::_exit(1);
-    pid_t pids[1] = {*child};
-    static_cast<void>(!::write(p[1], pids, sizeof pids));
-    ::pause();
-    ::_exit(0);
-  }
-  ::close(p[1]);
-  pid_t child = 0;
-  ASSERT_EQ(::read(p[0], &child, sizeof child), ssize_t(sizeof child));
-  ::close(p[0]);
-  ::kill(middle, SIGKILL);
-  ::waitpid(middle, nullptr, 0);
-  bool cued = false;
-  for (int i = 0; i < 600 && (running(child) || !cued); ++i) {
-    cued = std::ifstream(marker).good();
-    if (running(child) || !cued) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_FALSE(running(child)) << "the child " << child << " outlived its parent";
-  EXPECT_TRUE(cued) << "the watcher did not run at the end of its pipe";
+    testing::report_pid(report, *forked);
+    ::pause();  // the Watcher is held until this process is killed
+  });
+  ASSERT_GT(child, 0);
+  testing::wait_while([&] { return testing::running(child) || !std::ifstream(marker).good(); });
+  EXPECT_FALSE(testing::running(child)) << "the child " << child << " outlived its parent";
+  EXPECT_TRUE(std::ifstream(marker).good()) << "the watcher did not run at the end of its pipe";
   ::unlink(marker);
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "../../support/orphans.hpp"
 #include "sys/environment.hpp"
 
 namespace gpubind::sys {
@@ -103,35 +104,16 @@ TEST(RunCommand, AProgramPastItsDeadlineIsKilledAndSaysSo) {
 // gpubind killed while a library blocks in the child (hwloc reading a FIFO): the child must not
 // stay behind under PID 1.
 TEST(RunIsolated, TheChildDiesWithThisProcess) {
-  int p[2];
-  ASSERT_EQ(::pipe(p), 0);
-  pid_t middle = ::fork();
-  ASSERT_GE(middle, 0);
-  if (middle == 0) {
-    ::close(p[0]);
-    static_cast<void>(run_isolated([&]() -> std::string {
-      pid_t self = ::getpid();
-      static_cast<void>(!::write(p[1], &self, sizeof self));
+  pid_t child = testing::orphan_of([](int report) {
+    static_cast<void>(run_isolated([report]() -> std::string {
+      testing::report_pid(report, ::getpid());
       ::pause();
       return "";
     }));
-    ::_exit(0);
-  }
-  ::close(p[1]);
-  pid_t child = 0;
-  ASSERT_EQ(::read(p[0], &child, sizeof child), ssize_t(sizeof child));
-  ::close(p[0]);
-  ::kill(middle, SIGKILL);
-  ::waitpid(middle, nullptr, 0);
-  // Gone, or a zombie its new parent has not reaped yet: either way no longer running.
-  auto running = [child] {
-    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return false;
-    return line.substr(line.rfind(')') + 2, 1) != "Z";
-  };
-  for (int i = 0; i < 600 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(running()) << "the child " << child << " outlived its parent";
+  });
+  ASSERT_GT(child, 0);
+  testing::wait_while([child] { return testing::running(child); });
+  EXPECT_FALSE(testing::running(child)) << "the child " << child << " outlived its parent";
 }
 
 TEST(EnvValue, AnEmptyValueIsAValueAndUnsetIsNone) {

@@ -11,7 +11,7 @@
 #   nodes; migrate_pages' time per rank comes from its JSON, and what a rank pays is its passes per
 #   second in the second before, during and after the move. Needs two NUMA nodes with memory; on
 #   one, only the numa_maps reads are measured (rebind reads each rank's before and after).
-#   bench/rebind_cost.sh [BUILD_DIR] [ROUNDS] [MIB]
+#   benchmarks/rebind_cost.sh [BUILD_DIR] [ROUNDS] [MIB]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}

@@ -3,7 +3,7 @@
 # moment, a random rank is SIGKILLed, launch gets SIGTERM or SIGINT, or launch itself is
 # SIGKILLed. Measures the time from the fault until no live process is left in any rank's
 # process group, checks launch's exit status, and prints max and median per fault.
-# Usage: bench/launch_stress.sh [BUILD_DIR] [TRIALS]
+# Usage: benchmarks/launch_stress.sh [BUILD_DIR] [TRIALS]
 set -uo pipefail
 build=${1:-build}
 trials=${2:-100}

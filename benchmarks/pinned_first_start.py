@@ -8,7 +8,7 @@ start that discovers the machine (GPUBIND_CACHE_DIR=off), which is what it paid 
 key held the caller's affinity (pinned) or its cgroup (cgroups). Each of the three runs is 30
 fresh cache directories; the figures are medians of wall time.
 
-Usage: bench/pinned_first_start.py [--cgroups] [BUILD_DIR]   (from the repository root; two CPUs)
+Usage: benchmarks/pinned_first_start.py [--cgroups] [BUILD_DIR]   (from the repository root; two CPUs)
 """
 import os
 import statistics

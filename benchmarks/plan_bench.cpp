@@ -112,7 +112,7 @@ BENCHMARK(BM_Plan_Synthetic)
 
 // Scale (issue 34 item 4): plan, compare and the SVG drawing on synthetic nodes of 1024 to 16384
 // PUs (2 PUs per core, 16 NUMA nodes per 4 packages... growing with the packages), one GPU per
-// NUMA node x 2. bench/scale.py fits the growth exponent from these.
+// NUMA node x 2. benchmarks/scale.py fits the growth exponent from these.
 topo::Topology scale_node(unsigned pus) {
   // sockets x 4 x 4 x cores_per_l3 x 2 = pus, with 8 cores per L3 domain up to 16 sockets.
   unsigned sockets = std::max(1u, pus / (4 * 4 * 8 * 2));

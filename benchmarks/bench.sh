@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks behind docs/PERFORMANCE.md. Usage: bench/bench.sh [BUILD_DIR] (or make bench)
+# Benchmarks behind docs/PERFORMANCE.md. Usage: benchmarks/bench.sh [BUILD_DIR] (or make bench)
 # Prints medians; hyperfine runs each set of commands in one invocation so ratios are read
 # within a run on this noisy shared machine.
 set -euo pipefail
@@ -19,7 +19,7 @@ PY
 }
 
 echo "== in-process: topology loads and planning (Google Benchmark, medians of 5)"
-"$build/bench/gpubind_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+"$build/benchmarks/gpubind_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_min_time=0.5 2>/dev/null | grep -E "median"
 
 echo
@@ -39,6 +39,6 @@ hyperfine -N --style none --warmup 30 --runs 300 --export-json "$tmp/exec.json" 
 medians "$tmp/exec.json"
 
 echo
-echo "== bind + exec, interleaved round by round (bench/interleave.cpp, 300 rounds, LOCAL_RANK=0)"
-"$build/bench/gpubind_interleave" 300 "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" \
+echo "== bind + exec, interleaved round by round (benchmarks/interleave.cpp, 300 rounds, LOCAL_RANK=0)"
+"$build/benchmarks/gpubind_interleave" 300 "numactl --physcpubind=0 --membind=0 true" "$gpubind exec -- true" \
   "$gpubind exec --no-cache -- true" "true"

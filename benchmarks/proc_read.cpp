@@ -4,7 +4,7 @@
 // file: `stat` for a thread that migrated since the last sample, `schedstat` for one that did not
 // run (a thread that ran without migrating needs neither).
 // Also, for comparison, what a sampler reading only /proc files costs: open, read and close
-// status, stat, sched and schedstat. bench/watch_cost.sh compares watch's own per-thread sampling
+// status, stat, sched and schedstat. benchmarks/watch_cost.sh compares watch's own per-thread sampling
 // cost with the first, in the same run.
 //   gpubind_proc_read ROUNDS PID...   prints the median microseconds per thread per round of each,
 //                                     rounds 1 s apart (-ROUNDS: back to back)

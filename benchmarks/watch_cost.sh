@@ -2,12 +2,12 @@
 # What `gpubind watch` costs on a real workload: 8 processes x 100 threads (Python threads, each
 # an OS thread, each waking every 50 ms), sampled at 1 Hz for 40 s (numa_maps never read). Prints watch's CPU time per second of
 # wall time (% of one core; and over 20 s without scrapes), its own sampling time per thread (gpubind_watch_sample_seconds / 800),
-# the raw cost of the same calls to the kernel (bench/proc_read.cpp) in the same run, and /metrics
+# the raw cost of the same calls to the kernel (benchmarks/proc_read.cpp) in the same run, and /metrics
 # latency over 2 x 1000 scrapes with watch's resident memory before, between and after.
 # WORKLOAD: `wake` (default), each thread wakes every 50 ms, so that every thread has run and
 # migrated at every sample (the worst case for watch); `wait`, each blocks on an event, as an
 # idle pool's threads do (a training process's many threads mostly wait).
-#   bench/watch_cost.sh [BUILD_DIR] [wake|wait]
+#   benchmarks/watch_cost.sh [BUILD_DIR] [wake|wait]
 set -euo pipefail
 build=${1:-build}
 workload=${2:-wake}
@@ -65,7 +65,7 @@ for i in $(seq 20); do sleep 1; awk '/^gpubind_watch_sample_seconds/{print $2}' 
 t1=$(ticks); n1=$(cpu_ns)
 echo "watch sampling alone: $((t1 - t0)) ticks in 20 s = $(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) / 20}") % of one core;" \
   "schedstat: $(awk "BEGIN{printf \"%.1f ms = %.3f\", ($n1 - $n0) / 1e6, ($n1 - $n0) / 2e8}") % of one core"
-"$build/bench/gpubind_proc_read" 8 "${pids[@]}"
+"$build/benchmarks/gpubind_proc_read" 8 "${pids[@]}"
 sample=$(sort -g "$tmp/samples" | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
 /usr/bin/python3 -c "print(f'watch sample (median of 20): {float(\"$sample\")*1e3:.2f} ms, {float(\"$sample\")*1e6/$threads:.1f} us per thread')"
 wait $watcher || true

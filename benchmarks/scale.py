@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Cost of plan, compare and the SVG drawings as the node grows (issue 34 item 4): the Scale
-benchmarks of bench/plan_bench.cpp (synthetic nodes of 1024 to 16384 PUs, SMT siblings numbered
+benchmarks of benchmarks/plan_bench.cpp (synthetic nodes of 1024 to 16384 PUs, SMT siblings numbered
 half the machine apart, 2 GPUs per NUMA node up to 128), each run three times in one sitting.
 Prints each run's median times at 4096 and 16384 PUs and the growth exponent between them
 (time ~ PUs^k: k = log(t16384 / t4096) / log 4).
 
-Usage: bench/scale.py [BUILD_DIR]   (from the repository root)
+Usage: benchmarks/scale.py [BUILD_DIR]   (from the repository root)
 """
 import json
 import math
