@@ -32,6 +32,13 @@ Result<pid_t> fork_child(const ForkOptions& options) {
   return pid;
 }
 
+int wait_child(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 Result<PipedChild> fork_with_pipe(const ForkOptions& options) {
   std::array<int, 2> fds{-1, -1};
   if (faultable("gpubind/pipe", [&] { return ::pipe2(fds.data(), O_CLOEXEC); }) != 0) return Error{"pipe", std::strerror(errno)};
@@ -57,9 +64,7 @@ Watcher::~Watcher() { end(); }
 
 void Watcher::end() {
   m_fd.reset();
-  if (m_pid > 0)
-    while (::waitpid(m_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  if (m_pid > 0) wait_child(m_pid);
   m_pid = -1;
 }
 

@@ -34,6 +34,9 @@ struct ForkOptions {
 // child's pid in this process; an Error when it could not fork.
 Result<pid_t> fork_child(const ForkOptions& options = {});
 
+// Waits for child `pid` to end (through EINTR) and returns its wait status.
+int wait_child(pid_t pid);
+
 // A close-on-exec pipe, then fork_child: the child's pid (0 in the child) and both ends, open in
 // both processes; each closes the end it does not use.
 struct PipedChild {

@@ -138,13 +138,6 @@ Drained read_child(int fd, pid_t pid, std::chrono::seconds deadline, size_t cap)
   return d;
 }
 
-int wait_child(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
 // At most `max` bytes of what was written to memory file `fd`, from its start.
 std::string memfd_text(int fd, size_t max) {
   std::string out;
