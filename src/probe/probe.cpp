@@ -63,18 +63,6 @@ StatFields parse_stat(std::string_view stat) {
   return out;
 }
 
-// A counter of /proc/PID/task/TID/sched ("se.nr_migrations   :   42").
-std::optional<uint64_t> sched_field(const std::string& sched, std::string_view name) {
-  for (std::string_view line : split(sched, '\n')) {
-    line = trim(line);
-    if (!line.starts_with(name)) continue;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos || trim(line.substr(0, colon)) != name) continue;
-    return parse_uint(trim(line.substr(colon + 1)));
-  }
-  return std::nullopt;
-}
-
 // How a thread's files are read: kept open between probes or opened each time.
 struct ThreadReader {
   const sys::FsRoot& root;
@@ -90,8 +78,8 @@ struct ThreadReader {
 // Migrations and context switches from `sched`.
 void read_sched(const ThreadReader& r, const std::string& dir, ThreadState& t) {
   if (auto sched = r.read(dir + "/sched")) {
-    t.migrations = sched_field(*sched, "se.nr_migrations");
-    t.switches = sched_field(*sched, "nr_switches");
+    t.migrations = parse_uint(key_value(*sched, "se.nr_migrations"));
+    t.switches = parse_uint(key_value(*sched, "nr_switches"));
   }
 }
 

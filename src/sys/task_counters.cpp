@@ -10,6 +10,8 @@
 
 #include "sys/affinity.hpp"
 #include "sys/fault.hpp"
+#include "sys/fsroot.hpp"
+#include "util/strings.hpp"
 #include "util/sweep.hpp"
 
 namespace gpubind::sys {
@@ -76,6 +78,7 @@ class LiveTaskCounters final : public TaskCounters {
           if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
         } else {
           m_open += kMembers + 1;
+          g.migrations_at_attach = kernel_migrations(tid);
         }
       }
       it = m_counters.emplace(tid, g).first;
@@ -97,6 +100,11 @@ class LiveTaskCounters final : public TaskCounters {
     uint64_t values[kMembers + 2] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
     if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
     Counts c{values[1], values[2], values[3], fresh};
+    if (c.migrations > 0 && !g.migrations_checked) {
+      g.migrations_checked = true;
+      g.stale = stale_migration(tid, g.migrations_at_attach, c.migrations);
+    }
+    c.migrations -= g.stale;
     bool still = !fresh && c.run_ns == g.last.run_ns;
     g.idle = still && g.page;  // only with a lock read before this read
     g.lock = lock;
@@ -130,7 +138,34 @@ class LiveTaskCounters final : public TaskCounters {
     uint32_t lock = 0;
     Counts last;
     bool idle = false;
+    // The kernel's own count of the thread's migrations when the counters were attached (nullopt
+    // where /proc/TID/sched is unreadable), whether the counter's first migrations were checked
+    // against it, and the one it counted from before it was attached (0 or 1), taken off each read.
+    std::optional<uint64_t> migrations_at_attach;
+    bool migrations_checked = false;
+    uint64_t stale = 0;
   };
+  // The cpu-migrations counter can count one migration that happened before it was attached.
+  // The kernel marks a thread it moves (task_struct's sched_migrated) only while some
+  // cpu-migrations counter exists anywhere, and counts and clears the mark when the thread is
+  // next switched in, if one still exists. A thread moved while another program's counter
+  // existed (another watch, `perf stat`), which then closed before the thread ran again, keeps
+  // the mark; the first counter attached to it afterwards counts it at the thread's next
+  // switch-in: a migration that never happened in its time, on a thread that may be pinned to one
+  // CPU (watch called such a rank MIGRATING). That count comes at the first switch-in, no later
+  // than any real migration's, so it is in the first read that shows any migration: there the
+  // counter is checked against the kernel's own count, `se.nr_migrations` of /proc/TID/sched
+  // (read twice per thread, never at every sample). The counter counts at most as many
+  // migrations as the kernel, never more (two moves while waiting count once), so any excess is
+  // that one.
+  static std::optional<uint64_t> kernel_migrations(int tid) {
+    auto sched = read_file("/proc/" + std::to_string(tid) + "/sched");
+    return sched ? parse_uint(key_value(*sched, "se.nr_migrations")) : std::nullopt;
+  }
+  static uint64_t stale_migration(int tid, std::optional<uint64_t> at_attach, uint64_t counted) {
+    auto now = at_attach ? kernel_migrations(tid) : std::nullopt;
+    return now && *now >= *at_attach && counted > *now - *at_attach ? 1 : 0;
+  }
   // One page, no ring buffer: perf's mlock accounting charges it (perf_event_mlock_kb, then
   // RLIMIT_MEMLOCK, unless CAP_IPC_LOCK); past those the thread is read each time instead.
   static const perf_event_mmap_page* map_user_page(int leader) {

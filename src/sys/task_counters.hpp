@@ -20,7 +20,7 @@ class TaskCounters {
   virtual std::optional<CpuSet> allowed_cpus(int tid) = 0;
   struct Counts {
     uint64_t run_ns = 0;      // CPU time
-    uint64_t migrations = 0;  // moves to another CPU, counted when the thread next runs there
+    uint64_t migrations = 0;  // moves to another CPU since attached, counted when the thread next runs there
     uint64_t switches = 0;    // context switches, voluntary and involuntary
     bool fresh = false;       // attached by this call: nothing is known of the thread from before
     bool unread = false;      // the last read's counts: the thread has not run since (not read again)

@@ -61,9 +61,11 @@ std::optional<double> parse_double(std::string_view s) {
 }
 
 std::string key_value(std::string_view text, std::string_view key) {
-  for (std::string_view line : split(text, '\n'))
-    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
-      return std::string(trim(line.substr(key.size() + 1)));
+  for (std::string_view line : split(text, '\n')) {
+    if (!line.starts_with(key)) continue;
+    size_t colon = line.find_first_not_of(" \t", key.size());
+    if (colon != std::string_view::npos && line[colon] == ':') return std::string(trim(line.substr(colon + 1)));
+  }
   return "";
 }
 

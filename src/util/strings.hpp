@@ -17,7 +17,9 @@ std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
 // Parses a whole string (spaces around allowed) as a finite decimal number (strtod's syntax);
 // nullopt on any junk, inf or nan.
 std::optional<double> parse_double(std::string_view s);
-// The value of the first "key: value" line (as in /proc/PID/status), trimmed; "" when absent.
+// The value of the first "key: value" line, trimmed; "" when absent. The key may be padded
+// before its colon: /proc/PID/status writes "Cpus_allowed_list:\t0-3", /proc/PID/sched
+// "se.nr_migrations    :    42".
 std::string key_value(std::string_view text, std::string_view key);
 // "16 GiB", "512 MiB", "0 B": binary units, one decimal when useful.
 std::string human_bytes(uint64_t bytes);

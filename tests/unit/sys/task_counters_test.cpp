@@ -1,7 +1,10 @@
 #include "sys/task_counters.hpp"
 
 #include <dirent.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +16,7 @@
 
 #include "sys/affinity.hpp"
 #include "sys/fsroot.hpp"
+#include "util/strings.hpp"
 
 namespace gpubind::sys {
 
@@ -95,6 +99,102 @@ TEST(TaskCounters, CountTheMigrationsAndCpuTimeOfAThreadMovedBetweenCpus) {
   EXPECT_GE(after->migrations - before->migrations, 19u);
   EXPECT_GE(after->run_ns - before->run_ns, 20'000'000u);
   EXPECT_GE(after->switches - before->switches, 10u);  // a move takes it off its CPU (the first may not move it)
+}
+
+// The kernel's own count of thread `tid`'s migrations (/proc's sched), nullopt when unreadable.
+std::optional<uint64_t> kernel_migrations(int tid) {
+  auto sched = read_file("/proc/self/task/" + std::to_string(tid) + "/sched");
+  return sched ? parse_uint(key_value(*sched, "se.nr_migrations")) : std::nullopt;
+}
+
+TEST(TaskCounters, AMigrationFromBeforeTheCounterWasAttachedIsNotCounted) {
+  auto all = current_affinity();
+  ASSERT_TRUE(all.ok());
+  if (all->count() < 2) GTEST_SKIP() << "needs 2 CPUs to move a thread between, this process has " << all->count();
+  unsigned a = *all->first(), b = *all->last();
+  auto counters = live_task_counters(64);
+  COUNTERS_OR_SKIP(counters, ::gettid());
+  counters.reset();  // no cpu-migrations counter of this process's left open
+  if (!kernel_migrations(::gettid())) GTEST_SKIP() << "no /proc/PID/sched here (a kernel without CONFIG_SCHED_DEBUG)";
+  pin_self(a);
+  // The thread that is moved: it runs only when a byte comes down its pipe, as a pool's thread
+  // runs when given work, so the test decides when it is switched in.
+  int wake[2];
+  ASSERT_EQ(::pipe(wake), 0);
+  std::atomic<int> tid{0};
+  std::atomic<unsigned> runs{0};
+  std::thread moved([&] {
+    pin_self(a);
+    tid = ::gettid();
+    char c;
+    while (::read(wake[0], &c, 1) == 1) ++runs;
+  });
+  // A real-time thread that holds CPU b, so the moved thread waits there, queued, until released.
+  std::atomic<int> hold{0};  // 0 starting, 1 holding, 2 released, -1 refused
+  std::thread holder([&] {
+    pin_self(b);
+    sched_param p{};
+    p.sched_priority = 1;
+    if (::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &p) != 0) {
+      hold = -1;
+      return;
+    }
+    hold = 1;
+    while (hold == 1) {
+    }
+  });
+  auto finish = [&] {
+    if (hold == 1) hold = 2;
+    holder.join();
+    ::close(wake[1]);  // read() returns 0: the thread ends
+    moved.join();
+    ::close(wake[0]);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (unsigned c : all->ids()) CPU_SET(c, &set);
+    ::sched_setaffinity(0, sizeof set, &set);
+  };
+  // Runs the moved thread once: a byte down its pipe, then until it waits for the next.
+  auto run_once = [&] {
+    unsigned before = runs;
+    EXPECT_EQ(::write(wake[1], "r", 1), 1);
+    while (runs == before || thread_state(tid) != 'S') std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  while (!tid || hold == 0 || thread_state(tid) != 'S') std::this_thread::yield();
+  if (hold < 0) {
+    finish();
+    GTEST_SKIP() << "SCHED_FIFO refused (no CAP_SYS_NICE, or a cgroup without real-time time): needed to hold the thread off its new CPU";
+  }
+  // Another program's cpu-migrations counter exists while the thread is moved (at its wake-up,
+  // onto CPU b, where it waits behind the holder), and is closed before it runs there: the kernel
+  // marks the thread at the move and keeps the mark.
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_MIGRATIONS;
+  int other = int(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  ASSERT_GE(other, 0);
+  auto before_move = kernel_migrations(tid);
+  cpu_set_t to_b;
+  CPU_ZERO(&to_b);
+  CPU_SET(b, &to_b);
+  ASSERT_EQ(::sched_setaffinity(tid, sizeof to_b, &to_b), 0);
+  ASSERT_EQ(::write(wake[1], "r", 1), 1);
+  while (kernel_migrations(tid) == before_move) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // moved, queued on b
+  ::close(other);
+  hold = 2;
+  while (runs == 0 || thread_state(tid) != 'S') std::this_thread::sleep_for(std::chrono::milliseconds(1));  // ran on b, waits again
+  // Attached after the move, while the thread waits; then it runs once more, on b.
+  auto fresh = live_task_counters(64);
+  auto first = fresh->counts(tid);
+  auto kernel_first = kernel_migrations(tid);
+  run_once();
+  auto second = fresh->counts(tid);
+  auto kernel_second = kernel_migrations(tid);
+  finish();
+  ASSERT_TRUE(first && second && kernel_first && kernel_second);
+  EXPECT_EQ(*kernel_second - *kernel_first, 0u);  // pinned to b
+  EXPECT_EQ(second->migrations - first->migrations, 0u) << "a migration made before the counter was attached was counted";
 }
 
 TEST(TaskCounters, ACounterOutlivesItsThreadAndReadsFrozenUntilForgotten) {

@@ -29,6 +29,17 @@ TEST(Strings, ParseUintRejectsTrailingJunk) {
   EXPECT_FALSE(parse_uint("-1").has_value());
 }
 
+TEST(Strings, KeyValueTakesTheWholeKeyPaddedOrNot) {
+  std::string status = "Cpus_allowed:\t3\nCpus_allowed_list:\t0-1\n";
+  EXPECT_EQ(key_value(status, "Cpus_allowed_list"), "0-1");
+  EXPECT_EQ(key_value(status, "Cpus_allowed"), "3");  // not the longer key that starts with it
+  std::string sched = "sh (23373, #threads: 1)\n-------\nse.nr_migrations        :       42\nnr_switches  :  7\n";
+  EXPECT_EQ(key_value(sched, "se.nr_migrations"), "42");
+  EXPECT_EQ(key_value(sched, "nr_switches"), "7");
+  EXPECT_EQ(key_value(sched, "se.nr"), "");
+  EXPECT_EQ(key_value(sched, "nr_migrations"), "");  // a key starts its line
+}
+
 TEST(Strings, HumanBytesUsesBinaryUnits) {
   EXPECT_EQ(human_bytes(0), "0 B");
   EXPECT_EQ(human_bytes(1024ull * 1024 * 1024), "1 GiB");
