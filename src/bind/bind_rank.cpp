@@ -5,7 +5,7 @@
 namespace gpubind::bind {
 
 Result<BoundRank> bind_rank(const topo::Topology& t, const RankRequest& r, sys::Binder& binder) {
-  auto req = make_request(r.options, t, r.from, r.gpu_env);
+  auto req = make_request(r.options, t, r.from, r.gpu_env, r.allowance);
   if (!req) return req.error();
   BoundRank out;
   out.request = std::move(*req);

@@ -4,8 +4,8 @@
 //   request (options, GPU variables, where the allowed CPUs come from) -> a launcher that pinned
 //   whole NUMA nodes turns closest into socket-split -> plan -> this rank's row -> the launcher's
 //   binding judged (kept on request) -> applied, all or nothing, through a sys::Binder.
-// Pure apart from the Binder and make_request's live reads (this process's affinity, cpuset.mems
-// and GPU device files) when the allowed CPUs do not come from the topology.
+// Pure apart from the Binder: what Linux says (the machine's state, what the process may use)
+// comes in with the request.
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +26,9 @@ struct RankRequest {
   AllowedFrom from = AllowedFrom::cgroup;
   std::map<std::string, std::string> gpu_env;  // the GPU-selection variables (plan::gpu_env_names())
   MachineState machine;                        // what Linux says now, or a dry run's stand-in
+  // What the process may use (probe::this_process_allowance), planned within unless `from` is
+  // the topology; a test's stand-in reads nothing of the host.
+  probe::ProcessAllowance allowance;
   // A launcher may have pinned the rank (srun, mpirun): judge that binding against the plan,
   // and keep it when `keep_launcher` and it is as good.
   bool launcher_pinned = false;

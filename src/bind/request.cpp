@@ -1,12 +1,5 @@
 #include "bind/request.hpp"
 
-#include <algorithm>
-
-#include "probe/probe.hpp"
-#include "sys/affinity.hpp"
-#include "sys/fsroot.hpp"
-#include "util/strings.hpp"
-
 namespace gpubind::bind {
 
 void apply_config(const Config& cfg, PlanOptions& o, GivenExplicitly given) {
@@ -16,7 +9,7 @@ void apply_config(const Config& cfg, PlanOptions& o, GivenExplicitly given) {
 }
 
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from,
-                                   std::map<std::string, std::string> gpu_env) {
+                                   std::map<std::string, std::string> gpu_env, const probe::ProcessAllowance& live) {
   plan::Request r;
   r.ranks = o.ranks;
   r.gpus_per_rank = o.gpus_per_rank;
@@ -47,32 +40,20 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     r.allowed = *s;
   } else if (from == AllowedFrom::affinity) {
     // cgroups, taskset, Slurm and Kubernetes cpusets all show up as this process's affinity.
-    auto a = sys::current_affinity();
-    if (!a) return a.error();
-    r.allowed = *a & t.cpus;
+    r.allowed = live.cpus & t.cpus;
   }
   if (!o.allowed_mems.empty()) {
     auto s = CpuSet::parse_list(o.allowed_mems);
     if (!s) return Error{"--allowed-mems", s.error().message(), ErrorKind::usage};
     r.allowed_mems = *s;
   } else if (from != AllowedFrom::topology) {
-    // Live: the cgroup's cpuset.mems, as Linux reports it for this process. A memory node outside
-    // it is never planned (set_mempolicy would fail after the CPUs were bound).
-    auto m = sys::current_mems_allowed();
-    if (!m) return m.error();
-    r.allowed_mems = *m;
+    r.allowed_mems = live.mems;
   }
   r.env = std::move(gpu_env);
   if (from != AllowedFrom::topology && !t.gpus.empty()) {
-    // Live: which GPUs this process may open decides how the runtime numbers them.
-    if (auto root = sys::open_fsroot("/")) {
-      std::vector<std::string> pcis;
-      for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
-      r.openable_gpus = probe::openable_gpus(**root, pcis);
-      // MIG instance ids name no parent GPU: only then are the MIG capability files read.
-      bool mig = std::any_of(r.env.begin(), r.env.end(), [](const auto& kv) { return to_lower(kv.second).find("mig-") != std::string::npos; });
-      if (mig) r.openable_mig_parents = probe::openable_mig_parents(**root);
-    }
+    // Which GPUs this process may open decides how the runtime numbers them.
+    r.openable_gpus = live.openable_gpus;
+    r.openable_mig_parents = live.openable_mig_parents;
   }
   return r;
 }

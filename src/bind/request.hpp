@@ -11,6 +11,7 @@
 
 #include "bind/config.hpp"
 #include "plan/plan.hpp"
+#include "probe/state.hpp"
 #include "topo/topology.hpp"
 #include "util/result.hpp"
 
@@ -58,10 +59,11 @@ enum class AllowedFrom {
 };
 
 // Builds the Request from the options, the GPU-selection variables `gpu_env` (the process's or
-// the task's: plan::gpu_env_names()) and, live (from != topology), this process's affinity,
-// cpuset.mems and which GPU device files it may open. Errors name the option.
+// the task's: plan::gpu_env_names()) and, unless from == topology, what the process may use
+// (`live`: its affinity, cpuset.mems and which GPU device files it may open, read by
+// probe::this_process_allowance). Pure. Errors name the option.
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from,
-                                   std::map<std::string, std::string> gpu_env);
+                                   std::map<std::string, std::string> gpu_env, const probe::ProcessAllowance& live);
 
 // Local rank `local_rank`'s binding in `plan`; an Error when the plan has fewer ranks (the
 // launcher started more than were planned). `rank_source` names where the rank came from

@@ -151,7 +151,7 @@ Result<bench::Record> new_run(BenchFlags& f) {
   else if (auto p = bench::noise_placement_from_string(f.noise_on)) f.run.placements = {*p};
   else return Error{"--noise-on " + f.noise_on, "expected roaming, reserved or both", ErrorKind::usage};
   if (f.buffer_mib) f.run.buffer_bytes = uint64_t(*f.buffer_mib) << 20;
-  auto topo = this_machine(f.o.quiet);
+  auto topo = acquire_topology({.quiet = f.o.quiet});
   if (!topo) return topo.error();
   auto req = make_request(f.o, *topo, AllowedFrom::affinity);
   if (!req) return req.error();
@@ -225,7 +225,7 @@ Result<bench::AbOptions> ab_options(const Args& app, BenchFlags& f, const std::v
 int bench_ab(const Args& app, BenchFlags& f, const std::vector<std::string>& args) {
   auto o = ab_options(app, f, args);
   if (!o) return fail(o.error());
-  auto topo = this_machine(f.o.quiet);
+  auto topo = acquire_topology({.quiet = f.o.quiet});
   if (!topo) return fail(topo.error());
   auto req = make_request(f.o, *topo, AllowedFrom::affinity);
   if (!req) return fail(req.error());

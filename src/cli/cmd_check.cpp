@@ -101,7 +101,7 @@ int cmd_check(const std::vector<std::string>& args) {
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
   if (!f.slurm_node.empty()) sel->slurm_job = node_tasks(f.slurm_node);
-  auto topo = topology_of_processes(f.topology, f.root_dir, "captured", f.quiet);
+  auto topo = acquire_topology({.flag = f.topology, .root = f.root_dir, .quiet = f.quiet});
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());

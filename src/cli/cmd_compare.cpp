@@ -31,7 +31,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
 
   std::string source = topology_source(o.topology);
-  auto topo = discover::load_topology(source);
+  auto topo = acquire_topology({.use = TopologyUse::describe, .flag = o.topology});
   if (!topo) return fail(topo.error());
   auto req = make_request(o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);
   if (!req) return fail(req.error());

@@ -71,7 +71,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (!f.root_dir.empty() && topology_source(f.topology).empty())
     return fail(Error{"--root " + f.root_dir, "needs --topology: the captured node's topology (its GPUs and NICs)", ErrorKind::usage});
-  auto topo = topology_of_processes(f.topology, f.root_dir, "captured", f.quiet);
+  auto topo = acquire_topology({.flag = f.topology, .root = f.root_dir, .quiet = f.quiet});
   if (!topo) return fail(topo.error());
   auto root = sys::open_fsroot(f.root_dir.empty() ? "/" : f.root_dir);
   if (!root) return fail(root.error());

@@ -3,7 +3,6 @@
 
 #include "bind/bind_rank.hpp"
 #include "bind/launcher_binding.hpp"
-#include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "bind/slurm_step.hpp"
 #include "cli/binding_report.hpp"
@@ -12,9 +11,11 @@
 #include "cli/plan_options.hpp"
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
+#include "probe/probe.hpp"
 #include "render/plan_render.hpp"
 #include "sys/binder.hpp"
 #include "sys/process.hpp"
+#include "topo/launcher_env.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -86,12 +87,9 @@ Result<topo::LocalRank> local_rank_of(const ExecFlags& f) {
 
 // The machine: this one. A topology file (an admin's corrected copy of this machine) may be
 // bound with when it describes this machine; any other only previewed with --dry-run.
-Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, const std::string& source, bool preview) {
-  std::string label = (f.o.topology.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  TopologyCache cache = topology_cache(cfg);
-  auto topo = preview ? discover::load_topology(source)
-                      : discover::load_for_binding(source, label, f.no_cache ? "" : cache.dir, cache.max_files, &cache.notes);
-  print_warnings(cache.notes, f.o.quiet);
+Result<topo::Topology> machine_topology(const ExecFlags& f, const bind::Config& cfg, bool preview) {
+  auto topo = acquire_topology(
+      {.use = TopologyUse::binding, .flag = f.o.topology, .preview = preview, .no_cache = f.no_cache, .config = &cfg, .quiet = f.o.quiet});
   if (topo && !preview) add_runtime_identity(*topo, f.o.quiet);  // this machine's GPUs by UUID
   return topo;
 }
@@ -122,6 +120,11 @@ Result<bind::RankRequest> rank_request(const ExecFlags& f, const topo::LocalRank
                            : bind::live_machine_state();
   if (!machine) return machine.error();
   r.machine = *machine;
+  if (r.from != AllowedFrom::topology) {
+    auto live = probe::this_process_allowance(t, r.gpu_env);
+    if (!live) return live.error();
+    r.allowance = std::move(*live);
+  }
   r.launcher_pinned = r.from == AllowedFrom::cgroup && !f.dry_run;
   r.keep_launcher = f.keep_launcher;
   r.policy_open = policy_open;
@@ -180,7 +183,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (!lr) return fail_exec(lr.error());
   std::string source = topology_source(f.o.topology);
   bool preview = f.dry_run && !source.empty();
-  auto topo = machine_topology(f, *cfg, source, preview);
+  auto topo = machine_topology(f, *cfg, preview);
   if (!topo) return fail_exec(topo.error());
   auto r = rank_request(f, *lr, *topo, preview, app.count("--policy") == 0 && !cfg->policy);
   if (!r) return fail_exec(r.error());

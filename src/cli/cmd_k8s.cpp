@@ -16,24 +16,11 @@ namespace gpubind::cli {
 
 namespace {
 
-// The node's topology: --topology, else the captured tree's sys/ (--root), else this machine.
-Result<topo::Topology> load_node_topology(const std::string& topology, const std::string& root_dir, const sys::FsRoot& root,
-                                          bool quiet) {
-  std::string source = topology_source(topology);
-  if (!source.empty()) return discover::load_topology(source);
-  if (!root_dir.empty()) {
-    if (!root.exists("sys/devices/system/node"))
-      return Error{"--root " + root_dir, "has no sys/devices/system/node: give --topology SRC (the node's topology)", ErrorKind::usage};
-    return discover::load_topology(root_dir);
-  }
-  return this_machine(quiet);
-}
-
-// With `gpu_runtime` (this machine, or a file describing it) the GPU libraries fill in the GPUs'
-// UUIDs, by which the NVIDIA device plugin names them.
-Result<topo::Topology> node_topology(const std::string& topology, const std::string& root_dir, const sys::FsRoot& root,
-                                     bool gpu_runtime, bool quiet) {
-  auto t = load_node_topology(topology, root_dir, root, quiet);
+// The node's topology: --topology, else the captured tree's sys/ (--root), else this machine. With
+// `gpu_runtime` (this machine, or a file describing it) the GPU libraries fill in the GPUs' UUIDs,
+// by which the NVIDIA device plugin names them.
+Result<topo::Topology> node_topology(const std::string& topology, const std::string& root_dir, bool gpu_runtime, bool quiet) {
+  auto t = acquire_topology({.flag = topology, .root = root_dir, .root_is_machine = true, .quiet = quiet});
   if (t && gpu_runtime && !t->gpus.empty())
     print_warnings(discover::adopt_runtime_view(*t, discover::open_gpu_runtimes(*t, "GPUs named by UUID cannot be matched")), quiet);
   return t;
@@ -76,7 +63,7 @@ int cmd_k8s(const std::vector<std::string>& args) {
   bool live = topology_source(topology).empty() && root_dir.empty();
   auto root = sys::open_fsroot(root_dir.empty() ? "/" : root_dir);
   if (!root) return fail(root.error());
-  auto t = node_topology(topology, root_dir, **root, gpu_runtime || (live && !no_gpu_runtime), quiet);
+  auto t = node_topology(topology, root_dir, gpu_runtime || (live && !no_gpu_runtime), quiet);
   if (!t) return fail(t.error());
   print_warnings(t->warnings, quiet);
   options.use_pod_resources = !no_pod_resources;

@@ -78,12 +78,9 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
 // This machine, or an admin's corrected copy of it ($GPUBIND_TOPOLOGY) when it matches; a dry
 // run previews any machine's.
 Result<topo::Topology> launch_topology(const bind::Config& cfg, bool no_cache, bool quiet, bool preview) {
-  std::string source = topology_source("");
-  if (preview && !source.empty()) return discover::load_topology(source);
-  TopologyCache cache = topology_cache(cfg);
-  auto topo = discover::load_for_binding(source, "GPUBIND_TOPOLOGY=" + source, no_cache ? "" : cache.dir, cache.max_files, &cache.notes);
-  print_warnings(cache.notes, quiet);
-  if (topo) add_runtime_identity(*topo, quiet, true);  // this machine's GPUs by UUID (once per node, not per rank)
+  bool file = !topology_source("").empty();
+  auto topo = acquire_topology({.use = TopologyUse::binding, .preview = preview, .no_cache = no_cache, .config = &cfg, .quiet = quiet});
+  if (topo && !(preview && file)) add_runtime_identity(*topo, quiet, true);  // this machine's GPUs by UUID (once per node, not per rank)
   return topo;
 }
 

@@ -104,7 +104,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (Status s = site_config(app, f); !s) return fail(s.error());
   if (f.format == "env" && !f.rank) return fail(Error{"--format env", "needs --rank R (which local rank to print)", ErrorKind::usage});
   std::string source = topology_source(f.o.topology);
-  auto topo = discover::load_topology(source);
+  auto topo = acquire_topology({.use = TopologyUse::describe, .flag = f.o.topology});
   if (!topo) return fail(topo.error());
   if (source.empty() || f.gpu_runtime) add_runtime_identity(*topo, f.o.quiet, true);  // this machine's GPUs by UUID
   auto req = make_request(f.o, *topo, source.empty() ? AllowedFrom::affinity : AllowedFrom::topology);

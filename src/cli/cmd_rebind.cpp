@@ -48,7 +48,7 @@ Examples:
 
 Result<rebind::Options> rebind_options(const Args& app, const bind::Config& cfg, RebindFlags& f, const topo::Topology& t) {
   apply_config(app, cfg, f.plan);
-  auto base = bind::make_request(f.plan, t, AllowedFrom::topology, {});
+  auto base = bind::make_request(f.plan, t, AllowedFrom::topology, {}, {});
   if (!base) return base.error();
   return rebind::Options{*base, f.all_threads, !f.no_memory, false};
 }
@@ -65,12 +65,15 @@ int cmd_rebind(const std::vector<std::string>& args) {
   if (!f.root_dir.empty() && !f.dry_run) return fail(Error{"--root " + f.root_dir, "a captured tree can only be shown: add --dry-run", ErrorKind::usage});
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
-  // Moving needs this machine's plan: its topology, or an admin's copy of it; a dry run shows any.
-  auto topo = f.dry_run ? topology_of_processes(f.plan.topology, f.root_dir, "captured", f.plan.quiet)
-                        : topology_for_moving(f.plan.topology, f.plan.quiet);
-  if (!topo) return fail(topo.error());
   auto cfg = load_config();
   if (!cfg) return fail(cfg.error());
+  // Moving needs this machine's plan: its topology, or an admin's copy of it; a dry run shows any.
+  auto topo = acquire_topology({.use = f.dry_run ? TopologyUse::processes : TopologyUse::binding,
+                                .flag = f.plan.topology,
+                                .root = f.root_dir,
+                                .config = &*cfg,
+                                .quiet = f.plan.quiet});
+  if (!topo) return fail(topo.error());
   // The node's off-switch: an operator who turned binding off expects nothing moved.
   if (!cfg->binding && !f.dry_run)
     return fail_with(Error{"rebind", "binding = off in " + cfg->path + ": nothing moved (the node's off-switch; --dry-run shows the plan)"},

@@ -30,7 +30,7 @@ int cmd_slurm(const std::vector<std::string>& args) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("-_.[],").find(c) == std::string_view::npos)
       return fail(Error{"--node-name", "'" + one_line(node_name) + "' is not a Slurm host list (letters, digits, - _ . [ ] ,)",
                         ErrorKind::usage});
-  auto topo = discover::load_topology(topology_source(topology));
+  auto topo = acquire_topology({.use = TopologyUse::describe, .flag = topology});
   if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
   std::string out = render::gres_conf(*topo, node_name);

@@ -44,7 +44,7 @@ int cmd_topo(const std::vector<std::string>& args) {
 
   if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime", ErrorKind::usage});
   std::string source = topology_source(topology);
-  auto topo = discover::load_topology(source);
+  auto topo = acquire_topology({.use = TopologyUse::describe, .flag = topology});
   if (!topo) return fail(topo.error());
   print_warnings(topo->warnings, quiet);
 

@@ -270,19 +270,39 @@ int watch_job(const WatchFlags& f) {
   return report->any_finding ? kExitCheckFindings : kExitOk;
 }
 
-// --enforce's Enforcer (nullptr without it): this machine's processes (`t` is this machine's:
-// topology_for_moving), planned as rebind plans (gpubind.conf's policy, mem and reserve).
-Result<std::unique_ptr<rebind::Enforcer>> make_enforcer(const WatchFlags& f, const topo::Topology& t) {
-  if (f.enforce.empty()) return std::unique_ptr<rebind::Enforcer>();
-  if (!f.roots.empty()) return Error{"--enforce", "moves this machine's processes: --root does not combine with it", ErrorKind::usage};
-  auto cfg = load_config();
-  if (!cfg) return cfg.error();
+// The machine watched, and --enforce's Enforcer (nullptr without it). --enforce moves threads
+// by this machine's plan: its topology or an admin's copy of it (acquire_topology for binding),
+// planned as rebind plans (gpubind.conf's policy, mem and reserve; the file read once for both).
+struct Watched {
+  topo::Topology topology;
+  std::unique_ptr<rebind::Enforcer> enforcer;
+};
+Result<Watched> watched_machine(const WatchFlags& f) {
+  bool enforce = !f.enforce.empty();
+  if (enforce && !f.roots.empty())
+    return Error{"--enforce", "moves this machine's processes: --root does not combine with it", ErrorKind::usage};
+  std::optional<bind::Config> cfg;
+  if (enforce) {
+    auto read = load_config();
+    if (!read) return read.error();
+    cfg = std::move(*read);
+  }
+  auto topo = acquire_topology({.use = enforce ? TopologyUse::binding : TopologyUse::processes,
+                                .flag = f.topology,
+                                .root = f.roots.empty() ? "" : f.roots[0],
+                                .recorded = "recorded",
+                                .config = cfg ? &*cfg : nullptr,
+                                .quiet = f.quiet});
+  if (!topo) return topo.error();
+  Watched w{std::move(*topo), nullptr};
+  if (!enforce) return w;
   bind::PlanOptions po;
   bind::apply_config(*cfg, po, {});
-  auto base = bind::make_request(po, t, AllowedFrom::topology, {});
+  auto base = bind::make_request(po, w.topology, AllowedFrom::topology, {}, {});
   if (!base) return base.error();
-  rebind::EnforceOptions o{f.enforce != "report", f.enforce_gap, rebind::Options{*base, false, false, false}};
-  return std::make_unique<rebind::Enforcer>(o);
+  w.enforcer = std::make_unique<rebind::Enforcer>(
+      rebind::EnforceOptions{f.enforce != "report", f.enforce_gap, rebind::Options{*base, false, false, false}});
+  return w;
 }
 
 // The watch's sampling: the selection, numa_maps every --mem-every samples, each NUMA node's CPUs
@@ -327,11 +347,10 @@ int cmd_watch(const std::vector<std::string>& args) {
   // A recorded sequence ends with its last tree (one tree: one interval), never replays for ever.
   if (!f.schedule.count && f.schedule.duration == 0 && !f.roots.empty())
     f.schedule.count = unsigned(std::max<size_t>(f.roots.size() - 1, 1));
-  // --enforce moves threads by this machine's plan: its topology, or an admin's copy of it.
-  auto topo = !f.enforce.empty() && f.roots.empty() ? topology_for_moving(f.topology, f.quiet)
-                                                   : topology_of_processes(f.topology, f.roots.empty() ? "" : f.roots[0], "recorded", f.quiet);
-  auto enforcer = topo ? make_enforcer(f, *topo) : Result<std::unique_ptr<rebind::Enforcer>>(topo.error());
-  if (!enforcer) return fail(enforcer.error());
+  auto watched = watched_machine(f);
+  if (!watched) return fail(watched.error());
+  topo::Topology* topo = &watched->topology;
+  rebind::Enforcer* enforcer = watched->enforcer.get();
   auto opened = open_roots(f.roots);
   if (!opened) return fail(opened.error());
   std::vector<const sys::FsRoot*> tree;
@@ -353,7 +372,7 @@ int cmd_watch(const std::vector<std::string>& args) {
   watch::Watcher watcher(*topo, f.th);
   Outputs outputs(f, node, *topo, endpoint->get());
   std::optional<Enforcing> enforcing;
-  if (*enforcer) enforcing.emplace(outputs, **enforcer, *topo, *tree[0], f, node);
+  if (enforcer) enforcing.emplace(outputs, *enforcer, *topo, *tree[0], f, node);
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, enforcing ? static_cast<watch::Sink&>(*enforcing) : outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);

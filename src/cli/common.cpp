@@ -114,32 +114,29 @@ TopologyCache topology_cache() {
   return c;
 }
 
-Result<topo::Topology> this_machine(bool quiet) {
-  TopologyCache cache = topology_cache();
-  auto topo = discover::load_live_cached(cache.dir, cache.max_files, &cache.notes);
-  print_warnings(cache.notes, quiet);
-  return topo;
-}
-
-Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what, bool quiet) {
-  std::string source = topology_source(topology_flag);
-  if (!root.empty() && source.empty())
-    return Error{"--root " + root, "needs --topology (the machine the " + what + " processes ran on)", ErrorKind::usage};
-  if (!source.empty()) return discover::load_topology(source);
-  return this_machine(quiet);
-}
-
-Result<topo::Topology> topology_for_moving(const std::string& topology_flag, bool quiet) {
-  std::string source = topology_source(topology_flag);
-  std::string label = (topology_flag.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source;
-  TopologyCache cache = topology_cache();
-  auto topo = discover::load_for_binding(source, label, cache.dir, cache.max_files, &cache.notes);
-  print_warnings(cache.notes, quiet);
+Result<topo::Topology> acquire_topology(const TopologyFrom& from) {
+  std::string source = topology_source(from.flag);
+  if (source.empty() && !from.root.empty()) {
+    if (!from.root_is_machine)
+      return Error{"--root " + from.root, "needs --topology (the machine the " + from.recorded + " processes ran on)", ErrorKind::usage};
+    auto tree = sys::open_fsroot(from.root);
+    if (!tree) return tree.error();
+    if (!(*tree)->exists("sys/devices/system/node"))
+      return Error{"--root " + from.root, "has no sys/devices/system/node: give --topology SRC (the node's topology)", ErrorKind::usage};
+    return discover::load_topology(from.root);
+  }
+  bool bound = from.use == TopologyUse::binding && !(from.preview && !source.empty());
+  if (from.use == TopologyUse::describe || (!source.empty() && !bound)) return discover::load_topology(source);
+  TopologyCache cache = from.config ? topology_cache(*from.config) : topology_cache();
+  std::string dir = from.no_cache ? "" : cache.dir;
+  auto topo = bound ? discover::load_for_binding(source, (from.flag.empty() ? "GPUBIND_TOPOLOGY=" : "--topology ") + source, dir,
+                                                 cache.max_files, &cache.notes)
+                    : discover::load_live_cached(dir, cache.max_files, &cache.notes);
+  print_warnings(cache.notes, from.quiet);
   return topo;
 }
 
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }
-
 
 std::string node_name(const std::string& flag, const std::string& slurm_node, const topo::Topology& t) {
   if (!flag.empty()) return flag;

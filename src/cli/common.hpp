@@ -80,19 +80,33 @@ struct TopologyCache {
 TopologyCache topology_cache(const bind::Config& cfg);
 TopologyCache topology_cache();
 
-// This machine's topology through topology_cache() (its notes printed unless `quiet`).
-Result<topo::Topology> this_machine(bool quiet);
-
-// check's and watch's machine: --topology (or $GPUBIND_TOPOLOGY), else this one from the
-// topology cache (its notes printed unless `quiet`). A captured tree (--root `root`) needs --topology: a usage
-// error otherwise, naming the root.
-Result<topo::Topology> topology_of_processes(const std::string& topology_flag, const std::string& root, const std::string& what, bool quiet);
-
-// The machine whose processes rebind and watch --enforce move: this one (cached), or a topology
-// file (--topology, else $GPUBIND_TOPOLOGY: an admin's corrected copy) when it describes this
-// machine, as exec binds with it; one that describes another machine is an error saying what
-// differs.
-Result<topo::Topology> topology_for_moving(const std::string& topology_flag, bool quiet);
+// Where a command's topology comes from: one rule for every command.
+//   --topology SRC, else $GPUBIND_TOPOLOGY: that source, except where this machine's processes
+//     are bound or moved (`binding`), where it must describe this machine (an admin's corrected
+//     copy: the same PUs and NUMA nodes) unless previewed by a dry run;
+//   else --root DIR, a captured tree: a usage error (the processes' machine is unknown), except
+//     for k8s check (`root_is_machine`), which reads the tree's own sys/;
+//   else this machine: discovered afresh to describe it (`describe`: topo, plan, compare, slurm),
+//     else through the topology cache (topology_cache: gpubind.conf's cache_dir and
+//     cache_max_files, from `config` where the command read gpubind.conf itself).
+// The cache's notes are printed unless `quiet`.
+enum class TopologyUse {
+  describe,   // topo, plan, compare, slurm gres-conf: this machine as discovered now
+  processes,  // check, watch, doctor, k8s check, bench, rebind --dry-run: this machine's processes, judged
+  binding,    // exec, launch, rebind, watch --enforce: this machine's processes, bound or moved
+};
+struct TopologyFrom {
+  TopologyUse use = TopologyUse::processes;
+  std::string flag;                      // --topology as given ("": $GPUBIND_TOPOLOGY, else this machine)
+  std::string root;                      // --root, a captured tree ("": this machine's /proc)
+  std::string recorded = "captured";     // what the usage error calls the tree's processes
+  bool root_is_machine = false;          // k8s check: the tree's sys/ is the node
+  bool preview = false;                  // a dry run: a binding's file may describe another machine
+  bool no_cache = false;                 // --no-cache: this machine discovered afresh
+  const bind::Config* config = nullptr;  // gpubind.conf as the command read it; nullptr: read here
+  bool quiet = false;
+};
+Result<topo::Topology> acquire_topology(const TopologyFrom& from);
 
 // The named variables of this process's environment, for the pure layers that take a map.
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);

@@ -1,6 +1,7 @@
 #include "cli/plan_options.hpp"
 
 #include "cli/common.hpp"
+#include "probe/probe.hpp"
 #include "sys/environment.hpp"
 
 namespace gpubind::cli {
@@ -61,7 +62,14 @@ std::vector<std::string> apply_config(const Args& app, const bind::Config& cfg, 
 }
 
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from) {
-  return bind::make_request(o, t, from, environment_of(plan::gpu_env_names()));
+  auto env = environment_of(plan::gpu_env_names());
+  probe::ProcessAllowance live;
+  if (from != AllowedFrom::topology) {
+    auto a = probe::this_process_allowance(t, env);
+    if (!a) return a.error();
+    live = std::move(*a);
+  }
+  return bind::make_request(o, t, from, std::move(env), live);
 }
 
 }  // namespace gpubind::cli

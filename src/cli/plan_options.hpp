@@ -37,8 +37,9 @@ void add_policy_and_mem_options(Args& app, bind::PlanOptions& o, const std::stri
 // Declares the flags on `app`; `with_policy` false for compare (it runs every policy).
 void add_plan_options(Args& app, PlanOptions& o, bool with_policy = true);
 
-// Builds the Request (bind::make_request) with this process's GPU-selection environment. Errors
-// are usage errors.
+// Builds the Request (bind::make_request) with this process's GPU-selection environment and,
+// unless from == topology, what it may use (probe::this_process_allowance). Errors are usage
+// errors, or the live reads'.
 Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t, AllowedFrom from);
 
 }  // namespace gpubind::cli

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "sys/affinity.hpp"
 #include "sys/rebind_record.hpp"
 #include "sys/task_mover.hpp"
 #include "topo/binding_env.hpp"
@@ -458,6 +459,27 @@ std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, c
   for (const auto& [pci, e] : access)
     if (e != EPERM && e != ENOENT) out.push_back(pci);
   return out;
+}
+
+Result<ProcessAllowance> this_process_allowance(const topo::Topology& t, const std::map<std::string, std::string>& gpu_env) {
+  ProcessAllowance a;
+  auto cpus = sys::current_affinity();
+  if (!cpus) return cpus.error();
+  auto mems = sys::current_mems_allowed();
+  if (!mems) return mems.error();
+  a.cpus = std::move(*cpus);
+  a.mems = std::move(*mems);
+  if (t.gpus.empty()) return a;
+  auto root = sys::open_fsroot("/");
+  if (!root) return a;  // which GPUs it may open stays unknown
+  std::vector<std::string> pcis;
+  for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
+  a.openable_gpus = openable_gpus(**root, pcis);
+  // MIG instance ids name no parent GPU: only then are the MIG capability files read.
+  bool mig =
+      std::any_of(gpu_env.begin(), gpu_env.end(), [](const auto& kv) { return to_lower(kv.second).find("mig-") != std::string::npos; });
+  if (mig) a.openable_mig_parents = openable_mig_parents(**root);
+  return a;
 }
 
 bool is_not_a_live_process(const Error& e) {

@@ -14,6 +14,7 @@
 #include "probe/state.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/task_counters.hpp"
+#include "topo/topology.hpp"
 #include "util/result.hpp"
 
 namespace gpubind::probe {
@@ -171,5 +172,12 @@ std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, c
 // a container or device cgroup given a MIG device is given /dev/nvidia-caps/nvidia-cap<M> of its
 // instance only. nullopt when the driver lists no MIG capability or no capability file exists.
 std::optional<std::vector<std::string>> openable_mig_parents(const sys::FsRoot& root);
+
+// What this process may use of topology `t` (this machine's): its affinity and cpuset.mems,
+// which of t's GPUs it may open, and, when a GPU variable of `gpu_env` (plan::gpu_env_names())
+// names a MIG instance (which names no parent GPU), the parents of the MIG instances it may use.
+// What exec, launch, plan, compare, bench and the plugin plan within. An Error when the affinity
+// or cpuset.mems cannot be read.
+Result<ProcessAllowance> this_process_allowance(const topo::Topology& t, const std::map<std::string, std::string>& gpu_env);
 
 }  // namespace gpubind::probe

@@ -83,4 +83,16 @@ struct ProcessState {
   std::string denied;
 };
 
+// What this process may use, as Linux says now (probe::process_allowance), or a test's or a dry
+// run's stand-in: bind::make_request plans within it when the allowed CPUs are not the topology's.
+struct ProcessAllowance {
+  CpuSet cpus;  // its affinity (taskset, a cgroup's cpuset, Slurm's and Kubernetes' CPUs)
+  CpuSet mems;  // its cpuset.mems: a node outside it is never planned (set_mempolicy would fail)
+  // PCI addresses of the GPUs whose device files it may open (probe::openable_gpus), and of the
+  // GPUs of the MIG instances it may use (probe::openable_mig_parents, read only when a GPU
+  // variable names a MIG instance); nullopt where that cannot be told.
+  std::optional<std::vector<std::string>> openable_gpus;
+  std::optional<std::vector<std::string>> openable_mig_parents;
+};
+
 }  // namespace gpubind::probe

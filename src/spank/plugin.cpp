@@ -31,8 +31,6 @@ extern "C" {
 #include "bind/apply.hpp"
 #include "bind/bind_rank.hpp"
 #include "bind/config.hpp"
-#include "topo/binding_env.hpp"
-#include "topo/launcher_env.hpp"
 #include "bind/request.hpp"
 #include "bind/slurm_step.hpp"
 #include "bind/spank_args.hpp"
@@ -40,9 +38,12 @@ extern "C" {
 #include "discover/live_cache.hpp"
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
+#include "probe/probe.hpp"
 #include "sys/affinity.hpp"
 #include "sys/binder.hpp"
 #include "sys/fsroot.hpp"
+#include "topo/binding_env.hpp"
+#include "topo/launcher_env.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -262,6 +263,9 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
   auto cur = bind::live_machine_state();
   if (!cur) return cur.error();
   r.machine = *cur;
+  auto live = probe::this_process_allowance(t, r.gpu_env);
+  if (!live) return live.error();
+  r.allowance = std::move(*live);
   return r;
 }
 
