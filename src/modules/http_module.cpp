@@ -35,9 +35,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "modules/module_side.hpp"
 #include "sys/http_api.hpp"
 #include "sys/http_request.hpp"
-#include "modules/module_side.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace {
 
@@ -52,7 +53,7 @@ constexpr int kSendBuffer = 64 * 1024;
 constexpr int kTickMs = 200;  // how often deadlines are looked at
 
 struct Connection {
-  int fd = -1;
+  gpubind::sys::UniqueFd fd;
   std::string in;       // received, not yet answered
   std::string out;      // the answer being sent
   size_t sent = 0;
@@ -63,9 +64,9 @@ struct Connection {
 };
 
 struct Server {
-  int listen_fd = -1;
-  int wake_fd = -1;  // eventfd: stop()
-  int epoll_fd = -1;
+  gpubind::sys::UniqueFd listen_fd;
+  gpubind::sys::UniqueFd wake_fd;  // eventfd: stop()
+  gpubind::sys::UniqueFd epoll_fd;
   int max_connections = kMaxConnections;
   GpubindHttpBody body = nullptr;
   void* user = nullptr;
@@ -74,23 +75,16 @@ struct Server {
   std::thread thread;
   http::Limits limits;
 
-  ~Server() {
-    for (auto& [fd, c] : connections) ::close(fd);
-    for (int fd : {listen_fd, wake_fd, epoll_fd})
-      if (fd >= 0) ::close(fd);
-  }
-
   void watch(int fd, uint32_t events, int op) {
     epoll_event ev{};
     ev.events = events;
     ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd, op, fd, &ev);
+    ::epoll_ctl(epoll_fd.get(), op, fd, &ev);
   }
 
   void drop(int fd) {
-    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
-    ::close(fd);
-    connections.erase(fd);
+    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, fd, nullptr);
+    connections.erase(fd);  // closes it
   }
 
   // The connection that has waited longest without completing a request (idle kept-alive ones
@@ -107,22 +101,20 @@ struct Server {
 
   void accept_all() {
     for (;;) {
-      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
+      gpubind::sys::UniqueFd accepted(::accept4(listen_fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!accepted) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if ((errno == EMFILE || errno == ENFILE) && evict_one()) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) pause_listen();  // out of descriptors: try next tick
         return;
       }
-      if (int(connections.size()) >= max_connections && !evict_one()) {
-        ::close(fd);
-        continue;
-      }
+      if (int(connections.size()) >= max_connections && !evict_one()) continue;  // closed
+      int fd = accepted.get();
       int one = 1, send_buffer = kSendBuffer;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
       Connection& c = connections[fd];
-      c.fd = fd;
+      c.fd = std::move(accepted);
       c.since = Clock::now();
       watch(fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
     }
@@ -137,7 +129,7 @@ struct Server {
 
   void pause_listen() {
     listen_paused = true;
-    watch(listen_fd, 0, EPOLL_CTL_MOD);
+    watch(listen_fd.get(), 0, EPOLL_CTL_MOD);
   }
 
   std::optional<std::string> body_of(std::string_view path) {
@@ -159,7 +151,7 @@ struct Server {
     c.close_after = response.close || c.peer_closed;
     c.writing = true;
     c.since = Clock::now();
-    watch(c.fd, EPOLLOUT, EPOLL_CTL_MOD);
+    watch(c.fd.get(), EPOLLOUT, EPOLL_CTL_MOD);
   }
 
   // Answers the request buffered on `c` if its head is whole or bad; otherwise waits for more.
@@ -175,7 +167,7 @@ struct Server {
     for (;;) {
       // Never hold more than one head beyond the limit: past it the head is refused anyway.
       if (c.in.size() > limits.max_head_bytes) break;
-      ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
       if (n > 0) {
         c.in.append(buf, size_t(n));
         continue;
@@ -187,7 +179,7 @@ struct Server {
         c.peer_closed = true;
         break;
       }
-      drop(c.fd);
+      drop(c.fd.get());
       return;
     }
     serve(c);
@@ -195,18 +187,18 @@ struct Server {
 
   void on_writable(Connection& c) {
     while (c.sent < c.out.size()) {
-      ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
       if (n > 0) {
         c.sent += size_t(n);
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n < 0 && errno == EINTR) continue;
-      drop(c.fd);
+      drop(c.fd.get());
       return;
     }
     if (c.close_after) {
-      drop(c.fd);
+      drop(c.fd.get());
       return;
     }
     // Kept alive: the next request's deadline starts now; one already buffered is answered.
@@ -214,7 +206,7 @@ struct Server {
     c.out.shrink_to_fit();
     c.writing = false;
     c.since = Clock::now();
-    watch(c.fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+    watch(c.fd.get(), EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
     serve(c);
   }
 
@@ -234,7 +226,7 @@ struct Server {
     }
     if (listen_paused) {
       listen_paused = false;
-      watch(listen_fd, EPOLLIN, EPOLL_CTL_MOD);
+      watch(listen_fd.get(), EPOLLIN, EPOLL_CTL_MOD);
     }
   }
 
@@ -244,11 +236,11 @@ struct Server {
     for (;;) {
       // The tick serves open connections' deadlines and a paused listener: with neither, sleep until
       // a connection comes (a watch that nobody scrapes wakes only to sample, not five times a second).
-      int n = ::epoll_wait(epoll_fd, events, 256, connections.empty() && !listen_paused ? -1 : kTickMs);
+      int n = ::epoll_wait(epoll_fd.get(), events, 256, connections.empty() && !listen_paused ? -1 : kTickMs);
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
-        if (fd == wake_fd) return;
-        if (fd == listen_fd) {
+        if (fd == wake_fd.get()) return;
+        if (fd == listen_fd.get()) {
           accept_all();
           continue;
         }
@@ -284,8 +276,8 @@ int connection_cap() {
   return int(std::clamp<rlim_t>(lim.rlim_cur / 2, 16, kMaxConnections));
 }
 
-// A listening socket on host:port, or -1 with the reason in `why`.
-int listen_on(const char* host, int port, std::string& why) {
+// A listening socket on host:port, or none with the reason in `why`.
+gpubind::sys::UniqueFd listen_on(const char* host, int port, std::string& why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -294,23 +286,22 @@ int listen_on(const char* host, int port, std::string& why) {
   std::string service = std::to_string(port);
   if (int rc = ::getaddrinfo(host, service.c_str(), &hints, &found); rc != 0) {
     why = rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc);
-    return -1;
+    return {};
   }
-  int fd = -1;
-  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
+  gpubind::sys::UniqueFd fd;
+  for (addrinfo* a = found; a && !fd; a = a->ai_next) {
+    fd.reset(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (!fd) {
       why = std::strerror(errno);
       continue;
     }
     // SO_REUSEADDR only: SO_REUSEPORT would let a second watch bind the same port and the kernel
     // split the scrapes between them. A port in use must be an error.
     int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
       why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
+      fd.reset();
     }
   }
   ::freeaddrinfo(found);
@@ -324,19 +315,19 @@ void* start(const char* host, int port, GpubindHttpBody body, void* user, char* 
     s->user = user;
     std::string why;
     s->listen_fd = listen_on(host, port, why);
-    if (s->listen_fd < 0) {
+    if (!s->listen_fd) {
       copy_error(err, errcap, std::string("cannot listen on ") + host + ":" + std::to_string(port) + " (" + why + ")");
       return nullptr;
     }
     s->max_connections = connection_cap();
-    s->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    s->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
-    if (s->wake_fd < 0 || s->epoll_fd < 0) {
+    s->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    s->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!s->wake_fd || !s->epoll_fd) {
       copy_error(err, errcap, std::string("cannot serve: ") + std::strerror(errno));
       return nullptr;
     }
-    s->watch(s->listen_fd, EPOLLIN, EPOLL_CTL_ADD);
-    s->watch(s->wake_fd, EPOLLIN, EPOLL_CTL_ADD);
+    s->watch(s->listen_fd.get(), EPOLLIN, EPOLL_CTL_ADD);
+    s->watch(s->wake_fd.get(), EPOLLIN, EPOLL_CTL_ADD);
     Server* raw = s.get();
     s->thread = std::thread([raw] { raw->run(); });
     return s.release();
@@ -350,7 +341,7 @@ void stop(void* server) {
   auto* s = static_cast<Server*>(server);
   if (!s) return;
   uint64_t one = 1;
-  (void)!::write(s->wake_fd, &one, sizeof one);
+  (void)!::write(s->wake_fd.get(), &one, sizeof one);
   if (s->thread.joinable()) s->thread.join();
   delete s;
 }

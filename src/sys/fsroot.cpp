@@ -254,11 +254,11 @@ Status replace_file(const std::string& path, std::string_view data) {
   // The temporary name is unpredictable and created exclusively (mkostemp: O_CREAT|O_EXCL), so no
   // other user can have made it first.
   std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   // Errors name the file the caller asked for, not the temporary one.
-  if (fd < 0) return errno_error(path, errno);
-  Status s = ::fchmod(fd, 0644) == 0 ? write_fully(fd, data) : errno_error(path, errno);
-  if (::close(fd) != 0 && s) s = errno_error(path, errno);
+  if (!fd) return errno_error(path, errno);
+  Status s = ::fchmod(fd.get(), 0644) == 0 ? write_fully(fd.get(), data) : errno_error(path, errno);
+  if (fd.close() != 0 && s) s = errno_error(path, errno);
   if (s && ::rename(tmp.c_str(), path.c_str()) != 0) s = errno_error(path, errno);
   if (!s) ::unlink(tmp.c_str());
   return s;

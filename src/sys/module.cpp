@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "sys/fault.hpp"
+#include "sys/unique_fd.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::sys {
@@ -97,24 +99,24 @@ Result<void*> module_symbol(const std::string& path, const std::string& symbol) 
 
 std::string capture_stderr(const std::function<void()>& fn) {
   std::fflush(stderr);
-  std::FILE* tmp = std::tmpfile();
-  int saved = tmp ? ::dup(2) : -1;
-  if (saved < 0 || ::dup2(::fileno(tmp), 2) < 0) {  // cannot capture: let it through
-    if (saved >= 0) ::close(saved);
-    if (tmp) std::fclose(tmp);
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> tmp(std::tmpfile());
+  UniqueFd saved(tmp ? ::dup(2) : -1);
+  if (!saved || ::dup2(::fileno(tmp.get()), 2) < 0) {  // cannot capture: let it through
     fn();
     return "";
   }
   fn();
   std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
+  ::dup2(saved.get(), 2);
+  saved.reset();
   std::string text;
-  std::rewind(tmp);
+  std::rewind(tmp.get());
   char buf[4096];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0 && text.size() < 65536) text.append(buf, n);
-  std::fclose(tmp);
+  while ((n = std::fread(buf, 1, sizeof buf, tmp.get())) > 0 && text.size() < 65536) text.append(buf, n);
   std::string joined;  // its lines joined, "a; b"
   for (std::string_view line : split(trim(text), '\n'))
     if (!trim(line).empty()) joined += (joined.empty() ? "" : "; ") + std::string(trim(line));

@@ -11,6 +11,7 @@
 #include "sys/affinity.hpp"
 #include "sys/fault.hpp"
 #include "sys/fsroot.hpp"
+#include "sys/unique_fd.hpp"
 #include "util/strings.hpp"
 #include "util/sweep.hpp"
 
@@ -22,9 +23,13 @@ namespace {
 // ns), cpu-migrations and context-switches. The kernel counts a migration when the thread next
 // runs, on its new CPU, so a thread moved twice while it waited on a run queue counts once: the
 // migrations that cost it its caches. All happen in the scheduler, in kernel mode: excluding the
-// kernel would count nothing. Returns the leader's fd and sets `members`, or -1 with errno.
+// kernel would count nothing. The leader is not open when the group could not be (errno says why).
 constexpr int kMembers = 2;
-int open_counter_group(int tid, int (&members)[kMembers]) {
+struct CounterGroup {
+  UniqueFd leader;
+  UniqueFd members[kMembers];
+};
+CounterGroup open_counter_group(int tid) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
@@ -35,21 +40,21 @@ int open_counter_group(int tid, int (&members)[kMembers]) {
       return ::syscall(SYS_perf_event_open, &attr, tid, -1, group, PERF_FLAG_FD_CLOEXEC);
     }));
   };
-  int leader = open(-1);
-  if (leader < 0) return -1;
+  CounterGroup g;
+  g.leader.reset(open(-1));
+  if (!g.leader) return g;
   const uint64_t configs[kMembers] = {PERF_COUNT_SW_CPU_MIGRATIONS, PERF_COUNT_SW_CONTEXT_SWITCHES};
   for (int i = 0; i < kMembers; ++i) {
     attr.config = configs[i];
-    members[i] = open(leader);
-    if (members[i] < 0) {
+    g.members[i].reset(open(g.leader.get()));
+    if (!g.members[i]) {
       int e = errno;
-      while (i-- > 0) ::close(members[i]);
-      ::close(leader);
+      g = CounterGroup{};
       errno = e;
-      return -1;
+      return g;
     }
   }
-  return leader;
+  return g;
 }
 
 class LiveTaskCounters final : public TaskCounters {
@@ -71,8 +76,8 @@ class LiveTaskCounters final : public TaskCounters {
     if (fresh) {
       Group g;
       if (!m_refused && m_open + kMembers + 1 <= m_max) {
-        g.leader = open_counter_group(tid, g.members);
-        if (g.leader < 0) {
+        g.fds = open_counter_group(tid);
+        if (!g.fds.leader) {
           if (errno == ESRCH) return std::nullopt;  // the thread is gone
           // Refused for every thread (not allowed, not built in); only this one at the file limit.
           if (errno != EMFILE && errno != ENFILE && errno != ENOMEM) m_refused = true;
@@ -81,11 +86,11 @@ class LiveTaskCounters final : public TaskCounters {
           g.migrations_at_attach = kernel_migrations(tid);
         }
       }
-      it = m_counters.emplace(tid, g).first;
+      it = m_counters.emplace(tid, std::move(g)).first;
     }
     Group& g = it->second;
     g.used = true;
-    if (g.leader < 0) return std::nullopt;
+    if (!g.fds.leader) return std::nullopt;
     // Once the leader's user page is mapped, the kernel rewrites it (and steps its `lock`) each time
     // the group is switched in with its thread. A thread whose counts did not change between two
     // reads was not running at the second; if it has not been switched in since (the lock as it was
@@ -98,7 +103,7 @@ class LiveTaskCounters final : public TaskCounters {
       return same;
     }
     uint64_t values[kMembers + 2] = {};  // PERF_FORMAT_GROUP: the number of counters, then each value
-    if (::read(g.leader, values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
+    if (::read(g.fds.leader.get(), values, sizeof values) != ssize_t(sizeof values) || values[0] != kMembers + 1) return std::nullopt;
     Counts c{values[1], values[2], values[3], fresh};
     if (c.migrations > 0 && !g.migrations_checked) {
       g.migrations_checked = true;
@@ -111,7 +116,7 @@ class LiveTaskCounters final : public TaskCounters {
     g.last = c;
     // The page costs the thread at every switch-in (0.2-0.5 us here), so only a waiting thread has
     // it: mapped when it is found idle (trusted from the next read on), unmapped once it runs.
-    if (still && !g.page) g.page = map_user_page(g.leader);
+    if (still && !g.page) g.page = map_user_page(g.fds.leader.get());
     if (!still && g.page) unmap(g);
     return c;
   }
@@ -129,8 +134,7 @@ class LiveTaskCounters final : public TaskCounters {
 
  private:
   struct Group {
-    int leader = -1;  // -1: none could be attached; the caller reads /proc for this thread
-    int members[kMembers] = {-1, -1};
+    CounterGroup fds;  // no leader: none could be attached; the caller reads /proc for this thread
     bool used = true;
     // The leader's user page, mapped read-only (nullptr where mmap was refused: every call reads),
     // its `lock` at the last read, that read's counts, and whether they equalled the read before.
@@ -178,15 +182,10 @@ class LiveTaskCounters final : public TaskCounters {
     g.idle = false;
   }
   void close(Group& g) {
-    if (g.leader < 0) return;
+    if (!g.fds.leader) return;
     if (g.page) unmap(g);
-    for (int& m : g.members) {
-      ::close(m);
-      m = -1;
-    }
-    ::close(g.leader);
+    g.fds = CounterGroup{};
     m_open -= kMembers + 1;
-    g.leader = -1;
   }
   size_t m_max;
   size_t m_open = 0;

@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
-#include "bind/config.hpp"
-#include "cli/common.hpp"
 #include "../../support/env_var.hpp"
 #include "../../support/fake_tree.hpp"
+#include "bind/config.hpp"
+#include "cli/common.hpp"
 
 namespace gpubind::cli {
 namespace {
