@@ -5,7 +5,6 @@
 #include "bind/launcher_binding.hpp"
 #include "bind/request.hpp"
 #include "bind/slurm_step.hpp"
-#include "cli/binding_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
@@ -150,14 +149,18 @@ void print_report(const ExecFlags& f, const topo::Topology& t, const bind::Bound
   if (!f.report) return;
   bind::MemoryApplied memory = b.applied ? b.applied->memory : bind::MemoryApplied::unchanged;
   long g = topo::global_rank(environment_of(topo::global_rank_env_names()));
-  std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), b.binding, memory).c_str());
+  std::fprintf(
+      stderr, "%s\n",
+      render::report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), b.binding, bind::memory_applied_note(memory)).c_str());
 }
 
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
-  std::fprintf(stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
-               r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
-               plan::allowed_cpus(t, b.request).to_list().c_str(),
-               describe_binding(b.binding, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged).c_str());
+  std::fprintf(
+      stderr, "gpubind: local rank %u of %zu (from %s), planned over %s CPUs %s: %s\n", r.local.rank, b.plan.ranks.size(),
+      r.local.source.c_str(), r.from == AllowedFrom::cgroup ? "the node's (cgroup)" : "this process's",
+      plan::allowed_cpus(t, b.request).to_list().c_str(),
+      render::describe_binding(b.binding, t, bind::memory_applied_note(b.applied ? b.applied->memory : bind::MemoryApplied::unchanged))
+          .c_str());
 }
 
 }  // namespace
@@ -193,7 +196,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   if (f.dry_run) {
     print_report(f, *topo, *bound);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
-                describe_binding(bound->binding).c_str());
+                render::describe_binding(bound->binding, *topo).c_str());
     std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
     return exec_command(*binder, f);
   }

@@ -4,7 +4,6 @@
 
 #include "bind/job_shape.hpp"
 #include "bind/launcher.hpp"
-#include "cli/binding_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
@@ -194,8 +193,10 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (spec.bind) print_warnings(plan->warnings, o.quiet);
   if (f.dry_run) return print_dry_run(*plan, spec);
   if (f.report)
-    spec.on_bound = [&t = *topo, n = unsigned(plan->ranks.size()), node = spec.node_rank](const plan::RankBinding& rb, bind::MemoryApplied m) {
-      std::fprintf(stderr, "%s\n", report_line(t, sys::current_pid(), long(node * n + rb.local_rank), n, rb, m).c_str());
+    spec.on_bound = [&t = *topo, n = unsigned(plan->ranks.size()), node = spec.node_rank](const plan::RankBinding& rb,
+                                                                                          bind::MemoryApplied m) {
+      std::fprintf(stderr, "%s\n",
+                   render::report_line(t, sys::current_pid(), long(node * n + rb.local_rank), n, rb, bind::memory_applied_note(m)).c_str());
     };
   auto machine = bind::live_machine_state();
   if (!machine) return fail(machine.error());

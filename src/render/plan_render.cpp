@@ -1,5 +1,6 @@
 #include "render/plan_render.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "render/gres_conf.hpp"
@@ -65,6 +66,30 @@ std::string format_share(const std::optional<double>& v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.0f%%", *v * 100.0);
   return buf;
+}
+
+std::string describe_binding(const plan::RankBinding& rb, const topo::Topology& t, const std::string& memory_note) {
+  std::vector<std::string> gpus;
+  for (const plan::GpuRef& g : rb.gpus) {
+    auto known = std::find_if(t.gpus.begin(), t.gpus.end(), [&](const topo::Gpu& tg) { return tg.pci == g.pci && !tg.uuid.empty(); });
+    gpus.push_back(std::to_string(g.index) + " (" + g.pci + (known == t.gpus.end() ? "" : ", " + known->uuid) + ")");
+  }
+  std::string mem =
+      rb.mem_policy == plan::MemPolicy::none
+          ? "unchanged"
+          : std::string(plan::to_string(rb.mem_policy)) + " " + join_numbers(rb.mem_nodes) + (memory_note.empty() ? "" : " " + memory_note);
+  std::vector<std::string> nics;
+  for (const plan::NicRef& n : rb.nics) nics.push_back(n.name.empty() ? n.pci : n.name);
+  return one_line(std::string(gpus.size() > 1 ? "GPUs " : "GPU ") + (gpus.empty() ? std::string("none") : join(gpus, ", ")) + ", CPUs " +
+                  rb.cpus.to_list() + ", memory " + mem +
+                  (nics.empty() ? "" : (nics.size() > 1 ? ", NICs " : ", NIC ") + join(nics, "; ")));
+}
+
+std::string report_line(const topo::Topology& t, int pid, long global_rank, unsigned local_size, const plan::RankBinding& rb,
+                        const std::string& memory_note) {
+  return "[" + one_line(t.hostname.empty() ? "localhost" : t.hostname) + ":" + std::to_string(pid) + "] gpubind: rank " +
+         (global_rank < 0 ? std::string("?") : std::to_string(global_rank)) + " (local " + std::to_string(rb.local_rank) + " of " +
+         std::to_string(local_size) + ") bound to " + describe_binding(rb, t, memory_note) + ": " + core_map(t, rb.cpus);
 }
 
 std::string core_map(const topo::Topology& t, const CpuSet& cpus) {

@@ -37,6 +37,16 @@ std::string plan_numactl(const plan::Plan& p);
 // its cores separated by '/', one character per PU: 'B' in `cpus`, '.' not.
 std::string core_map(const topo::Topology& t, const CpuSet& cpus);
 
+// One rank's binding in the words every report of it uses (exec's and launch's --dry-run and
+// --report-bindings, the SPANK plugin's --gpubind=verbose): "GPU 0 (0000:18:00.0, GPU-8f3c...),
+// CPUs 0-27, memory preferred 0, NIC mlx5_0". The UUIDs are `t`'s GPUs' where known;
+// `memory_note` says what became of the memory policy once applied ("refused by the container").
+std::string describe_binding(const plan::RankBinding& rb, const topo::Topology& t, const std::string& memory_note = "");
+// One --report-bindings line, as mpirun draws it: "[host:pid] gpubind: rank G (local L of N)
+// bound to ...: [BB../....]". `global_rank` < 0: unknown ("?").
+std::string report_line(const topo::Topology& t, int pid, long global_rank, unsigned local_size, const plan::RankBinding& rb,
+                        const std::string& memory_note);
+
 // Per-score text used by the plan table and by compare.
 std::string format_share(const std::optional<double>& v);
 

@@ -39,6 +39,7 @@ extern "C" {
 #include "discover/source.hpp"
 #include "plan/plan.hpp"
 #include "probe/probe.hpp"
+#include "render/plan_render.hpp"
 #include "sys/affinity.hpp"
 #include "sys/binder.hpp"
 #include "sys/fsroot.hpp"
@@ -270,8 +271,8 @@ Result<bind::RankRequest> task_request(const bind::Config& cfg, const std::map<s
 }
 
 // One line of where the task runs and what it is bound to, like Open MPI's --report-bindings:
-// host, job and step, global and local rank, GPU (index, PCI address, UUID when known), CPUs,
-// memory policy and nodes, NIC.
+// host, job and step, global and local rank, then the binding in exec's words
+// (render::describe_binding: GPUs with PCI address and UUID when known, CPUs, memory, NICs).
 std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::Topology& t, bind::MemoryApplied memory) {
   uint32_t job = 0, step = 0, global = 0;
   bool ids = spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS && spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
@@ -280,17 +281,7 @@ std::string binding_line(spank_t sp, const plan::RankBinding& rb, const topo::To
   if (ids) where += " job " + std::to_string(job) + "." + (step == SLURM_BATCH_SCRIPT ? std::string("batch") : std::to_string(step)) +
                     " rank " + std::to_string(global) + " (local " + std::to_string(rb.local_rank) + ")";
   else where += " local rank " + std::to_string(rb.local_rank);
-  std::string gpu = "-";
-  if (!rb.gpus.empty()) {
-    gpu = std::to_string(rb.gpus[0].index) + " " + rb.gpus[0].pci;
-    for (const topo::Gpu& g : t.gpus)
-      if (g.pci == rb.gpus[0].pci && !g.uuid.empty()) gpu += " " + g.uuid;
-    if (rb.gpus.size() > 1) gpu += " (+" + std::to_string(rb.gpus.size() - 1) + " more)";
-  }
-  return one_line(where + ": GPU " + gpu + ", CPUs " + rb.cpus.to_list() + ", memory " + plan::to_string(rb.mem_policy) + " " +
-                  (rb.mem_nodes.empty() ? std::string("-") : join_numbers(rb.mem_nodes)) +
-                  (memory == bind::MemoryApplied::refused ? " " + bind::memory_applied_note(memory) : "") + ", NIC " +
-                  (rb.nics.empty() ? std::string("-") : rb.nics[0].name) + (g_args.dry_run ? " (dry run)" : ""));
+  return one_line(where) + ": " + render::describe_binding(rb, t, bind::memory_applied_note(memory)) + (g_args.dry_run ? " (dry run)" : "");
 }
 
 // The warnings, then what the site default narrowed (always said), --gpubind=verbose's line on

@@ -376,13 +376,14 @@ PYEOF
       || fail "single:1 warning: $(cat "$WORK/err")"
     out=$(srun -Q -w n1 -N1 -n2 --exclusive --gpus-per-task=1 sh -c "$tprobe" 2>"$WORK/err")
     expect_tasks "--exclusive --gpus-per-task=1: as on a shared node" "$out" "0 0000:e1:00.0" "1 0000:e2:00.0"
-    # --gpubind=verbose: one line per task with host, job.step, global and local rank, GPU, CPUs,
-    # memory, NIC; the same in slurmd's log at debug level.
+    # --gpubind=verbose: one line per task with host, job.step, global and local rank, then the
+    # binding in exec's words (GPU with PCI address and UUID, CPUs, memory, NIC); the same in
+    # slurmd's log at debug level.
     out=$(srun -Q -w n1 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 --gpubind=verbose true 2>&1)
-    line='gpubind: [^ ]+ job [0-9]+\.0 rank 0 \(local 0\): GPU 1 0000:e2:00\.0 GPU-00000001-test, CPUs 1, memory preferred [0-9]+, NIC '
-    [ "$(echo "$out" | grep -Ec "$line")" = 1 ] && [ "$(echo "$out" | grep -c '^gpubind: .* job .* rank 1 (local 1): GPU 0 ')" = 1 ] \
+    line='gpubind: [^ ]+ job [0-9]+\.0 rank 0 \(local 0\): GPU 1 \(0000:e2:00\.0, GPU-00000001-test\), CPUs 1, memory preferred [0-9]+[^,]*, NIC '
+    [ "$(echo "$out" | grep -Ec "$line")" = 1 ] && [ "$(echo "$out" | grep -c '^gpubind: .* job .* rank 1 (local 1): GPU 0 (')" = 1 ] \
       && pass "--gpubind=verbose: $(echo "$out" | grep 'rank 0 ')" || fail "verbose lines: $out"
-    grep -Eq "gpubind: [^ ]+ job [0-9]+\.0 rank 1 \(local 1\): GPU 0 0000:e1:00\.0" "$D4/log/slurmd-n1.log" \
+    grep -Eq "gpubind: [^ ]+ job [0-9]+\.0 rank 1 \(local 1\): GPU 0 \(0000:e1:00\.0" "$D4/log/slurmd-n1.log" \
       && pass "slurmd's log has the task's line at debug level" || fail "slurmd log: $(grep gpubind "$D4/log/slurmd-n1.log" | tail -3)"
     # A shared node under task/affinity alone (no cgroup keeps a task in its job's CPUs): job A
     # holds core 0; job B's lone task is bound to its own core 1, and CPU 0 is said held back.
@@ -513,7 +514,7 @@ n2 1 0 0000:e1:00.0"
     out=$(srun -Q -N1 -n1 --gres=gpu:2 --gpubind=verbose sh -c "$cg" 2>"$WORK/err")
     set -- $out
     case "$1" in */job_*/step_*) incg=1 ;; *) incg=0 ;; esac
-    [ $incg = 1 ] && [ "$2" = 1 ] && [ "$3" = 1 ] && [ "$4" = 1 ] && grep -q "GPU 0 0000:e1:00.0 .*CPUs 1," "$WORK/err" \
+    [ $incg = 1 ] && [ "$2" = 1 ] && [ "$3" = 1 ] && [ "$4" = 1 ] && grep -q "GPUs\? 0 (0000:e1:00.0.*CPUs 1," "$WORK/err" \
       && pass "task/cgroup: the task in cpuset $1 (CPU 1) is bound to CPU 1, not to GPU 0's CPU 0 held by job A" \
       || fail "task/cgroup: '$out' $(cat "$WORK/err")"
     scancel --quiet "$(squeue -h -o %i | head -1)"
