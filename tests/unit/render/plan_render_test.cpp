@@ -77,6 +77,31 @@ TEST(CoreMap, OneCharacterPerPuCoresSplitBySlashPackagesByBrackets) {
   EXPECT_EQ(core_map(*t, CpuSet()), "[../..][../..]");
 }
 
+TEST(DescribeBinding, GpusWithTheirAddressAndKnownUuidThenCpusMemoryAndNics) {
+  plan::Plan p = two_ranks(plan::MemPolicy::preferred);
+  topo::Topology t;
+  t.gpus.resize(2);
+  t.gpus[0].pci = "0000:17:00.0";
+  t.gpus[0].uuid = "GPU-8f3c";
+  t.gpus[1].pci = "0000:b1:00.0";  // no UUID known
+  EXPECT_EQ(describe_binding(p.ranks[0], t), "GPU 2 (0000:17:00.0, GPU-8f3c), CPUs 0-3, memory preferred 0");
+  plan::RankBinding both = p.ranks[1];
+  both.gpus.insert(both.gpus.begin(), p.ranks[0].gpus[0]);
+  both.nics = {{"0000:c1:00.0", "mlx5_1", topo::PathClass::PIX}, {"0000:c2:00.0", "", topo::PathClass::PXB}};
+  EXPECT_EQ(describe_binding(both, t, "refused by the container"),
+            "GPUs 2 (0000:17:00.0, GPU-8f3c), 5 (0000:b1:00.0), CPUs 64,66, memory preferred 1,3 refused by the container, NICs mlx5_1; "
+            "0000:c2:00.0");
+  plan::RankBinding none = p.ranks[0];
+  none.gpus.clear();
+  none.mem_policy = plan::MemPolicy::none;
+  EXPECT_EQ(describe_binding(none, t), "GPU none, CPUs 0-3, memory unchanged");
+  none.nics = {{"0000:c1:00.0", "mlx5\nx", topo::PathClass::PIX}};
+  t.hostname = std::string("node\x1b") + "7";
+  EXPECT_EQ(report_line(t, 42, -1, 2, none, ""),
+            "[node\\x1b7:42] gpubind: rank ? (local 0 of 2) bound to GPU none, CPUs 0-3, memory unchanged, NIC mlx5\\nx: " +
+                core_map(t, none.cpus));
+}
+
 TEST(JsonText, InvalidUtf8BecomesAReplacementCharacterNotAFailure) {
   nlohmann::ordered_json j;
   j["comm"] = std::string("bad\xff", 4);
