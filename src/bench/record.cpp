@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/json_fields.hpp"
+#include "util/json_field.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::bench {
@@ -407,9 +408,9 @@ Result<Record> record_from_json(const json& j) {
     }
     r.strategies.push_back(std::move(sr));
   }
-  if (j.contains("warnings") && j["warnings"].is_array())
-    for (const json& w : j["warnings"])
-      if (w.is_string()) r.warnings.push_back(w.get<std::string>());
+  if (const json* warnings = json_field::member(j, "warnings"); warnings && warnings->is_array())
+    for (const json& w : *warnings)
+      if (auto text = json_field::as<std::string>(w)) r.warnings.push_back(std::move(*text));
   return r;
 }
 

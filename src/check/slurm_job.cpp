@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_field.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::check {
@@ -28,15 +29,8 @@ std::string reasons(const ProcessReport& p) {
   return join(out, "; ");
 }
 
-// A member of a JSON object another node wrote, "" or false when absent or of another type.
-std::string text_of(const nlohmann::json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-bool flag_of(const nlohmann::json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_boolean() && it->get<bool>();
-}
+// A member of a JSON object another node wrote, "" when absent or of another type.
+std::string text_of(const nlohmann::json& o, const char* key) { return json_field::get<std::string>(o, key).value_or(""); }
 
 // The end of a merge: nodes that sent no `what` are an error; rows by node, then PID.
 template <class Report>
@@ -145,26 +139,24 @@ JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expe
   for (std::string_view line : split(out, '\n')) {
     if (line.find("\"summary\"") == std::string_view::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || text_of(j, "type") != "summary" || !j.contains("node") || !j["node"].is_string()) continue;
-    std::string node = text_of(j, "node");
-    rep.nodes.push_back(node);
-    if (flag_of(j, "any_finding")) rep.any_finding = true;
-    if (!j.contains("ranks") || !j["ranks"].is_array()) continue;
-    for (const auto& r : j["ranks"]) {
-      if (!r.is_object() || !r.contains("pid") || !r["pid"].is_number_integer()) continue;
+    auto node = json_field::get<std::string>(j, "node");
+    if (j.is_discarded() || text_of(j, "type") != "summary" || !node) continue;
+    rep.nodes.push_back(*node);
+    if (json_field::get<bool>(j, "any_finding").value_or(false)) rep.any_finding = true;
+    const nlohmann::json* ranks = json_field::member(j, "ranks");
+    if (!ranks || !ranks->is_array()) continue;
+    for (const auto& r : *ranks) {
+      auto pid = json_field::get<int>(r, "pid");
+      if (!pid) continue;
       JobWatchRow row;
-      row.node = node;
-      row.pid = r["pid"].get<int>();
+      row.node = *node;
+      row.pid = *pid;
       row.rank = text_of(r, "rank");
       row.local_rank = text_of(r, "local_rank");
       row.comm = text_of(r, "comm");
-      std::vector<std::string> seen;
-      if (r.contains("seen") && r["seen"].is_array())
-        for (const auto& f : r["seen"])
-          if (f.is_string()) seen.push_back(f.get<std::string>());
-      row.seen = join(seen, ",");
-      if (r.contains("worst_interval") && r["worst_interval"].is_number_unsigned()) row.worst_interval = r["worst_interval"].get<unsigned>();
-      row.exited = flag_of(r, "exited");
+      row.seen = join(json_field::get<std::vector<std::string>>(r, "seen").value_or(std::vector<std::string>{}), ",");
+      row.worst_interval = json_field::get<unsigned>(r, "worst_interval");
+      row.exited = json_field::get<bool>(r, "exited").value_or(false);
       rep.rows.push_back(row);
     }
   }

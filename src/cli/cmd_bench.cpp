@@ -16,6 +16,7 @@
 #include "render/json_text.hpp"
 #include "sys/fsroot.hpp"
 #include "util/exit_status.hpp"
+#include "util/json_field.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::cli {
@@ -33,7 +34,7 @@ Result<nlohmann::json> read_json(const std::string& path) {
 }
 
 // An A/B record (bench --ab --json) is reported as such.
-bool is_ab_record(const nlohmann::json& j) { return j.is_object() && j.contains("format") && j["format"] == bench::kAbFormat; }
+bool is_ab_record(const nlohmann::json& j) { return json_field::get<std::string>(j, "format") == bench::kAbFormat; }
 
 int print_ab(const bench::AbRecord& r, bool json) {
   bench::AbReport rep = bench::make_ab_report(r);

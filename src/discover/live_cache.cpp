@@ -13,12 +13,13 @@
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "sys/cgroup_cpuset.hpp"
+#include "sys/environment.hpp"
 #include "sys/fsroot.hpp"
 #include "sys/private_dir.hpp"
 #include "topo/json.hpp"
+#include "util/json_field.hpp"
 #include "util/strings.hpp"
 #include "util/version.hpp"
-#include "sys/environment.hpp"
 
 namespace gpubind::discover {
 
@@ -61,9 +62,9 @@ std::optional<topo::Topology> read_entry(const sys::PrivateDir& dir, const std::
     return std::nullopt;
   }
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_object() && j.contains("cache_key") && j["cache_key"].is_string() && j["cache_key"].get<std::string>() == key &&
-      j.contains("topology"))
-    if (auto t = topo::from_json(j["topology"]); t) return std::move(*t);
+  if (json_field::get<std::string>(j, "cache_key") == key)
+    if (const nlohmann::json* topology = json_field::member(j, "topology"))
+      if (auto t = topo::from_json(*topology); t) return std::move(*t);
   return std::nullopt;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "util/json_field.hpp"
+
 namespace gpubind::k8s {
 
 namespace {
@@ -27,19 +29,19 @@ std::optional<std::string> scalar_text(const json& v) {
 }
 
 Result<std::string> string_field(const json& j, const char* key, const std::string& what, std::string fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  auto s = scalar_text(*it);
+  const json* m = json_field::member(j, key);
+  if (!m || m->is_null()) return fallback;
+  auto s = scalar_text(*m);
   if (!s) return Error{what, std::string(key) + ": not a string"};
   return *s;
 }
 
 Result<std::map<std::string, std::string>> string_map(const json& j, const char* key, const std::string& what) {
   std::map<std::string, std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return out;
-  if (!it->is_object()) return Error{what, std::string(key) + ": not a mapping"};
-  for (auto& [k, v] : it->items()) {
+  const json* m = json_field::member(j, key);
+  if (!m || m->is_null()) return out;
+  if (!m->is_object()) return Error{what, std::string(key) + ": not a mapping"};
+  for (auto& [k, v] : m->items()) {
     auto s = scalar_text(v);
     if (!s) return Error{what, std::string(key) + "." + k + ": not a string"};
     out[k] = *s;
@@ -64,25 +66,20 @@ Result<Ok> one_of(const std::string& value, std::initializer_list<const char*> a
 
 // Fields of objects the kubelet (or the API module) wrote, read without trusting their types: a
 // string field that is anything else reads as "", a list field as empty, a non-object as empty.
-std::string text_of(const json& o, const char* key) {
-  if (!o.is_object()) return "";
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
+std::string text_of(const json& o, const char* key) { return json_field::get<std::string>(o, key).value_or(""); }
 
 const json& list_of(const json& o, const char* key) {
   static const json empty = json::array();
-  if (!o.is_object()) return empty;
-  auto it = o.find(key);
-  return it != o.end() && it->is_array() ? *it : empty;
+  const json* m = json_field::member(o, key);
+  return m && m->is_array() ? *m : empty;
 }
 
 // The state files' "entries": {podUID: {container: value}}, each value given to `take`, which
 // returns an Error for one it cannot read. `what` names the file.
 template <class Take>
 Status for_each_entry(const json& j, const std::string& what, Take take) {
-  auto entries = j.find("entries");
-  if (entries == j.end() || entries->is_null()) return Ok{};
+  const json* entries = json_field::member(j, "entries");
+  if (!entries || entries->is_null()) return Ok{};
   if (!entries->is_object()) return Error{what, "entries: not an object"};
   for (auto& [pod, containers] : entries->items()) {
     // The CPU manager's checkpoint of kubelets before 1.18 keyed entries by container ID.
@@ -104,7 +101,7 @@ Result<KubeletConfig> parse_kubelet_config(const std::string& text, const std::s
   c.found = true;
   if (j.is_null()) return c;  // an empty file: every default
   if (!j.is_object()) return Error{what, "not a kubelet configuration (a YAML mapping)"};
-  if (auto kind = j.find("kind"); kind != j.end() && *kind != "KubeletConfiguration")
+  if (const json* kind = json_field::member(j, "kind"); kind && *kind != "KubeletConfiguration")
     return Error{what, "kind " + kind->dump() + ", not KubeletConfiguration"};
   auto cpu = string_field(j, "cpuManagerPolicy", what, c.cpu_manager_policy);
   auto topology = string_field(j, "topologyManagerPolicy", what, c.topology_manager_policy);
@@ -174,8 +171,8 @@ Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, c
     std::vector<unsigned>& nodes = s.memory_nodes[pod][name];
     for (const json& b : blocks) {
       if (!b.is_object() || text_of(b, "type") != "memory") continue;
-      auto affinity = b.find("numaAffinity");
-      if (affinity == b.end() || !affinity->is_array()) return Error{what, where + ": a block without numaAffinity"};
+      const json* affinity = json_field::member(b, "numaAffinity");
+      if (!affinity || !affinity->is_array()) return Error{what, where + ": a block without numaAffinity"};
       for (const json& n : *affinity) {
         if (!n.is_number_unsigned() || n.get<uint64_t>() > topo::kMaxNumaNodeId)
           return Error{what, where + ": numaAffinity " + n.dump() + " is not a node"};
@@ -193,11 +190,11 @@ Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, c
 Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const std::string& what) {
   auto j = parse_json(text, what);
   if (!j) return j.error();
-  auto data = j->find("Data");
-  if (data == j->end() || !data->is_object()) return Error{what, "no Data object: not the device manager's checkpoint"};
+  const json* data = json_field::member(*j, "Data");
+  if (!data || !data->is_object()) return Error{what, "no Data object: not the device manager's checkpoint"};
   DeviceCheckpoint c;
-  auto entries = data->find("PodDeviceEntries");
-  if (entries != data->end() && !entries->is_null()) {
+  const json* entries = json_field::member(*data, "PodDeviceEntries");
+  if (entries && !entries->is_null()) {
     if (!entries->is_array()) return Error{what, "PodDeviceEntries: not a list"};
     for (const json& e : *entries) {
       if (!e.is_object()) return Error{what, "PodDeviceEntries: an entry that is not an object"};
@@ -207,8 +204,8 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
       a.resource = text_of(e, "ResourceName");
       if (a.pod_uid.empty() || a.container.empty() || a.resource.empty())
         return Error{what, "PodDeviceEntries: an entry without PodUID, ContainerName or ResourceName"};
-      auto ids = e.find("DeviceIDs");
-      if (ids == e.end() || ids->is_null()) {
+      const json* ids = json_field::member(e, "DeviceIDs");
+      if (!ids || ids->is_null()) {
       } else if (ids->is_array()) {  // kubelets before 1.20: a plain list, no NUMA nodes
         for (const json& id : *ids)
           if (id.is_string()) a.devices.push_back({id.get<std::string>(), std::nullopt});
@@ -232,8 +229,8 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
       c.assignments.push_back(std::move(a));
     }
   }
-  auto registered = data->find("RegisteredDevices");
-  if (registered != data->end() && registered->is_object())
+  const json* registered = json_field::member(*data, "RegisteredDevices");
+  if (registered && registered->is_object())
     for (auto& [resource, ids] : registered->items())
       if (ids.is_array())
         for (const json& id : ids)
@@ -296,7 +293,7 @@ Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::s
   if (!j) return j.error();
   json body = *j;
   // 1.31+: the entries are a JSON document inside the string "Data".
-  if (auto data = j->find("Data"); data != j->end() && data->is_string()) {
+  if (const json* data = json_field::member(*j, "Data"); data && data->is_string()) {
     auto inner = parse_json(data->get<std::string>(), what + " (Data)");
     if (!inner) return inner.error();
     body = *inner;
@@ -304,21 +301,21 @@ Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::s
   if (!body.is_object()) return Error{what, "not a JSON object"};
   const json* entries = nullptr;
   for (const char* k : {"Entries", "entries"})
-    if (auto e = body.find(k); e != body.end()) entries = &*e;
+    if (const json* e = json_field::member(body, k)) entries = e;
   DraCheckpoint out;
   if (!entries || entries->is_null()) return out;
   if (!entries->is_array()) return Error{what, "Entries is not a list"};
   for (const json& e : *entries) {
     if (!e.is_object()) return Error{what, "an entry that is not an object"};
     DraCheckpoint::Entry entry{{text_of(e, "ClaimName"), text_of(e, "Namespace"), {}}, {}};
-    if (auto pods = e.find("PodUIDs"); pods != e.end()) {
+    if (const json* pods = json_field::member(e, "PodUIDs")) {
       if (pods->is_object())
         for (const auto& [uid, _] : pods->items()) entry.pod_uids.push_back(uid);  // a Go set: {"uid": {}}
       else if (pods->is_array())
         for (const json& uid : *pods)
           if (uid.is_string()) entry.pod_uids.push_back(uid.get<std::string>());
     }
-    if (auto drivers = e.find("DriverState"); drivers != e.end() && drivers->is_object()) {
+    if (const json* drivers = json_field::member(e, "DriverState"); drivers && drivers->is_object()) {
       for (const auto& [driver, st] : drivers->items())
         for (const json& d : list_of(st, "Devices")) {
           ClaimDevice dev{driver, text_of(d, "PoolName"), text_of(d, "DeviceName"), {}};
@@ -326,7 +323,7 @@ Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::s
             if (x.is_string()) dev.cdi.push_back(x.get<std::string>());
           entry.claim.devices.push_back(std::move(dev));
         }
-    } else if (auto cdi = e.find("CDIDevices"); cdi != e.end() && cdi->is_object()) {
+    } else if (const json* cdi = json_field::member(e, "CDIDevices"); cdi && cdi->is_object()) {
       for (const auto& [driver, ids] : cdi->items()) {
         ClaimDevice dev{driver, "", "", {}};
         if (ids.is_array())

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "util/json_field.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::topo {
@@ -30,29 +31,27 @@ std::string hex(unsigned v, int digits) {
 
 Result<const json*> field(const json& obj, const char* key, const std::string& where, bool required = true) {
   if (!obj.is_object()) return Error{"topology JSON " + where, "expected an object"};
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (required) return Error{"topology JSON " + where, std::string("missing field '") + key + "'"};
-    return static_cast<const json*>(nullptr);
-  }
-  return &*it;
+  const json* m = json_field::member(obj, key);
+  if (!m && required) return Error{"topology JSON " + where, std::string("missing field '") + key + "'"};
+  return m;
 }
 
 Result<std::string> get_string(const json& obj, const char* key, const std::string& where, bool required = true) {
   auto f = field(obj, key, where, required);
   if (!f) return f.error();
   if (!*f) return std::string();
-  if (!(*f)->is_string()) return Error{"topology JSON " + where + "." + key, "expected a string"};
-  return (*f)->get<std::string>();
+  auto s = json_field::as<std::string>(**f);
+  if (!s) return Error{"topology JSON " + where + "." + key, "expected a string"};
+  return std::move(*s);
 }
 
 Result<uint64_t> get_uint(const json& obj, const char* key, const std::string& where, bool required = true) {
   auto f = field(obj, key, where, required);
   if (!f) return f.error();
   if (!*f) return uint64_t(0);
-  if (!(*f)->is_number_unsigned() && !((*f)->is_number_integer() && (*f)->get<int64_t>() >= 0))
-    return Error{"topology JSON " + where + "." + key, "expected a non-negative integer"};
-  return (*f)->get<uint64_t>();
+  auto v = json_field::as<uint64_t>(**f);
+  if (!v) return Error{"topology JSON " + where + "." + key, "expected a non-negative integer"};
+  return *v;
 }
 
 // A value read for a field `max` wide: larger is an error, never wrapped (vendor 0x1ffff is not
@@ -93,10 +92,12 @@ Result<std::vector<unsigned>> get_uint_array(const json& v, const std::string& w
   if (!v.is_array()) return Error{"topology JSON " + where, "expected an array of integers"};
   std::vector<unsigned> out;
   for (const json& e : v) {
-    if (!e.is_number_unsigned()) return Error{"topology JSON " + where, "expected an array of non-negative integers"};
-    if (e.get<uint64_t>() > std::numeric_limits<unsigned>::max())
-      return Error{"topology JSON " + where, std::to_string(e.get<uint64_t>()) + " is larger than " + std::to_string(std::numeric_limits<unsigned>::max())};
-    out.push_back(e.get<unsigned>());
+    auto n = json_field::as<uint64_t>(e);
+    if (!n) return Error{"topology JSON " + where, "expected an array of non-negative integers"};
+    if (*n > std::numeric_limits<unsigned>::max())
+      return Error{"topology JSON " + where,
+                   std::to_string(*n) + " is larger than " + std::to_string(std::numeric_limits<unsigned>::max())};
+    out.push_back(unsigned(*n));
   }
   return out;
 }
@@ -104,14 +105,10 @@ Result<std::vector<unsigned>> get_uint_array(const json& v, const std::string& w
 Result<std::vector<std::string>> get_string_array(const json& obj, const char* key, const std::string& where) {
   auto f = field(obj, key, where, false);
   if (!f) return f.error();
-  std::vector<std::string> out;
-  if (!*f) return out;
-  if (!(*f)->is_array()) return Error{"topology JSON " + where + "." + key, "expected an array of strings"};
-  for (const json& e : **f) {
-    if (!e.is_string()) return Error{"topology JSON " + where + "." + key, "expected an array of strings"};
-    out.push_back(e.get<std::string>());
-  }
-  return out;
+  if (!*f) return std::vector<std::string>();
+  auto strings = json_field::as<std::vector<std::string>>(**f);
+  if (!strings) return Error{"topology JSON " + where + "." + key, "expected an array of strings"};
+  return std::move(*strings);
 }
 
 Status read_device(const json& j, const std::string& where, PciDevice& d) {
@@ -422,8 +419,9 @@ Result<Topology> from_json(const json& j) {
   if (j.contains("allowed_cpus"))
     if (Status s = Fields(j, "").cpus("allowed_cpus", t.allowed_cpus).status(); !s) return s.error();
   if (j.contains("cores_known")) {
-    if (!j["cores_known"].is_boolean()) return Error{"topology JSON cores_known", "expected true or false"};
-    t.cores_known = j["cores_known"].get<bool>();
+    auto known = json_field::get<bool>(j, "cores_known");
+    if (!known) return Error{"topology JSON cores_known", "expected true or false"};
+    t.cores_known = *known;
   }
   for (const ArrayField& a : kArrays)
     if (Status s = read_array(j, a, t); !s) return s.error();
