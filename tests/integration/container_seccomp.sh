@@ -155,9 +155,10 @@ else
 fi
 
 # 9. rebind inside the container (Debian's default profile: sched_setaffinity allowed,
-#    migrate_pages refused): the container's own ranks, started unbound, are moved; exit 0.
+#    migrate_pages refused): the container's own ranks, started unbound, are moved; exit 0. Both
+#    must have exec'd sleep first (a forked shell has no LOCAL_RANK yet), whichever is slower.
 if in_container debian real -- sh -c 'LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 sleep 60 & a=$!; LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 sleep 60 & b=$!
-  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q LOCAL_RANK /proc/$b/environ 2>/dev/null && break; sleep 1; done
+  for i in $(seq 1 100); do grep -q LOCAL_RANK /proc/$a/environ 2>/dev/null && grep -q LOCAL_RANK /proc/$b/environ 2>/dev/null && break; sleep 0.2; done
   /gpubind/gpubind rebind -q --pid $a --pid $b; echo rebind=$?
   echo "a=$(grep Cpus_allowed_list /proc/$a/status | cut -f2) b=$(grep Cpus_allowed_list /proc/$b/status | cut -f2)"; kill $a $b'; then
   if grep -q rebind=0 "$WORK/out" && grep -Eq '^a=0 b=1$' "$WORK/out" && [ "$(count '^gpubind: error')" = 0 ]; then
