@@ -17,6 +17,7 @@
 #include "discover/hwloc_loader.hpp"
 #include "discover/source.hpp"
 #include "plan/peers.hpp"
+#include "plan/slurm_node.hpp"
 #include "render/gres_conf.hpp"
 #include "sys/archive.hpp"
 
@@ -143,6 +144,39 @@ TEST_P(CorpusPlans, PlanInvariantsHold) {
   for (const auto& r : gpubind::testing::invariant_requests(*t))
     gpubind::testing::expect_plan_invariants(*t, r, GetParam() + " -n " + std::to_string(*r.ranks) + " --gpus-per-rank " +
                                                         (r.gpus_per_rank ? std::to_string(*r.gpus_per_rank) : std::string("default")));
+}
+
+// gres-conf on every real machine, for each release that checks sockets: every GPU's Cores= is
+// what that release's slurmctld accepts on the node definition written with it, holds the GPU's
+// own cores, and is wider only where the plan counts it so.
+TEST_P(CorpusPlans, SlurmNodeCoresAreAcceptedAndHoldEachGpusOwn) {
+  if (kUnrepresentable.count(GetParam())) GTEST_SKIP() << "unrepresentable: " << kUnrepresentable.at(GetParam());
+  auto t = gpubind::discover::load_topology(kDir + "/" + GetParam());
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  for (const char* release : {"22.05", "24.11", "25.05", "25.11", "26.05"}) {
+    auto v = gpubind::plan::parse_slurm_version(release);
+    ASSERT_TRUE(v.ok());
+    gpubind::plan::SlurmNodePlan p = gpubind::plan::plan_slurm_node(*t, *v);
+    ASSERT_EQ(p.gpus.size(), t->gpus.size());
+    unsigned added = 0;
+    for (const auto& g : p.gpus) {
+      std::string where = GetParam() + " Slurm " + release + " GPU " + std::to_string(g.gpu);
+      if (!p.no_cores.empty()) {
+        EXPECT_TRUE(g.cores.empty()) << where;
+        continue;
+      }
+      EXPECT_TRUE(g.own.is_subset_of(g.cores)) << where << ": " << g.own.to_list() << " not in " << g.cores.to_list();
+      EXPECT_TRUE(gpubind::plan::slurm_accepts(g.cores, p.sockets, p.rule)) << where << ": Cores=" << g.cores.to_list();
+      if (p.rule == gpubind::plan::SlurmCoresRule::any) {
+        EXPECT_EQ(g.cores, g.own) << where;
+      }
+      added += g.cores.count() - g.own.count();
+    }
+    EXPECT_EQ(added, p.widened_cores()) << GetParam() << " " << release;
+    if (p.rule != gpubind::plan::SlurmCoresRule::any && p.no_cores.empty() && !t->gpus.empty()) {  // the node line written
+      EXPECT_EQ(p.sockets.cores_per_socket * p.sockets.sockets.size(), t->cores.size()) << GetParam() << " " << release;
+    }
+  }
 }
 
 // Issue 10's headline: on every real machine gpubind's closest plan is never worse than the tool

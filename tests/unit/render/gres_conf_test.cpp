@@ -6,6 +6,16 @@
 
 namespace gpubind::render {
 
+namespace {
+
+std::string lines_for(const topo::Topology& t, const std::string& node, const char* version) {
+  auto v = plan::parse_slurm_version(version);
+  EXPECT_TRUE(v.ok()) << version;
+  return gres_conf(t, node, plan::plan_slurm_node(t, *v), "--slurm-version");
+}
+
+}  // namespace
+
 // Two sockets with interleaved PU numbers (socket 0: even CPUs, socket 1: odd), as on many Dell
 // servers: Slurm numbers socket 0's cores 0-3 and socket 1's 4-7, whatever the OS numbers.
 TEST(GresConf, CoresUseSlurmsPackageOrder) {
@@ -24,7 +34,7 @@ TEST(GresConf, CoresUseSlurmsPackageOrder) {
   g.numa = std::vector<unsigned>{1};
   g.cpus = t.packages[1].cpus;
   t.gpus.push_back(g);
-  std::string out = gres_conf(t, "n1");
+  std::string out = lines_for(t, "n1", "22.05");
   EXPECT_NE(out.find("NodeName=n1 Name=gpu Type=tesla_v100 File=/dev/nvidia1 Cores=4-7\n"), std::string::npos) << out;
 }
 
@@ -50,9 +60,59 @@ TEST(GresConf, SubNumaClustersNumberedRoundRobinFollowHwlocsTreeOrder) {
     g.cpus = node_cpus(node);
     t.gpus.push_back(g);
   }
-  std::string out = gres_conf(t, "");
+  std::string out = lines_for(t, "", "22.05");
   EXPECT_NE(out.find("File=/dev/nvidia0 Cores=0-3\n"), std::string::npos) << out;
   EXPECT_NE(out.find("File=/dev/nvidia1 Cores=4-7\n"), std::string::npos) << out;
+}
+
+// Before 24.11: no node definition, only the Gres= the node line must carry.
+TEST(GresConf, Before2411TheNodeLineOnlyNamesItsGres) {
+  std::string out = lines_for(testing::example("dgx-a100-nps4"), "gpu01", "24.05");
+  EXPECT_NE(out.find("for Slurm 24.05 (--slurm-version)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("File=/dev/nvidia0 Cores=48-63 "), std::string::npos) << out;
+  EXPECT_NE(out.find("\n# slurm.conf: NodeName=gpu01 Gres=gpu:nvidia_a100-sxm4-40gb:8\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Sockets here"), std::string::npos) << out;
+}
+
+// 24.11 and 25.05 take the socket parameter only for every node (SlurmdParameters=); the node
+// line gives the sockets it makes.
+TEST(GresConf, In2411TheSocketParameterIsSlurmdParameters) {
+  std::string out = lines_for(testing::example("dgx-a100-nps4"), "gpu01", "24.11.5");
+  EXPECT_NE(out.find("# slurm.conf: SlurmdParameters=numa_node_as_socket\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("# slurm.conf: NodeName=gpu01 Boards=1 SocketsPerBoard=8 CoresPerSocket=16 ThreadsPerCore=2 "
+                     "Gres=gpu:nvidia_a100-sxm4-40gb:8\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Parameters=numa"), out.find("SlurmdParameters=numa") + 6) << out;  // not on the node line
+}
+
+TEST(GresConf, From2511TheSocketParameterIsOnTheNodeLine) {
+  std::string out = lines_for(testing::example("frontier-like"), "", "25.11");
+  EXPECT_NE(out.find("Sockets here are L3s (l3cache_as_socket): 8 sockets of 8 cores."), std::string::npos) << out;
+  EXPECT_NE(out.find("# slurm.conf: NodeName=... Boards=1 SocketsPerBoard=8 CoresPerSocket=8 ThreadsPerCore=2 "
+                     "Parameters=l3cache_as_socket Gres=gpu:amd_instinct_mi250x:8\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("slurmd -C --parameters=l3cache_as_socket must print the same counts"), std::string::npos) << out;
+  EXPECT_EQ(out.find("SlurmdParameters"), std::string::npos) << out;
+}
+
+// A GPU whose own cores no definition makes one whole socket: its comment names its own cores,
+// and the file says what leaving Cores= out would cost.
+TEST(GresConf, AWidenedGpuSaysWhichCoresAreItsOwn) {
+  topo::Topology t = testing::synthetic_with_gpus("pack:2 numa:2 core:4 pu:1", {});
+  topo::Gpu g;
+  g.pci = "0000:10:00.0";
+  g.vendor = topo::Vendor::nvidia;
+  g.numa = std::vector<unsigned>{0, 2};
+  g.cpus = t.numa_nodes[0].cpus | t.numa_nodes[2].cpus;
+  t.gpus.push_back(g);
+  std::string out = lines_for(t, "", "25.11");
+  EXPECT_NE(out.find("#   its own cores 0-3,8-11 are not one whole socket: every core is named for Slurm 25.11\n"
+                     "Name=gpu Type=nvidia File=/dev/nvidia0 Cores=0-15\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Leaving Cores= out instead\n# would let Slurm give a job any core"), std::string::npos) << out;
 }
 
 }  // namespace gpubind::render
