@@ -36,6 +36,9 @@ test_packages=(
   python3-seccomp
   # Slurm: a throw-away local cluster for the SPANK plugin's tests
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
+  # Slurm's newer releases for the slurm-new tier: Debian trixie's and forky's packages in roots
+  # of their own (scripts/slurm-release.sh)
+  mmdebstrap
   # packaging: the Debian packages' Depends (dpkg-shlibdeps), lintian, man page rendering, completion test
   dpkg-dev groff-base bsdextrautils lintian
   # function lengths (scripts/function-lengths.sh, the lint that keeps command bodies short)

@@ -11,6 +11,9 @@
 #      programs (scripts/fuzz.sh replay)
 # TIER=all (`make test-all`, what .ci/run runs) adds:
 #   - the qemu tier (ctest -L qemu: Debian's kernel in multi-socket VMs)
+#   - the Slurm releases of the slurm-new tier made when missing (scripts/slurm-release.sh: Debian
+#     trixie's 24.11 and forky's 26.05, kept outside the clone); `make test` runs that tier where
+#     they are made and skips it, saying so, where not
 #   - the mutation check (tests/mutation/mutate.py): deliberate breakages of the planner, the
 #     binder, watch's rules and loop and the exit policy, each of which the suite must fail on
 #   - every CLI case under the sanitizers (ASAN_BUILD, ctest -L cli)
@@ -122,6 +125,8 @@ ctest_pass() {
 mkdir -p "$BUILD"
 if pass "build ($BUILD)" "$MAKE" --no-print-directory build; then
   if [ "$TIER" = all ]; then
+    # The slurm-new tier's Slurm releases (Debian's packages, in a cache outside the clone).
+    pass "Slurm 24.11 and 26.05 roots" scripts/slurm-release.sh || failed+=("Slurm 24.11 and 26.05 roots: not made, the slurm-new tests skip")
     ctest_pass "ctest ($BUILD)" "$BUILD" "$BUILD/ctest.log"
     pass "mutation check ($BUILD)" /usr/bin/python3 tests/mutation/mutate.py "$BUILD" \
       || failed+=("mutation check ($BUILD): a breakage survived or no longer applies (see 'mutation:' lines above)")

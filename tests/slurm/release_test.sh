@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# gres-conf on the Slurm sites run now, judged by that Slurm's own slurmctld: for each machine
+# shape (the built-in examples and every corpus machine with GPUs), `gpubind slurm gres-conf
+# --slurm-version RELEASE` writes the gres.conf lines and the slurm.conf node line; a throw-away
+# cluster of that release (Debian's packages in a root made by scripts/slurm-release.sh, run by
+# chroot) registers one node per shape, and each must come up IDLE with its GPUs on the sockets
+# gpubind planned (scontrol's Gres=gpu:TYPE:N(S:...)). Beside each, the lines written for 22.05 on a
+# node of the shape's packages must be refused exactly where gpubind changed them for RELEASE (a
+# dgx-a100-nps4 GPU's NUMA node is a quarter of a package), so the test can fail.
+#
+#   release_test.sh GPUBIND RELEASE CORPUS_DIR
+#
+# Nodes are slurmd processes on this host claiming the shape (SlurmdParameters=config_overrides);
+# slurmctld judges Cores= against the node line's sockets at registration. Release 24.11 takes the
+# socket parameter only for every node, so its shapes run in one cluster per parameter.
+set -u
+GPUBIND=${1:?gpubind binary}
+RELEASE=${2:?release, e.g. 24.11}
+CORPUS=${3:?corpus directory}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOTFS=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}/$RELEASE
+
+skip() { echo "skipped: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (chroot, mounts, slurmd as root)"
+[ -x "$ROOTFS/usr/sbin/slurmd" ] || skip "Slurm $RELEASE not made, run scripts/slurm-release.sh $RELEASE"
+command -v unshare >/dev/null || skip "no unshare"
+
+failures=0
+pass() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+W=$(mktemp -d /tmp/gpubind-slurm-release.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# The shapes: name and topology source.
+shapes=()
+for e in dgx-a100-nps4 dgx-h100 frontier-like gh200 slurm-2x8-8gpu workstation-socket0 cloud-vm-unknown-locality; do
+  shapes+=("example:$e")
+done
+for f in "$CORPUS"/*.xml "$CORPUS"/*.tar.bz2; do
+  [ -f "$f" ] || continue
+  case $(basename "$f") in nogpu-*) continue ;; esac
+  "$GPUBIND" topo --topology "$f" --json 2>/dev/null | grep -q '"pci"' || continue  # loads, with devices
+  shapes+=("$f")
+done
+
+# One directory per cluster (by the global SlurmdParameters the release needs); node i of it
+# gets gres-conf's lines with its devices mapped to fake files under the directory.
+declare -A cluster_of
+n=0
+for src in "${shapes[@]}"; do
+  n=$((n + 1))
+  out=$("$GPUBIND" slurm gres-conf --quiet --topology "$src" --node-name "n$n" --slurm-version "$RELEASE") ||
+    { fail "gres-conf $src"; continue; }
+  global=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: SlurmdParameters=//p')
+  c=${global:-default}
+  cluster_of[$c]=1
+  mkdir -p "$W/$c/nodes"
+  printf '%s\n' "$out" > "$W/$c/nodes/n$n.gres"
+  echo "$src" > "$W/$c/nodes/n$n.src"
+  [ -n "$global" ] && echo "$global" > "$W/$c/global"
+done
+# Before: each shape's lines as written for 22.05 (each GPU's own cores) on a node of its packages,
+# as sites had them. Slurm must refuse them exactly where gpubind did not keep them for RELEASE
+# (it chose other sockets, or widened a GPU), and take them where it did: gpubind's reading of
+# the release's rule, judged shape by shape.
+package_line() {  # the node line of a topology's packages: "Boards=1 SocketsPerBoard=S CoresPerSocket=C ThreadsPerCore=T", or nothing
+  "$GPUBIND" topo --quiet --topology "$1" --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+pk, cores = t["packages"], t["cores"]
+if not pk or not cores: sys.exit(0)
+per = len(cores) // len(pk)
+threads = sum(1 for x in t["cpus"].split(",") for _ in range(int(x.split("-")[-1]) - int(x.split("-")[0]) + 1)) // len(cores)
+if per * len(pk) == len(cores): print("Boards=1 SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d" % (len(pk), per, threads))'
+}
+n=0
+refusals=0
+for src in "${shapes[@]}"; do
+  n=$((n + 1))
+  new=$(find "$W" -name "n$n.gres" | head -1)
+  [ -n "$new" ] || continue
+  grep -q '^NodeName=.* Cores=' "$new" || continue  # a GPU of known locality
+  def=$(package_line "$src")
+  [ -n "$def" ] || continue
+  mkdir -p "$W/default/nodes"
+  cluster_of[default]=1
+  "$GPUBIND" slurm gres-conf --quiet --topology "$src" --node-name "b$n" --slurm-version 22.05 |
+    sed "s/^# slurm.conf: NodeName=b$n Gres=/# slurm.conf: NodeName=b$n $def Gres=/" > "$W/default/nodes/b$n.gres"
+  echo "$src" > "$W/default/nodes/b$n.src"
+  if grep -q "^# Sockets here are slurmd's default" "$new" && grep -q "^# Each GPU's Cores= is exactly its own cores" "$new"; then
+    echo taken > "$W/default/nodes/b$n.expect"
+  else
+    echo refused > "$W/default/nodes/b$n.expect"
+    refusals=$((refusals + 1))
+  fi
+done
+[ "$refusals" -gt 0 ] || fail "no shape's 22.05 lines are expected refused by $RELEASE: the test cannot tell"
+
+PORT=$((21000 + (RANDOM % 400) * 20))
+for c in "${!cluster_of[@]}"; do
+  D=$W/$c
+  PORT=$((PORT + 200))
+  "$HERE/release_cluster.sh" "$ROOTFS" "$D" "$PORT" > "$D/run.log" 2>&1 || { fail "$RELEASE cluster '$c' did not run: $(tail -3 "$D/run.log" | tr '\n' ' ')"; continue; }
+  for g in "$D"/nodes/*.gres; do
+    node=$(basename "$g" .gres)
+    src=$(cat "$D/nodes/$node.src")
+    show=$(awk -v n="NodeName=$node" '$1 == n {p=1} p && /^$/ {p=0} p' "$D/nodes.txt")
+    state=$(printf '%s\n' "$show" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+    reason=$(printf '%s\n' "$show" | sed -n 's/^ *Reason=//p')
+    if [ -f "$D/nodes/$node.expect" ]; then
+      expect=$(cat "$D/nodes/$node.expect")
+      case $expect:$state:$reason in
+        refused:*DRAIN*:*"doesn't match socket boundaries"* | refused:*INVAL*:*"doesn't match socket boundaries"*)
+          pass "before: $RELEASE refuses the 22.05 lines of $src on its packages, as gpubind did: ${reason%% \[*}" ;;
+        taken:IDLE*:*) pass "before: $RELEASE takes the 22.05 lines of $src on its packages, as gpubind did" ;;
+        *) fail "before: $src on its packages with the 22.05 lines: gpubind expected them $expect by $RELEASE, Slurm: $state '$reason'" ;;
+      esac
+      continue
+    fi
+    # The sockets gpubind planned for each GPU type: its Cores= divided by CoresPerSocket.
+    per=$(sed -n 's/^# slurm.conf: .* CoresPerSocket=\([0-9]*\) .*/\1/p' "$g")
+    want=$(awk -v per="$per" '
+      /^NodeName=.* Name=gpu / {
+        type = ""; cores = ""
+        for (i = 1; i <= NF; i++) { if ($i ~ /^Type=/) type = substr($i, 6); if ($i ~ /^Cores=/) cores = substr($i, 7) }
+        if (cores == "") { any[type] = 1; next }
+        n = split(cores, parts, ",")
+        for (k = 1; k <= n; k++) { m = split(parts[k], r, "-"); lo = r[1]; hi = (m > 1 ? r[2] : r[1])
+          for (s = int(lo / per); s <= int(hi / per); s++) sock[type, s] = 1 }
+        types[type] = 1
+      }
+      END { for (t in types) { if (t in any) continue; line = ""; for (s = 0; s < 4096; s++) if ((t, s) in sock) line = line (line == "" ? "" : ",") s; print t " S:" line } }' "$g" | sort)
+    # Gres=gpu:A:4(S:1,3),gpu:B:2(S:0-1): entries apart at the commas that do not start a number.
+    got=$(printf '%s\n' "$show" | sed -n 's/^ *Gres=//p' | sed 's/,\([^0-9]\)/\n\1/g' | sed -n 's/^gpu:\([^:]*\):[0-9]*(S:\([^)]*\))$/\1 S:\2/p' |
+      awk '{ split($2, a, ":"); n = split(a[2], parts, ","); line = ""
+             for (k = 1; k <= n; k++) { m = split(parts[k], r, "-"); for (s = r[1]; s <= (m > 1 ? r[2] : r[1]); s++) line = line (line == "" ? "" : ",") s }
+             print $1 " S:" line }' | sort)
+    case $state in
+      IDLE | IDLE+*)
+        if [ "$got" = "$want" ]; then
+          pass "$RELEASE: $src: node $node IDLE, GPUs on sockets as planned ($(printf '%s' "$want" | tr '\n' ' '))"
+        else
+          fail "$RELEASE: $src: node $node IDLE but its GPUs' sockets differ: planned '$(printf '%s' "$want" | tr '\n' ' ')', Slurm '$(printf '%s' "$got" | tr '\n' ' ')'"
+        fi ;;
+      *) fail "$RELEASE: $src: node $node is $state: $reason" ;;
+    esac
+  done
+done
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]
