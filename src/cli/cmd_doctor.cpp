@@ -7,6 +7,7 @@
 #include "discover/topo_report.hpp"
 #include "doctor/doctor.hpp"
 #include "doctor/reader.hpp"
+#include "plan/slurm_node.hpp"
 #include "render/doctor_render.hpp"
 #include "render/json_text.hpp"
 #include "sys/clock.hpp"
@@ -20,7 +21,7 @@ namespace gpubind::cli {
 namespace {
 
 struct DoctorFlags {
-  std::string topology, root_dir, textfile, node_name, slurm_conf, kubelet_config;
+  std::string topology, root_dir, textfile, node_name, slurm_conf, kubelet_config, slurm_version;
   bool json = false, no_gpu_runtime = false, quiet = false;
 };
 
@@ -46,6 +47,8 @@ void add_doctor_options(Args& app, DoctorFlags& f) {
   add_topology_option(app, f.topology);
   app.option("--root", f.root_dir, "Read /proc, /sys and /etc under this directory (a captured node; needs --topology)");
   app.option("--slurm-conf", f.slurm_conf, "slurm.conf to read (default: $SLURM_CONF, else /etc/slurm/slurm.conf)");
+  app.option("--slurm-version", f.slurm_version,
+             "The Slurm release gres.conf is judged for (25.11; default: this node's slurmd -V; under --root, unknown: the newest rule)");
   app.option("--kubelet-config", f.kubelet_config, "The kubelet's configuration (default: /var/lib/kubelet/config.yaml)");
   app.flag("--no-gpu-runtime", f.no_gpu_runtime, "Do not load NVML or ROCm SMI to cross-check the GPUs");
   app.flag("--json", f.json, "JSON output, with the node and the time");
@@ -62,13 +65,17 @@ Examples:
 }  // namespace
 
 int cmd_doctor(const std::vector<std::string>& args) {
-  Args app("Check this node for the causes of jitter that binding alone cannot cure: NUMA balancing, isolated and "
-           "adaptive-tick CPUs, housekeeping CPUs, interrupts, NUMA layout and distances, PCIe links, ACS and the IOMMU, "
-           "memory reclaim, hugepage compaction, swap, the cgroup's memory nodes, Slurm's TaskPlugin, the kubelet's managers. Each check OK, WARN or FAIL with why and how to fix it.",
-           "gpubind doctor");
+  Args app(
+      "Check this node for the causes of jitter that binding alone cannot cure: NUMA balancing, isolated and "
+      "adaptive-tick CPUs, housekeeping CPUs, interrupts, NUMA layout and distances, PCIe links, ACS and the IOMMU, "
+      "memory reclaim, hugepage compaction, swap, the cgroup's memory nodes, Slurm's TaskPlugin and gres.conf, the kubelet's managers. "
+      "Each check OK, WARN or FAIL with why and how to fix it.",
+      "gpubind doctor");
   DoctorFlags f;
   add_doctor_options(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;
+  if (!f.slurm_version.empty())
+    if (auto v = plan::parse_slurm_version(f.slurm_version); !v) return fail(v.error());
   if (!f.root_dir.empty() && topology_source(f.topology).empty())
     return fail(Error{"--root " + f.root_dir, "needs --topology: the captured node's topology (its GPUs and NICs)", ErrorKind::usage});
   auto topo = acquire_topology({.flag = f.topology, .root = f.root_dir, .quiet = f.quiet});
@@ -82,6 +89,9 @@ int cmd_doctor(const std::vector<std::string>& args) {
   auto facts = doctor::read_node_facts(**root, *topo, {slurm_conf, node, here(f.kubelet_config), !f.slurm_conf.empty(), !f.kubelet_config.empty()});
   if (!facts) return fail(facts.error());
   add_gpu_runtime(*topo, f, *facts);
+  if (!f.slurm_version.empty()) facts->slurm_version = f.slurm_version;
+  else if (f.root_dir.empty() && facts->slurm_node_found)
+    if (auto installed = installed_slurm()) facts->slurm_version = installed->version;
   doctor::Report report = doctor::judge(*topo, *facts);
   std::string out = f.json ? render::json_text(render::doctor_json(report, node, sys::utc_timestamp())) : render::doctor_text(report, node);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -8,7 +8,6 @@
 #include "discover/source.hpp"
 #include "plan/slurm_node.hpp"
 #include "render/gres_conf.hpp"
-#include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
 
@@ -29,11 +28,8 @@ Result<TargetSlurm> target_slurm(const std::string& flag) {
     if (!v) return v.error();
     return TargetSlurm{*v, "--slurm-version"};
   }
-  for (const char* slurmd : {"slurmd", "/usr/sbin/slurmd", "/usr/local/sbin/slurmd"}) {
-    auto r = sys::run_command({slurmd, "-V"}, std::chrono::seconds(10));
-    if (!r || r->exit_code != 0) continue;
-    if (auto v = plan::parse_slurm_version(r->out)) return TargetSlurm{*v, std::string(slurmd) + " -V"};
-  }
+  if (auto installed = installed_slurm())
+    if (auto v = plan::parse_slurm_version(installed->version)) return TargetSlurm{*v, installed->from};
   return TargetSlurm{plan::newest_slurm(), "the newest gpubind knows: no slurmd here, --slurm-version names another"};
 }
 

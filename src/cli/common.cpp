@@ -45,6 +45,14 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
 }
 
+std::optional<InstalledSlurm> installed_slurm() {
+  for (const char* slurmd : {"slurmd", "/usr/sbin/slurmd", "/usr/local/sbin/slurmd"}) {
+    auto r = sys::run_command({slurmd, "-V"}, std::chrono::seconds(10));
+    if (r && r->exit_code == 0 && !trim(r->out).empty()) return InstalledSlurm{std::string(trim(r->out)), std::string(slurmd) + " -V"};
+  }
+  return std::nullopt;
+}
+
 void add_runtime_identity(topo::Topology& t, bool quiet, bool container_variable) {
   print_warnings(discover::add_runtime_identity(t, [](const char* n) { return sys::env_value(n).value_or(""); }, container_variable),
                  quiet);

@@ -40,6 +40,14 @@ void add_quiet_option(Args& app, bool& target);
 // command, unless --quiet. Control characters (a newline in a device name) are escaped so one
 // warning stays one line.
 void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+
+// What this host's slurmd says it is (`slurmd -V`: "slurm 25.11.4"), and which slurmd said it (in
+// PATH, else /usr/sbin or /usr/local/sbin); nullopt when none runs here.
+struct InstalledSlurm {
+  std::string version;  // its output, trimmed
+  std::string from;     // "slurmd -V", "/usr/sbin/slurmd -V"
+};
+std::optional<InstalledSlurm> installed_slurm();
 // On this machine: when CUDA_VISIBLE_DEVICES (or ROCR_/HIP_VISIBLE_DEVICES) names GPUs by UUID
 // and the topology has none, fills them in from NVML / ROCm SMI (discover::add_runtime_identity),
 // printing its notes.

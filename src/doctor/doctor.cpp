@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "plan/slurm_node.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::doctor {
@@ -431,6 +432,103 @@ CheckResult slurm_task_plugin(const NodeFacts& f) {
           "TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes in cgroup.conf (or gpubind's SPANK plugin binds by itself)"};
 }
 
+// The GPU of the topology a gres.conf File= names: /dev/nvidiaN is NVIDIA's GPU N, a render node
+// the GPU whose OS devices hold it.
+std::optional<size_t> gpu_of_file(const topo::Topology& t, const std::string& file) {
+  std::string name = file.substr(file.rfind('/') + 1);
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    const topo::Gpu& g = t.gpus[i];
+    if (g.vendor == topo::Vendor::nvidia && name == "nvidia" + std::to_string(g.index)) return i;
+    if (std::find(g.os_names.begin(), g.os_names.end(), name) != g.os_names.end()) return i;
+  }
+  return std::nullopt;
+}
+
+// The first socket `cores` covers in part, for slurmctld's own words.
+std::string partial_socket(const CpuSet& cores, const plan::SlurmSockets& s) {
+  for (size_t i = 0; i < s.sockets.size(); ++i) {
+    unsigned in = (cores & s.sockets[i]).count();
+    if (in && in != s.cores_per_socket) return "socket " + std::to_string(i) + " is cores " + s.sockets[i].to_list();
+  }
+  return "it names " + std::to_string(cores.count()) + " cores of several sockets";
+}
+
+// slurm_gres: each GPU's Cores= in gres.conf (or what AutoDetect gives it) as the node's Slurm will
+// judge it when the node registers, on the sockets its NodeName= line defines; that line against
+// what slurmd counts here; and each GPU's Cores= against its own cores.
+CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
+  const char* id = "slurm_gres";
+  plan::SlurmVersion v = plan::newest_slurm();
+  bool known = false;
+  if (f.slurm_version)
+    if (auto parsed = plan::parse_slurm_version(*f.slurm_version)) {
+      v = *parsed;
+      known = true;
+    }
+  std::string by = known ? "Slurm " + v.text() : v.text() + "'s rule";  // unknown: the newest rule
+  std::string file = f.gres_conf.empty() ? std::string("gres.conf") : f.gres_conf;
+  std::string where = file + (known ? "" : "; the release is unknown, --slurm-version names it");
+  plan::SlurmCoresRule rule = plan::slurm_cores_rule(v);
+  std::string params = f.slurmd_parameters + "," + (plan::slurm_node_parameters(v) ? f.slurm_node_parameters : std::string());
+  plan::SlurmSocket def = params.find("l3cache_as_socket") != std::string::npos     ? plan::SlurmSocket::l3cache
+                          : params.find("numa_node_as_socket") != std::string::npos ? plan::SlurmSocket::numa_node
+                                                                                    : plan::SlurmSocket::package;
+  plan::SlurmSockets counted = plan::slurm_sockets(t, def);
+  std::vector<std::string> refused, elsewhere;
+  // The sockets slurmctld divides the cores into: the node line's, else what slurmd counts.
+  plan::SlurmSockets configured;
+  unsigned sockets = f.slurm_sockets.value_or(unsigned(counted.sockets.size()));
+  configured.cores_per_socket = f.slurm_cores_per_socket.value_or(counted.cores_per_socket);
+  for (unsigned i = 0; i < sockets && configured.cores_per_socket; ++i)
+    configured.sockets.push_back(CpuSet::range(i * configured.cores_per_socket, (i + 1) * configured.cores_per_socket - 1));
+  std::string shape = std::to_string(sockets) + " sockets of " + std::to_string(configured.cores_per_socket) + " cores";
+  if (counted.unusable.empty() && ((f.slurm_sockets && *f.slurm_sockets != counted.sockets.size()) ||
+                                   (f.slurm_cores_per_socket && *f.slurm_cores_per_socket != counted.cores_per_socket) ||
+                                   (f.slurm_threads_per_core && *f.slurm_threads_per_core != counted.threads_per_core)))
+    refused.push_back("its NodeName= line gives " + shape + " (" + std::to_string(f.slurm_threads_per_core.value_or(0)) +
+                      " threads), slurmd counts " + std::to_string(counted.sockets.size()) + " " + counted.kind + "s of " +
+                      std::to_string(counted.cores_per_socket) + " (" + std::to_string(counted.threads_per_core) + " threads) here");
+  plan::SlurmNodePlan planned = plan::plan_slurm_node(t, v);
+  unsigned judged = 0;
+  auto judge = [&](const std::string& what, const CpuSet& cores, std::optional<size_t> gpu) {
+    ++judged;
+    if (!configured.sockets.empty() && !plan::slurm_accepts(cores, configured, rule))
+      refused.push_back(what + " (\"doesn't match socket boundaries\": " + partial_socket(cores, configured) + ")");
+    if (gpu && !planned.gpus[*gpu].own.empty() && !planned.gpus[*gpu].own.is_subset_of(cores))
+      elsewhere.push_back(what + " leaves out the GPU's own cores " + planned.gpus[*gpu].own.to_list());
+  };
+  for (const NodeFacts::GresGpu& g : f.gres_gpus) {
+    if (g.cores.empty()) continue;
+    auto cores = CpuSet::parse_list(g.cores);
+    if (!cores) {
+      refused.push_back(g.where + ": Cores=" + g.cores + " is not a core list");
+      continue;
+    }
+    judge(g.where + " Cores=" + g.cores, *cores, gpu_of_file(t, g.file));
+  }
+  // AutoDetect without Cores=: slurmd takes each GPU's own cores from NVML or ROCm SMI.
+  bool any_cores = std::any_of(f.gres_gpus.begin(), f.gres_gpus.end(), [](const NodeFacts::GresGpu& g) { return !g.cores.empty(); });
+  if (!f.gres_autodetect.empty() && f.gres_autodetect != "off" && !any_cores)
+    for (const plan::SlurmGpuCores& g : planned.gpus)
+      if (!g.own.empty())
+        judge("AutoDetect=" + f.gres_autodetect + " gives GPU " + std::to_string(t.gpus[g.gpu].index) + " Cores=" + g.own.to_list(), g.own,
+              std::nullopt);
+  std::string fix = "gpubind slurm gres-conf --slurm-version " + v.text() + " writes the lines and NodeName= definition it takes";
+  if (planned.no_cores.empty() && planned.sockets.definition != plan::SlurmSocket::package)
+    fix += " (" + std::string(plan::slurmd_parameter(planned.sockets.definition)) + ": " + std::to_string(planned.sockets.sockets.size()) +
+           " " + planned.sockets.kind + " sockets of " + std::to_string(planned.sockets.cores_per_socket) + " cores)";
+  // The first of each kind in full; the count of the rest.
+  auto first_of = [](const std::vector<std::string>& found, const char* rest) {
+    return found.front() + (found.size() > 1 ? ", and " + std::to_string(found.size() - 1) + " " + rest : std::string());
+  };
+  if (!refused.empty()) return {id, Severity::fail, by + " drains this node: " + first_of(refused, "more") + " (" + where + ")", fix};
+  if (!elsewhere.empty())
+    return {id, Severity::warn, first_of(elsewhere, "more") + ": Slurm places those GPUs' jobs on other cores (" + where + ")", fix};
+  if (judged == 0) return ok(id, "no GPU line names cores (" + where + ")");
+  std::string taken = rule == plan::SlurmCoresRule::any ? by + " takes any Cores=" : by + " takes each on " + shape;
+  return ok(id, std::to_string(judged) + " GPU core lists, each holding its GPU's own cores; " + taken + " (" + where + ")");
+}
+
 CheckResult kubelet(const topo::Topology& t, const NodeFacts& f) {
   const char* id = "kubelet";
   const k8s::KubeletConfig& k = *f.kubelet;
@@ -469,6 +567,11 @@ Report judge(const topo::Topology& t, const NodeFacts& f) {
   r.results.push_back(cgroup_mems(t, f));
   if (f.slurm_task_plugin) r.results.push_back(slurm_task_plugin(f));
   else r.notes.push_back("slurm_task_plugin: not checked: no slurm.conf ($SLURM_CONF, /etc/slurm/slurm.conf)");
+  if (f.slurm_node_found && (!f.gres_gpus.empty() || !f.gres_autodetect.empty())) r.results.push_back(slurm_gres(t, f));
+  else if (f.slurm_task_plugin)
+    r.notes.push_back("slurm_gres: not checked: " + (!f.slurm_node_found   ? "no NodeName= line for this node in " + f.slurm_conf
+                                                     : f.gres_conf.empty() ? std::string("no gres.conf beside ") + f.slurm_conf
+                                                                           : "no GPU line for this node in " + f.gres_conf));
   if (f.kubelet) r.results.push_back(kubelet(t, f));
   else if (!f.kubelet_config.empty()) r.notes.push_back("kubelet: not checked: " + f.kubelet_config + " could not be read as its configuration");
   else r.notes.push_back("kubelet: not checked: no kubelet configuration (/var/lib/kubelet/config.yaml)");

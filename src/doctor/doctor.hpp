@@ -21,6 +21,8 @@
 //   swap               swap on a node that runs training jobs
 //   cgroup_mems        the cgroup's cpuset.mems without a GPU's node
 //   slurm_task_plugin  Slurm without task/affinity or task/cgroup: its binding is a no-op
+//   slurm_gres         gres.conf's GPU Cores= that the node's Slurm drains it for (24.11 on: whole
+//                      sockets), a NodeName= shape slurmd does not count, Cores= off the GPU's cores
 //   kubelet            the kubelet's CPU and Topology managers' policies
 #include <string>
 #include <vector>

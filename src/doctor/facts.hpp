@@ -94,6 +94,23 @@ struct NodeFacts {
   // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.
   std::string slurm_cpu_spec_list;
   std::optional<unsigned> slurm_core_spec_count;
+  // Its shape as that line gives it (nullopt: not given; Sockets= counts as Boards x
+  // SocketsPerBoard), its Parameters= (node-specific SlurmdParameters, 25.11 on), and slurm.conf's
+  // SlurmdParameters.
+  bool slurm_node_found = false;
+  std::optional<unsigned> slurm_sockets, slurm_cores_per_socket, slurm_threads_per_core;
+  std::string slurm_node_parameters, slurmd_parameters;
+  // The GPU lines of gres.conf (beside slurm.conf) that apply to this node: each File=, Type= and
+  // Cores= (also the older CPUs=) with where it was read; AutoDetect= when set.
+  struct GresGpu {
+    std::string where;  // "/etc/slurm/gres.conf:4"
+    std::string file, type, cores;
+  };
+  std::vector<GresGpu> gres_gpus;
+  std::string gres_autodetect;
+  std::string gres_conf;  // the gres.conf read, "" when none
+  // The Slurm release on this node (slurmd -V, or as the user named it); nullopt: not known.
+  std::optional<std::string> slurm_version;
   std::vector<DeviceIrqs> irqs;            // of the topology's GPUs and NICs
   bool proc_irq = true;                    // /proc/irq exists
   Irqbalance irqbalance;

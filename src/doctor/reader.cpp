@@ -335,6 +335,18 @@ std::optional<uint16_t> acs_control(const std::string& config) {
   return std::nullopt;
 }
 
+namespace {
+
+// Whether a NodeName= host list names `node` (or its short name, slurmd's default NodeName).
+bool names_node(const std::string& pattern, const std::string& node) {
+  auto hosts = bind::expand_hosts(pattern);
+  std::string short_name = node.substr(0, node.find('.'));
+  return hosts && (std::find(hosts->begin(), hosts->end(), node) != hosts->end() ||
+                   std::find(hosts->begin(), hosts->end(), short_name) != hosts->end());
+}
+
+}  // namespace
+
 std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std::string& node) {
   std::optional<SlurmNodeLine> found;
   SlurmNodeLine defaults;
@@ -354,21 +366,58 @@ std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std:
       else if (key == "cpuspeclist") l.cpu_spec_list = value;
       else if (key == "corespeccount") {
         if (auto v = parse_uint(value)) l.core_spec_count = unsigned(*v);
+      } else if (key == "parameters") {
+        l.parameters = value;
+      } else {
+        std::optional<unsigned>* shape = key == "boards"            ? &l.boards
+                                         : key == "sockets"         ? &l.sockets
+                                         : key == "socketsperboard" ? &l.sockets_per_board
+                                         : key == "corespersocket"  ? &l.cores_per_socket
+                                         : key == "threadspercore"  ? &l.threads_per_core
+                                                                    : nullptr;
+        if (shape)
+          if (auto v = parse_uint(value)) *shape = unsigned(*v);
       }
     }
     if (to_lower(pattern) == "default") {
       defaults = l;
       continue;
     }
-    auto hosts = bind::expand_hosts(pattern);
-    std::string short_name = node.substr(0, node.find('.'));  // slurmd's default NodeName is the short hostname
-    if (!hosts || (std::find(hosts->begin(), hosts->end(), node) == hosts->end() &&
-                   std::find(hosts->begin(), hosts->end(), short_name) == hosts->end()))
-      continue;
+    if (!names_node(pattern, node)) continue;
     l.pattern = pattern;
     found = l;
   }
   return found;
+}
+
+std::vector<NodeFacts::GresGpu> gres_gpu_lines(const std::string& text, const std::string& file, const std::string& node,
+                                               std::string& autodetect) {
+  std::vector<NodeFacts::GresGpu> out;
+  unsigned number = 0;
+  for (std::string_view raw : split(text, '\n')) {
+    ++number;
+    std::string spaced(trim(raw.substr(0, raw.find('#'))));
+    std::replace(spaced.begin(), spaced.end(), '\t', ' ');
+    std::string names, name, auto_detect;
+    NodeFacts::GresGpu g;
+    g.where = file + ":" + std::to_string(number);
+    for (std::string_view word : split(spaced, ' ')) {
+      size_t eq = word.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string key = to_lower(std::string(word.substr(0, eq)));
+      std::string value(word.substr(eq + 1));
+      if (key == "nodename") names = value;
+      else if (key == "name") name = value;
+      else if (key == "file") g.file = value;
+      else if (key == "type") g.type = value;
+      else if (key == "cores" || key == "cpus") g.cores = value;
+      else if (key == "autodetect") auto_detect = value;
+    }
+    if (!names.empty() && !names_node(names, node)) continue;
+    if (!auto_detect.empty()) autodetect = auto_detect;
+    if (to_lower(name) == "gpu") out.push_back(std::move(g));
+  }
+  return out;
 }
 
 std::string slurm_conf_value(const std::string& text, const std::string& key) {
@@ -412,9 +461,22 @@ Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology&
   if (slurm) {
     f.slurm_conf = conf;
     f.slurm_task_plugin = slurm_conf_value(*slurm, "TaskPlugin");
+    f.slurmd_parameters = slurm_conf_value(*slurm, "SlurmdParameters");
     if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*slurm, o.node_name)) {
       f.slurm_cpu_spec_list = line->cpu_spec_list;
       f.slurm_core_spec_count = line->core_spec_count;
+      f.slurm_node_found = true;
+      // Sockets= with Boards= means sockets per board (slurm.conf(5)).
+      if (std::optional<unsigned> per_board = line->sockets_per_board ? line->sockets_per_board : line->sockets)
+        f.slurm_sockets = line->boards.value_or(1) * *per_board;
+      f.slurm_cores_per_socket = line->cores_per_socket;
+      f.slurm_threads_per_core = line->threads_per_core;
+      f.slurm_node_parameters = line->parameters;
+      std::string gres = conf.substr(0, conf.rfind('/') + 1) + "gres.conf";  // Slurm reads it beside slurm.conf
+      if (auto text = read(root, under_root(gres), f)) {
+        f.gres_conf = gres;
+        f.gres_gpus = gres_gpu_lines(*text, gres, o.node_name, f.gres_autodetect);
+      }
     }
     std::string plugstack = slurm_conf_value(*slurm, "PlugStackConfig");
     if (plugstack.empty()) plugstack = conf.substr(0, conf.rfind('/') + 1) + "plugstack.conf";  // Slurm's default: beside slurm.conf

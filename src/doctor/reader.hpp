@@ -46,8 +46,15 @@ struct SlurmNodeLine {
   std::string pattern;
   std::string cpu_spec_list;
   std::optional<unsigned> core_spec_count;
+  std::optional<unsigned> boards, sockets, sockets_per_board, cores_per_socket, threads_per_core;
+  std::string parameters;  // Parameters= (25.11 on)
 };
 std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std::string& node);
+
+// The lines of gres.conf `text` (read from `file`) for GPUs (Name=gpu) that apply to `node`: those
+// without NodeName= and those whose NodeName= host list names it; AutoDetect= into `autodetect`.
+std::vector<NodeFacts::GresGpu> gres_gpu_lines(const std::string& text, const std::string& file, const std::string& node,
+                                               std::string& autodetect);
 
 // The ACS control register of a PCI config space (its bytes as read from sysfs `config`): the
 // extended capability list from offset 0x100 followed to capability 0x0d. nullopt: none (or the

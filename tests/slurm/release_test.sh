@@ -6,7 +6,8 @@
 # chroot) registers one node per shape, and each must come up IDLE with its GPUs on the sockets
 # gpubind planned (scontrol's Gres=gpu:TYPE:N(S:...)). Beside each, the lines written for 22.05 on a
 # node of the shape's packages must be refused exactly where gpubind changed them for RELEASE (a
-# dgx-a100-nps4 GPU's NUMA node is a quarter of a package), so the test can fail.
+# dgx-a100-nps4 GPU's NUMA node is a quarter of a package), so the test can fail; `gpubind doctor`'s
+# slurm_gres check on the same files must say so first (FAIL where refused, OK where taken).
 #
 #   release_test.sh GPUBIND RELEASE CORPUS_DIR
 #
@@ -110,6 +111,16 @@ for c in "${!cluster_of[@]}"; do
     reason=$(printf '%s\n' "$show" | sed -n 's/^ *Reason=//p')
     if [ -f "$D/nodes/$node.expect" ]; then
       expect=$(cat "$D/nodes/$node.expect")
+      # doctor's slurm_gres on the same two files says, before any slurmd runs, what Slurm did.
+      mkdir -p "$D/doctor-$node/etc/slurm"
+      sed -n "s/^# slurm.conf: //p" "$g" > "$D/doctor-$node/etc/slurm/slurm.conf"
+      cp "$g" "$D/doctor-$node/etc/slurm/gres.conf"
+      verdict=$("$GPUBIND" doctor --quiet --root "$D/doctor-$node" --topology "$src" --node-name "$node" --slurm-version "$RELEASE" \
+        2>/dev/null | awk '$1 == "slurm_gres" {print $2}')
+      case $expect:$verdict in
+        refused:FAIL | taken:OK) pass "before: doctor's slurm_gres says $verdict for the 22.05 lines of $src" ;;
+        *) fail "before: doctor's slurm_gres says '$verdict' for the 22.05 lines of $src, which $RELEASE should have $expect" ;;
+      esac
       case $expect:$state:$reason in
         refused:*DRAIN*:*"doesn't match socket boundaries"* | refused:*INVAL*:*"doesn't match socket boundaries"*)
           pass "before: $RELEASE refuses the 22.05 lines of $src on its packages, as gpubind did: ${reason%% \[*}" ;;

@@ -8,6 +8,7 @@
 #include "../../support/test_machines.hpp"
 #include "discover/source.hpp"
 #include "doctor/reader.hpp"
+#include "plan/slurm_node.hpp"
 #include "render/doctor_render.hpp"
 
 namespace gpubind::doctor {
@@ -168,6 +169,106 @@ TEST(Doctor, SlurmWithoutABindingTaskPluginFails) {
   EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::fail);
   f.slurm_task_plugin = "task/affinity,task/cgroup";
   EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_task_plugin"), Severity::ok);
+}
+
+// A node of dgx-a100-nps4 in slurm.conf with these sockets, gres.conf's GPU lines as gres-conf
+// wrote them for `written_for`, judged for `release`.
+NodeFacts slurm_node(unsigned sockets, unsigned cores, const char* written_for, const char* release) {
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  f.slurm_node_found = true;
+  f.slurm_sockets = sockets;
+  f.slurm_cores_per_socket = cores;
+  f.slurm_threads_per_core = 2;
+  f.gres_conf = "/etc/slurm/gres.conf";
+  topo::Topology t = example("dgx-a100-nps4");
+  plan::SlurmNodePlan p = plan::plan_slurm_node(t, *plan::parse_slurm_version(written_for));
+  for (const plan::SlurmGpuCores& g : p.gpus)
+    f.gres_gpus.push_back({"/etc/slurm/gres.conf:" + std::to_string(g.gpu + 1), "/dev/nvidia" + std::to_string(t.gpus[g.gpu].index),
+                           "nvidia_a100-sxm4-40gb", g.cores.to_list()});
+  if (release) f.slurm_version = release;
+  return f;
+}
+
+// Slurm 24.11 drains a node whose GPU Cores= are part of a socket: the NPS4 lines written for
+// 22.05 (a GPU's NUMA node, a quarter of a package) on a node of two 64-core sockets.
+TEST(Doctor, SlurmGresPartOfASocketFailsFrom2411WithSlurmsOwnWords) {
+  NodeFacts f = slurm_node(2, 64, "22.05", "slurm 24.11.5");
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("Slurm 24.11.5 drains this node: /etc/slurm/gres.conf:1 Cores=48-63 (\"doesn't match socket boundaries\": socket 0 "
+                       "is cores 0-63), and 7 more"),
+            std::string::npos)
+      << c.why;
+  EXPECT_NE(c.fix.find("gpubind slurm gres-conf --slurm-version 24.11.5 "), std::string::npos) << c.fix;
+  EXPECT_NE(c.fix.find("numa_node_as_socket: 8 NUMA node sockets of 16 cores"), std::string::npos) << c.fix;
+  f.slurm_version = "22.05.8";  // before 24.11 Slurm takes them
+  EXPECT_EQ(severity(example("dgx-a100-nps4"), f, "slurm_gres"), Severity::ok);
+}
+
+TEST(Doctor, SlurmGresAsGresConfWroteThemOnItsNodeLineIsOk) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "25.11.4");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::ok) << c.why;
+  EXPECT_NE(c.why.find("8 GPU core lists, each holding its GPU's own cores; Slurm 25.11.4 takes each on 8 sockets of 16 cores"),
+            std::string::npos)
+      << c.why;
+}
+
+// Parameters= on a NodeName line is 25.11's: 24.11 counts packages whatever it says, so the line's
+// 8 sockets are not what slurmd counts.
+TEST(Doctor, SlurmGresNodeParametersAreNot2411sSoTheShapeDiffers) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "24.11");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("its NodeName= line gives 8 sockets of 16 cores (2 threads), slurmd counts 2 packages of 64"), std::string::npos)
+      << c.why;
+  f.slurmd_parameters = "numa_node_as_socket";  // 24.11's way: for every node
+  EXPECT_EQ(severity(example("dgx-a100-nps4"), f, "slurm_gres"), Severity::ok);
+}
+
+TEST(Doctor, SlurmGresCoresThatLeaveOutTheGpusOwnWarn) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "25.11");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  f.gres_gpus[0].cores = "0-15";  // GPU 0's own are 48-63
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::warn);
+  EXPECT_NE(c.why.find("/etc/slurm/gres.conf:1 Cores=0-15 leaves out the GPU's own cores 48-63"), std::string::npos) << c.why;
+}
+
+// AutoDetect=nvml without Cores=: slurmd takes each GPU's own cores, judged the same way.
+TEST(Doctor, SlurmGresAutoDetectIsJudgedByTheGpusOwnCores) {
+  NodeFacts f = slurm_node(2, 64, "22.05", "25.11");
+  for (NodeFacts::GresGpu& g : f.gres_gpus) g.cores.clear();
+  f.gres_autodetect = "nvml";
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("AutoDetect=nvml gives GPU 0 Cores=48-63"), std::string::npos) << c.why;
+}
+
+TEST(Doctor, SlurmGresOfAnUnknownReleaseIsJudgedByTheNewestRuleAndSaysSo) {
+  NodeFacts f = slurm_node(2, 64, "22.05", nullptr);
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("26.05's rule drains this node"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("the release is unknown, --slurm-version names it"), std::string::npos) << c.why;
+}
+
+TEST(Doctor, SlurmGresIsNotCheckedWithoutGpuLinesForThisNode) {
+  NodeFacts f = slurm_node(2, 64, "22.05", "25.11");
+  f.gres_gpus.clear();
+  Report r = judge(example("dgx-a100-nps4"), f);
+  EXPECT_TRUE(std::none_of(r.results.begin(), r.results.end(), [](const CheckResult& x) { return x.check == "slurm_gres"; }));
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.starts_with("slurm_gres: not checked"); }));
 }
 
 TEST(Doctor, TaskNoneWithGpubindsPluginBindingEveryStepIsBoundAndWithoutADefaultWarns) {
@@ -433,6 +534,36 @@ TEST(DoctorReader, ANamedSlurmConfOrKubeletConfigThatCannotBeReadIsAnErrorNotANo
   EXPECT_EQ(kubelet.error().what, "kubelet configuration " + tree.root() + "/etc/kubelet.yaml");
   o.kubelet_config = "/etc/kubelet.json";  // read, but not a configuration
   EXPECT_FALSE(read_node_facts(**root, example("dgx-h100"), o).ok());
+}
+
+TEST(DoctorReader, GresConfGpuLinesAreThisNodesAndTheirCoresWhateverTheKeysCase) {
+  std::string conf =
+      "AutoDetect=off\n"
+      "NodeName=gpu[01-02] Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-15 # node 0\n"
+      "NodeName=gpu03 Name=gpu File=/dev/nvidia0 Cores=16-31\n"
+      "Name=gpu\tFile=/dev/nvidia1 CPUs=32-47\n"
+      "nodename=gpu02 name=mps Count=100\n";
+  std::string autodetect;
+  auto lines = gres_gpu_lines(conf, "/etc/slurm/gres.conf", "gpu02.cluster.example", autodetect);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].where, "/etc/slurm/gres.conf:2");
+  EXPECT_EQ(lines[0].file, "/dev/nvidia0");
+  EXPECT_EQ(lines[0].type, "a100");
+  EXPECT_EQ(lines[0].cores, "0-15");
+  EXPECT_EQ(lines[1].cores, "32-47");  // CPUs=, the older key
+  EXPECT_EQ(autodetect, "off");
+}
+
+TEST(DoctorReader, ThisNodesSlurmLineGivesItsSocketsCoresAndParameters) {
+  std::string conf =
+      "NodeName=DEFAULT ThreadsPerCore=2\nNodeName=gpu[01-04] Boards=2 Sockets=2 CoresPerSocket=16 Parameters=l3cache_as_socket\n";
+  auto line = slurm_node_line(conf, "gpu03");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->boards, 2u);
+  EXPECT_EQ(line->sockets, 2u);
+  EXPECT_EQ(line->cores_per_socket, 16u);
+  EXPECT_EQ(line->threads_per_core, 2u);
+  EXPECT_EQ(line->parameters, "l3cache_as_socket");
 }
 
 TEST(DoctorReader, ThisNodesSlurmLineIsFoundThroughHostlistsAndDefaults) {
