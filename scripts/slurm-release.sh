@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Slurm releases newer than Debian 12's 22.05, as Debian packages them, for the slurm-new test
 # tier: a root file system of a newer Debian suite with slurmctld, slurmd, the client commands and
-# munge installed (mmdebstrap, from deb.debian.org), kept in a cache directory outside the clone
-# and reused by later runs on this machine. The tier runs those daemons in it by chroot.
+# munge installed, and Slurm's headers (libslurm-dev: the SPANK plugin is built against each
+# release's spank.h), by mmdebstrap from deb.debian.org, kept in a cache directory outside the
+# clone and reused by later runs on this machine. The tier runs those daemons in it by chroot.
 #
 #   scripts/slurm-release.sh [RELEASE...]   RELEASE: 24.11 (Debian 13 trixie), 26.05 (Debian forky);
 #                                           default both. Prints each root's path and `slurmd -V`.
@@ -15,7 +16,7 @@ set -euo pipefail
 
 cache=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}
 mirror=${GPUBIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-packages=slurmctld,slurmd,slurm-client,munge
+packages=slurmctld,slurmd,slurm-client,munge,libslurm-dev
 
 suite_of() {
   case $1 in
@@ -29,7 +30,7 @@ make_root() {
   local release=$1 suite root
   suite=$(suite_of "$release") || exit 2
   root=$cache/$release
-  if [ -x "$root/usr/sbin/slurmd" ] && [ -f "$root/.gpubind-slurm" ]; then
+  if [ -x "$root/usr/sbin/slurmd" ] && [ -f "$root/usr/include/slurm/spank.h" ] && [ -f "$root/.gpubind-slurm" ]; then
     echo "$root: $(cat "$root/.gpubind-slurm")"
     return 0
   fi

@@ -123,10 +123,13 @@ ctest_pass() {
 }
 
 mkdir -p "$BUILD"
+# The slurm-new tier's Slurm releases (Debian's packages, in a cache outside the clone), made before
+# the build is configured: the SPANK plugin is built for each release found there.
+if [ "$TIER" = all ]; then
+  pass "Slurm 24.11 and 26.05 roots" scripts/slurm-release.sh || failed+=("Slurm 24.11 and 26.05 roots: not made, the slurm-new tests skip")
+fi
 if pass "build ($BUILD)" "$MAKE" --no-print-directory build; then
   if [ "$TIER" = all ]; then
-    # The slurm-new tier's Slurm releases (Debian's packages, in a cache outside the clone).
-    pass "Slurm 24.11 and 26.05 roots" scripts/slurm-release.sh || failed+=("Slurm 24.11 and 26.05 roots: not made, the slurm-new tests skip")
     ctest_pass "ctest ($BUILD)" "$BUILD" "$BUILD/ctest.log"
     pass "mutation check ($BUILD)" /usr/bin/python3 tests/mutation/mutate.py "$BUILD" \
       || failed+=("mutation check ($BUILD): a breakage survived or no longer applies (see 'mutation:' lines above)")

@@ -6,7 +6,10 @@
 # munged, slurmctld and one slurmd per node run chrooted in ROOTFS, in a mount namespace of their
 # own (DIR bind-mounted at /mnt/gpubind-test, /proc, /sys and /dev of this host), until every node
 # has registered or been refused; then `scontrol show node` goes to DIR/nodes.txt, `slurmd -G`
-# of each node to DIR/NODE.G, and everything started here is stopped.
+# of each node to DIR/NODE.G, DIR/steps.sh (when present) runs there with its output in
+# DIR/steps.out, and everything started here is stopped. DIR/plugstack.conf, when present, is the
+# cluster's PlugStackConfig (paths in it as seen in the root: DIR is /mnt/gpubind-test);
+# TASK_PLUGIN (default task/none) its TaskPlugin.
 #
 #   release_cluster.sh ROOTFS DIR PORT
 set -eu
@@ -55,7 +58,8 @@ SlurmctldLogFile=$T/log/slurmctld.log
 SlurmdLogFile=$T/log/slurmd-%n.log
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=${TASK_PLUGIN:-task/none}
+$([ -f "$D/plugstack.conf" ] && echo "PlugStackConfig=$T/plugstack.conf")
 SlurmdParameters=$global
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -89,6 +93,7 @@ settled() { ! sinfo -h -N -o '%T' 2>/dev/null | grep -q -e '^unknown' -e '\*$' -
 wait_for 60 settled || echo "nodes did not settle: $(sinfo -h -N -o '%N %T' 2>&1 | tr '\n' ' ')"
 scontrol show node > "$T/nodes.txt" 2>&1
 for n in $nodes; do slurmd -G -N "$n" > "$T/$n.G" 2>&1; done
+[ -f "$T/steps.sh" ] && bash "$T/steps.sh" > "$T/steps.out" 2>&1
 for f in "$T"/pids/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done
 for f in "$T"/pids/*.pid; do wait_for 10 sh -c "! kill -0 $(cat "$f") 2>/dev/null" || kill -KILL "$(cat "$f")" 2>/dev/null; done
 INNER

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The SPANK plugin built against a newer Slurm release (src/CMakeLists.txt builds one per root
+# scripts/slurm-release.sh made) on a throw-away cluster of that release (release_cluster.sh): one
+# node of this machine's real shape, so the binding is real. Each task of `srun --gpubind=verbose`
+# is bound to the CPUs `gpubind plan` gives its local rank and the plugin says its line; a site
+# default in plugstack.conf binds a plain srun; a bad --gpubind is refused; and the plugin built for
+# Debian 12's 22.05 is refused by this release's srun in Slurm's own words (a plugin must be built
+# for the Slurm it runs in).
+#
+#   release_spank_test.sh GPUBIND RELEASE PLUGIN_FOR_RELEASE PLUGIN_FOR_22.05
+set -u
+GPUBIND=${1:?gpubind binary}
+RELEASE=${2:?release}
+PLUGIN=${3:-}
+OLD_PLUGIN=${4:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOTFS=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}/$RELEASE
+
+skip() { echo "skipped: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (chroot, mounts, slurmd as root)"
+[ -x "$ROOTFS/usr/sbin/slurmd" ] || skip "Slurm $RELEASE not made, run scripts/slurm-release.sh $RELEASE"
+[ -f "$PLUGIN" ] || skip "the plugin for Slurm $RELEASE is not built (make its root, then configure the build again)"
+
+failures=0
+pass() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+D=$(mktemp -d /tmp/gpubind-slurm-spank.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+T=/mnt/gpubind-test
+# This machine as one node: its packages, cores and threads (no GPU: the plugin plans CPUs only).
+shape=$("$GPUBIND" topo --quiet --json | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+pk = max(len(t["packages"]), 1)
+cores = len(t["cores"])
+pus = sum(len(c.split(",")) for c in t["cores"])
+print("Boards=1 SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d" % (pk, cores // pk, pus // cores))')
+mkdir -p "$D/nodes"
+echo "# slurm.conf: NodeName=n1 $shape" > "$D/nodes/n1.gres"
+cp "$PLUGIN" "$D/gpubind_spank.so"
+[ -f "$OLD_PLUGIN" ] && cp "$OLD_PLUGIN" "$D/gpubind_spank_2205.so"
+cat > "$D/steps.sh" <<STEPS
+T=$T
+export SLURM_CONF=\$T/etc/slurm.conf
+probe='echo "\$SLURM_LOCALID \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset}"'
+srun -Q -N1 -n2 --gpubind=verbose sh -c "\$probe" > \$T/verbose.out 2> \$T/verbose.err; echo \$? > \$T/verbose.rc
+srun -Q -N1 -n1 --gpubind=bogus true > \$T/bogus.out 2>&1; echo \$? > \$T/bogus.rc
+echo "required \$T/gpubind_spank.so default=closest" > \$T/plugstack.conf
+srun -Q -N1 -n2 sh -c "\$probe" > \$T/default.out 2> \$T/default.err; echo \$? > \$T/default.rc
+if [ -f \$T/gpubind_spank_2205.so ]; then
+  echo "required \$T/gpubind_spank_2205.so" > \$T/plugstack.conf
+  srun -Q -N1 -n1 true > \$T/old.out 2>&1; echo \$? > \$T/old.rc
+fi
+STEPS
+
+plan_cpus() { "$GPUBIND" plan --quiet -n 2 --format env --rank "$1" | sed -n 's/^export GPUBIND_CPUS=//p'; }
+
+# Each case under TaskPlugin tp: Slurm's own binding off (task/none: the plugin binds alone) and on
+# (task/affinity, as production sites run it: the plugin narrows within the step's CPUs).
+run_cases() {  # PORT
+  rm -f "$D"/*.out "$D"/*.err "$D"/*.rc "$D/nodes.txt"
+    echo "required $T/gpubind_spank.so" > "$D/plugstack.conf"
+    TASK_PLUGIN=$tp "$HERE/release_cluster.sh" "$ROOTFS" "$D" "$1" > "$D/run.log" 2>&1 || { fail "the $RELEASE cluster ($tp) did not run: $(tail -5 "$D/run.log" | tr '\n' ' ')"; return; }
+  state=$(sed -n 's/.* State=\([^ ]*\).*/\1/p' "$D/nodes.txt")
+  case $state in IDLE*) ;; *) fail "node n1 of Slurm $RELEASE ($tp) ($tp) is $state: $(sed -n 's/^ *Reason=//p' "$D/nodes.txt")"; return ;; esac
+
+  # 1. --gpubind=verbose: each task on its plan's CPUs, GPUBIND_CPUS said, the plugin's line.
+  for r in 0 1; do
+    line=$(awk -v r=$r '$1 == r' "$D/verbose.out")
+    want=$(plan_cpus $r)
+    if [ "$(cat "$D/verbose.rc")" = 0 ] && [ -n "$want" ] && [ "$line" = "$r $want $want" ]; then
+      pass "Slurm $RELEASE ($tp), srun --gpubind=verbose: local rank $r bound to CPUs $want, as gpubind plan says"
+    else
+      fail "Slurm $RELEASE ($tp), srun --gpubind=verbose: local rank $r: '$line', plan '$want' (rc $(cat "$D/verbose.rc"); $(head -3 "$D/verbose.err" | tr '\n' ' '))"
+    fi
+  done
+  grep -q "gpubind: .* rank 0 (local 0): .*CPUs $(plan_cpus 0)," "$D/verbose.err" && pass "Slurm $RELEASE ($tp): the plugin's verbose line: $(grep -m1 'rank 0 (local 0)' "$D/verbose.err")" ||
+    fail "Slurm $RELEASE ($tp): no verbose line from the plugin: $(head -3 "$D/verbose.err" | tr '\n' ' ')"
+
+  # 2. A bad value is refused by srun.
+  [ "$(cat "$D/bogus.rc")" != 0 ] && grep -q gpubind "$D/bogus.out" && pass "Slurm $RELEASE ($tp): --gpubind=bogus refused: $(grep -m1 gpubind "$D/bogus.out")" ||
+    fail "Slurm $RELEASE ($tp): --gpubind=bogus accepted (rc $(cat "$D/bogus.rc")): $(cat "$D/bogus.out")"
+
+  # 3. The site default binds a plain srun.
+  bound=$(awk '$3 != "unset" && $2 == $3' "$D/default.out" | wc -l)
+  [ "$bound" = 2 ] && pass "Slurm $RELEASE ($tp): plugstack.conf default=closest binds a plain srun (both tasks)" ||
+    fail "Slurm $RELEASE ($tp): default=closest: $(cat "$D/default.out" "$D/default.err" | tr '\n' ' ')"
+
+  # 4. The plugin built for 22.05: this release refuses it, in its own words, and runs nothing.
+  if [ -f "$D/old.rc" ]; then
+    if [ "$(cat "$D/old.rc")" != 0 ] && grep -q "Incompatible Slurm plugin .*gpubind_spank_2205.so version (22\.05" "$D/old.out"; then
+      pass "Slurm $RELEASE ($tp) refuses the plugin built for 22.05: $(grep -m1 Incompatible "$D/old.out")"
+    else
+      fail "Slurm $RELEASE ($tp) and the plugin built for 22.05 (rc $(cat "$D/old.rc")): $(head -3 "$D/old.out" | tr '\n' ' ')"
+    fi
+  fi
+}
+
+PORT=$((23000 + (RANDOM % 400) * 20))
+for tp in task/none task/affinity; do run_cases $((PORT += 20)); done
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]
