@@ -27,6 +27,7 @@ GPUS=${GPUS:-8}
 PORT=${PORT:-17817}
 
 log() { echo "cluster: $*" >&2; }
+. "$(dirname "$0")/slurm_conf.sh"
 
 stop() {
   [ -f "$D/env.sh" ] && . "$D/env.sh" && scancel --quiet --user "$(id -un)" 2>/dev/null
@@ -116,24 +117,8 @@ start() {
   fi
   : > "$D/etc/plugstack.conf"
   [ -n "$plugin" ] && echo "required $plugin $plugargs" > "$D/etc/plugstack.conf"
-  cat > "$D/etc/slurm.conf" <<CONF
-ClusterName=gpubindtest
-SlurmctldHost=$host(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$PORT
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$D/munge/munge.sock
-StateSaveLocation=$D/state
-SlurmdSpoolDir=$D/spool/%n
-SlurmctldPidFile=$D/state/slurmctld.pid
-SlurmdPidFile=$D/spool/%n/slurmd.pid
-SlurmctldLogFile=$D/log/slurmctld.log
-SlurmdLogFile=$D/log/slurmd-%n.log
+  { slurm_conf_base gpubindtest "$D" "$PORT" "$host"; cat <<CONF; } > "$D/etc/slurm.conf"
 PlugStackConfig=$D/etc/plugstack.conf
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
 TaskPlugin=$TASK_PLUGIN
 SlurmdParameters=config_overrides
 SelectType=select/cons_tres

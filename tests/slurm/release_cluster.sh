@@ -41,23 +41,8 @@ for g in "$D"/nodes/*.gres; do
 "
   nodes="$nodes${nodes:+,}$node"
 done
-cat > "$D/etc/slurm.conf" <<CONF
-ClusterName=gpubindnew
-SlurmctldHost=$host(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$PORT
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/munge.sock
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool/%n
-SlurmctldPidFile=$T/state/slurmctld.pid
-SlurmdPidFile=$T/spool/%n/slurmd.pid
-SlurmctldLogFile=$T/log/slurmctld.log
-SlurmdLogFile=$T/log/slurmd-%n.log
-MailProg=/bin/true
-ProctrackType=proctrack/linuxproc
+. "$(dirname "$0")/slurm_conf.sh"
+{ slurm_conf_base gpubindnew "$T" "$PORT" "$host"; cat <<CONF; } > "$D/etc/slurm.conf"
 TaskPlugin=${TASK_PLUGIN:-task/none}
 $([ -f "$D/plugstack.conf" ] && echo "PlugStackConfig=$T/plugstack.conf")
 SlurmdParameters=$global
