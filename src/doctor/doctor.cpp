@@ -485,8 +485,9 @@ CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
   if (counted.unusable.empty() && ((f.slurm_sockets && *f.slurm_sockets != counted.sockets.size()) ||
                                    (f.slurm_cores_per_socket && *f.slurm_cores_per_socket != counted.cores_per_socket) ||
                                    (f.slurm_threads_per_core && *f.slurm_threads_per_core != counted.threads_per_core)))
-    refused.push_back("its NodeName= line gives " + shape + " (" + std::to_string(f.slurm_threads_per_core.value_or(0)) +
-                      " threads), slurmd counts " + std::to_string(counted.sockets.size()) + " " + counted.kind + "s of " +
+    refused.push_back("its NodeName= line gives " + shape +
+                      (f.slurm_threads_per_core ? " (" + std::to_string(*f.slurm_threads_per_core) + " threads)" : std::string()) +
+                      ", slurmd counts " + std::to_string(counted.sockets.size()) + " " + counted.kind + "s of " +
                       std::to_string(counted.cores_per_socket) + " (" + std::to_string(counted.threads_per_core) + " threads) here");
   plan::SlurmNodePlan planned = plan::plan_slurm_node(t, v);
   unsigned judged = 0;
