@@ -74,13 +74,24 @@ std::optional<std::vector<unsigned>> listed_gpus(const std::string& item, bool m
   return rows;
 }
 
+// The GPU part of SLURMD_TRES_BIND without its name and verbose: 22.05 writes "gpu:map_gpu:1,0"
+// (parts apart at ';'), 24.11 on "gres/gpu:verbose,map:1,0+gres/nic:closest" (apart at '+', the
+// gres named gres/NAME; --gpu-bind's older map_gpu:/mask_gpu: kept, and --tres-bind's map:/mask:).
+// Read from Slurm's src/common/tres_bind.c at slurm-24-11-7-1 and from srun's own environment.
+std::string gpu_rule(const std::string& tres_bind) {
+  std::string gpu;
+  for (std::string_view part : split(tres_bind, tres_bind.find('+') != std::string::npos ? '+' : ';')) {
+    if (part.substr(0, 5) == "gres/") part.remove_prefix(5);
+    if (part.substr(0, 4) == "gpu:") gpu = std::string(part.substr(4));
+  }
+  if (gpu.rfind("verbose,", 0) == 0) gpu = gpu.substr(8);
+  return gpu;
+}
+
 // Every task's GPUs by the rule SLURMD_TRES_BIND names, where it names them all.
 std::optional<std::vector<std::vector<unsigned>>> rule_rows(const std::string& tres_bind, const std::vector<unsigned>& step,
-                                                             unsigned tasks) {
-  std::string gpu;
-  for (std::string_view part : split(tres_bind, ';'))
-    if (part.substr(0, 4) == "gpu:") gpu = std::string(part.substr(4));
-  if (gpu.rfind("verbose,", 0) == 0) gpu = gpu.substr(8);
+                                                            unsigned tasks) {
+  std::string gpu = gpu_rule(tres_bind);
   std::vector<std::vector<unsigned>> rows(tasks);
   if (gpu.rfind("per_task:", 0) == 0) {
     auto n = number(std::string_view(gpu).substr(9));
@@ -89,9 +100,12 @@ std::optional<std::vector<std::vector<unsigned>>> rule_rows(const std::string& t
       for (unsigned k = 0; k < *n; ++k) rows[t].push_back(unsigned((size_t(t) * *n + k) % step.size()));
     return rows;
   }
-  bool mask = gpu.rfind("mask_gpu:", 0) == 0;
-  if (!mask && gpu.rfind("map_gpu:", 0) != 0) return std::nullopt;
-  auto items = repeated_items(gpu.substr(mask ? 9 : 8));
+  size_t list = 0;  // where the list starts
+  for (const char* kind : {"mask_gpu:", "map_gpu:", "mask:", "map:"})
+    if (gpu.rfind(kind, 0) == 0) list = std::string_view(kind).size();
+  if (list == 0) return std::nullopt;
+  bool mask = gpu.rfind("mask", 0) == 0;
+  auto items = repeated_items(gpu.substr(list));
   if (!items) return std::nullopt;
   for (unsigned t = 0; t < tasks; ++t) {
     auto r = listed_gpus((*items)[t % items->size()], mask, step);

@@ -29,8 +29,15 @@ for g in "$D"/nodes/*.gres; do
   node=$(basename "$g" .gres)
   i=$((i + 1))
   mkdir -p "$D/spool/$node" "$D/dev/$node"
-  # Device files: each File= becomes an empty file of the node's own.
-  for f in $(sed -n 's/^NodeName=.* File=\([^ ]*\).*/\1/p' "$g"); do : > "$D/dev/$node/$(basename "$f")"; done
+  # Device files: each File= becomes a device node of the node's own (NVIDIA's major 195, DRM's
+  # 226, the name's number as minor, as the kernel numbers them), or an empty file where mknod is
+  # refused; one the caller made is kept.
+  for f in $(sed -n 's/^NodeName=.* File=\([^ ]*\).*/\1/p' "$g"); do
+    name=$(basename "$f") dev="$D/dev/$node/$(basename "$f")"
+    [ -e "$dev" ] && continue
+    case $name in nvidia*) major=195 ;; *) major=226 ;; esac
+    mknod "$dev" c "$major" "${name//[!0-9]/}" 2>/dev/null || : > "$dev"
+  done
   sed -n "/^NodeName=/s#File=/dev/\(dri/\)\{0,1\}#File=$T/dev/$node/#p" "$g" >> "$D/etc/gres.conf"
   def=$(sed -n "s/^# slurm.conf: NodeName=$node //p" "$g")
   [ -n "$def" ] || { echo "no node line in $g" >&2; exit 1; }

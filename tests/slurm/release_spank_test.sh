@@ -100,5 +100,54 @@ run_cases() {  # PORT
 PORT=$((23000 + (RANDOM % 400) * 20))
 for tp in task/none task/affinity; do run_cases $((PORT += 20)); done
 
+# 5. Per-task GPUs as Slurm of this release gives them, under task/affinity on a node shaped like
+#    this machine (2 sockets x 1 core), two stand-in GPUs (GPU 0 near CPU 0, GPU 1 near CPU 1, in
+#    gres.conf and in the plugin's topology), default=closest: each task on its own GPU's CPU. Since
+#    24.11 --gpus-per-task reaches the task as SLURM_TRES_BIND=gres/gpu:per_task:1 (no
+#    SLURM_GPUS_PER_TASK), and --tres-bind=gres/gpu:map:/mask: beside --gpu-bind's map_gpu:.
+if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
+  echo "SKIP 5: the per-task GPU cases need a machine of exactly CPUs 0-1 (this one: $(cat /sys/devices/system/cpu/online))"
+else
+  G=$D/gpus
+  mkdir -p "$G/nodes" "$G/dev/n1"
+  "$GPUBIND" topo --quiet --json | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+node = t["numa_nodes"][0]["os_index"]
+t["gpus"] = [{"index": i, "vendor": "nvidia", "name": "stand-in GPU", "uuid": "GPU-0000000%d-test" % i,
+              "pci": "0000:%02x:00.0" % (0xe1 + i), "vendor_id": "0x10de", "device_id": "0x2330", "class_id": "0x0302",
+              "os_names": [], "numa": [node], "cpus": str(i), "pcie_path": ["hb:0000:%02x" % (0xe0 + i)], "memory_numa": []}
+             for i in range(2)]
+json.dump(t, sys.stdout)' > "$G/two-gpus.json"
+  for i in 0 1; do mknod "$G/dev/n1/nvidia$i" c 195 $i 2>/dev/null || : > "$G/dev/n1/nvidia$i"; done
+  printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 Gres=gpu:2\nNodeName=n1 Name=gpu File=/dev/nvidia0 Cores=0\nNodeName=n1 Name=gpu File=/dev/nvidia1 Cores=1\n' > "$G/nodes/n1.gres"
+  cp "$PLUGIN" "$G/gpubind_spank.so"
+  echo "required $T/gpubind_spank.so default=closest topology=$T/two-gpus.json" > "$G/plugstack.conf"
+  cat > "$G/steps.sh" <<STEPS
+export SLURM_CONF=$T/etc/slurm.conf
+probe='echo "\$SLURM_LOCALID \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset} \${GPUBIND_GPU:-unset}"'
+srun -Q -N1 -n2 --gpus-per-task=1 sh -c "\$probe" > $T/per_task.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "\$probe" > $T/map_gpu.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:map:1,0 sh -c "\$probe" > $T/map.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:verbose,mask:0x2,0x1 sh -c "\$probe" > $T/mask.out 2>&1
+STEPS
+  if TASK_PLUGIN=task/affinity "$HERE/release_cluster.sh" "$ROOTFS" "$G" $((PORT + 100)) > "$G/run.log" 2>&1; then
+    gpu_case() {  # gpu_case WHAT FILE "TASK0" "TASK1": each "CPU GPU"
+      local got want
+      got=$(awk '$1 ~ /^[01]$/ {print $1, $2, $3, $4}' "$G/$2" | sort)
+      want=$(printf '0 %s %s %s\n1 %s %s %s' "${3% *}" "${3% *}" "${3#* }" "${4% *}" "${4% *}" "${4#* }")
+      [ "$got" = "$want" ] && pass "Slurm $RELEASE (task/affinity): $1" || fail "Slurm $RELEASE (task/affinity): $1: got '$(tr '\n' ' ' < "$G/$2")'"
+      # Each of these rules names every task's GPU: read, nothing is guessed (the plugin says a guess).
+      grep -q "are assumed" "$G/$2" && fail "Slurm $RELEASE: $1: the rule names every task's GPU, yet the plugin guessed: $(grep -m1 'are assumed' "$G/$2")"
+    }
+    gpu_case "--gpus-per-task=1: each task on its own GPU's CPU" per_task.out "0 0000:e1:00.0" "1 0000:e2:00.0"
+    gpu_case "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU, task 1 on GPU 0's" map_gpu.out "1 0000:e2:00.0" "0 0000:e1:00.0"
+    gpu_case "--tres-bind=gres/gpu:map:1,0: the same" map.out "1 0000:e2:00.0" "0 0000:e1:00.0"
+    gpu_case "--tres-bind=gres/gpu:verbose,mask:0x2,0x1: the same" mask.out "1 0000:e2:00.0" "0 0000:e1:00.0"
+  else
+    fail "the $RELEASE cluster with GPUs did not run: $(tail -5 "$G/run.log" | tr '\n' ' ')"
+  fi
+fi
+
 echo "$failures failure(s)"
 [ "$failures" = 0 ]

@@ -52,6 +52,26 @@ TEST(SlurmStep, GpusPerTaskGiveTasksTheStepsGpusInTurn) {
   EXPECT_EQ(g->rows, (Rows{{0, 1}, {2, 3}}));
 }
 
+// Slurm 24.11 on writes SLURMD_TRES_BIND as gres/NAME:TYPE parts apart at '+' (srun
+// --gpus-per-task=1 gives "gres/gpu:per_task:1" and no SLURM_GPUS_PER_TASK, as Debian's 24.11.5
+// and 26.05.5 showed), with --tres-bind's map:/mask: beside --gpu-bind's map_gpu:/mask_gpu:.
+TEST(SlurmStep, Slurm2411sGresSyntaxIsReadAs2205s) {
+  auto g = slurm_task_gpus("0,2", "2", "gres/gpu:per_task:1", 2, 1);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->exact);
+  EXPECT_EQ(g->rows, (Rows{{0}, {1}}));
+  for (const char* rule : {"gres/gpu:map_gpu:1,0", "gres/gpu:map:1,0", "gres/gpu:verbose,map:1,0+gres/nic:closest",
+                           "gres/nic:closest+gres/gpu:mask:0x2,0x1"}) {
+    g = slurm_task_gpus("0,1", "1", rule, 2, 0);
+    ASSERT_TRUE(g) << rule;
+    EXPECT_TRUE(g->exact) << rule;
+    EXPECT_EQ(g->rows, (Rows{{1}, {0}})) << rule;
+  }
+  g = slurm_task_gpus("0,1", "0", "gres/nic:closest", 2, 0);  // no GPU rule: the task's GPU, the others' assumed
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(g->exact);
+}
+
 TEST(SlurmStep, MapGpuNamesEveryTasksGpu) {
   auto g = slurm_task_gpus("0,1", "1", "gpu:map_gpu:1,0", 2, 0);
   ASSERT_TRUE(g);
