@@ -196,19 +196,11 @@ Result<CpuSet> slurm_core_cpus(const topo::Topology& t, const std::string& cores
   auto ids = CpuSet::parse_list(cores);
   if (!ids || ids->empty()) return Error{"Slurm's step cores '" + cores + "'", "not a list of core numbers"};
   if (t.cores.empty()) return Error{"Slurm's step cores " + cores, "the topology gives no cores to number"};
-  std::vector<const topo::Package*> packages;
-  for (const topo::Package& p : t.packages) packages.push_back(&p);
-  auto lowest = [](const CpuSet& c) { return c.first().value_or(~0u); };
-  std::sort(packages.begin(), packages.end(), [&](const topo::Package* a, const topo::Package* b) { return lowest(a->cpus) < lowest(b->cpus); });
-  std::vector<const topo::Core*> order;
-  for (const topo::Package* p : packages) {
-    size_t from = order.size();
-    for (const topo::Core& c : t.cores)
-      if (c.pus.is_subset_of(p->cpus)) order.push_back(&c);
-    std::sort(order.begin() + long(from), order.end(), [&](const topo::Core* a, const topo::Core* b) { return lowest(a->pus) < lowest(b->pus); });
-  }
-  if (packages.empty())
-    for (const topo::Core& c : t.cores) order.push_back(&c);
+  // Slurm's core N is hwloc's logical core N (slurmd numbers cores socket by socket in hwloc's
+  // order, whatever counts as a socket): topo::logical_core_ids, as gres.conf's Cores= are.
+  std::vector<unsigned> logical = topo::logical_core_ids(t);
+  std::vector<const topo::Core*> order(t.cores.size());
+  for (size_t i = 0; i < t.cores.size(); ++i) order[logical[i]] = &t.cores[i];
   CpuSet out;
   for (unsigned id : ids->ids()) {
     if (id >= order.size())

@@ -61,8 +61,9 @@ std::optional<TaskGpus> slurm_task_gpus(const std::string& step, const std::stri
 std::optional<TaskGpus> exec_task_gpus(const EnvMap& task, unsigned local_tasks, unsigned local_id, EnvMap& gpu_env);
 
 // The CPUs of the cores Slurm allocated to the step on this node (the plugin's
-// S_STEP_ALLOC_CORES, e.g. "0-3,8"). Slurm numbers a node's cores 0..N-1 socket by socket,
-// within a socket in hwloc's order (here: by lowest PU), whatever the OS numbers its CPUs; cores
+// S_STEP_ALLOC_CORES, e.g. "0-3,8"). Slurm numbers a node's cores 0..N-1 socket by socket in
+// hwloc's order (topo::logical_core_ids: within a package NUMA node by NUMA node, then L3 by L3),
+// whatever the OS numbers its CPUs; cores
 // it keeps for the system (CoreSpecCount, CpuSpecList, --core-spec) and other jobs' are never in
 // the list. An Error when a core is beyond this machine's (slurm.conf describes another layout)
 // or the topology gives no cores.

@@ -1,8 +1,9 @@
 // What Slurm tells the SPANK plugin about a step (bind/slurm_step.hpp): the user's CPU binding
 // told apart from task/affinity's, and each task's GPUs under per-task GPU binding. The
-// variables are as Slurm 22.05 sets them (recorded on the test cluster, tests/slurm).
+// variables are as Slurm 22.05, 24.11 and 26.05 set them (recorded on the test clusters, tests/slurm).
 #include <gtest/gtest.h>
 
+#include "../../support/test_machines.hpp"
 #include "bind/slurm_step.hpp"
 
 namespace gpubind::bind {
@@ -133,6 +134,19 @@ TEST(SlurmStep, SlurmsCoresAreNumberedSocketBySocket) {
   cpus = slurm_core_cpus(t, "4,7");
   ASSERT_TRUE(cpus.ok());
   EXPECT_EQ(cpus->to_list(), "1,7,9,15");
+}
+
+// Sub-NUMA clusters numbered round-robin: within package 0 hwloc (and so Slurm) numbers node 0's
+// cores (CPUs 0,4,8,12) before node 2's (2,6,10,14); by lowest CPU, core 1 was CPU 2, of the other
+// node.
+TEST(SlurmStep, SlurmsCoresFollowHwlocsOrderThroughSubNumaClusters) {
+  topo::Topology t = testing::round_robin_snc2();
+  auto cpus = slurm_core_cpus(t, "0-3");
+  ASSERT_TRUE(cpus.ok()) << cpus.error().message();
+  EXPECT_EQ(cpus->to_list(), "0,4,8,12");
+  cpus = slurm_core_cpus(t, "4");
+  ASSERT_TRUE(cpus.ok());
+  EXPECT_EQ(cpus->to_list(), "2");
 }
 
 TEST(SlurmStep, SlurmsCoresBeyondThisMachineAreRefused) {
