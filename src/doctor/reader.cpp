@@ -337,6 +337,18 @@ std::optional<uint16_t> acs_control(const std::string& config) {
 
 namespace {
 
+// A line of slurm.conf or gres.conf (`#` to its end a comment) as its KEY=VALUE words, each key in
+// lower case: Slurm reads keys whatever their case.
+std::vector<std::pair<std::string, std::string>> conf_words(std::string_view raw) {
+  std::string spaced(trim(raw.substr(0, raw.find('#'))));
+  std::replace(spaced.begin(), spaced.end(), '\t', ' ');
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::string_view word : split(spaced, ' '))
+    if (size_t eq = word.find('='); eq != std::string_view::npos)
+      out.emplace_back(to_lower(std::string(word.substr(0, eq))), std::string(word.substr(eq + 1)));
+  return out;
+}
+
 // Whether a NodeName= host list names `node` (or its short name, slurmd's default NodeName).
 bool names_node(const std::string& pattern, const std::string& node) {
   auto hosts = bind::expand_hosts(pattern);
@@ -351,17 +363,11 @@ std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std:
   std::optional<SlurmNodeLine> found;
   SlurmNodeLine defaults;
   for (std::string_view raw : split(text, '\n')) {
-    std::string spaced(trim(raw.substr(0, raw.find('#'))));
-    std::replace(spaced.begin(), spaced.end(), '\t', ' ');
-    std::string_view line = spaced;
-    if (to_lower(std::string(line.substr(0, 9))) != "nodename=") continue;
+    auto words = conf_words(raw);
+    if (words.empty() || words.front().first != "nodename") continue;
     SlurmNodeLine l = defaults;
     std::string pattern;
-    for (std::string_view word : split(line, ' ')) {
-      size_t eq = word.find('=');
-      if (eq == std::string_view::npos) continue;
-      std::string key = to_lower(std::string(word.substr(0, eq)));
-      std::string value(word.substr(eq + 1));
+    for (const auto& [key, value] : words) {
       if (key == "nodename") pattern = value;
       else if (key == "cpuspeclist") l.cpu_spec_list = value;
       else if (key == "corespeccount") {
@@ -396,16 +402,10 @@ std::vector<NodeFacts::GresGpu> gres_gpu_lines(const std::string& text, const st
   unsigned number = 0;
   for (std::string_view raw : split(text, '\n')) {
     ++number;
-    std::string spaced(trim(raw.substr(0, raw.find('#'))));
-    std::replace(spaced.begin(), spaced.end(), '\t', ' ');
     std::string names, name, auto_detect;
     NodeFacts::GresGpu g;
     g.where = file + ":" + std::to_string(number);
-    for (std::string_view word : split(spaced, ' ')) {
-      size_t eq = word.find('=');
-      if (eq == std::string_view::npos) continue;
-      std::string key = to_lower(std::string(word.substr(0, eq)));
-      std::string value(word.substr(eq + 1));
+    for (const auto& [key, value] : conf_words(raw)) {
       if (key == "nodename") names = value;
       else if (key == "name") name = value;
       else if (key == "file") g.file = value;
