@@ -31,6 +31,7 @@ pass() { echo "ok: $*"; }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 W=$(mktemp -d /tmp/gpubind-slurm-release.XXXXXX)
+T=/mnt/gpubind-test  # the cluster's directory as its daemons see it (release_cluster.sh)
 trap 'rm -rf "$W"' EXIT
 
 # The shapes: name and topology source.
@@ -60,6 +61,18 @@ for src in "${shapes[@]}"; do
   printf '%s\n' "$out" > "$W/$c/nodes/n$n.gres"
   echo "$src" > "$W/$c/nodes/n$n.src"
   [ -n "$global" ] && echo "$global" > "$W/$c/global"
+  # From 25.11 `slurmd -C --parameters=P` says what slurmd counts on a machine, here the shape's
+  # hwloc XML (HWLOC_XMLFILE): an example as gpubind exports it, a corpus capture as it is.
+  case $RELEASE in 24.* | 25.05) continue ;; esac
+  case $src in
+    example:*) "$GPUBIND" topo --quiet --topology "$src" --format xml > "$W/$c/nodes/n$n.xml" ;;
+    *.nccl.xml | *.rccl.xml) continue ;;
+    *.xml) cp "$src" "$W/$c/nodes/n$n.xml" ;;
+    *) continue ;;
+  esac
+  "$GPUBIND" topo --quiet --topology "$src" --json > "$W/$c/nodes/n$n.json"
+  param=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* Parameters=\([^ ]*\).*/\1/p')
+  echo "HWLOC_XMLFILE=$T/nodes/n$n.xml slurmd -C ${param:+--parameters=$param} -vvvvvv > $T/nodes/n$n.C 2>&1" >> "$W/$c/steps.sh"
 done
 # Before: each shape's lines as written for 22.05 (each GPU's own cores) on a node of its packages,
 # as sites had them. Slurm must refuse them exactly where gpubind did not keep them for RELEASE
@@ -128,6 +141,14 @@ for c in "${!cluster_of[@]}"; do
         *) fail "before: $src on its packages with the 22.05 lines: gpubind expected them $expect by $RELEASE, Slurm: $state '$reason'" ;;
       esac
       continue
+    fi
+    # What this release's slurmd counts on the shape, and the CPUs its own map gives each Cores=.
+    if [ -f "$D/nodes/$node.C" ]; then
+      if /usr/bin/python3 "$HERE/slurmd_counts.py" "$g" "$D/nodes/$node.json" "$D/nodes/$node.C" > "$D/nodes/$node.verdict"; then
+        pass "$RELEASE: $src: slurmd -C on its hwloc XML counts what gres-conf wrote, and maps each GPU's Cores= to the GPU's CPUs ($(tail -1 "$D/nodes/$node.verdict"))"
+      else
+        fail "$RELEASE: $src: slurmd -C on its hwloc XML: $(grep FAIL "$D/nodes/$node.verdict" | head -3 | tr '\n' ' ')"
+      fi
     fi
     # The sockets gpubind planned for each GPU type: its Cores= divided by CoresPerSocket.
     per=$(sed -n 's/^# slurm.conf: .* CoresPerSocket=\([0-9]*\) .*/\1/p' "$g")
