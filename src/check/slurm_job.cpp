@@ -1,6 +1,8 @@
 #include "check/slurm_job.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -132,33 +134,79 @@ JobReport merge_node_rows(const std::string& job, unsigned nodes_expected, const
   return rep;
 }
 
+namespace {
+
+constexpr std::string_view kPiece = "gpubind-summary-piece";
+constexpr size_t kPieceBytes = 512;  // far below srun's 1024-byte messages, with the node name and numbers
+
+// One node's summary (a JSON object) into the report.
+void take_summary(const nlohmann::json& j, JobWatchReport& rep) {
+  auto node = json_field::get<std::string>(j, "node");
+  if (text_of(j, "type") != "summary" || !node) return;
+  rep.nodes.push_back(*node);
+  if (json_field::get<bool>(j, "any_finding").value_or(false)) rep.any_finding = true;
+  const nlohmann::json* ranks = json_field::member(j, "ranks");
+  if (!ranks || !ranks->is_array()) return;
+  for (const auto& r : *ranks) {
+    auto pid = json_field::get<int>(r, "pid");
+    if (!pid) continue;
+    JobWatchRow row;
+    row.node = *node;
+    row.pid = *pid;
+    row.rank = text_of(r, "rank");
+    row.local_rank = text_of(r, "local_rank");
+    row.comm = text_of(r, "comm");
+    row.seen = join(json_field::get<std::vector<std::string>>(r, "seen").value_or(std::vector<std::string>{}), ",");
+    row.worst_interval = json_field::get<unsigned>(r, "worst_interval");
+    row.exited = json_field::get<bool>(r, "exited").value_or(false);
+    rep.rows.push_back(row);
+  }
+}
+
+}  // namespace
+
+std::string summary_pieces(const std::string& node, const std::string& json_line) {
+  std::string_view text = trim(json_line);
+  size_t count = std::max<size_t>(1, (text.size() + kPieceBytes - 1) / kPieceBytes);
+  std::string out;
+  for (size_t i = 0; i < count; ++i)
+    out += std::string(kPiece) + "\t" + field(node) + "\t" + std::to_string(i + 1) + "\t" + std::to_string(count) + "\t" +
+           std::string(text.substr(i * kPieceBytes, kPieceBytes)) + "\n";
+  return out;
+}
+
 JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expected, const std::string& out) {
   JobWatchReport rep;
   rep.job = job;
   rep.nodes_expected = nodes_expected;
+  std::map<std::string, std::vector<std::optional<std::string>>> pieces;  // by node, in the order they came
+  std::vector<std::string> order;
   for (std::string_view line : split(out, '\n')) {
+    if (line.substr(0, kPiece.size()) == kPiece) {
+      std::vector<std::string_view> f = split(line, '\t');
+      auto i = f.size() == 5 ? parse_uint(f[2]) : std::nullopt;
+      auto n = f.size() == 5 ? parse_uint(f[3]) : std::nullopt;
+      if (!i || !n || *i == 0 || *i > *n || *n > 1u << 16) continue;
+      auto [it, added] = pieces.try_emplace(std::string(f[1]));
+      if (added) order.push_back(it->first);
+      it->second.resize(*n);
+      it->second[*i - 1] = std::string(f[4]);
+      continue;
+    }
     if (line.find("\"summary\"") == std::string_view::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    auto node = json_field::get<std::string>(j, "node");
-    if (j.is_discarded() || text_of(j, "type") != "summary" || !node) continue;
-    rep.nodes.push_back(*node);
-    if (json_field::get<bool>(j, "any_finding").value_or(false)) rep.any_finding = true;
-    const nlohmann::json* ranks = json_field::member(j, "ranks");
-    if (!ranks || !ranks->is_array()) continue;
-    for (const auto& r : *ranks) {
-      auto pid = json_field::get<int>(r, "pid");
-      if (!pid) continue;
-      JobWatchRow row;
-      row.node = *node;
-      row.pid = *pid;
-      row.rank = text_of(r, "rank");
-      row.local_rank = text_of(r, "local_rank");
-      row.comm = text_of(r, "comm");
-      row.seen = join(json_field::get<std::vector<std::string>>(r, "seen").value_or(std::vector<std::string>{}), ",");
-      row.worst_interval = json_field::get<unsigned>(r, "worst_interval");
-      row.exited = json_field::get<bool>(r, "exited").value_or(false);
-      rep.rows.push_back(row);
+    if (!j.is_discarded()) take_summary(j, rep);
+  }
+  for (const std::string& node : order) {
+    std::string text;
+    bool whole = true;
+    for (const auto& p : pieces[node]) {
+      whole = whole && p.has_value();
+      if (p) text += *p;
     }
+    if (!whole) continue;  // a node whose pieces did not all come is a node without a summary
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_discarded()) take_summary(j, rep);
   }
   close_merge(rep, "summary");
   return rep;

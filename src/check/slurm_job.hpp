@@ -79,6 +79,14 @@ struct JobWatchReport {
   bool any_finding = false;         // some node's summary says so
 };
 
+// The summaries come through srun, which sends a task's output in messages of at most 1024 bytes
+// and writes each as it arrives (slurmstepd's io.c, MAX_MSG_LEN): a longer line from one node is
+// cut and may be interleaved with another node's. So each node writes its summary (a JSON line)
+// as numbered pieces, each a line far shorter than that: "gpubind-summary-piece NODE I N TEXT",
+// tab-separated (watch --summary-pieces), and the merge puts each node's pieces back together.
+// A whole summary line, as `watch --json` prints it, is taken too.
+std::string summary_pieces(const std::string& node, const std::string& json_line);
+
 JobWatchReport merge_watch_summaries(const std::string& job, unsigned nodes_expected, const std::string& out);
 
 }  // namespace gpubind::check

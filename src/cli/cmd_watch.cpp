@@ -4,16 +4,17 @@
 #include <cstdio>
 #include <memory>
 
+#include "check/slurm_job.hpp"
 #include "cli/check_slurm_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/plan_options.hpp"
 #include "discover/gpu_runtime.hpp"
+#include "rebind/move.hpp"
 #include "render/check_render.hpp"
 #include "render/json_text.hpp"
 #include "render/metrics.hpp"
 #include "render/rebind_render.hpp"
-#include "rebind/move.hpp"
 #include "render/watch_render.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
@@ -34,7 +35,7 @@ struct WatchFlags {
   double enforce_gap = 10;
   std::vector<std::string> roots;
   SelectionFlags which;
-  bool json = false, once = false, no_tty = false, quiet = false;
+  bool json = false, once = false, no_tty = false, quiet = false, summary_pieces = false;
   watch::Schedule schedule;
   unsigned mem_every = 10;
   watch::Thresholds th;
@@ -63,6 +64,9 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--root", f.roots, "Read /proc and /sys under this directory instead of /; repeated: a recorded sequence, one tree per "
                                 "sample, replayed without waiting (by default one interval per tree after the first)");
   app.flag("--json", f.json, "JSON lines: one object per interval, then the summary");
+  app.flag("--summary-pieces", f.summary_pieces,
+           "With --slurm-node: no interval lines, and the summary as numbered pieces of at most 512 bytes, one per line, as "
+           "watch --slurm-job asks of each node (srun cuts lines of 1024 bytes or more and may interleave two nodes' parts)");
   app.flag("--no-tty", f.no_tty, "Append each interval's table even on a terminal (default there: redraw in place, like top)");
   app.option("--listen", f.listen,
              "Serve /metrics (Prometheus text format) and /healthz on [ADDR:]PORT; ADDR defaults to 127.0.0.1, any other "
@@ -129,7 +133,9 @@ class Outputs final : public watch::Sink {
   }
 
   Status interval(const watch::Interval& iv, const watch::Watcher& watcher, double cost_seconds) override {
-    std::string out = m_f.json ? render::json_line(render::interval_json(iv, m_node, sys::utc_timestamp())) : render::interval_text(iv) + "\n";
+    std::string out = m_f.summary_pieces ? std::string()  // only the summary goes back through srun
+                      : m_f.json         ? render::json_line(render::interval_json(iv, m_node, sys::utc_timestamp()))
+                                         : render::interval_text(iv) + "\n";
     if (m_redraw) {
       char head[160];
       std::snprintf(head, sizeof head, "\x1b[H\x1b[2Jgpubind watch on %s, every %g s (Ctrl-C stops)\n\n", one_line(m_node).c_str(),
@@ -255,9 +261,13 @@ int watch_job(const WatchFlags& f) {
                                                     "--children-of, --match, --slurm-node, --listen, --textfile, --summary and --enforce "
                                                     "do not combine with it", ErrorKind::usage});
   auto number = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g", v); return std::string(b); };
-  std::vector<std::string> pass = {"--json", "--no-tty", "--interval", number(f.schedule.interval), "--mem-every", std::to_string(f.mem_every),
-                                   "--max-migrations", number(f.th.migrations_per_second), "--max-cross-numa", number(f.th.cross_numa),
-                                   "--max-remote-memory", number(f.th.remote_memory), "--max-imbalance", number(f.th.imbalance)};
+  std::vector<std::string> pass = {"--summary-pieces",    "--no-tty",
+                                   "--interval",          number(f.schedule.interval),
+                                   "--mem-every",         std::to_string(f.mem_every),
+                                   "--max-migrations",    number(f.th.migrations_per_second),
+                                   "--max-cross-numa",    number(f.th.cross_numa),
+                                   "--max-remote-memory", number(f.th.remote_memory),
+                                   "--max-imbalance",     number(f.th.imbalance)};
   if (f.schedule.count) pass.insert(pass.end(), {"--count", std::to_string(*f.schedule.count)});
   if (f.schedule.duration > 0) pass.insert(pass.end(), {"--duration", number(f.schedule.duration)});
   double expected = f.schedule.duration > 0 ? f.schedule.duration : f.schedule.interval * *f.schedule.count;
@@ -339,6 +349,8 @@ int cmd_watch(const std::vector<std::string>& args) {
   if (int rc = app.parse(enforce_spelled(args)); rc >= 0) return rc;
 
   if (!f.slurm_job.empty()) return watch_job(f);
+  if (f.summary_pieces && f.slurm_node.empty())
+    return fail(Error{"--summary-pieces", "is what watch --slurm-job asks of each node: it needs --slurm-node", ErrorKind::usage});
   // The selection is found again at every sample: ranks that start, restart or exit are followed.
   auto sel = make_selection(f.which, f.roots.empty());
   if (!sel) return fail(sel.error());
@@ -376,7 +388,9 @@ int cmd_watch(const std::vector<std::string>& args) {
   watch::Outcome o = watch::run(sampler, watcher, clock, f.schedule, enforcing ? static_cast<watch::Sink&>(*enforcing) : outputs,
                                 [&live_clock] { return *live_clock && (*live_clock)->stopped_by() != 0; });
   if (o.stopped) return fail(*o.stopped);
-  std::string out = f.json ? render::json_line(render::summary_json(o.summary, node, sys::utc_timestamp())) : render::summary_text(o.summary);
+  std::string out = f.json || f.summary_pieces ? render::json_line(render::summary_json(o.summary, node, sys::utc_timestamp()))
+                                               : render::summary_text(o.summary);
+  if (f.summary_pieces) out = check::summary_pieces(node, out);
   std::fwrite(out.data(), 1, out.size(), stdout);
   Status kept = f.summary_file.empty() ? Status(Ok{}) : sys::replace_file(f.summary_file, render::summary_text(o.summary));
   if (!kept) return fail(Error{"--summary", kept.error().message()});

@@ -140,4 +140,39 @@ TEST(SlurmJob, WatchSummariesOfTheNodesMerge) {
   EXPECT_FALSE(r.any_finding);
 }
 
+// srun sends a task's output in messages of at most 1024 bytes and writes them as they come: a
+// longer summary line from one node was cut and interleaved with another node's, and the merge
+// lost a node ("1 of the job's 2 nodes gave no summary", seen in the Slurm tier). Each node's
+// summary now travels as short numbered pieces, put back together whatever their interleaving.
+TEST(SlurmJob, SummaryPiecesSurviveSrunInterleavingThem) {
+  auto summary = [](const std::string& node, int pid) {
+    std::string reason(1500, 'x');  // a long finding's reason: the line is far over 1024 bytes
+    return R"({"schema_version":1,"type":"summary","node":")" + node + R"(","ranks":[{"pid":)" + std::to_string(pid) +
+           R"(,"rank":"0","local_rank":"0","comm":"python","seen":["DRIFTED"],"findings":[{"reason":")" + reason +
+           R"("}],"worst_interval":1,"exited":false}],"any_finding":true})";
+  };
+  std::string a = summary_pieces("n1", summary("n1", 101) + "\n"), b = summary_pieces("n2", summary("n2", 202));
+  std::vector<std::string_view> la = split(a, '\n'), lb = split(b, '\n');
+  ASSERT_GT(la.size(), 3u);
+  for (std::string_view l : la) EXPECT_LT(l.size(), 1024u);
+  // The two nodes' pieces alternating, srun's own chatter between.
+  std::string out;
+  for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    if (i < lb.size() && !lb[i].empty()) out += std::string(lb[i]) + "\n";
+    if (i == 1) out += "srun: something of its own\n";
+    if (i < la.size() && !la[i].empty()) out += std::string(la[i]) + "\n";
+  }
+  JobWatchReport r = merge_watch_summaries("7", 2, out);
+  EXPECT_TRUE(r.errors.empty()) << (r.errors.empty() ? "" : r.errors[0]);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].node, "n1");
+  EXPECT_EQ(r.rows[0].pid, 101);
+  EXPECT_EQ(r.rows[1].pid, 202);
+  // A node whose pieces did not all come gave no summary.
+  std::string missing = a.substr(0, a.find('\n') + 1) + b;
+  r = merge_watch_summaries("7", 2, missing);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0], "1 of the job's 2 nodes gave no summary");
+}
+
 }  // namespace gpubind::check
