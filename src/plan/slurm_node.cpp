@@ -91,11 +91,20 @@ void fill_sockets(const topo::Topology& t, const std::vector<CpuSet>& groups, Sl
   out.threads_per_core = pus / unsigned(t.cores.size());
 }
 
+// The CPUs of each of `objects` (packages, L3s).
+template <typename T>
+std::vector<CpuSet> cpus_of(const std::vector<T>& objects) {
+  std::vector<CpuSet> out;
+  for (const T& o : objects) out.push_back(o.cpus);
+  return out;
+}
+
 // What numa_node_as_socket makes a socket: slurmd takes the hwloc parent of the first NUMA node
-// and counts every object of that parent's type. A node whose CPUs are its package's hangs below
-// the package (nothing changes); one that is an L3's, below the L3; otherwise below an object
-// hwloc makes for it (a Group, or a Die where the CPU reports dies), one per NUMA node of that
-// kind. Inferred from hwloc's rules for attaching memory: the topology keeps no Groups.
+// and counts every object of that parent's type (xcpuinfo.c). A node whose CPUs are its
+// package's hangs below the package (nothing changes); one that is an L3's, below the L3;
+// otherwise below an object hwloc makes for it (a Group, or a Die where the CPU reports dies), one
+// per NUMA node of that kind. The topology keeps no Groups; slurmd -C on the corpus' hwloc
+// captures counts the same (tests/slurm/release_test.sh).
 std::vector<CpuSet> numa_node_groups(const topo::Topology& t, std::string& kind) {
   std::vector<CpuSet> nodes;
   for (const topo::NumaNode& n : t.numa_nodes)
@@ -103,20 +112,16 @@ std::vector<CpuSet> numa_node_groups(const topo::Topology& t, std::string& kind)
   std::sort(nodes.begin(), nodes.end());
   if (nodes.empty()) return nodes;
   const CpuSet& first = nodes.front();
-  for (const topo::Package& p : t.packages)
-    if (p.cpus == first) {
-      kind = "package";
-      std::vector<CpuSet> out;
-      for (const topo::Package& q : t.packages) out.push_back(q.cpus);
-      return out;
-    }
-  for (const topo::L3Domain& l : t.l3_domains)
-    if (l.cpus == first) {
-      kind = "L3";
-      std::vector<CpuSet> out;
-      for (const topo::L3Domain& m : t.l3_domains) out.push_back(m.cpus);
-      return out;
-    }
+  std::vector<CpuSet> packages = cpus_of(t.packages), l3s = cpus_of(t.l3_domains);
+  auto holds_first = [&](const std::vector<CpuSet>& sets) { return std::find(sets.begin(), sets.end(), first) != sets.end(); };
+  if (holds_first(packages)) {
+    kind = "package";
+    return packages;
+  }
+  if (holds_first(l3s)) {
+    kind = "L3";
+    return l3s;
+  }
   kind = "NUMA node";
   return nodes;
 }
@@ -188,7 +193,7 @@ SlurmSockets slurm_sockets(const topo::Topology& t, SlurmSocket s) {
   switch (s) {
     case SlurmSocket::package:
       out.kind = "package";
-      for (const topo::Package& p : t.packages) groups.push_back(p.cpus);
+      groups = cpus_of(t.packages);
       if (groups.empty()) out.unusable = "the source does not say which cores share a package";
       break;
     case SlurmSocket::numa_node:
@@ -198,7 +203,7 @@ SlurmSockets slurm_sockets(const topo::Topology& t, SlurmSocket s) {
       break;
     case SlurmSocket::l3cache:
       out.kind = "L3";
-      for (const topo::L3Domain& l : t.l3_domains) groups.push_back(l.cpus);
+      groups = cpus_of(t.l3_domains);
       if (groups.empty()) out.unusable = "no L3 is known (the source gives no cache information)";
       break;
   }
