@@ -29,13 +29,7 @@ D=$(mktemp -d /tmp/gpubind-slurm-spank.XXXXXX)
 trap 'rm -rf "$D"' EXIT
 T=/mnt/gpubind-test
 # This machine as one node: its packages, cores and threads (no GPU: the plugin plans CPUs only).
-shape=$("$GPUBIND" topo --quiet --json | /usr/bin/python3 -c '
-import json, sys
-t = json.load(sys.stdin)
-pk = max(len(t["packages"]), 1)
-cores = len(t["cores"])
-pus = sum(len(c.split(",")) for c in t["cores"])
-print("Boards=1 SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d" % (pk, cores // pk, pus // cores))')
+shape=$("$GPUBIND" topo --quiet --json | /usr/bin/python3 "$HERE/topology_json.py" node-shape --one-package-if-unknown)
 mkdir -p "$D/nodes"
 echo "# slurm.conf: NodeName=n1 $shape" > "$D/nodes/n1.gres"
 cp "$PLUGIN" "$D/gpubind_spank.so"
@@ -110,15 +104,7 @@ if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
 else
   G=$D/gpus
   mkdir -p "$G/nodes" "$G/dev/n1"
-  "$GPUBIND" topo --quiet --json | /usr/bin/python3 -c '
-import json, sys
-t = json.load(sys.stdin)
-node = t["numa_nodes"][0]["os_index"]
-t["gpus"] = [{"index": i, "vendor": "nvidia", "name": "stand-in GPU", "uuid": "GPU-0000000%d-test" % i,
-              "pci": "0000:%02x:00.0" % (0xe1 + i), "vendor_id": "0x10de", "device_id": "0x2330", "class_id": "0x0302",
-              "os_names": [], "numa": [node], "cpus": str(i), "pcie_path": ["hb:0000:%02x" % (0xe0 + i)], "memory_numa": []}
-             for i in range(2)]
-json.dump(t, sys.stdout)' > "$G/two-gpus.json"
+  "$GPUBIND" topo --quiet --json | /usr/bin/python3 "$HERE/topology_json.py" two-gpus > "$G/two-gpus.json"
   for i in 0 1; do mknod "$G/dev/n1/nvidia$i" c 195 $i 2>/dev/null || : > "$G/dev/n1/nvidia$i"; done
   printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 Gres=gpu:2\nNodeName=n1 Name=gpu File=/dev/nvidia0 Cores=0\nNodeName=n1 Name=gpu File=/dev/nvidia1 Cores=1\n' > "$G/nodes/n1.gres"
   cp "$PLUGIN" "$G/gpubind_spank.so"

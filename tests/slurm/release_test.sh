@@ -79,14 +79,7 @@ done
 # (it chose other sockets, or widened a GPU), and take them where it did: gpubind's reading of
 # the release's rule, judged shape by shape.
 package_line() {  # the node line of a topology's packages: "Boards=1 SocketsPerBoard=S CoresPerSocket=C ThreadsPerCore=T", or nothing
-  "$GPUBIND" topo --quiet --topology "$1" --json 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-t = json.load(sys.stdin)
-pk, cores = t["packages"], t["cores"]
-if not pk or not cores: sys.exit(0)
-per = len(cores) // len(pk)
-threads = sum(1 for x in t["cpus"].split(",") for _ in range(int(x.split("-")[-1]) - int(x.split("-")[0]) + 1)) // len(cores)
-if per * len(pk) == len(cores): print("Boards=1 SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d" % (len(pk), per, threads))'
+  "$GPUBIND" topo --quiet --topology "$1" --json 2>/dev/null | /usr/bin/python3 "$HERE/topology_json.py" node-shape
 }
 n=0
 refusals=0

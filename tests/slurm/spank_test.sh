@@ -326,17 +326,7 @@ D4="$WORK/cluster4"
 if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
   echo "SKIP 14: task/affinity's case needs a machine of exactly CPUs 0-1 (this one: $(cat /sys/devices/system/cpu/online))"
 else
-  "$GPUBIND" topo --json >"$WORK/live.json"
-  /usr/bin/python3 - "$WORK/live.json" "$WORK/two-gpus.json" <<'PYEOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-node = t["numa_nodes"][0]["os_index"]
-t["gpus"] = [{"index": i, "vendor": "nvidia", "name": "stand-in GPU", "uuid": "GPU-0000000%d-test" % i,
-              "pci": "0000:%02x:00.0" % (0xe1 + i), "vendor_id": "0x10de", "device_id": "0x2330", "class_id": "0x0302",
-              "os_names": [], "numa": [node], "cpus": str(i), "pcie_path": ["hb:0000:%02x" % (0xe0 + i)], "memory_numa": []}
-             for i in range(2)]
-json.dump(t, open(sys.argv[2], "w"))
-PYEOF
+  "$GPUBIND" topo --json | /usr/bin/python3 "$HERE/topology_json.py" two-gpus >"$WORK/two-gpus.json"
   if TASK_PLUGIN=task/affinity SOCKETS=2 CORES=1 GPUS=2 NODES=2 CONF_EXTRA=SlurmdDebug=debug \
     "$HERE/cluster.sh" start "$D4" "$PLUGIN" default=closest "topology=$WORK/two-gpus.json"; then
     trap '"$HERE/cluster.sh" stop "$D4"; rm -rf "$WORK"' EXIT
