@@ -111,21 +111,59 @@ CheckResult nohz_full(const topo::Topology& t, const NodeFacts& f) {
   return ok(id, "CPUs " + f.nohz_full->to_list() + " are nohz_full; housekeeping on " + housekeeping.to_list());
 }
 
-// Slurm's CpuSpecList (abstract CPU ids, numbered core by core in Slurm's core order: the ids of
-// one core's threads are consecutive) as this machine's CPUs; ids beyond the machine in `beyond`.
-CpuSet slurm_spec_cpus(const topo::Topology& t, const std::string& list, std::vector<unsigned>& beyond) {
-  CpuSet out;
-  auto ids = CpuSet::parse_list(list);
-  if (!ids || t.cores.empty()) return out;
+// The release the node runs (slurmd -V, --slurm-version), else the newest, and whether it is known.
+std::pair<plan::SlurmVersion, bool> slurm_release(const NodeFacts& f) {
+  if (f.slurm_version)
+    if (auto parsed = plan::parse_slurm_version(*f.slurm_version)) return {*parsed, true};
+  return {plan::newest_slurm(), false};
+}
+
+// The node as slurmctld divides it: what slurmd counts under the node's socket definition, and
+// the sockets of its NodeName= line (else that count) in Slurm's core numbering.
+struct SlurmShape {
+  plan::SlurmSockets counted, configured;
   unsigned threads = 1;
-  for (const topo::Core& c : t.cores) threads = std::max(threads, unsigned(c.pus.count()));
+};
+SlurmShape slurm_shape(const topo::Topology& t, const NodeFacts& f, const plan::SlurmVersion& v) {
+  std::string params = f.slurmd_parameters + "," + (plan::slurm_node_parameters(v) ? f.slurm_node_parameters : std::string());
+  plan::SlurmSocket def = params.find("l3cache_as_socket") != std::string::npos     ? plan::SlurmSocket::l3cache
+                          : params.find("numa_node_as_socket") != std::string::npos ? plan::SlurmSocket::numa_node
+                                                                                    : plan::SlurmSocket::package;
+  SlurmShape s;
+  s.counted = plan::slurm_sockets(t, def);
+  unsigned sockets = f.slurm_sockets.value_or(unsigned(s.counted.sockets.size()));
+  s.configured.cores_per_socket = f.slurm_cores_per_socket.value_or(s.counted.cores_per_socket);
+  for (unsigned i = 0; i < sockets && s.configured.cores_per_socket; ++i)
+    s.configured.sockets.push_back(CpuSet::range(i * s.configured.cores_per_socket, (i + 1) * s.configured.cores_per_socket - 1));
+  s.threads = std::max(1u, f.slurm_threads_per_core.value_or(s.counted.threads_per_core));
+  return s;
+}
+
+// This machine's CPUs of Slurm's core ids (hwloc's logical core order); ids beyond its cores in
+// `beyond`.
+CpuSet cpus_of_slurm_cores(const topo::Topology& t, const CpuSet& cores, std::vector<unsigned>& beyond) {
+  CpuSet out;
   std::vector<unsigned> logical = topo::logical_core_ids(t);
   std::vector<const topo::Core*> by_logical(t.cores.size());
   for (size_t i = 0; i < t.cores.size(); ++i) by_logical[logical[i]] = &t.cores[i];
-  for (unsigned id : ids->ids()) {
-    if (id / threads < by_logical.size()) out |= by_logical[id / threads]->pus;
+  for (unsigned id : cores.ids()) {
+    if (id < by_logical.size()) out |= by_logical[id]->pus;
     else beyond.push_back(id);
   }
+  return out;
+}
+
+// Slurm's CpuSpecList (abstract CPU ids, numbered core by core in Slurm's core order: the ids of
+// one core's threads are consecutive) as this machine's CPUs; ids beyond the machine in `beyond`.
+CpuSet slurm_spec_cpus(const topo::Topology& t, const std::string& list, std::vector<unsigned>& beyond) {
+  auto ids = CpuSet::parse_list(list);
+  if (!ids || t.cores.empty()) return {};
+  unsigned threads = 1;
+  for (const topo::Core& c : t.cores) threads = std::max(threads, unsigned(c.pus.count()));
+  std::vector<unsigned> cores_beyond;
+  CpuSet out = cpus_of_slurm_cores(t, plan::slurm_cpu_spec_cores(*ids, threads), cores_beyond);
+  for (unsigned id : ids->ids())
+    if (std::find(cores_beyond.begin(), cores_beyond.end(), id / threads) != cores_beyond.end()) beyond.push_back(id);
   return out;
 }
 
@@ -140,7 +178,14 @@ CheckResult housekeeping(const topo::Topology& t, const NodeFacts& f) {
     kept |= slurm;
     keepers.push_back("Slurm's CpuSpecList=" + f.slurm_cpu_spec_list + " (CPUs " + slurm.to_list() + ")");
   } else if (f.slurm_core_spec_count && *f.slurm_core_spec_count > 0) {
-    keepers.push_back("Slurm's CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count) + " (slurmd picks the cores)");
+    // slurmctld's choice on the node line's sockets (the last core of each in turn).
+    SlurmShape s = slurm_shape(t, f, slurm_release(f).first);
+    CpuSet cores = plan::slurm_core_spec_cores(unsigned(s.configured.sockets.size()), s.configured.cores_per_socket,
+                                               *f.slurm_core_spec_count, f.slurm_spec_cores_first);
+    CpuSet slurm = cpus_of_slurm_cores(t, cores, beyond);
+    kept |= slurm;
+    keepers.push_back("Slurm's CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count) + " (cores " + cores.to_list() + ", CPUs " +
+                      slurm.to_list() + ")");
   }
   if (f.kubelet && f.kubelet->reserved_system_cpus && !f.kubelet->reserved_system_cpus->empty()) {
     kept |= *f.kubelet->reserved_system_cpus;
@@ -453,35 +498,69 @@ std::string partial_socket(const CpuSet& cores, const plan::SlurmSockets& s) {
   return "it names " + std::to_string(cores.count()) + " cores of several sockets";
 }
 
+// The cores slurmctld keeps from jobs on this node (CpuSpecList, else CoreSpecCount, on the node
+// line's sockets) and RestrictedCoresPerGPU's, as it works them out at registration: `refused`
+// gets what sets the node DOWN, `starved` each GPU line left no core for its jobs, `said` the
+// cores kept, in the words scontrol shows them.
+struct KeptCores {
+  std::vector<std::string> refused, starved, said;
+};
+KeptCores kept_cores(const NodeFacts& f, const plan::SlurmSockets& configured, unsigned threads,
+                     const std::vector<plan::SlurmGresGpus>& lines, const std::vector<std::string>& names) {
+  KeptCores out;
+  CpuSet spec;
+  std::string keeper;
+  if (!f.slurm_cpu_spec_list.empty()) {
+    if (auto ids = CpuSet::parse_list(f.slurm_cpu_spec_list)) spec = plan::slurm_cpu_spec_cores(*ids, threads);
+    keeper = "CpuSpecList=" + f.slurm_cpu_spec_list;
+  } else if (f.slurm_core_spec_count && *f.slurm_core_spec_count > 0) {
+    spec = plan::slurm_core_spec_cores(unsigned(configured.sockets.size()), configured.cores_per_socket, *f.slurm_core_spec_count,
+                                       f.slurm_spec_cores_first);
+    CpuSet cpu_ids;
+    for (unsigned c : spec.ids()) cpu_ids |= CpuSet::range(c * threads, c * threads + threads - 1);
+    keeper = "CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count);
+    out.said.push_back(keeper + " keeps cores " + spec.to_list() + " from jobs (CPUSpecList=" + cpu_ids.to_list() + ")");
+  }
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!spec.empty() && !lines[i].cores.empty() && lines[i].cores.is_subset_of(spec))
+      out.starved.push_back(keeper + " keeps every core of " + names[i] + " Cores=" + lines[i].cores.to_list() +
+                            " from jobs: its GPU's jobs get cores of other sockets only");
+  if (!f.slurm_restricted_cores_per_gpu || *f.slurm_restricted_cores_per_gpu == 0) return out;
+  unsigned per = *f.slurm_restricted_cores_per_gpu;
+  std::string restricted = "RestrictedCoresPerGPU=" + std::to_string(per);
+  plan::SlurmRestrictedCores r = plan::slurm_restricted_cores(lines, spec, per);
+  if (r.no_cores) out.refused.push_back(restricted + " and no GPU line names Cores= (\"don't have any topology\")");
+  if (r.short_line) {
+    const plan::SlurmGresGpus& l = lines[*r.short_line];
+    out.refused.push_back(restricted + ": " + names[*r.short_line] + " Cores=" + l.cores.to_list() + " has " + std::to_string(r.got) +
+                          " of the " + std::to_string(per * l.count) + " cores its " + std::to_string(l.count) +
+                          " GPU(s) need, none kept by core specialization or an earlier line (\"doesn't have access to that many "
+                          "unique cores\")");
+  }
+  if (!r.down()) out.said.push_back(restricted + " keeps cores " + r.all.to_list() + " for GPU jobs");
+  return out;
+}
+
 // slurm_gres: each GPU's Cores= in gres.conf (or what AutoDetect gives it) as the node's Slurm will
 // judge it when the node registers, on the sockets its NodeName= line defines; that line against
 // what slurmd counts here; and each GPU's Cores= against its own cores.
 CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
   const char* id = "slurm_gres";
-  plan::SlurmVersion v = plan::newest_slurm();
-  bool known = false;
-  if (f.slurm_version)
-    if (auto parsed = plan::parse_slurm_version(*f.slurm_version)) {
-      v = *parsed;
-      known = true;
-    }
+  auto [v, known] = slurm_release(f);
   std::string by = known ? "Slurm " + v.text() : v.text() + "'s rule";  // unknown: the newest rule
   std::string file = f.gres_conf.empty() ? std::string("gres.conf") : f.gres_conf;
   std::string where = file + (known ? "" : "; the release is unknown, --slurm-version names it");
   plan::SlurmCoresRule rule = plan::slurm_cores_rule(v);
-  std::string params = f.slurmd_parameters + "," + (plan::slurm_node_parameters(v) ? f.slurm_node_parameters : std::string());
-  plan::SlurmSocket def = params.find("l3cache_as_socket") != std::string::npos     ? plan::SlurmSocket::l3cache
-                          : params.find("numa_node_as_socket") != std::string::npos ? plan::SlurmSocket::numa_node
-                                                                                    : plan::SlurmSocket::package;
-  plan::SlurmSockets counted = plan::slurm_sockets(t, def);
+  if (known && f.slurm_restricted_cores_per_gpu && !plan::slurm_restricted_cores_known(v))
+    return {id, Severity::fail,
+            "Slurm " + v.text() + " does not read RestrictedCoresPerGPU= (24.05 on): its daemons stop at this node's NodeName= line in " +
+                f.slurm_conf + " (\"unrecognized key\")",
+            "remove RestrictedCoresPerGPU= from the line, or run Slurm 24.05 or later"};
+  SlurmShape node = slurm_shape(t, f, v);
+  const plan::SlurmSockets& counted = node.counted;
+  const plan::SlurmSockets& configured = node.configured;
   std::vector<std::string> refused, elsewhere;
-  // The sockets slurmctld divides the cores into: the node line's, else what slurmd counts.
-  plan::SlurmSockets configured;
-  unsigned sockets = f.slurm_sockets.value_or(unsigned(counted.sockets.size()));
-  configured.cores_per_socket = f.slurm_cores_per_socket.value_or(counted.cores_per_socket);
-  for (unsigned i = 0; i < sockets && configured.cores_per_socket; ++i)
-    configured.sockets.push_back(CpuSet::range(i * configured.cores_per_socket, (i + 1) * configured.cores_per_socket - 1));
-  std::string shape = std::to_string(sockets) + " sockets of " + std::to_string(configured.cores_per_socket) + " cores";
+  std::string shape = std::to_string(configured.sockets.size()) + " sockets of " + std::to_string(configured.cores_per_socket) + " cores";
   if (counted.unusable.empty() && ((f.slurm_sockets && *f.slurm_sockets != counted.sockets.size()) ||
                                    (f.slurm_cores_per_socket && *f.slurm_cores_per_socket != counted.cores_per_socket) ||
                                    (f.slurm_threads_per_core && *f.slurm_threads_per_core != counted.threads_per_core)))
@@ -498,22 +577,37 @@ CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
     if (gpu && !planned.gpus[*gpu].own.empty() && !planned.gpus[*gpu].own.is_subset_of(cores))
       elsewhere.push_back(what + " leaves out the GPU's own cores " + planned.gpus[*gpu].own.to_list());
   };
+  // The GPU lines as slurmctld keeps them, in order, for the cores kept from jobs.
+  std::vector<plan::SlurmGresGpus> lines;
+  std::vector<std::string> names;
   for (const NodeFacts::GresGpu& g : f.gres_gpus) {
-    if (g.cores.empty()) continue;
-    auto cores = CpuSet::parse_list(g.cores);
-    if (!cores) {
-      refused.push_back(g.where + ": Cores=" + g.cores + " is not a core list");
-      continue;
+    CpuSet cores;
+    if (!g.cores.empty()) {
+      auto parsed = CpuSet::parse_list(g.cores);
+      if (!parsed) {
+        refused.push_back(g.where + ": Cores=" + g.cores + " is not a core list");
+        continue;
+      }
+      cores = *parsed;
+      judge(g.where + " Cores=" + g.cores, cores, gpu_of_file(t, g.file));
     }
-    judge(g.where + " Cores=" + g.cores, *cores, gpu_of_file(t, g.file));
+    lines.push_back({cores, g.count});
+    names.push_back(g.where);
   }
   // AutoDetect without Cores=: slurmd takes each GPU's own cores from NVML or ROCm SMI.
   bool any_cores = std::any_of(f.gres_gpus.begin(), f.gres_gpus.end(), [](const NodeFacts::GresGpu& g) { return !g.cores.empty(); });
-  if (!f.gres_autodetect.empty() && f.gres_autodetect != "off" && !any_cores)
-    for (const plan::SlurmGpuCores& g : planned.gpus)
-      if (!g.own.empty())
-        judge("AutoDetect=" + f.gres_autodetect + " gives GPU " + std::to_string(t.gpus[g.gpu].index) + " Cores=" + g.own.to_list(), g.own,
-              std::nullopt);
+  if (!f.gres_autodetect.empty() && f.gres_autodetect != "off" && !any_cores) {
+    lines.clear();
+    names.clear();
+    for (const plan::SlurmGpuCores& g : planned.gpus) {
+      std::string gpu = "GPU " + std::to_string(t.gpus[g.gpu].index);
+      if (!g.own.empty()) judge("AutoDetect=" + f.gres_autodetect + " gives " + gpu + " Cores=" + g.own.to_list(), g.own, std::nullopt);
+      lines.push_back({g.own, 1});
+      names.push_back("AutoDetect's " + gpu);
+    }
+  }
+  KeptCores kept = kept_cores(f, configured, node.threads, lines, names);
+  refused.insert(refused.end(), kept.refused.begin(), kept.refused.end());
   std::string fix = "gpubind slurm gres-conf --slurm-version " + v.text() + " writes the lines and NodeName= definition it takes";
   if (planned.no_cores.empty() && planned.sockets.definition != plan::SlurmSocket::package)
     fix += " (" + std::string(plan::slurmd_parameter(planned.sockets.definition)) + ": " + std::to_string(planned.sockets.sockets.size()) +
@@ -523,10 +617,14 @@ CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
     return found.front() + (found.size() > 1 ? ", and " + std::to_string(found.size() - 1) + " " + rest : std::string());
   };
   if (!refused.empty()) return {id, Severity::fail, by + " drains this node: " + first_of(refused, "more") + " (" + where + ")", fix};
+  if (!kept.starved.empty())
+    return {id, Severity::fail, first_of(kept.starved, "more") + " (" + f.slurm_conf + ")",
+            "keep fewer cores from jobs, or name them with CpuSpecList= on sockets that keep cores for every GPU"};
   if (!elsewhere.empty())
     return {id, Severity::warn, first_of(elsewhere, "more") + ": Slurm places those GPUs' jobs on other cores (" + where + ")", fix};
   if (judged == 0) return ok(id, "no GPU line names cores (" + where + ")");
   std::string taken = rule == plan::SlurmCoresRule::any ? by + " takes any Cores=" : by + " takes each on " + shape;
+  for (const std::string& k : kept.said) taken += "; " + k;
   return ok(id, std::to_string(judged) + " GPU core lists, each holding its GPU's own cores; " + taken + " (" + where + ")");
 }
 

@@ -94,6 +94,10 @@ struct NodeFacts {
   // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.
   std::string slurm_cpu_spec_list;
   std::optional<unsigned> slurm_core_spec_count;
+  // RestrictedCoresPerGPU= on that line (24.05 on), and SchedulerParameters=spec_cores_first
+  // (CoreSpecCount then takes the first cores, not the last).
+  std::optional<unsigned> slurm_restricted_cores_per_gpu;
+  bool slurm_spec_cores_first = false;
   // Its shape as that line gives it (nullopt: not given; Sockets= counts as Boards x
   // SocketsPerBoard), its Parameters= (node-specific SlurmdParameters, 25.11 on), and slurm.conf's
   // SlurmdParameters.
@@ -105,6 +109,7 @@ struct NodeFacts {
   struct GresGpu {
     std::string where;  // "/etc/slurm/gres.conf:4"
     std::string file, type, cores;
+    unsigned count = 1;  // the GPUs it names: its File= expanded, else Count=
   };
   std::vector<GresGpu> gres_gpus;
   std::string gres_autodetect;

@@ -372,6 +372,8 @@ std::optional<SlurmNodeLine> slurm_node_line(const std::string& text, const std:
       else if (key == "cpuspeclist") l.cpu_spec_list = value;
       else if (key == "corespeccount") {
         if (auto v = parse_uint(value)) l.core_spec_count = unsigned(*v);
+      } else if (key == "restrictedcorespergpu") {
+        if (auto v = parse_uint(value)) l.restricted_cores_per_gpu = unsigned(*v);
       } else if (key == "parameters") {
         l.parameters = value;
       } else {
@@ -403,18 +405,24 @@ std::vector<NodeFacts::GresGpu> gres_gpu_lines(const std::string& text, const st
   for (std::string_view raw : split(text, '\n')) {
     ++number;
     std::string names, name, auto_detect;
+    std::optional<uint64_t> count;
     NodeFacts::GresGpu g;
     g.where = file + ":" + std::to_string(number);
     for (const auto& [key, value] : conf_words(raw)) {
       if (key == "nodename") names = value;
       else if (key == "name") name = value;
       else if (key == "file") g.file = value;
+      else if (key == "count") count = parse_uint(value);
       else if (key == "type") g.type = value;
       else if (key == "cores" || key == "cpus") g.cores = value;
       else if (key == "autodetect") auto_detect = value;
     }
     if (!names.empty() && !names_node(names, node)) continue;
     if (!auto_detect.empty()) autodetect = auto_detect;
+    // A line names as many GPUs as its File= expands to (/dev/nvidia[0-3]: four), else Count=.
+    auto files = bind::expand_hosts(g.file, 1024);
+    if (!g.file.empty() && files && !files->empty()) g.count = unsigned(files->size());
+    else if (count && *count > 0 && *count < 1024) g.count = unsigned(*count);
     if (to_lower(name) == "gpu") out.push_back(std::move(g));
   }
   return out;
@@ -465,6 +473,8 @@ Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology&
     if (auto line = o.node_name.empty() ? std::nullopt : slurm_node_line(*slurm, o.node_name)) {
       f.slurm_cpu_spec_list = line->cpu_spec_list;
       f.slurm_core_spec_count = line->core_spec_count;
+      f.slurm_restricted_cores_per_gpu = line->restricted_cores_per_gpu;
+      f.slurm_spec_cores_first = to_lower(slurm_conf_value(*slurm, "SchedulerParameters")).find("spec_cores_first") != std::string::npos;
       f.slurm_node_found = true;
       // Sockets= with Boards= means sockets per board (slurm.conf(5)).
       if (std::optional<unsigned> per_board = line->sockets_per_board ? line->sockets_per_board : line->sockets)

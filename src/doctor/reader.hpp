@@ -46,6 +46,7 @@ struct SlurmNodeLine {
   std::string pattern;
   std::string cpu_spec_list;
   std::optional<unsigned> core_spec_count;
+  std::optional<unsigned> restricted_cores_per_gpu;  // RestrictedCoresPerGPU= (24.05 on)
   std::optional<unsigned> boards, sockets, sockets_per_board, cores_per_socket, threads_per_core;
   std::string parameters;  // Parameters= (25.11 on)
 };

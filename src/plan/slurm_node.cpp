@@ -275,4 +275,44 @@ SlurmNodePlan plan_slurm_node(const topo::Topology& t, const SlurmVersion& v) {
   return plan;
 }
 
+CpuSet slurm_core_spec_cores(unsigned sockets, unsigned cores_per_socket, unsigned count, bool spec_cores_first) {
+  CpuSet out;
+  for (unsigned round = 0; round < cores_per_socket && count; ++round)
+    for (unsigned s = 0; s < sockets && count; ++s, --count) {
+      unsigned socket = spec_cores_first ? s : sockets - 1 - s;
+      unsigned core = spec_cores_first ? round : cores_per_socket - 1 - round;
+      out.set(socket * cores_per_socket + core);
+    }
+  return out;
+}
+
+CpuSet slurm_cpu_spec_cores(const CpuSet& cpu_ids, unsigned threads_per_core) {
+  CpuSet out;
+  for (unsigned id : cpu_ids.ids()) out.set(id / std::max(1u, threads_per_core));
+  return out;
+}
+
+SlurmRestrictedCores slurm_restricted_cores(const std::vector<SlurmGresGpus>& lines, const CpuSet& specialized, unsigned per_gpu) {
+  SlurmRestrictedCores out;
+  out.no_cores = std::none_of(lines.begin(), lines.end(), [](const SlurmGresGpus& l) { return !l.cores.empty(); });
+  for (size_t i = 0; i < lines.size() && !out.down(); ++i) {
+    CpuSet mine;
+    unsigned want = per_gpu * lines[i].count;
+    if (!lines[i].cores.empty())
+      for (unsigned c : (lines[i].cores - specialized - out.all).ids()) {
+        if (mine.count() == want) break;
+        mine.set(c);
+      }
+    if (!lines[i].cores.empty() && mine.count() < want) {
+      out.short_line = i;
+      out.got = mine.count();
+    }
+    out.all |= mine;
+    out.per_line.push_back(mine);
+  }
+  return out;
+}
+
+bool slurm_restricted_cores_known(const SlurmVersion& v) { return v.at_least(24, 5); }
+
 }  // namespace gpubind::plan

@@ -90,4 +90,36 @@ struct SlurmNodePlan {
 // names the GPUs' cores more closely. Before 24.11: packages and each GPU's own cores.
 SlurmNodePlan plan_slurm_node(const topo::Topology& t, const SlurmVersion& v);
 
+// Cores kept from jobs on a node as slurmctld works them out from its NodeName= line, in Slurm's
+// core numbering on that line's sockets (node_conf.c and node_mgr.c of 24.11 to 26.05).
+
+// CoreSpecCount=count: one core of each socket in turn, from the last core of the last socket
+// down; with SchedulerParameters=spec_cores_first from the first core of the first socket up.
+CpuSet slurm_core_spec_cores(unsigned sockets, unsigned cores_per_socket, unsigned count, bool spec_cores_first);
+// CpuSpecList's abstract CPU ids as cores: id / threads, the node's ThreadsPerCore (1 when the
+// node schedules cores, its CPUs= no more than its cores).
+CpuSet slurm_cpu_spec_cores(const CpuSet& cpu_ids, unsigned threads_per_core);
+
+// One GPU line of gres.conf as slurmctld keeps it: its Cores= and how many GPUs it names.
+struct SlurmGresGpus {
+  CpuSet cores;  // empty: no Cores=
+  unsigned count = 1;
+};
+
+// RestrictedCoresPerGPU=N (24.05 on): at registration slurmctld gives each GPU line in turn
+// N x its count of its Cores=, lowest first, none kept by core specialization nor given to an
+// earlier line; these cores then go to GPU jobs only. A line that cannot get them all, or no
+// line with Cores= at all, sets the node DOWN.
+struct SlurmRestrictedCores {
+  CpuSet all;                        // every restricted core (scontrol's RestrictedCoresPerGPU=N(...))
+  std::vector<CpuSet> per_line;      // each line's
+  std::optional<size_t> short_line;  // the first line that could not get its cores
+  unsigned got = 0;                  // how many that line got
+  bool no_cores = false;             // no line names Cores=
+  bool down() const { return short_line || no_cores; }
+};
+SlurmRestrictedCores slurm_restricted_cores(const std::vector<SlurmGresGpus>& lines, const CpuSet& specialized, unsigned per_gpu);
+// Whether a release reads RestrictedCoresPerGPU= (24.05 on).
+bool slurm_restricted_cores_known(const SlurmVersion& v);
+
 }  // namespace gpubind::plan

@@ -61,6 +61,23 @@ for src in "${shapes[@]}"; do
   printf '%s\n' "$out" > "$W/$c/nodes/n$n.gres"
   echo "$src" > "$W/$c/nodes/n$n.src"
   [ -n "$global" ] && echo "$global" > "$W/$c/global"
+  # Cores kept from jobs, on the built-in shapes: two more nodes of the same lines, r asking 2
+  # cores per GPU (RestrictedCoresPerGPU) beside one specialized core per socket, x a whole socket
+  # per GPU beside one specialized core. doctor predicts each node (the cores kept, or that it
+  # goes down) and slurmctld must agree.
+  case $src in
+    example:*)
+      sockets=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* SocketsPerBoard=\([0-9]*\) .*/\1/p')
+      per=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* CoresPerSocket=\([0-9]*\) .*/\1/p')
+      if [ -n "$sockets" ] && printf '%s\n' "$out" | grep -q '^NodeName=.* Cores='; then
+        for v in "r:RestrictedCoresPerGPU=2 CoreSpecCount=$sockets" "x:RestrictedCoresPerGPU=$per CoreSpecCount=1"; do
+          k=${v%%:*}$n
+          printf '%s\n' "$out" | sed -e "s/NodeName=n$n /NodeName=$k /" -e "/^# slurm.conf: NodeName=$k /s/ Gres=/ ${v#*:} Gres=/" > "$W/$c/nodes/$k.gres"
+          echo "$src" > "$W/$c/nodes/$k.src"
+          : > "$W/$c/nodes/$k.kept"
+        done
+      fi ;;
+  esac
   # From 25.11 `slurmd -C --parameters=P` says what slurmd counts on a machine, here the shape's
   # hwloc XML (HWLOC_XMLFILE): an example as gpubind exports it, a corpus capture as it is.
   case $RELEASE in 24.* | 25.05) continue ;; esac
@@ -104,6 +121,50 @@ for src in "${shapes[@]}"; do
 done
 [ "$refusals" -gt 0 ] || fail "no shape's 22.05 lines are expected refused by $RELEASE: the test cannot tell"
 
+# A node with RestrictedCoresPerGPU and CoreSpecCount: doctor's slurm_gres on its files says which
+# cores slurmctld keeps (OK) or that it sets the node down (FAIL); scontrol must show the same.
+kept_said=0 kept_down=0
+judge_kept() {  # DIR NODE SOURCE SHOW STATE REASON
+  local D=$1 node=$2 src=$3 show=$4 state=$5 reason=$6 said verdict
+  mkdir -p "$D/doctor-$node/etc/slurm"
+  { [ -f "$D/global" ] && echo "SlurmdParameters=$(cat "$D/global")"
+    sed -n "s/^# slurm.conf: //p" "$D/nodes/$node.gres"; } > "$D/doctor-$node/etc/slurm/slurm.conf"
+  cp "$D/nodes/$node.gres" "$D/doctor-$node/etc/slurm/gres.conf"
+  said=$("$GPUBIND" doctor --quiet --root "$D/doctor-$node" --topology "$src" --node-name "$node" --slurm-version "$RELEASE" \
+    2>/dev/null | awk '$1 == "slurm_gres"')
+  verdict=$(printf '%s\n' "$said" | awk '{print $2}')
+  local want_res want_spec got_res got_spec
+  want_res=$(printf '%s\n' "$said" | sed -n 's/.*\(RestrictedCoresPerGPU=[0-9]*\) keeps cores \([^ ]*\) for GPU jobs.*/\1(\2)/p')
+  want_spec=$(printf '%s\n' "$said" | sed -n 's/.*(CPUSpecList=\([^)]*\)).*/\1/p')
+  got_res=$(printf '%s\n' "$show" | sed -n 's/^ *\(RestrictedCoresPerGPU=[^ ]*\).*/\1/p')
+  got_spec=$(printf '%s\n' "$show" | sed -n 's/.*CPUSpecList=\([^ ]*\).*/\1/p')
+  case $verdict:$state in
+    OK:IDLE*)
+      if [ -n "$want_res" ] && [ "$want_res:$want_spec" = "$got_res:$got_spec" ]; then
+        kept_said=$((kept_said + 1))
+        pass "$RELEASE: $src as $node: IDLE, $got_res and CPUSpecList=$got_spec as doctor said"
+      else
+        fail "$RELEASE: $src as $node: doctor said '$want_res' CPUSpecList='$want_spec', Slurm '$got_res' CPUSpecList='$got_spec'"
+      fi ;;
+    FAIL:*)
+      case $state:$reason in
+        *DRAIN*:*RestrictedCoresPerGPU* | *INVAL*:*RestrictedCoresPerGPU*)
+          # The cores the short GPU line got: doctor's "has N of the" and Slurm's "unique cores (N)".
+          local want_got got
+          want_got=$(printf '%s\n' "$said" | sed -n 's/.* has \([0-9]*\) of the .*/\1/p')
+          got=$(printf '%s\n' "$reason" | sed -n 's/.*unique cores (\([0-9]*\)).*/\1/p')
+          if [ -n "$got" ] && [ "$want_got" = "$got" ]; then
+            kept_down=$((kept_down + 1))
+            pass "$RELEASE: $src as $node: $state, as doctor said: ${reason%% \[*}"
+          else
+            fail "$RELEASE: $src as $node: doctor said a line gets $want_got cores ($said), Slurm: '$reason'"
+          fi ;;
+        *) fail "$RELEASE: $src as $node: doctor said RestrictedCoresPerGPU sets it down ($said), Slurm: $state '$reason'" ;;
+      esac ;;
+    *) fail "$RELEASE: $src as $node: doctor '$said', Slurm: $state '$reason'" ;;
+  esac
+}
+
 PORT=$((21000 + (RANDOM % 400) * 20))
 for c in "${!cluster_of[@]}"; do
   D=$W/$c
@@ -133,6 +194,10 @@ for c in "${!cluster_of[@]}"; do
         taken:IDLE*:*) pass "before: $RELEASE takes the 22.05 lines of $src on its packages, as gpubind did" ;;
         *) fail "before: $src on its packages with the 22.05 lines: gpubind expected them $expect by $RELEASE, Slurm: $state '$reason'" ;;
       esac
+      continue
+    fi
+    if [ -f "$D/nodes/$node.kept" ]; then
+      judge_kept "$D" "$node" "$src" "$show" "$state" "$reason"
       continue
     fi
     # What this release's slurmd counts on the shape, and the CPUs its own map gives each Cores=.
@@ -173,5 +238,7 @@ for c in "${!cluster_of[@]}"; do
   done
 done
 
+[ "$kept_said" -gt 0 ] && [ "$kept_down" -gt 0 ] ||
+  fail "RestrictedCoresPerGPU: $kept_said node(s) kept cores and $kept_down went down as doctor said: the test needs both to tell"
 echo "$failures failure(s)"
 [ "$failures" = 0 ]

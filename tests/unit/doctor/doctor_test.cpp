@@ -263,6 +263,57 @@ TEST(Doctor, SlurmGresOfAnUnknownReleaseIsJudgedByTheNewestRuleAndSaysSo) {
   EXPECT_NE(c.why.find("the release is unknown, --slurm-version names it"), std::string::npos) << c.why;
 }
 
+// RestrictedCoresPerGPU on the node gres-conf wrote for 25.11 (8 NUMA-node sockets of 16 cores, a
+// pair of GPUs on every other socket): each GPU's lowest free cores in turn, none of those
+// CoreSpecCount keeps (the last of each socket).
+TEST(Doctor, SlurmGresRestrictedCoresPerGpuSaysWhichCoresAsScontrolShowsThem) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "25.11");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  f.slurm_restricted_cores_per_gpu = 2;
+  f.slurm_core_spec_count = 8;
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::ok) << c.why;
+  EXPECT_NE(c.why.find("CoreSpecCount=8 keeps cores 15,31,47,63,79,95,111,127 from jobs (CPUSpecList=30-31,62-63,"), std::string::npos)
+      << c.why;
+  // GPUs 0 and 1 share cores 48-63: GPU 0 gets 48-49, GPU 1 50-51.
+  EXPECT_NE(c.why.find("RestrictedCoresPerGPU=2 keeps cores 16-19,48-51,80-83,112-115 for GPU jobs"), std::string::npos) << c.why;
+}
+
+// More restricted cores than a GPU line's Cores= has free: slurmctld sets the node DOWN.
+TEST(Doctor, SlurmGresRestrictedCoresPerGpuBeyondALinesCoresFails) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "25.11");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  f.slurm_restricted_cores_per_gpu = 8;
+  f.slurm_core_spec_count = 8;  // one core of each socket kept: 15 left for two GPUs
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("RestrictedCoresPerGPU=8: /etc/slurm/gres.conf:2 Cores=48-63 has 7 of the 8 cores its 1 GPU(s) need"),
+            std::string::npos)
+      << c.why;
+  f.slurm_core_spec_count.reset();
+  EXPECT_EQ(severity(example("dgx-a100-nps4"), f, "slurm_gres"), Severity::ok);
+  f.slurm_version = "23.11";  // before 24.05 Slurm does not read the key at all
+  Report before = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& old = result(before, "slurm_gres");
+  EXPECT_EQ(old.severity, Severity::fail);
+  EXPECT_NE(old.why.find("Slurm 23.11 does not read RestrictedCoresPerGPU= (24.05 on)"), std::string::npos) << old.why;
+}
+
+// Core specialization that takes every core of a GPU's Cores=: its jobs run on other sockets.
+TEST(Doctor, SlurmGresSpecializedCoresThatTakeAGpusEveryCoreFail) {
+  NodeFacts f = slurm_node(8, 16, "25.11", "25.11");
+  f.slurm_node_parameters = "numa_node_as_socket";
+  f.slurm_cpu_spec_list = "96-127";  // Slurm's CPU ids of cores 48-63, GPU 0's socket
+  Report r = judge(example("dgx-a100-nps4"), f);
+  const CheckResult& c = result(r, "slurm_gres");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("CpuSpecList=96-127 keeps every core of /etc/slurm/gres.conf:1 Cores=48-63 from jobs"), std::string::npos) << c.why;
+  f.slurm_cpu_spec_list = "96-125";
+  EXPECT_EQ(severity(example("dgx-a100-nps4"), f, "slurm_gres"), Severity::ok);
+}
+
 TEST(Doctor, SlurmGresIsNotCheckedWithoutGpuLinesForThisNode) {
   NodeFacts f = slurm_node(2, 64, "22.05", "25.11");
   f.gres_gpus.clear();
@@ -345,7 +396,15 @@ TEST(Doctor, HousekeepingServicesConfinedOnASchedulerNodeThatMayGiveThemToJobsWa
   const CheckResult c = result(judge(example("dgx-h100"), f), "housekeeping");
   EXPECT_EQ(c.severity, Severity::warn);
   EXPECT_NE(c.fix.find("CpuSpecList="), std::string::npos) << c.fix;
-  f.slurm_core_spec_count = 1;  // Slurm keeps a core, which one its own: services confined, said, no warning of overlap
+  // CoreSpecCount=1: slurmctld keeps the last core of the last socket (Slurm's core 111, CPUs 111
+  // and 223), not the services' CPUs 0-1, which still go to jobs.
+  f.slurm_core_spec_count = 1;
+  const CheckResult spec = result(judge(example("dgx-h100"), f), "housekeeping");
+  EXPECT_EQ(spec.severity, Severity::warn);
+  EXPECT_NE(spec.why.find("CPUs 0-1 of them go to jobs too (Slurm's CoreSpecCount=1 (cores 111, CPUs 111,223) keep 111,223)"),
+            std::string::npos)
+      << spec.why;
+  f.systemd_cpu_affinity = *CpuSet::parse_list("111,223");
   EXPECT_EQ(severity(example("dgx-h100"), f, "housekeeping"), Severity::ok);
 }
 
@@ -552,6 +611,20 @@ TEST(DoctorReader, GresConfGpuLinesAreThisNodesAndTheirCoresWhateverTheKeysCase)
   EXPECT_EQ(lines[0].cores, "0-15");
   EXPECT_EQ(lines[1].cores, "32-47");  // CPUs=, the older key
   EXPECT_EQ(autodetect, "off");
+  EXPECT_EQ(lines[0].count, 1u);
+}
+
+TEST(DoctorReader, AGresLineNamesAsManyGpusAsItsFilesElseItsCount) {
+  std::string conf =
+      "Name=gpu File=/dev/nvidia[0-3] Cores=0-15\n"
+      "Name=gpu Type=a100 Count=2 Cores=16-31\n"
+      "Name=gpu File=/dev/nvidia[4-5],/dev/nvidia7 Count=9\n";
+  std::string autodetect;
+  auto lines = gres_gpu_lines(conf, "gres.conf", "gpu01", autodetect);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].count, 4u);
+  EXPECT_EQ(lines[1].count, 2u);
+  EXPECT_EQ(lines[2].count, 3u);  // the files, as slurmd counts them
 }
 
 TEST(DoctorReader, ThisNodesSlurmLineGivesItsSocketsCoresAndParameters) {
@@ -564,6 +637,8 @@ TEST(DoctorReader, ThisNodesSlurmLineGivesItsSocketsCoresAndParameters) {
   EXPECT_EQ(line->cores_per_socket, 16u);
   EXPECT_EQ(line->threads_per_core, 2u);
   EXPECT_EQ(line->parameters, "l3cache_as_socket");
+  EXPECT_FALSE(line->restricted_cores_per_gpu);
+  EXPECT_EQ(slurm_node_line("NodeName=gpu01 RestrictedCoresPerGPU=2\n", "gpu01")->restricted_cores_per_gpu, 2u);
 }
 
 TEST(DoctorReader, ThisNodesSlurmLineIsFoundThroughHostlistsAndDefaults) {

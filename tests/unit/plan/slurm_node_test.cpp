@@ -240,5 +240,53 @@ TEST(PlanSlurmNode, AGpuOfUnknownLocalityGetsNoCores) {
   EXPECT_EQ(p.sockets.definition, SlurmSocket::numa_node);
 }
 
+// CoreSpecCount (node_conf_select_spec_cores): the last core of each socket, last socket first,
+// then the core before it; spec_cores_first: the first core of each socket, first socket first.
+TEST(SlurmCoreSpec, CountTakesTheLastCoreOfEachSocketInTurnOrTheFirstWithSpecCoresFirst) {
+  EXPECT_EQ(slurm_core_spec_cores(2, 4, 1, false), CpuSet::of({7}));
+  EXPECT_EQ(slurm_core_spec_cores(2, 4, 3, false), CpuSet::of({3, 6, 7}));
+  EXPECT_EQ(slurm_core_spec_cores(2, 4, 3, true), CpuSet::of({0, 1, 4}));
+  EXPECT_EQ(slurm_core_spec_cores(2, 4, 20, false), CpuSet::range(0, 7));  // no more than the node has
+  EXPECT_TRUE(slurm_core_spec_cores(2, 4, 0, false).empty());
+}
+
+// CpuSpecList's ids are CPUs numbered core by core: id / ThreadsPerCore is the core.
+TEST(SlurmCoreSpec, CpuSpecListIdsAreCoresTimesThreads) {
+  EXPECT_EQ(slurm_cpu_spec_cores(CpuSet::of({0, 1, 14}), 2), CpuSet::of({0, 7}));
+  EXPECT_EQ(slurm_cpu_spec_cores(CpuSet::of({0, 1, 14}), 1), CpuSet::of({0, 1, 14}));
+}
+
+// RestrictedCoresPerGPU (_set_gpu_spec): each line in turn gets N x its count of its Cores=,
+// lowest first, skipping specialized cores and those an earlier line got.
+TEST(SlurmRestrictedCores, EachLineInTurnGetsItsLowestFreeCores) {
+  std::vector<SlurmGresGpus> lines{{CpuSet::range(0, 3), 1}, {CpuSet::range(0, 3), 1}, {CpuSet::range(4, 7), 2}};
+  SlurmRestrictedCores r = slurm_restricted_cores(lines, CpuSet::of({0}), 1);
+  EXPECT_FALSE(r.down());
+  ASSERT_EQ(r.per_line.size(), 3u);
+  EXPECT_EQ(r.per_line[0], CpuSet::of({1}));
+  EXPECT_EQ(r.per_line[1], CpuSet::of({2}));
+  EXPECT_EQ(r.per_line[2], CpuSet::of({4, 5}));  // a line of two GPUs gets two
+  EXPECT_EQ(r.all, CpuSet::of({1, 2, 4, 5}));
+}
+
+TEST(SlurmRestrictedCores, ALineShortOfFreeCoresSetsTheNodeDown) {
+  std::vector<SlurmGresGpus> lines{{CpuSet::range(0, 3), 1}, {CpuSet::range(0, 3), 1}};
+  SlurmRestrictedCores r = slurm_restricted_cores(lines, CpuSet::of({3}), 2);
+  EXPECT_TRUE(r.down());
+  ASSERT_TRUE(r.short_line);
+  EXPECT_EQ(*r.short_line, 1u);
+  EXPECT_EQ(r.got, 1u);  // core 2: 0-1 went to the first line, 3 is specialized
+  EXPECT_FALSE(slurm_restricted_cores(lines, CpuSet{}, 2).down());
+}
+
+TEST(SlurmRestrictedCores, NoLineWithCoresSetsTheNodeDownAndALineWithoutIsSkipped) {
+  EXPECT_TRUE(slurm_restricted_cores({{CpuSet{}, 1}}, CpuSet{}, 1).no_cores);
+  SlurmRestrictedCores r = slurm_restricted_cores({{CpuSet{}, 1}, {CpuSet::range(4, 7), 1}}, CpuSet{}, 1);
+  EXPECT_FALSE(r.down());
+  EXPECT_EQ(r.all, CpuSet::of({4}));
+  EXPECT_FALSE(slurm_restricted_cores_known(version("23.11")));
+  EXPECT_TRUE(slurm_restricted_cores_known(version("24.05")));
+}
+
 }  // namespace
 }  // namespace gpubind::plan
