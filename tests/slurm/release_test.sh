@@ -165,6 +165,26 @@ judge_kept() {  # DIR NODE SOURCE SHOW STATE REASON
   esac
 }
 
+# Before 24.05 the key is unknown: Debian 12's Slurm (22.05, where installed) stops reading a
+# slurm.conf that has it, and doctor must say so for 22.05 while it reads the same file for RELEASE.
+if command -v scontrol >/dev/null && command -v slurmd >/dev/null && slurmd -V 2>/dev/null | grep -q " 22\.05"; then
+  mkdir -p "$W/old/etc/slurm"
+  src=example:dgx-h100
+  "$GPUBIND" slurm gres-conf --quiet --topology "$src" --node-name n1 --slurm-version 22.05 > "$W/old/etc/slurm/gres.conf"
+  { echo "ClusterName=old"; echo "SlurmctldHost=localhost"
+    sed -n 's/^# slurm.conf: \(NodeName=n1 \)/\1RestrictedCoresPerGPU=1 /p' "$W/old/etc/slurm/gres.conf"; } > "$W/old/etc/slurm/slurm.conf"
+  said=$(SLURM_CONF=$W/old/etc/slurm/slurm.conf scontrol show node n1 2>&1)
+  verdicts=$(for r in 22.05 "$RELEASE"; do
+    "$GPUBIND" doctor --quiet --root "$W/old" --topology "$src" --node-name n1 --slurm-version "$r" 2>/dev/null | awk '$1 == "slurm_gres" {printf "%s ", $2}'
+  done)
+  case $said:$verdicts in
+    *"unrecognized key: RestrictedCoresPerGPU"*:"FAIL OK ") pass "22.05 stops at RestrictedCoresPerGPU=, as doctor says for 22.05 (and not for $RELEASE)" ;;
+    *) fail "22.05 and RestrictedCoresPerGPU=: scontrol '$(printf '%s' "$said" | head -2 | tr '\n' ' ')', doctor for 22.05 and $RELEASE: $verdicts" ;;
+  esac
+else
+  echo "skipped: RestrictedCoresPerGPU= on 22.05: Debian 12's Slurm (slurmd -V 22.05) is not installed here"
+fi
+
 PORT=$((21000 + (RANDOM % 400) * 20))
 for c in "${!cluster_of[@]}"; do
   D=$W/$c
