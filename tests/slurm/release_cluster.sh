@@ -9,7 +9,8 @@
 # of each node to DIR/NODE.G, DIR/steps.sh (when present) runs there with its output in
 # DIR/steps.out, and everything started here is stopped. DIR/plugstack.conf, when present, is the
 # cluster's PlugStackConfig (paths in it as seen in the root: DIR is /mnt/gpubind-test);
-# TASK_PLUGIN (default task/none) its TaskPlugin.
+# TASK_PLUGIN (default task/none) its TaskPlugin, GRES_TYPES (default gpu) its GresTypes,
+# SELECT_TYPE_PARAMETERS (default CR_Core) its SelectTypeParameters.
 #
 #   release_cluster.sh ROOTFS DIR PORT
 set -eu
@@ -54,8 +55,8 @@ TaskPlugin=${TASK_PLUGIN:-task/none}
 $([ -f "$D/plugstack.conf" ] && echo "PlugStackConfig=$T/plugstack.conf")
 SlurmdParameters=$global
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-GresTypes=gpu
+SelectTypeParameters=${SELECT_TYPE_PARAMETERS:-CR_Core}
+GresTypes=${GRES_TYPES:-gpu}
 MpiDefault=none
 ReturnToService=0
 JobAcctGatherType=jobacct_gather/none

@@ -5,7 +5,8 @@
 # is bound to the CPUs `gpubind plan` gives its local rank and the plugin says its line; a site
 # default in plugstack.conf binds a plain srun; a bad --gpubind is refused; and the plugin built for
 # Debian 12's 22.05 is refused by this release's srun in Slurm's own words (a plugin must be built
-# for the Slurm it runs in).
+# for the Slurm it runs in). Then, with two stand-in GPUs under task/affinity: the release's GPU
+# rules per task (5), shards (6) and core specialization (7).
 #
 #   release_spank_test.sh GPUBIND RELEASE PLUGIN_FOR_RELEASE PLUGIN_FOR_22.05
 set -u
@@ -94,44 +95,85 @@ run_cases() {  # PORT
 PORT=$((23000 + (RANDOM % 400) * 20))
 for tp in task/none task/affinity; do run_cases $((PORT += 20)); done
 
-# 5. Per-task GPUs as Slurm of this release gives them, under task/affinity on a node shaped like
-#    this machine (2 sockets x 1 core), two stand-in GPUs (GPU 0 near CPU 0, GPU 1 near CPU 1, in
-#    gres.conf and in the plugin's topology), default=closest: each task on its own GPU's CPU. Since
-#    24.11 --gpus-per-task reaches the task as SLURM_TRES_BIND=gres/gpu:per_task:1 (no
-#    SLURM_GPUS_PER_TASK), and --tres-bind=gres/gpu:map:/mask: beside --gpu-bind's map_gpu:.
-if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
-  echo "SKIP 5: the per-task GPU cases need a machine of exactly CPUs 0-1 (this one: $(cat /sys/devices/system/cpu/online))"
-else
-  G=$D/gpus
+# 5-7. GPUs as Slurm of this release gives them, under task/affinity on a node shaped like this
+#    machine (2 sockets x 1 core), two stand-in GPUs (GPU 0 near CPU 0, GPU 1 near CPU 1, in
+#    gres.conf and in the plugin's topology), default=closest. gpu_cluster N NODE_EXTRA GRES_LINES
+#    STEPS runs one with the node line's extra words, gres.conf's lines and the steps (each srun's
+#    output to its own file); SELECT_TYPE_PARAMETERS and GRES_TYPES pass through.
+gpu_cluster() {
+  G=$D/gpus$1
   mkdir -p "$G/nodes" "$G/dev/n1"
   "$GPUBIND" topo --quiet --json | /usr/bin/python3 "$HERE/topology_json.py" two-gpus > "$G/two-gpus.json"
   for i in 0 1; do mknod "$G/dev/n1/nvidia$i" c 195 $i 2>/dev/null || : > "$G/dev/n1/nvidia$i"; done
-  printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 Gres=gpu:2\nNodeName=n1 Name=gpu File=/dev/nvidia0 Cores=0\nNodeName=n1 Name=gpu File=/dev/nvidia1 Cores=1\n' > "$G/nodes/n1.gres"
+  printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 %s\n%s\n' "$2" "$3" > "$G/nodes/n1.gres"
   cp "$PLUGIN" "$G/gpubind_spank.so"
   echo "required $T/gpubind_spank.so default=closest topology=$T/two-gpus.json" > "$G/plugstack.conf"
-  cat > "$G/steps.sh" <<STEPS
-export SLURM_CONF=$T/etc/slurm.conf
-probe='echo "\$SLURM_LOCALID \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset} \${GPUBIND_GPU:-unset}"'
-srun -Q -N1 -n2 --gpus-per-task=1 sh -c "\$probe" > $T/per_task.out 2>&1
-srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "\$probe" > $T/map_gpu.out 2>&1
-srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:map:1,0 sh -c "\$probe" > $T/map.out 2>&1
-srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:verbose,mask:0x2,0x1 sh -c "\$probe" > $T/mask.out 2>&1
-STEPS
-  if TASK_PLUGIN=task/affinity "$HERE/release_cluster.sh" "$ROOTFS" "$G" $((PORT + 100)) > "$G/run.log" 2>&1; then
-    gpu_case() {  # gpu_case WHAT FILE "TASK0" "TASK1": each "CPU GPU"
-      local got want
-      got=$(awk '$1 ~ /^[01]$/ {print $1, $2, $3, $4}' "$G/$2" | sort)
-      want=$(printf '0 %s %s %s\n1 %s %s %s' "${3% *}" "${3% *}" "${3#* }" "${4% *}" "${4% *}" "${4#* }")
-      [ "$got" = "$want" ] && pass "Slurm $RELEASE (task/affinity): $1" || fail "Slurm $RELEASE (task/affinity): $1: got '$(tr '\n' ' ' < "$G/$2")'"
-      # Each of these rules names every task's GPU: read, nothing is guessed (the plugin says a guess).
-      grep -q "are assumed" "$G/$2" && fail "Slurm $RELEASE: $1: the rule names every task's GPU, yet the plugin guessed: $(grep -m1 'are assumed' "$G/$2")"
-    }
+  { echo "export SLURM_CONF=$T/etc/slurm.conf"
+    echo "probe='echo \"\$SLURM_LOCALID \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset} \${GPUBIND_GPU:-unset} \${CUDA_VISIBLE_DEVICES:-unset}\"'"
+    printf '%s\n' "$4" | sed "s#> \\([a-z_0-9]*\\.out\\)#> $T/\\1#"; } > "$G/steps.sh"
+  TASK_PLUGIN=task/affinity "$HERE/release_cluster.sh" "$ROOTFS" "$G" $((PORT + 100 + 20 * $1)) > "$G/run.log" 2>&1 ||
+    { fail "the $RELEASE cluster with GPUs ($1) did not run: $(tail -5 "$G/run.log" | tr '\n' ' ')"; return 1; }
+}
+gpu_case() {  # gpu_case WHAT FILE "TASK0" "TASK1" [guessed]: each "CPU GPU"
+  local got want
+  got=$(awk '$1 ~ /^[01]$/ {print $1, $2, $3, $4}' "$G/$2" | sort)
+  want=$(printf '0 %s %s %s\n1 %s %s %s' "${3% *}" "${3% *}" "${3#* }" "${4% *}" "${4% *}" "${4#* }")
+  [ "$got" = "$want" ] && pass "Slurm $RELEASE (task/affinity): $1" || fail "Slurm $RELEASE (task/affinity): $1: got '$(tr '\n' ' ' < "$G/$2")'"
+  # A rule that names every task's GPU is read, nothing guessed (the plugin says a guess).
+  [ "${5:-}" = guessed ] || ! grep -q "are assumed" "$G/$2" ||
+    fail "Slurm $RELEASE: $1: the rule names every task's GPU, yet the plugin guessed: $(grep -m1 'are assumed' "$G/$2")"
+}
+if [ "$(cat /sys/devices/system/cpu/online)" != "0-1" ]; then
+  echo "SKIP 5-7: the GPU cases need a machine of exactly CPUs 0-1 (this one: $(cat /sys/devices/system/cpu/online))"
+else
+  two_gpus=$'NodeName=n1 Name=gpu File=/dev/nvidia0 Cores=0\nNodeName=n1 Name=gpu File=/dev/nvidia1 Cores=1'
+  # 5. Per task: since 24.11 --gpus-per-task reaches the task as SLURM_TRES_BIND=gres/gpu:per_task:1
+  #    (no SLURM_GPUS_PER_TASK); --tres-bind=gres/gpu:map:/mask: beside --gpu-bind's map_gpu:; with
+  #    --gres-flags=allow-task-sharing (each task may open the step's every GPU) and with a NIC rule
+  #    beside the GPU's (gres/nic:closest, after a '+'), each task still has its own GPU.
+  if gpu_cluster 5 "Gres=gpu:2" "$two_gpus" '
+srun -Q -N1 -n2 --gpus-per-task=1 sh -c "$probe" > per_task.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$probe" > map_gpu.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:map:1,0 sh -c "$probe" > map.out 2>&1
+srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:verbose,mask:0x2,0x1 sh -c "$probe" > mask.out 2>&1
+srun -Q -N1 -n2 --gpus-per-task=1 --gres-flags=allow-task-sharing sh -c "$probe" > sharing.out 2>&1
+srun -Q -N1 -n2 --gpus-per-task=1 --tres-bind=gres/gpu:per_task:1+gres/nic:closest sh -c "$probe" > nic.out 2>&1'; then
     gpu_case "--gpus-per-task=1: each task on its own GPU's CPU" per_task.out "0 0000:e1:00.0" "1 0000:e2:00.0"
     gpu_case "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU, task 1 on GPU 0's" map_gpu.out "1 0000:e2:00.0" "0 0000:e1:00.0"
     gpu_case "--tres-bind=gres/gpu:map:1,0: the same" map.out "1 0000:e2:00.0" "0 0000:e1:00.0"
     gpu_case "--tres-bind=gres/gpu:verbose,mask:0x2,0x1: the same" mask.out "1 0000:e2:00.0" "0 0000:e1:00.0"
-  else
-    fail "the $RELEASE cluster with GPUs did not run: $(tail -5 "$G/run.log" | tr '\n' ' ')"
+    gpu_case "--gpus-per-task=1 --gres-flags=allow-task-sharing: each task on its own GPU's CPU" sharing.out "0 0000:e1:00.0" "1 0000:e2:00.0"
+    gpu_case "--tres-bind=gres/gpu:per_task:1+gres/nic:closest: the same" nic.out "0 0000:e1:00.0" "1 0000:e2:00.0"
+  fi
+  # 6. Shards of the GPUs (gres/shard, two per GPU): Slurm picks each task's shards by the tasks'
+  #    CPUs, so the plugin reads its own task's GPU (CUDA_VISIBLE_DEVICES) and says it guessed the
+  #    others'. Each task must be on the CPU of the GPU Slurm gave it, one CPU each; with
+  #    --gres-flags=one-task-per-sharing (SelectTypeParameters MULTIPLE_SHARING_GRES_PJ) the two
+  #    tasks' GPUs differ.
+  shard_case() {  # shard_case WHAT FILE [distinct]
+    local bad
+    bad=$(awk '$1 ~ /^[01]$/ { n++; gpu = ($5 == "0" ? "0000:e1:00.0" : $5 == "1" ? "0000:e2:00.0" : "?")
+                               if ($2 != $3 || $4 != gpu || $2 != $5) print; cpus[$2] = 1; gpus[$4] = 1 }
+               END { if (n != 2 || length(cpus) != 2) print "not two tasks on two CPUs"
+                     if (want == "distinct" && length(gpus) != 2) print "both tasks on one GPU" }' want="${3:-}" "$G/$2")
+    [ -z "$bad" ] && pass "Slurm $RELEASE (task/affinity): $1: $(awk '$1 ~ /^[01]$/ {printf "task %s CPU %s GPU %s; ", $1, $2, $4}' "$G/$2")" ||
+      fail "Slurm $RELEASE (task/affinity): $1: $bad; got '$(tr '\n' ' ' < "$G/$2")'"
+  }
+  if SELECT_TYPE_PARAMETERS=CR_Core,MULTIPLE_SHARING_GRES_PJ GRES_TYPES=gpu,shard gpu_cluster 6 "Gres=gpu:2,shard:4" \
+    "$two_gpus"$'\nNodeName=n1 Name=shard Count=2 File=/dev/nvidia0\nNodeName=n1 Name=shard Count=2 File=/dev/nvidia1' '
+srun -Q -N1 -n2 --tres-per-task=gres/shard:1 sh -c "$probe" > shards.out 2>&1
+srun -Q -N1 -n2 --tres-per-task=gres/shard:1 --gres-flags=one-task-per-sharing sh -c "$probe" > one_per_sharing.out 2>&1'; then
+    shard_case "--tres-per-task=gres/shard:1: each task on its shards' GPU's CPU" shards.out
+    shard_case "--tres-per-task=gres/shard:1 --gres-flags=one-task-per-sharing: the same, on two GPUs" one_per_sharing.out distinct
+  fi
+  # 7. Core specialization (CoreSpecCount=1: slurmctld keeps the last core, CPU 1, from jobs): the
+  #    plugin plans over the step's cores and says what it held back, as on 22.05.
+  if gpu_cluster 7 "CoreSpecCount=1 Gres=gpu:2" "$two_gpus" '
+srun -Q -N1 -n1 --gres=gpu:2 --gpubind=verbose sh -c "$probe" > spec.out 2>&1'; then
+    line=$(awk '$1 == 0 {print $1, $2, $3, $4}' "$G/spec.out")
+    [ "$line" = "0 0 0 0000:e1:00.0,0000:e2:00.0" ] && grep -q "CPUs 1 held back: not among the step's cores" "$G/spec.out" &&
+      pass "Slurm $RELEASE: CoreSpecCount=1: the rank gets CPU 0 only, and the specialized CPU 1 is said to be held back" ||
+      fail "Slurm $RELEASE: CoreSpecCount=1: $(tr '\n' ' ' < "$G/spec.out")"
   fi
 fi
 
