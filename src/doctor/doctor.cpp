@@ -516,9 +516,12 @@ KeptCores kept_cores(const NodeFacts& f, const plan::SlurmSockets& configured, u
   } else if (f.slurm_core_spec_count && *f.slurm_core_spec_count > 0) {
     spec = plan::slurm_core_spec_cores(unsigned(configured.sockets.size()), configured.cores_per_socket, *f.slurm_core_spec_count,
                                        f.slurm_spec_cores_first);
+    keeper = "CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count);
+  }
+  if (!spec.empty()) {
+    // Slurm keeps whole cores: scontrol's CPUSpecList is every thread of them.
     CpuSet cpu_ids;
     for (unsigned c : spec.ids()) cpu_ids |= CpuSet::range(c * threads, c * threads + threads - 1);
-    keeper = "CoreSpecCount=" + std::to_string(*f.slurm_core_spec_count);
     out.said.push_back(keeper + " keeps cores " + spec.to_list() + " from jobs (CPUSpecList=" + cpu_ids.to_list() + ")");
   }
   for (size_t i = 0; i < lines.size(); ++i)

@@ -61,16 +61,21 @@ for src in "${shapes[@]}"; do
   printf '%s\n' "$out" > "$W/$c/nodes/n$n.gres"
   echo "$src" > "$W/$c/nodes/n$n.src"
   [ -n "$global" ] && echo "$global" > "$W/$c/global"
-  # Cores kept from jobs, on the built-in shapes: two more nodes of the same lines, r asking 2
+  # Cores kept from jobs, on the built-in shapes: three more nodes of the same lines, r asking 2
   # cores per GPU (RestrictedCoresPerGPU) beside one specialized core per socket, x a whole socket
-  # per GPU beside one specialized core. doctor predicts each node (the cores kept, or that it
-  # goes down) and slurmctld must agree.
+  # per GPU beside one specialized core, c one core per GPU beside CpuSpecList naming a thread of
+  # the first GPU's lowest core (whatever counts as a socket, the ids are cores x threads). doctor predicts
+  # each node (the cores kept, or that it goes down) and slurmctld must agree.
   case $src in
     example:*)
       sockets=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* SocketsPerBoard=\([0-9]*\) .*/\1/p')
       per=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* CoresPerSocket=\([0-9]*\) .*/\1/p')
-      if [ -n "$sockets" ] && printf '%s\n' "$out" | grep -q '^NodeName=.* Cores='; then
-        for v in "r:RestrictedCoresPerGPU=2 CoreSpecCount=$sockets" "x:RestrictedCoresPerGPU=$per CoreSpecCount=1"; do
+      tpc=$(printf '%s\n' "$out" | sed -n 's/^# slurm.conf: NodeName=.* ThreadsPerCore=\([0-9]*\).*/\1/p')
+      # c: CpuSpecList naming the first thread of the first GPU's lowest core (Slurm keeps the core).
+      first=$(printf '%s\n' "$out" | sed -n 's/^NodeName=.* Cores=\([0-9]*\).*/\1/p' | head -1)
+      if [ -n "$sockets" ] && [ -n "$first" ]; then
+        for v in "r:RestrictedCoresPerGPU=2 CoreSpecCount=$sockets" "x:RestrictedCoresPerGPU=$per CoreSpecCount=1" \
+          "c:RestrictedCoresPerGPU=1 CpuSpecList=$((first * tpc))"; do
           k=${v%%:*}$n
           printf '%s\n' "$out" | sed -e "s/NodeName=n$n /NodeName=$k /" -e "/^# slurm.conf: NodeName=$k /s/ Gres=/ ${v#*:} Gres=/" > "$W/$c/nodes/$k.gres"
           echo "$src" > "$W/$c/nodes/$k.src"
