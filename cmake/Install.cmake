@@ -101,6 +101,27 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from the libraries each package's files link
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
+# The Slurm release series the plugin is built for (its slurm_version.h): Slurm loads a SPANK
+# plugin only into that series, so the package says which.
+set(spank_description "")
+if(TARGET gpubind_spank)
+  file(STRINGS "${SLURM_SPANK_INCLUDE_DIR}/slurm/slurm_version.h" slurm_version_line REGEX "define SLURM_VERSION_NUMBER")
+  string(REGEX REPLACE ".*SLURM_VERSION_NUMBER[ \t]+0x([0-9a-fA-F]+).*" "\\1" slurm_hex "${slurm_version_line}")
+  math(EXPR slurm_major "(0x${slurm_hex} >> 16) & 255")
+  math(EXPR slurm_minor "(0x${slurm_hex} >> 8) & 255")
+  math(EXPR slurm_micro "0x${slurm_hex} & 255")
+  if(slurm_minor LESS 10)
+    set(slurm_minor "0${slurm_minor}")
+  endif()
+  set(GPUBIND_SPANK_SLURM "${slurm_major}.${slurm_minor}")
+  set(spank_description "
+
+The SPANK plugin is built for Slurm ${GPUBIND_SPANK_SLURM} (${GPUBIND_SPANK_SLURM}.${slurm_micro}'s
+headers): Slurm loads it only into a ${GPUBIND_SPANK_SLURM} release and refuses it elsewhere
+(\"Incompatible Slurm plugin\"). For another release, build it against that
+release's headers; gpubind doctor's slurm_spank check compares the two.")
+endif()
+
 set(CPACK_DEBIAN_CORE_PACKAGE_NAME gpubind)
 set(CPACK_DEBIAN_CORE_DESCRIPTION "bind GPU workers to the CPUs, memory and NIC nearest their GPU
 gpubind discovers a node's topology (hwloc), plans which CPU cores, NUMA
@@ -110,7 +131,7 @@ watches running jobs, and measures the effect.
 
 This package has the gpubind command, its hwloc discovery module, the Slurm
 SPANK plugin, man pages and shell completion. watch --listen needs
-gpubind-exporter; k8s check needs gpubind-k8s.")
+gpubind-exporter; k8s check needs gpubind-k8s.${spank_description}")
 set(CPACK_DEBIAN_CORE_PACKAGE_RECOMMENDS "gpubind-exporter")
 set(CPACK_DEBIAN_CORE_PACKAGE_SUGGESTS "gpubind-k8s, slurmd, openmpi-bin")
 

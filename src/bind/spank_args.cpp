@@ -102,4 +102,15 @@ Result<GpubindOption> parse_gpubind_option(const char* optarg) {
   return o;
 }
 
+std::optional<std::string> spank_built_for(std::string_view file) {
+  // The prefix alone is in the file too (this function's own constant): the first occurrence
+  // followed by a release and its NUL.
+  for (size_t at = file.find(kSpankBuiltFor); at != std::string_view::npos; at = file.find(kSpankBuiltFor, at + 1)) {
+    std::string_view rest = file.substr(at + kSpankBuiltFor.size());
+    size_t end = rest.find_first_not_of("0123456789.");
+    if (end != 0 && end != std::string_view::npos && rest[end] == '\0') return std::string(rest.substr(0, end));
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpubind::bind

@@ -3,6 +3,7 @@
 // plugstack.conf arguments (an admin's) and the user's `srun --gpubind[=MODE]` option.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bind/config.hpp"
@@ -46,5 +47,13 @@ struct GpubindOption {
 // ("numa,verbose", "mem=interleave,report"). `optarg` may be null or Slurm's literal "(null)" for
 // a bare option.
 Result<GpubindOption> parse_gpubind_option(const char* optarg);
+
+// The Slurm release a built plugin is for, as text in the file (symbol gpubind_slurm_release):
+// this prefix, then "MAJOR.MINOR.MICRO" and a NUL. Slurm loads a SPANK plugin only into the
+// release series it was built for (plugin.c compares plugin_version's major and minor), so
+// `gpubind doctor` reads it from the file without loading it.
+inline constexpr std::string_view kSpankBuiltFor = "gpubind SPANK plugin built for Slurm ";
+// The release text after the prefix in a plugin file's bytes ("22.05.8"); nullopt without one.
+std::optional<std::string> spank_built_for(std::string_view file);
 
 }  // namespace gpubind::bind

@@ -477,6 +477,34 @@ CheckResult slurm_task_plugin(const NodeFacts& f) {
           "TaskPlugin=task/affinity,task/cgroup with ConstrainCores=yes in cgroup.conf (or gpubind's SPANK plugin binds by itself)"};
 }
 
+// slurm_spank: gpubind's SPANK plugin as this node's Slurm loads it: the file the plugstack.conf
+// line names, found, and built for the node's release series (plugin.c loads a SPANK plugin only
+// into the major and minor it was built for).
+CheckResult slurm_spank(const NodeFacts& f) {
+  const char* id = "slurm_spank";
+  const NodeFacts::SpankPlugin& p = *f.gpubind_spank;
+  std::string fails =
+      p.required ? "srun refuses every job step here (the line says required)" : "no step is bound (the line says optional)";
+  std::string build = "build the plugin against this Slurm's headers (SLURM_SPANK_INCLUDE_DIR, docs/cli.md \"Building it for your Slurm\")";
+  if (p.file.empty())
+    return {id, Severity::fail,
+            p.where + " loads " + p.named + ", which is not " + (p.looked_in.empty() ? "there" : "in " + p.looked_in) + ": " + fails,
+            "install gpubind's plugin there, or name its path on the line; " + build};
+  if (!p.built_for)
+    return {
+        id, Severity::warn,
+        p.file + " does not say which Slurm it was built for (" + p.where + "): a gpubind plugin built before it said so, or not gpubind's",
+        build};
+  auto [v, known] = slurm_release(f);
+  auto built = plan::parse_slurm_version(*p.built_for);
+  std::string what = p.file + " is built for Slurm " + *p.built_for;
+  if (!known) return ok(id, what + "; this node's release is unknown (--slurm-version names it) (" + p.where + ")");
+  if (built && (built->major != v.major || built->minor != v.minor))
+    return {id, Severity::fail,
+            what + " and this node runs " + v.text() + ": Slurm refuses it (\"Incompatible Slurm plugin\"), so " + fails, build};
+  return ok(id, what + ", the series this node runs (" + v.text() + ", " + p.where + ")");
+}
+
 // The GPU of the topology a gres.conf File= names: /dev/nvidiaN is NVIDIA's GPU N, a render node
 // the GPU whose OS devices hold it.
 std::optional<size_t> gpu_of_file(const topo::Topology& t, const std::string& file) {
@@ -669,6 +697,7 @@ Report judge(const topo::Topology& t, const NodeFacts& f) {
   r.results.push_back(cgroup_mems(t, f));
   if (f.slurm_task_plugin) r.results.push_back(slurm_task_plugin(f));
   else r.notes.push_back("slurm_task_plugin: not checked: no slurm.conf ($SLURM_CONF, /etc/slurm/slurm.conf)");
+  if (f.gpubind_spank) r.results.push_back(slurm_spank(f));
   if (f.slurm_node_found && (!f.gres_gpus.empty() || !f.gres_autodetect.empty())) r.results.push_back(slurm_gres(t, f));
   else if (f.slurm_task_plugin)
     r.notes.push_back("slurm_gres: not checked: " + (!f.slurm_node_found   ? "no NodeName= line for this node in " + f.slurm_conf

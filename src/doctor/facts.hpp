@@ -89,6 +89,11 @@ struct NodeFacts {
   struct SpankPlugin {
     std::string where;         // "/etc/slurm/plugstack.conf.d/gpubind.conf:3"
     std::string site_default;  // closest, socket-split, socket, numa, none or ""
+    bool required = true;      // "required" (a step fails when it does not load), else "optional"
+    std::string named;         // the path on the line, absolute or found in PluginDir
+    std::string file;          // where it was found, as on the node ("" = nowhere)
+    std::string looked_in;     // the directories searched for a relative path
+    std::optional<std::string> built_for;  // the Slurm release it was built for ("22.05.8")
   };
   std::optional<SpankPlugin> gpubind_spank;
   // This node's NodeName= line in it: CpuSpecList (Slurm's abstract CPU ids) and CoreSpecCount.

@@ -304,11 +304,32 @@ void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts&
       f.unreadable.push_back(where + ": gpubind_spank.so would not load: " + args.error().message());
       continue;
     }
-    f.gpubind_spank = NodeFacts::SpankPlugin{where, args->site_default};
+    f.gpubind_spank = NodeFacts::SpankPlugin{where, args->site_default, words[0] == "required", words[1], {}, {}, {}};
   }
 }
 
 }  // namespace
+
+// The plugin file a plugstack.conf line names: an absolute path as it is, a relative one in each
+// PluginDir directory in turn (slurm.conf's, colon-separated; unset: where Debian's, SchedMD's
+// packages and a source build put plugins), and the release it was built for.
+void find_spank_plugin(const sys::FsRoot& root, const std::string& plugin_dir, NodeFacts::SpankPlugin& p, NodeFacts& f) {
+  std::vector<std::string> dirs;
+  if (p.named.starts_with('/')) dirs.push_back("");
+  else if (!plugin_dir.empty())
+    for (std::string_view d : split(plugin_dir, ':')) dirs.emplace_back(d);
+  else
+    dirs = {"/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib/aarch64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm",
+            "/usr/local/lib/slurm"};
+  if (!p.named.starts_with('/')) p.looked_in = join(dirs, ":");
+  for (const std::string& d : dirs) {
+    std::string path = d.empty() ? p.named : d + "/" + p.named;
+    if (!root.exists(under_root(path))) continue;
+    p.file = path;
+    if (auto bytes = read(root, under_root(path), f)) p.built_for = bind::spank_built_for(*bytes);
+    return;
+  }
+}
 
 void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f) {
   IncludeBudget budget;
@@ -491,6 +512,7 @@ Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology&
     std::string plugstack = slurm_conf_value(*slurm, "PlugStackConfig");
     if (plugstack.empty()) plugstack = conf.substr(0, conf.rfind('/') + 1) + "plugstack.conf";  // Slurm's default: beside slurm.conf
     read_plugstack(root, plugstack, f);
+    if (f.gpubind_spank) find_spank_plugin(root, slurm_conf_value(*slurm, "PluginDir"), *f.gpubind_spank, f);
   }
   f.proc_irq = root.exists("proc/irq");
   for (const std::string& pci : devices) {

@@ -57,6 +57,34 @@ extern const unsigned int spank_plugin_version = 1;
 }
 
 namespace {
+// bind::kSpankBuiltFor and the release of the slurm_version.h it was built with, "22.05.8".
+struct BuiltFor {
+  char text[80];
+};
+constexpr BuiltFor built_for(unsigned version) {
+  BuiltFor b{};
+  size_t n = 0;
+  for (char c : gpubind::bind::kSpankBuiltFor) b.text[n++] = c;
+  auto put = [&](unsigned x, bool two_digits) {
+    if (x >= 100) b.text[n++] = char('0' + x / 100);
+    if (x >= 10 || two_digits) b.text[n++] = char('0' + x / 10 % 10);
+    b.text[n++] = char('0' + x % 10);
+  };
+  put((version >> 16) & 0xff, false);
+  b.text[n++] = '.';
+  put((version >> 8) & 0xff, true);
+  b.text[n++] = '.';
+  put(version & 0xff, false);
+  return b;
+}
+}  // namespace
+
+extern "C" {
+// Exported (gpubind_spank.map) so the linker keeps it: `gpubind doctor` and strings(1) read it.
+extern const BuiltFor gpubind_slurm_release = built_for(SLURM_VERSION_NUMBER);
+}
+
+namespace {
 
 using namespace gpubind;
 

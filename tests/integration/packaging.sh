@@ -27,8 +27,13 @@ for f in gpubind-prolog.sh gpubind-epilog.sh; do
   [ -x "$WORK/stage/usr/share/gpubind/deploy/slurm/$f" ] || fail "DESTDIR install: deploy/slurm/$f missing or not executable"
 done
 if [ -f "$(dirname "$GPUBIND")/gpubind_spank.so" ]; then
-  [ -f "$WORK/stage/usr/lib/$arch/slurm-wlm/gpubind_spank.so" ] && pass "SPANK plugin installed in Debian's Slurm plugin dir (lib/$arch/slurm-wlm)" \
+  plugin=$WORK/stage/usr/lib/$arch/slurm-wlm/gpubind_spank.so
+  [ -f "$plugin" ] && pass "SPANK plugin installed in Debian's Slurm plugin dir (lib/$arch/slurm-wlm)" \
     || fail "plugin not in usr/lib/$arch/slurm-wlm: $(find "$WORK/stage" -name '*.so')"
+  # The release it was built for is still in the stripped file, where doctor reads it.
+  spank_release=$(grep -a -o 'gpubind SPANK plugin built for Slurm [0-9.]*' "$plugin" 2>/dev/null | sed -n 's/.* Slurm \([0-9.]*[0-9]\)$/\1/p' | head -1)
+  [ -n "$spank_release" ] && pass "the installed plugin says the Slurm it was built for: $spank_release" ||
+    fail "the installed plugin does not say which Slurm it was built for"
 fi
 # The hwloc discovery module, which the binary loads from ../LIBDIR/gpubind when it must discover.
 module=$(find "$WORK/stage/usr/lib" -name gpubind-hwloc.so 2>/dev/null | head -1)
@@ -92,6 +97,11 @@ if [ -n "$deb" ]; then
   field "$deb" Suggests | grep -q "gpubind-k8s" && pass "gpubind Suggests gpubind-k8s" || fail "Suggests: $(field "$deb" Suggests)"
   dpkg-deb -c "$deb" | grep -qE "gpubind-(http|yaml|podresources)\.so" && fail "gpubind ships an optional module: $(dpkg-deb -c "$deb" | grep -oE 'gpubind-[a-z]+\.so' | tr '\n' ' ')"
   [ "$(field "$deb" Description | sed -n 2p)" != "" ] && pass "gpubind has an extended description" || fail "no extended description"
+  if [ -n "${spank_release:-}" ]; then
+    series=${spank_release%.*}
+    field "$deb" Description | grep -q "built for Slurm $series " && pass "gpubind's description says its plugin is for Slurm $series" ||
+      fail "gpubind's description does not say its plugin is for Slurm $series: $(field "$deb" Description | tail -4 | tr '\n' ' ')"
+  fi
 fi
 if [ -n "$exporter" ]; then
   dep=$(field "$exporter" Depends)

@@ -6,7 +6,7 @@
 # default in plugstack.conf binds a plain srun; a bad --gpubind is refused; and the plugin built for
 # Debian 12's 22.05 is refused by this release's srun in Slurm's own words (a plugin must be built
 # for the Slurm it runs in). Then, with two stand-in GPUs under task/affinity: the release's GPU
-# rules per task (5), shards (6) and core specialization (7).
+# rules per task (5), shards (6) and core specialization (7); and doctor on both plugin files (8).
 #
 #   release_spank_test.sh GPUBIND RELEASE PLUGIN_FOR_RELEASE PLUGIN_FOR_22.05
 set -u
@@ -176,6 +176,24 @@ srun -Q -N1 -n1 --gres=gpu:2 --gpubind=verbose sh -c "$probe" > spec.out 2>&1'; 
       fail "Slurm $RELEASE: CoreSpecCount=1: $(tr '\n' ' ' < "$G/spec.out")"
   fi
 fi
+
+# 8. doctor's slurm_spank on the real plugin files, before any srun: the one built for this release
+#    is OK for it, the one built for 22.05 FAILs for it (Slurm's refusal of case 4), read from the
+#    files in PluginDir without loading them.
+for p in "$PLUGIN:OK" "$OLD_PLUGIN:FAIL"; do
+  file=${p%:*} want=${p##*:}
+  [ -f "$file" ] || continue
+  R=$D/doctor-root
+  rm -rf "$R" && mkdir -p "$R/etc/slurm" "$R/opt/slurm/lib"
+  printf 'TaskPlugin=task/affinity\nPluginDir=/opt/slurm/lib\n' > "$R/etc/slurm/slurm.conf"
+  echo "required gpubind_spank.so default=closest" > "$R/etc/slurm/plugstack.conf"
+  cp "$file" "$R/opt/slurm/lib/gpubind_spank.so"
+  said=$("$GPUBIND" doctor --quiet --root "$R" --topology example:dgx-h100 --slurm-version "$RELEASE" 2>/dev/null | awk '$1 == "slurm_spank"')
+  case $said in
+    *" $want "*) pass "doctor for Slurm $RELEASE on $(basename "$(dirname "$file")")/$(basename "$file"): ${said#slurm_spank}" ;;
+    *) fail "doctor for Slurm $RELEASE on $file: want $want, said '$said'" ;;
+  esac
+done
 
 echo "$failures failure(s)"
 [ "$failures" = 0 ]

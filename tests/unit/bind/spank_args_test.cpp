@@ -91,4 +91,19 @@ TEST(SpankArgs, GpubindOptionWordsCombine) {
   EXPECT_FALSE(parse_gpubind_option("numa,loud").ok());
 }
 
+// The release a built plugin names: the prefix followed by digits and dots up to a NUL; the bare
+// prefix (the reader's own constant, also in the file) and a cut-off text are skipped.
+TEST(SpankArgs, BuiltForIsTheReleaseAfterThePrefixUpToItsNul) {
+  using namespace std::string_literals;
+  std::string prefix(kSpankBuiltFor);
+  EXPECT_EQ(spank_built_for("\x7f"
+                            "ELF"s +
+                            prefix + "\0junk"s + prefix + "25.11.4\0more"s),
+            "25.11.4");
+  EXPECT_FALSE(spank_built_for(prefix + "\0"s));
+  EXPECT_FALSE(spank_built_for(prefix + "22.05"));  // no NUL: cut off
+  EXPECT_FALSE(spank_built_for(prefix + "22.05x\0"s));
+  EXPECT_FALSE(spank_built_for("no marker at all"));
+}
+
 }  // namespace gpubind::bind

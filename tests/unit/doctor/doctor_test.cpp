@@ -6,6 +6,7 @@
 
 #include "../../support/fake_tree.hpp"
 #include "../../support/test_machines.hpp"
+#include "bind/spank_args.hpp"
 #include "discover/source.hpp"
 #include "doctor/reader.hpp"
 #include "plan/slurm_node.hpp"
@@ -540,6 +541,73 @@ TEST(DoctorReader, ReadsEveryFactFromATreeAndSaysWhatItCannotRead) {
   EXPECT_EQ(r.worst(), Severity::fail);
 }
 
+// A plugin file's bytes as the build writes them: the release marker among other bytes.
+std::string built_plugin(const std::string& release) {
+  using namespace std::string_literals;
+  return "\x7f"
+         "ELF\2\1\1"s +
+         std::string(64, '\0') + std::string(bind::kSpankBuiltFor) + release + "\0tail"s;
+}
+
+// A relative plugin name is looked up in PluginDir's directories in turn (Slurm's plugin search),
+// else in the directories packages install to; the file's release is read without loading it.
+TEST(DoctorReader, TheSpankPluginIsFoundInPluginDirAndSaysItsRelease) {
+  testing::FakeTree tree;
+  tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/affinity\nPluginDir=/opt/slurm/a:/opt/slurm/lib\n");
+  tree.file("etc/slurm/plugstack.conf", "optional gpubind_spank.so default=closest\n");
+  tree.file("opt/slurm/lib/gpubind_spank.so", built_plugin("25.11.4"));
+  tree.file("usr/lib64/slurm/gpubind_spank.so", built_plugin("22.05.8"));  // not searched: PluginDir is set
+  auto root = sys::open_fsroot(tree.root());
+  ASSERT_TRUE(root);
+  NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
+  ASSERT_TRUE(f.gpubind_spank);
+  EXPECT_FALSE(f.gpubind_spank->required);
+  EXPECT_EQ(f.gpubind_spank->file, "/opt/slurm/lib/gpubind_spank.so");
+  EXPECT_EQ(f.gpubind_spank->built_for, "25.11.4");
+  tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/affinity\n");  // no PluginDir: the packages' directories
+  f = *read_node_facts(**root, example("dgx-h100"), {});
+  EXPECT_EQ(f.gpubind_spank->file, "/usr/lib64/slurm/gpubind_spank.so");
+  EXPECT_EQ(f.gpubind_spank->built_for, "22.05.8");
+}
+
+// Slurm loads a SPANK plugin only into the release series it was built for: the patch level may
+// differ, the major or minor may not.
+TEST(Doctor, SlurmSpankBuiltForAnotherSeriesFails) {
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  f.gpubind_spank = NodeFacts::SpankPlugin{"/etc/slurm/plugstack.conf:1",       "closest",          true,     "gpubind_spank.so",
+                                           "/usr/lib64/slurm/gpubind_spank.so", "/usr/lib64/slurm", "22.05.8"};
+  f.slurm_version = "25.11.4";
+  Report r = judge(example("dgx-h100"), f);
+  const CheckResult& c = result(r, "slurm_spank");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("/usr/lib64/slurm/gpubind_spank.so is built for Slurm 22.05.8 and this node runs 25.11.4: Slurm refuses it "
+                       "(\"Incompatible Slurm plugin\"), so srun refuses every job step here (the line says required)"),
+            std::string::npos)
+      << c.why;
+  EXPECT_NE(c.fix.find("SLURM_SPANK_INCLUDE_DIR"), std::string::npos) << c.fix;
+  f.slurm_version = "22.05.11";  // another patch level of the same series: loaded
+  EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_spank"), Severity::ok);
+  f.slurm_version.reset();  // unknown release: said, not judged
+  EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_spank"), Severity::ok);
+  f.gpubind_spank->built_for.reset();
+  EXPECT_EQ(severity(example("dgx-h100"), f, "slurm_spank"), Severity::warn);
+}
+
+TEST(Doctor, SlurmSpankPluginNotFoundFailsSayingWhatTheLineMeans) {
+  NodeFacts f = clean();
+  f.slurm_conf = "/etc/slurm/slurm.conf";
+  f.slurm_task_plugin = "task/affinity";
+  f.gpubind_spank = NodeFacts::SpankPlugin{"/etc/slurm/plugstack.conf:1", "", false, "gpubind_spank.so", "", "/opt/slurm/lib", {}};
+  Report r = judge(example("dgx-h100"), f);
+  const CheckResult& c = result(r, "slurm_spank");
+  EXPECT_EQ(c.severity, Severity::fail);
+  EXPECT_NE(c.why.find("loads gpubind_spank.so, which is not in /opt/slurm/lib: no step is bound (the line says optional)"),
+            std::string::npos)
+      << c.why;
+}
+
 TEST(DoctorReader, ThePluginStackIsPlugStackConfigElseBesideSlurmConfFollowingIncludes) {
   testing::FakeTree tree;
   tree.file("etc/slurm/slurm.conf", "TaskPlugin=task/none\n");
@@ -548,6 +616,7 @@ TEST(DoctorReader, ThePluginStackIsPlugStackConfigElseBesideSlurmConfFollowingIn
   tree.file("etc/slurm/plugstack.conf.d/50-gpubind.conf",
             "#optional gpubind_spank.so default=numa\n\toptional\t/usr/lib/slurm/gpubind_spank.so default=closest mem=preferred # site\n");
   tree.file("etc/slurm/plugstack.conf.d/README", "optional gpubind_spank.so default=socket\n");  // not *.conf: not included
+  tree.file("usr/lib/slurm/gpubind_spank.so", built_plugin("22.05.8"));
   auto root = sys::open_fsroot(tree.root());
   ASSERT_TRUE(root);
   NodeFacts f = *read_node_facts(**root, example("dgx-h100"), {});
