@@ -6,7 +6,7 @@
 # numa_node and local_cpulist), real page placement and real migrations. Facts behind the recipe:
 # ../shared/notes/qemu-numa.md.
 #
-#   vm.sh --layout 2s4n --cache DIR [--copy FILE]... [--gpu-id 10de:2330:030200] -- COMMAND...
+#   vm.sh --layout 2s4n --cache DIR [--copy FILE]... [--tree DIR:GUEST_DIR]... [--gpu-id 10de:2330:030200] -- COMMAND...
 #
 # Layouts (sockets x NUMA nodes x CPUs; fake GPUs and NICs behind one PCIe host bridge per node):
 #   2s4n        2 sockets x 2 nodes, 8 CPUs, a GPU on each node (buses 21, 41, 61, 81), NICs on
@@ -22,17 +22,19 @@
 # vendor:device:class (bind-mounted over their sysfs files in the guest, which is what gpubind
 # reads). NICs are bare e1000e functions (no driver: faster boots; gpubind knows them by PCI
 # class).
-# Each copied ELF brings the libraries ldd names. The command's output is printed when it ends.
+# Each copied ELF brings the libraries ldd names; a --tree is copied as it is (a root of its own,
+# for chroot: its programs use its libraries). The command's output is printed when it ends.
 # Exit status: the command's; 124 the VM timed out; 125 it never ran the command (no kernel,
 # panic): the console's tail is printed. 77: qemu or a kernel is missing (a skip).
 set -u
 layout=2s4n cache="" gpu_id="" timeout=${VM_TIMEOUT:-240}
-copies=()
+copies=() trees=()
 while [ $# -gt 0 ]; do
   case $1 in
     --layout) layout=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --copy) copies+=("$2"); shift 2 ;;
+    --tree) trees+=("$2"); shift 2 ;;
     --gpu-id) gpu_id=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --) shift; break ;;
@@ -175,6 +177,10 @@ for f in "${copies[@]}"; do
   else
     stage "$f"
   fi
+done
+for t in "${trees[@]}"; do
+  mkdir -p "$root${t#*:}"
+  cp -a "${t%%:*}/." "$root${t#*:}/"
 done
 printf '%s\n' "$@" >"$root/command.args"
 printf '%s' "$PWD" >"$root/command.cwd"

@@ -10,7 +10,10 @@
 # DIR/steps.out, and everything started here is stopped. DIR/plugstack.conf, when present, is the
 # cluster's PlugStackConfig (paths in it as seen in the root: DIR is /mnt/gpubind-test);
 # TASK_PLUGIN (default task/none) its TaskPlugin, GRES_TYPES (default gpu) its GresTypes,
-# SELECT_TYPE_PARAMETERS (default CR_Core) its SelectTypeParameters.
+# SELECT_TYPE_PARAMETERS (default CR_Core) its SelectTypeParameters; DIR/cgroup.conf, when
+# present, its cgroup.conf; CONFIG_OVERRIDES=0 leaves config_overrides out, REAL_MEMORY (MB, default
+# 2000) is each node's RealMemory. PREPARE_ONLY=1 writes the files and DIR/inner.sh (what runs in the
+# root) and stops: a caller that runs the root elsewhere (a VM) runs inner.sh there.
 #
 #   release_cluster.sh ROOTFS DIR PORT
 set -eu
@@ -22,8 +25,11 @@ host=$(hostname -s)
 
 mkdir -p "$D"/{etc,state,log,pids,munge,spool,dev}
 chmod 755 "$D" "$D/munge"
+# config_overrides: slurmd claims the node line's shape (the nodes here stand for other machines);
+# CONFIG_OVERRIDES=0 (a VM of the shape itself) leaves slurmd's own count to be judged.
 global=config_overrides
-[ -f "$D/global" ] && global="$global,$(cat "$D/global")"
+[ "${CONFIG_OVERRIDES:-1}" = 1 ] || global=""
+[ -f "$D/global" ] && global="$global${global:+,}$(cat "$D/global")"
 node_lines="" nodes="" i=0
 : > "$D/etc/gres.conf"
 for g in "$D"/nodes/*.gres; do
@@ -45,7 +51,7 @@ for g in "$D"/nodes/*.gres; do
   sockets=$(printf '%s' "$def" | sed -n 's/.*SocketsPerBoard=\([0-9]*\).*/\1/p')
   cores=$(printf '%s' "$def" | sed -n 's/.*CoresPerSocket=\([0-9]*\).*/\1/p')
   threads=$(printf '%s' "$def" | sed -n 's/.*ThreadsPerCore=\([0-9]*\).*/\1/p')
-  node_lines="${node_lines}NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) CPUs=$((sockets * cores * threads)) RealMemory=2000 $def State=UNKNOWN
+  node_lines="${node_lines}NodeName=$node NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) CPUs=$((sockets * cores * threads)) RealMemory=${REAL_MEMORY:-2000} $def State=UNKNOWN
 "
   nodes="$nodes${nodes:+,}$node"
 done
@@ -53,7 +59,7 @@ done
 { slurm_conf_base gpubindnew "$T" "$PORT" "$host"; cat <<CONF; } > "$D/etc/slurm.conf"
 TaskPlugin=${TASK_PLUGIN:-task/none}
 $([ -f "$D/plugstack.conf" ] && echo "PlugStackConfig=$T/plugstack.conf")
-SlurmdParameters=$global
+${global:+SlurmdParameters=$global}
 SelectType=select/cons_tres
 SelectTypeParameters=${SELECT_TYPE_PARAMETERS:-CR_Core}
 GresTypes=${GRES_TYPES:-gpu}
@@ -64,6 +70,8 @@ AccountingStorageType=accounting_storage/none
 $node_lines
 PartitionName=test Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
 CONF
+
+[ -f "$D/cgroup.conf" ] && cp "$D/cgroup.conf" "$D/etc/cgroup.conf"
 
 # What runs inside the chroot: the daemons, the wait, the report, the stop.
 cat > "$D/inner.sh" <<'INNER'
@@ -90,6 +98,7 @@ for n in $nodes; do slurmd -G -N "$n" > "$T/$n.G" 2>&1; done
 for f in "$T"/pids/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done
 for f in "$T"/pids/*.pid; do wait_for 10 sh -c "! kill -0 $(cat "$f") 2>/dev/null" || kill -KILL "$(cat "$f")" 2>/dev/null; done
 INNER
+[ "${PREPARE_ONLY:-}" = 1 ] && exit 0
 
 mkdir -p "$ROOTFS$T"
 unshare --mount --propagation private -- sh -ec '
