@@ -2,7 +2,8 @@
 # The SPANK plugin built against a newer Slurm release (src/CMakeLists.txt builds one per root
 # scripts/slurm-release.sh made) on a throw-away cluster of that release (release_cluster.sh): one
 # node of this machine's real shape, so the binding is real. Each task of `srun --gpubind=verbose`
-# is bound to the CPUs `gpubind plan` gives its local rank and the plugin says its line; a site
+# is bound to the CPUs `gpubind plan` gives its local rank and the plugin says its line; sbatch
+# --gpubind reaches the step inside the batch script; a site
 # default in plugstack.conf binds a plain srun; a bad --gpubind is refused; and the plugin built for
 # Debian 12's 22.05 is refused by this release's srun in Slurm's own words (a plugin must be built
 # for the Slurm it runs in). Then, with two stand-in GPUs under task/affinity: the release's GPU
@@ -35,12 +36,19 @@ mkdir -p "$D/nodes"
 echo "# slurm.conf: NodeName=n1 $shape" > "$D/nodes/n1.gres"
 cp "$PLUGIN" "$D/gpubind_spank.so"
 [ -f "$OLD_PLUGIN" ] && cp "$OLD_PLUGIN" "$D/gpubind_spank_2205.so"
+cat > "$D/batch.sh" <<'BATCH'
+#!/bin/sh
+echo "batch $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"
+srun -Q sh -c 'echo "$SLURM_LOCALID $(grep Cpus_allowed_list /proc/self/status | cut -f2) ${GPUBIND_CPUS:-unset}"'
+BATCH
+chmod +x "$D/batch.sh"
 cat > "$D/steps.sh" <<STEPS
 T=$T
 export SLURM_CONF=\$T/etc/slurm.conf
 probe='echo "\$SLURM_LOCALID \$(grep Cpus_allowed_list /proc/self/status | cut -f2) \${GPUBIND_CPUS:-unset}"'
 srun -Q -N1 -n2 --gpubind=verbose sh -c "\$probe" > \$T/verbose.out 2> \$T/verbose.err; echo \$? > \$T/verbose.rc
 srun -Q -N1 -n1 --gpubind=bogus true > \$T/bogus.out 2>&1; echo \$? > \$T/bogus.rc
+sbatch -Q --wait -N1 -n2 --gpubind -o \$T/batch.out \$T/batch.sh > \$T/sbatch.out 2>&1; echo \$? > \$T/batch.rc
 echo "required \$T/gpubind_spank.so default=closest" > \$T/plugstack.conf
 srun -Q -N1 -n2 sh -c "\$probe" > \$T/default.out 2> \$T/default.err; echo \$? > \$T/default.rc
 if [ -f \$T/gpubind_spank_2205.so ]; then
@@ -54,7 +62,7 @@ plan_cpus() { "$GPUBIND" plan --quiet -n 2 --format env --rank "$1" | sed -n 's/
 # Each case under TaskPlugin tp: Slurm's own binding off (task/none: the plugin binds alone) and on
 # (task/affinity, as production sites run it: the plugin narrows within the step's CPUs).
 run_cases() {  # PORT
-  rm -f "$D"/*.out "$D"/*.err "$D"/*.rc "$D/nodes.txt"
+  rm -f "$D"/*.out "$D"/*.err "$D"/*.rc "$D/nodes.txt"  # batch.sh stays
     echo "required $T/gpubind_spank.so" > "$D/plugstack.conf"
     TASK_PLUGIN=$tp "$HERE/release_cluster.sh" "$ROOTFS" "$D" "$1" > "$D/run.log" 2>&1 || { fail "the $RELEASE cluster ($tp) did not run: $(tail -5 "$D/run.log" | tr '\n' ' ')"; return; }
   state=$(sed -n 's/.* State=\([^ ]*\).*/\1/p' "$D/nodes.txt")
@@ -76,6 +84,15 @@ run_cases() {  # PORT
   # 2. A bad value is refused by srun.
   [ "$(cat "$D/bogus.rc")" != 0 ] && grep -q gpubind "$D/bogus.out" && pass "Slurm $RELEASE ($tp): --gpubind=bogus refused: $(grep -m1 gpubind "$D/bogus.out")" ||
     fail "Slurm $RELEASE ($tp): --gpubind=bogus accepted (rc $(cat "$D/bogus.rc")): $(cat "$D/bogus.out")"
+
+  # 2b. sbatch --gpubind: the job's choice reaches the steps inside it; the batch script itself is
+  #     no task and keeps the job's CPUs.
+  tasks=$(awk '$1 ~ /^[0-9]+$/ && $3 != "unset" && $2 == $3' "$D/batch.out" 2>/dev/null | wc -l)
+  [ "$(cat "$D/batch.rc")" = 0 ] && [ "$tasks" = 2 ] && pass "Slurm $RELEASE ($tp): sbatch --gpubind carries to the srun step inside (2 tasks bound)" ||
+    fail "Slurm $RELEASE ($tp): sbatch --gpubind (rc $(cat "$D/batch.rc")): $(cat "$D/sbatch.out" "$D/batch.out" 2>/dev/null | tr '\n' ' ')"
+  [ "$(awk '$1 == "batch" {print $2, $3}' "$D/batch.out" 2>/dev/null)" = "$(cat /sys/devices/system/cpu/online) unset" ] &&
+    pass "Slurm $RELEASE ($tp): the batch script keeps the job's CPUs and no GPUBIND_*" ||
+    fail "Slurm $RELEASE ($tp): the batch script: $(grep batch "$D/batch.out" 2>/dev/null)"
 
   # 3. The site default binds a plain srun.
   bound=$(awk '$3 != "unset" && $2 == $3' "$D/default.out" | wc -l)
@@ -99,13 +116,17 @@ for tp in task/none task/affinity; do run_cases $((PORT += 20)); done
 #    machine (2 sockets x 1 core), two stand-in GPUs (GPU 0 near CPU 0, GPU 1 near CPU 1, in
 #    gres.conf and in the plugin's topology), default=closest. gpu_cluster N NODE_EXTRA GRES_LINES
 #    STEPS runs one with the node line's extra words, gres.conf's lines and the steps (each srun's
-#    output to its own file); SELECT_TYPE_PARAMETERS and GRES_TYPES pass through.
+#    output to its own file); NODES (default n1) names its nodes, each of that shape;
+#    SELECT_TYPE_PARAMETERS and GRES_TYPES pass through.
 gpu_cluster() {
   G=$D/gpus$1
   mkdir -p "$G/nodes" "$G/dev/n1"
   "$GPUBIND" topo --quiet --json | /usr/bin/python3 "$HERE/topology_json.py" two-gpus > "$G/two-gpus.json"
   for i in 0 1; do mknod "$G/dev/n1/nvidia$i" c 195 $i 2>/dev/null || : > "$G/dev/n1/nvidia$i"; done
-  printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 %s\n%s\n' "$2" "$3" > "$G/nodes/n1.gres"
+  for node in ${NODES:-n1}; do  # each node of the same shape, gres.conf's lines named for it
+    printf '# slurm.conf: NodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=1 ThreadsPerCore=1 %s\n%s\n' "$2" "$3" |
+      sed "s/NodeName=n1 /NodeName=$node /" > "$G/nodes/$node.gres"
+  done
   cp "$PLUGIN" "$G/gpubind_spank.so"
   echo "required $T/gpubind_spank.so default=closest topology=$T/two-gpus.json" > "$G/plugstack.conf"
   { echo "export SLURM_CONF=$T/etc/slurm.conf"
@@ -130,20 +151,26 @@ else
   # 5. Per task: since 24.11 --gpus-per-task reaches the task as SLURM_TRES_BIND=gres/gpu:per_task:1
   #    (no SLURM_GPUS_PER_TASK); --tres-bind=gres/gpu:map:/mask: beside --gpu-bind's map_gpu:; with
   #    --gres-flags=allow-task-sharing (each task may open the step's every GPU) and with a NIC rule
-  #    beside the GPU's (gres/nic:closest, after a '+'), each task still has its own GPU.
-  if gpu_cluster 5 "Gres=gpu:2" "$two_gpus" '
+  #    beside the GPU's (gres/nic:closest, after a '+'), each task still has its own GPU. On two
+  #    nodes, a heterogeneous step: --gpus-per-task=1 on n1, --gpu-bind=map_gpu:1,0 on n2.
+  if NODES="n1 n2" gpu_cluster 5 "Gres=gpu:2" "$two_gpus" '
 srun -Q -N1 -n2 --gpus-per-task=1 sh -c "$probe" > per_task.out 2>&1
 srun -Q -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "$probe" > map_gpu.out 2>&1
 srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:map:1,0 sh -c "$probe" > map.out 2>&1
 srun -Q -N1 -n2 --gres=gpu:2 --tres-bind=gres/gpu:verbose,mask:0x2,0x1 sh -c "$probe" > mask.out 2>&1
 srun -Q -N1 -n2 --gpus-per-task=1 --gres-flags=allow-task-sharing sh -c "$probe" > sharing.out 2>&1
-srun -Q -N1 -n2 --gpus-per-task=1 --tres-bind=gres/gpu:per_task:1+gres/nic:closest sh -c "$probe" > nic.out 2>&1'; then
+srun -Q -N1 -n2 --gpus-per-task=1 --tres-bind=gres/gpu:per_task:1+gres/nic:closest sh -c "$probe" > nic.out 2>&1
+srun -Q -w n1 -N1 -n2 --gpus-per-task=1 : -w n2 -N1 -n2 --gres=gpu:2 --gpu-bind=map_gpu:1,0 sh -c "echo \$SLURMD_NODENAME \$($probe)" > het.out 2>&1'; then
     gpu_case "--gpus-per-task=1: each task on its own GPU's CPU" per_task.out "0 0000:e1:00.0" "1 0000:e2:00.0"
     gpu_case "--gpu-bind=map_gpu:1,0: task 0 on GPU 1's CPU, task 1 on GPU 0's" map_gpu.out "1 0000:e2:00.0" "0 0000:e1:00.0"
     gpu_case "--tres-bind=gres/gpu:map:1,0: the same" map.out "1 0000:e2:00.0" "0 0000:e1:00.0"
     gpu_case "--tres-bind=gres/gpu:verbose,mask:0x2,0x1: the same" mask.out "1 0000:e2:00.0" "0 0000:e1:00.0"
     gpu_case "--gpus-per-task=1 --gres-flags=allow-task-sharing: each task on its own GPU's CPU" sharing.out "0 0000:e1:00.0" "1 0000:e2:00.0"
     gpu_case "--tres-bind=gres/gpu:per_task:1+gres/nic:closest: the same" nic.out "0 0000:e1:00.0" "1 0000:e2:00.0"
+    got=$(awk '$1 ~ /^n[12]$/ {print $1, $2, $3, $5}' "$G/het.out" | sort | tr '\n' ';')
+    [ "$got" = "n1 0 0 0000:e1:00.0;n1 1 1 0000:e2:00.0;n2 0 1 0000:e2:00.0;n2 1 0 0000:e1:00.0;" ] &&
+      pass "Slurm $RELEASE: heterogeneous step: each component's tasks on their own GPU's CPU ($got)" ||
+      fail "Slurm $RELEASE: heterogeneous step: '$got': $(tr '\n' ' ' < "$G/het.out")"
   fi
   # 6. Shards of the GPUs (gres/shard, two per GPU): Slurm picks each task's shards by the tasks'
   #    CPUs, so the plugin reads its own task's GPU (CUDA_VISIBLE_DEVICES) and says it guessed the
