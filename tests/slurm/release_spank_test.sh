@@ -3,10 +3,9 @@
 # scripts/slurm-release.sh made) on a throw-away cluster of that release (release_cluster.sh): one
 # node of this machine's real shape, so the binding is real. Each task of `srun --gpubind=verbose`
 # is bound to the CPUs `gpubind plan` gives its local rank and the plugin says its line; sbatch
-# --gpubind reaches the step inside the batch script; a site
-# default in plugstack.conf binds a plain srun; a bad --gpubind is refused; and the plugin built for
-# Debian 12's 22.05 is refused by this release's srun in Slurm's own words (a plugin must be built
-# for the Slurm it runs in). Then, with two stand-in GPUs under task/affinity: the release's GPU
+# --gpubind reaches the step inside the batch script; a site default in plugstack.conf binds a
+# plain srun; a bad --gpubind is refused; and the plugin built for Debian 12's 22.05 is refused by
+# this release's srun in Slurm's own words (a plugin must be built for the Slurm it runs in). Then, with two stand-in GPUs under task/affinity: the release's GPU
 # rules per task (5), shards (6) and core specialization (7); and doctor on both plugin files (8).
 #
 #   release_spank_test.sh GPUBIND RELEASE PLUGIN_FOR_RELEASE PLUGIN_FOR_22.05
