@@ -22,17 +22,10 @@ RELEASE=${2:?release, e.g. 26.05}
 PLUGIN=${3:?the plugin built for RELEASE}
 CACHE=${4:?cache directory for the VM kernel}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOTFS=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}/$RELEASE
 T=/mnt/gpubind-test
-
-skip() { echo "skipped: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root (the cluster's files keep their owners in the VM)"
-[ -x "$ROOTFS/usr/sbin/slurmd" ] || skip "Slurm $RELEASE not made, run scripts/slurm-release.sh $RELEASE"
+. "$HERE/release_lib.sh"
+need_release "the cluster's files keep their owners in the VM"
 [ -f "$PLUGIN" ] || skip "the plugin for Slurm $RELEASE is not built (make its root, then configure the build again)"
-
-failures=0
-pass() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 W=$(mktemp -d /tmp/gpubind-cgroup-v2.XXXXXX)
 trap 'rm -rf "$W"' EXIT

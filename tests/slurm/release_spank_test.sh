@@ -15,16 +15,9 @@ RELEASE=${2:?release}
 PLUGIN=${3:-}
 OLD_PLUGIN=${4:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOTFS=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}/$RELEASE
-
-skip() { echo "skipped: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root (chroot, mounts, slurmd as root)"
-[ -x "$ROOTFS/usr/sbin/slurmd" ] || skip "Slurm $RELEASE not made, run scripts/slurm-release.sh $RELEASE"
+. "$HERE/release_lib.sh"
+need_release "chroot, mounts, slurmd as root"
 [ -f "$PLUGIN" ] || skip "the plugin for Slurm $RELEASE is not built (make its root, then configure the build again)"
-
-failures=0
-pass() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 D=$(mktemp -d /tmp/gpubind-slurm-spank.XXXXXX)
 trap 'rm -rf "$D"' EXIT

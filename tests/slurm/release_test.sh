@@ -19,16 +19,9 @@ GPUBIND=${1:?gpubind binary}
 RELEASE=${2:?release, e.g. 24.11}
 CORPUS=${3:?corpus directory}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOTFS=${GPUBIND_SLURM_CACHE:-/var/cache/gpubind/slurm}/$RELEASE
-
-skip() { echo "skipped: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root (chroot, mounts, slurmd as root)"
-[ -x "$ROOTFS/usr/sbin/slurmd" ] || skip "Slurm $RELEASE not made, run scripts/slurm-release.sh $RELEASE"
+. "$HERE/release_lib.sh"
+need_release "chroot, mounts, slurmd as root"
 command -v unshare >/dev/null || skip "no unshare"
-
-failures=0
-pass() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 W=$(mktemp -d /tmp/gpubind-slurm-release.XXXXXX)
 T=/mnt/gpubind-test  # the cluster's directory as its daemons see it (release_cluster.sh)
@@ -129,14 +122,20 @@ done
 # A node with RestrictedCoresPerGPU and CoreSpecCount: doctor's slurm_gres on its files says which
 # cores slurmctld keeps (OK) or that it sets the node down (FAIL); scontrol must show the same.
 kept_said=0 kept_down=0
-judge_kept() {  # DIR NODE SOURCE SHOW STATE REASON
-  local D=$1 node=$2 src=$3 show=$4 state=$5 reason=$6 said verdict
+# doctor_says DIR NODE SOURCE: doctor's slurm_gres line on the node's two files (its gres.conf, and
+# slurm.conf of its node line and the cluster's SlurmdParameters), before any slurmd runs.
+doctor_says() {
+  local D=$1 node=$2
   mkdir -p "$D/doctor-$node/etc/slurm"
   { [ -f "$D/global" ] && echo "SlurmdParameters=$(cat "$D/global")"
     sed -n "s/^# slurm.conf: //p" "$D/nodes/$node.gres"; } > "$D/doctor-$node/etc/slurm/slurm.conf"
   cp "$D/nodes/$node.gres" "$D/doctor-$node/etc/slurm/gres.conf"
-  said=$("$GPUBIND" doctor --quiet --root "$D/doctor-$node" --topology "$src" --node-name "$node" --slurm-version "$RELEASE" \
-    2>/dev/null | awk '$1 == "slurm_gres"')
+  "$GPUBIND" doctor --quiet --root "$D/doctor-$node" --topology "$3" --node-name "$node" --slurm-version "$RELEASE" \
+    2>/dev/null | awk '$1 == "slurm_gres"'
+}
+judge_kept() {  # DIR NODE SOURCE SHOW STATE REASON
+  local D=$1 node=$2 src=$3 show=$4 state=$5 reason=$6 said verdict
+  said=$(doctor_says "$D" "$node" "$src")
   verdict=$(printf '%s\n' "$said" | awk '{print $2}')
   local want_res want_spec got_res got_spec
   want_res=$(printf '%s\n' "$said" | sed -n 's/.*\(RestrictedCoresPerGPU=[0-9]*\) keeps cores \([^ ]*\) for GPU jobs.*/\1(\2)/p')
@@ -204,11 +203,7 @@ for c in "${!cluster_of[@]}"; do
     if [ -f "$D/nodes/$node.expect" ]; then
       expect=$(cat "$D/nodes/$node.expect")
       # doctor's slurm_gres on the same two files says, before any slurmd runs, what Slurm did.
-      mkdir -p "$D/doctor-$node/etc/slurm"
-      sed -n "s/^# slurm.conf: //p" "$g" > "$D/doctor-$node/etc/slurm/slurm.conf"
-      cp "$g" "$D/doctor-$node/etc/slurm/gres.conf"
-      verdict=$("$GPUBIND" doctor --quiet --root "$D/doctor-$node" --topology "$src" --node-name "$node" --slurm-version "$RELEASE" \
-        2>/dev/null | awk '$1 == "slurm_gres" {print $2}')
+      verdict=$(doctor_says "$D" "$node" "$src" | awk '{print $2}')
       case $expect:$verdict in
         refused:FAIL | taken:OK) pass "before: doctor's slurm_gres says $verdict for the 22.05 lines of $src" ;;
         *) fail "before: doctor's slurm_gres says '$verdict' for the 22.05 lines of $src, which $RELEASE should have $expect" ;;
