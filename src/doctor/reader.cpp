@@ -308,8 +308,6 @@ void plugstack_file(const sys::FsRoot& root, const std::string& conf, NodeFacts&
   }
 }
 
-}  // namespace
-
 // The plugin file a plugstack.conf line names: an absolute path as it is, a relative one in each
 // PluginDir directory in turn (slurm.conf's, colon-separated; unset: where Debian's, SchedMD's
 // packages and a source build put plugins), and the release it was built for.
@@ -330,6 +328,8 @@ void find_spank_plugin(const sys::FsRoot& root, const std::string& plugin_dir, N
     return;
   }
 }
+
+}  // namespace
 
 void read_plugstack(const sys::FsRoot& root, const std::string& conf, NodeFacts& f) {
   IncludeBudget budget;
