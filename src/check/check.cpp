@@ -4,6 +4,7 @@
 #include <set>
 #include <map>
 
+#include "check/contention.hpp"
 #include "topo/binding_env.hpp"
 #include "topo/launcher_env.hpp"
 #include "util/strings.hpp"
@@ -39,6 +40,8 @@ const char* to_string(Verdict v) {
     case Verdict::remote_memory: return "REMOTE_MEMORY";
     case Verdict::drifted: return "DRIFTED";
     case Verdict::no_gpu: return "NO_GPU";
+    case Verdict::oversubscribed: return "OVERSUBSCRIBED";
+    case Verdict::throttled: return "THROTTLED";
   }
   return "?";
 }
@@ -159,6 +162,57 @@ void judge_one(const topo::Topology& t, ProcessReport& r, const JudgeOptions& op
                                                         "% of resident pages are off node " + join_numbers(home) + " (" + where + ")"});
     }
   }
+}
+
+// Whether `pid` is `ancestor` or below it, by the parents of the processes checked.
+bool descends_from(int pid, int ancestor, const std::map<int, int>& parent_of) {
+  for (int hops = 0; hops < 64; ++hops) {
+    if (pid == ancestor) return true;
+    auto it = parent_of.find(pid);
+    if (it == parent_of.end()) return false;
+    pid = it->second;
+  }
+  return false;
+}
+
+// OVERSUBSCRIBED and THROTTLED (check/contention.hpp) of one process, its pool being it and the
+// processes checked below it (a DataLoader worker runs on the rank's CPUs).
+void judge_contention(ProcessReport& r, const std::vector<ProcessReport>& all, const std::map<int, int>& parent_of) {
+  const probe::ProcessState& s = r.state;
+  unsigned cpus = unsigned(s.cpus_allowed.count());
+  unsigned runnable = 0;
+  uint64_t ran = 0, waited = 0;
+  std::map<std::pair<std::string, bool>, unsigned> busy;  // (name, is a child process) -> count
+  for (const ProcessReport& q : all) {
+    if (!descends_from(q.state.pid, s.pid, parent_of)) continue;
+    bool child = q.state.pid != s.pid;
+    unsigned here = 0;
+    for (const probe::ThreadState& th : q.state.threads) {
+      if (th.run_ns && th.run_delay_ns) {
+        ran += *th.run_ns;
+        waited += *th.run_delay_ns;
+      }
+      if (th.state != 'R') continue;
+      ++here;
+      if (!child) ++busy[{name_family(th.comm), false}];
+    }
+    runnable += here;
+    if (child && here) ++busy[{name_family(q.state.comm), true}];
+  }
+  double wait_share = ran + waited ? double(waited) / double(ran + waited) : 0;
+  if (wait_share > 1 - 1 / kOversubscribed) {
+    std::vector<BusyName> names;
+    for (const auto& [key, n] : busy) names.push_back({key.first, n, key.second});
+    std::string main = s.threads.empty() ? s.comm : name_family(s.threads.front().comm);
+    std::string how = "running or waiting for a CPU now, its threads having waited " + std::to_string(int(wait_share * 100)) +
+                      " % of their runnable time since they started";
+    if (auto why = oversubscribed(double(runnable), cpus, kOversubscribed, how, thread_pools(names, main, s.env)))
+      r.findings.push_back({Verdict::oversubscribed, *why});
+  }
+  if (s.cpu_quota)
+    if (auto why = throttled(*s.cpu_quota, s.cpu_quota->periods, s.cpu_quota->throttled_periods, double(s.cpu_quota->throttled_ns) / 1e9,
+                             cpus, kThrottled, "since the cgroup was made"))
+      r.findings.push_back({Verdict::throttled, *why});
 }
 
 }  // namespace
@@ -284,6 +338,8 @@ Report judge(const topo::Topology& t, std::vector<probe::ProcessState> states, s
       b.findings.push_back({Verdict::overlap, "shares CPUs " + shared.to_list() + " with PID " + std::to_string(a.state.pid)});
       a.judged = b.judged = true;
     }
+  for (ProcessReport& r : rep.processes)
+    if (r.judged && r.holder.empty() && r.apart.empty() && r.wrapper.empty()) judge_contention(r, rep.processes, parent_of);
   return rep;
 }
 

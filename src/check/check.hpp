@@ -12,7 +12,7 @@
 
 namespace gpubind::check {
 
-enum class Verdict { ok, unbound, misplaced, overlap, remote_memory, drifted, no_gpu };
+enum class Verdict { ok, unbound, misplaced, overlap, remote_memory, drifted, no_gpu, oversubscribed, throttled };
 const char* to_string(Verdict v);
 
 // Who a process is, from the variables its launcher set ("" when none says): its local rank

@@ -90,9 +90,10 @@ probe::SlurmTasks node_tasks(const std::string& job) {
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
-  Args app("Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
-           "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, NO_GPU.",
-           "gpubind check");
+  Args app(
+      "Read what running processes are bound to (threads' allowed CPUs and last CPU, memory, the GPUs they "
+      "hold open) and judge it: OK, UNBOUND, MISPLACED, OVERLAP, REMOTE_MEMORY, DRIFTED, OVERSUBSCRIBED, THROTTLED, NO_GPU.",
+      "gpubind check");
   CheckFlags f;
   add_check_options(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;

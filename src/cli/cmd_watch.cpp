@@ -56,6 +56,12 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--max-remote-memory", f.th.remote_memory, "REMOTE_MEMORY above this share of resident pages, 0-1 (default 0.2)")
       .range(0.0, 1.0);
   app.option("--max-imbalance", f.th.imbalance, "IMBALANCE above this spread of the ranks' CPU time, 0-1 (default 0.25)").range(0.0, 1.0);
+  app.option("--max-runnable", f.th.oversubscribed,
+             "OVERSUBSCRIBED above this many threads running or waiting for a CPU per allowed CPU, the rank's and its children's, "
+             "over 4 intervals (default 1.25)")
+      .range(0.0, 1e6);
+  app.option("--max-throttled", f.th.throttled, "THROTTLED above this share of the CPU quota's periods throttled, 0-1 (default 0.25)")
+      .range(0.0, 1.0);
   app.option("--drift-hold", f.th.drift_hold, "DRIFTED holds this many seconds after a thread's allowed CPUs changed (default 30)")
       .range(0.0, 86400.0);
   app.option("--node-name", f.node_name,
@@ -267,7 +273,9 @@ int watch_job(const WatchFlags& f) {
                                    "--max-migrations",    number(f.th.migrations_per_second),
                                    "--max-cross-numa",    number(f.th.cross_numa),
                                    "--max-remote-memory", number(f.th.remote_memory),
-                                   "--max-imbalance",     number(f.th.imbalance)};
+                                   "--max-imbalance",     number(f.th.imbalance),
+                                   "--max-runnable",      number(f.th.oversubscribed),
+                                   "--max-throttled",     number(f.th.throttled)};
   if (f.schedule.count) pass.insert(pass.end(), {"--count", std::to_string(*f.schedule.count)});
   if (f.schedule.duration > 0) pass.insert(pass.end(), {"--duration", number(f.schedule.duration)});
   double expected = f.schedule.duration > 0 ? f.schedule.duration : f.schedule.interval * *f.schedule.count;
@@ -341,9 +349,10 @@ std::vector<std::string> enforce_spelled(std::vector<std::string> args) {
 }  // namespace
 
 int cmd_watch(const std::vector<std::string>& args) {
-  Args app("Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
-           "REMOTE_MEMORY, OVERLAP, IMBALANCE (docs/cli.md has each rule).",
-           "gpubind watch");
+  Args app(
+      "Sample running processes over time and judge each interval: MIGRATING, CROSS_NUMA, CROSS_SOCKET, DRIFTED, "
+      "REMOTE_MEMORY, OVERLAP, OVERSUBSCRIBED, THROTTLED, IMBALANCE (docs/cli.md has each rule).",
+      "gpubind watch");
   WatchFlags f;
   add_watch_options(app, f);
   if (int rc = app.parse(enforce_spelled(args)); rc >= 0) return rc;

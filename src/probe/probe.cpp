@@ -1,5 +1,7 @@
 #include "probe/probe.hpp"
 
+#include "probe/cpu_quota.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -29,6 +31,7 @@ Result<CpuSet> list_field(const std::string& status, std::string_view name, cons
 // are counted after the last ')'.
 struct StatFields {
   std::string comm;
+  char state = 0;                       // field 3
   std::optional<unsigned> last_cpu;     // field 39 (processor)
   std::optional<uint64_t> run_ns;       // fields 14 and 15 (utime, stime)
 };
@@ -49,6 +52,7 @@ StatFields parse_stat(std::string_view stat) {
     if (end == i) break;
     std::string_view f = rest.substr(i, end - i);
     switch (field) {
+      case 3: out.state = f[0]; break;
       case 14: utime = parse_uint(f); break;
       case 15: stime = parse_uint(f); break;
       case 39:
@@ -84,10 +88,16 @@ void read_sched(const ThreadReader& r, const std::string& dir, ThreadState& t) {
   }
 }
 
-// schedstat's first field is the thread's CPU time in nanoseconds, when the kernel keeps it.
+// schedstat: the thread's CPU time and the time it waited for a CPU, in nanoseconds, and how many
+// times it ran, when the kernel keeps them (CONFIG_SCHED_INFO).
+void parse_schedstat(std::string_view text, ThreadState& t) {
+  auto fields = split(trim(text), ' ');
+  if (auto ns = parse_uint(fields.front())) t.run_ns = *ns;
+  if (fields.size() >= 2)
+    if (auto delay = parse_uint(fields[1])) t.run_delay_ns = *delay;
+}
 void read_run_ns(const ThreadReader& r, const std::string& dir, ThreadState& t) {
-  if (auto schedstat = r.read(dir + "/schedstat"))
-    if (auto ns = parse_uint(trim(split(*schedstat, ' ').front()))) t.run_ns = *ns;
+  if (auto schedstat = r.read(dir + "/schedstat")) parse_schedstat(*schedstat, t);
 }
 
 // Everything, from status, stat, schedstat and sched.
@@ -107,6 +117,7 @@ Result<ThreadState> read_thread_files(const ThreadReader& r, const std::string& 
   t.involuntary_switches = parse_uint(key_value(*status, "nonvoluntary_ctxt_switches"));
   if (auto stat = r.read(dir + "/stat")) {
     StatFields f = parse_stat(*stat);
+    t.state = f.state;
     t.last_cpu = f.last_cpu;
     t.run_ns = f.run_ns;
   }
@@ -145,18 +156,37 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
     t.cpus_allowed = std::move(*cpus);
   }
   // The thread's stat and schedstat stay open while unread: stat for when it next migrates,
-  // schedstat for the identity check below.
+  // schedstat for the identity check below and the wait for a CPU.
   std::string schedstat = dir + "/schedstat", stat_file = dir + "/stat";
+  std::optional<uint64_t> delay;  // what is known of its wait for a CPU, carried from sample to sample
+  unsigned ran = 0;
   if (m) {
     bool same = unchecked;
     if (same && r.options.kept) r.options.kept->keep(schedstat);
     if (!same) {
       bool opened = true;
-      same = r.read(schedstat, &opened).ok() && !opened;  // a kept file of an ended thread fails
-      if (!same) {
+      auto text = r.read(schedstat, &opened);
+      same = text.ok() && !opened;  // a kept file of an ended thread fails
+      if (same) {
+        ThreadState read;
+        parse_schedstat(*text, read);
+        m->run_delay_ns = read.run_delay_ns;
+      } else {
         r.options.counters->forget(tid);
         counts = r.options.counters->counts(tid);
       }
+    }
+    // A thread that ran has its wait read at every kDelayEvery-th sample it ran, threads taking
+    // turns by id: the rank's waits are all read within that many samples, at a quarter of the cost.
+    if (same && m->idle == 0 && (++m->ran + unsigned(tid)) % ThreadMemo::kDelayEvery == 0)
+      if (auto text = r.read(schedstat)) {
+        ThreadState read;
+        parse_schedstat(*text, read);
+        m->run_delay_ns = read.run_delay_ns;
+      }
+    if (same) {
+      delay = m->run_delay_ns;
+      ran = m->ran;
     }
     bool moved = counts->migrations != m->migrations;
     if (same && (!moved || within_one(r.options.numa_cpus, t.cpus_allowed))) {
@@ -165,6 +195,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
       m->migrations = counts->migrations;
       m->cpus = t.cpus_allowed;
       t.run_ns = counts->run_ns;
+      t.run_delay_ns = delay;
       t.migrations = counts->migrations;
       t.switches = counts->switches;
       t.comm = m->comm;
@@ -176,6 +207,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   }
   if (counts) {
     t.run_ns = counts->run_ns;
+    t.run_delay_ns = delay;
     t.migrations = counts->migrations;
     t.switches = counts->switches;
   }
@@ -185,7 +217,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
   t.comm = std::move(f.comm);
   t.last_cpu = f.last_cpu;
   if (counts) {
-    if (memo) memo->put(tid, {t.comm, t.last_cpu, counts->migrations, counts->run_ns, t.cpus_allowed});
+    if (memo) memo->put(tid, {t.comm, t.last_cpu, counts->migrations, counts->run_ns, t.cpus_allowed, 0, false, true, delay, ran});
     if (memo && r.options.kept) r.options.kept->keep(schedstat);
     return t;
   }
@@ -352,6 +384,8 @@ const std::vector<std::string>& env_names() {
     for (const char* n : topo::launcher_env::kJob) v.push_back(n);
     v.push_back("SLURM_STEP_ID");
     for (const char* n : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) v.push_back(n);
+    // What sizes the thread pools inside a rank (check/contention.hpp names them in its reasons).
+    for (const char* n : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) v.push_back(n);
     return v;
   }();
   return names;
@@ -592,6 +626,7 @@ Result<ProcessState> probe_process(const sys::FsRoot& root, int pid, const Probe
   if (auto cgroup = root.read(dir + "/cgroup")) {
     cgroup_text = *cgroup;
     p.container_id = container_id_of_cgroup(*cgroup);
+    p.cpu_quota = cpu_quota_of(root, cgroup_text, options.quotas);
   }
   std::string uids = key_value(*status, "Uid");  // real, effective, saved, filesystem
   if (auto uid = parse_uint(uids.substr(0, uids.find_first_of(" \t")))) p.uid = unsigned(*uid);

@@ -33,6 +33,9 @@ namespace gpubind::probe {
 //   that many samples is told at the next check (its counts and allowed CPUs until then are the
 //   ended thread's).
 // A thread renamed since keeps its old name until its `stat` is read again.
+// Its wait for a CPU (schedstat's second field) is read at every kDelayEvery-th sample it ran in
+// and at each identity check; a thread that did not run did not wait either, unless it waited for
+// the whole interval (starved), which the identity check reads.
 class ThreadMemo {
  public:
   struct Entry {
@@ -44,8 +47,13 @@ class ThreadMemo {
     unsigned idle = 0;   // samples in a row it did not run
     bool stale = false;  // it migrated since last_cpu was read
     bool used = true;
+    std::optional<uint64_t> run_delay_ns = {};  // its wait for a CPU, when last read
+    unsigned ran = 0;                           // samples it ran in
   };
   static constexpr unsigned kIdentityEvery = 4;
+  // A thread that runs has its `schedstat` read for its wait for a CPU at every kDelayEvery-th
+  // sample it ran in (threads take turns by id); between reads its wait is the one read last.
+  static constexpr unsigned kDelayEvery = 4;
   // The entry of a thread probed before, marked as used; nullptr when none.
   Entry* find(int tid);
   void put(int tid, Entry e);
@@ -75,6 +83,7 @@ class ThreadMemo {
 };
 
 class GpuDeviceMap;
+class CpuQuotaMemo;
 
 struct ProbeOptions {
   bool numa_maps = false;
@@ -91,6 +100,9 @@ struct ProbeOptions {
   const GpuDeviceMap* devices = nullptr;
   // The CPUs of each NUMA node (the light probe's: see ThreadMemo); empty: unknown.
   std::vector<CpuSet> numa_cpus = {};
+  // Which cgroup limits each process's CPU time, kept from one probe to the next
+  // (probe/cpu_quota.hpp); nullptr: found afresh for each process.
+  CpuQuotaMemo* quotas = nullptr;
 };
 
 // The container id in a /proc/PID/cgroup text: the last run of 64 hexadecimal digits, as

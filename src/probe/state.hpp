@@ -28,6 +28,22 @@ struct ThreadState {
   std::optional<uint64_t> involuntary_switches;
   std::optional<uint64_t> switches;              // both together (watch: from TaskCounters or `sched`)
   std::optional<uint64_t> run_ns;          // CPU time so far: schedstat, else stat utime+stime
+  // Time it waited, runnable, for a CPU so far (schedstat's second field, CONFIG_SCHED_INFO). The
+  // light probe reads it at every ThreadMemo::kDelayEvery-th sample of a running thread: between
+  // two reads it is the last one read.
+  std::optional<uint64_t> run_delay_ns;
+  char state = 0;  // stat field 3: 'R' running or waiting for a CPU, 'S' asleep...; 0 when not read
+};
+
+// The CPU bandwidth limit over a process: the cgroup, of its own and its ancestors, with the
+// smallest CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us over cpu.cfs_period_us), and that
+// cgroup's throttling counters (cpu.stat) since it was made.
+struct CpuQuota {
+  std::string cgroup;                           // its directory ("/sys/fs/cgroup/kubepods.slice/...", under --root's directory for a tree)
+  std::string setting;                          // "cpu.max 200000 100000", "cpu.cfs_quota_us 200000 (period 100000)"
+  double cpus = 0;                              // quota / period: how many CPUs' worth of time it may use
+  uint64_t periods = 0, throttled_periods = 0;  // nr_periods, nr_throttled
+  uint64_t throttled_ns = 0;                    // throttled_usec (v2) or throttled_time (v1): run queues held back, summed over CPUs
 };
 
 // One GPU's use, from its runtime library (NVML): filled by discover's GpuRuntime, judged by watch.
@@ -81,6 +97,8 @@ struct ProcessState {
   // Its environment or open files refused for permission (another user's process, read without
   // root): the file and errno's text; "" when both were read. Whether it is a rank cannot be told.
   std::string denied;
+  // The CPU quota its cgroups put over it; nullopt when none has one (or cgroups are not readable).
+  std::optional<CpuQuota> cpu_quota;
 };
 
 // What this process may use, as Linux says now (probe::process_allowance), or a test's or a dry

@@ -54,7 +54,8 @@ const Family kFamilies[] = {
      "Share of the rank's CPU time in the last interval that ran off its GPU's package(s), 0-1"},
     {"gpubind_rank_remote_memory_ratio", "gauge", "Share of the rank's resident pages off its GPU's NUMA node(s), last read, 0-1"},
     {"gpubind_rank_drifted", "gauge",
-     "1 while the rank's allowed CPUs differ from GPUBIND_CPUS or from when watch first saw them, or changed in the last drift hold (30 s)"},
+     "1 while the rank's allowed CPUs differ from GPUBIND_CPUS or from when watch first saw them, or changed in the last drift hold (30 "
+     "s)"},
     {"gpubind_rank_overlap", "gauge", "1 when the rank's CPUs overlap another pinned rank's"},
     {"gpubind_rank_allowed_cpus", "gauge", "Number of CPUs the rank may run on; the list is the cpus label"},
     {"gpubind_node_rank_imbalance_ratio", "gauge",
@@ -70,7 +71,19 @@ const Family kFamilies[] = {
     {"gpubind_rank_repins_total", "counter",
      "Threads of the rank watch --enforce put back on its CPUs (mode=\"report\": drifts it only reported); a rising count is a "
      "library or user fighting the binding"},
-    {"gpubind_rank_context_switches_total", "counter", "Context switches of the rank's threads, voluntary and involuntary, since watch started"},
+    {"gpubind_rank_context_switches_total", "counter",
+     "Context switches of the rank's threads, voluntary and involuntary, since watch started"},
+    {"gpubind_rank_run_delay_seconds_total", "counter",
+     "Time the rank's threads waited, runnable, for a CPU since watch started (schedstat; a running thread's read every 4th sample)"},
+    {"gpubind_rank_runnable_threads", "gauge",
+     "The rank's own threads running or waiting for a CPU, on average over the last 4 intervals ((CPU time + waits) / seconds)"},
+    {"gpubind_rank_cpu_quota_cpus", "gauge",
+     "CPUs' worth of time the smallest CPU quota of the rank's cgroups allows (cpu.max, cpu.cfs_quota_us); the cgroup is the cgroup label"},
+    {"gpubind_rank_cfs_periods_total", "counter", "Enforcement periods of the rank's CPU quota since watch started (cpu.stat nr_periods)"},
+    {"gpubind_rank_cfs_throttled_periods_total", "counter",
+     "Enforcement periods in which the rank's CPU quota throttled its cgroup since watch started (cpu.stat nr_throttled)"},
+    {"gpubind_rank_throttled_seconds_total", "counter",
+     "Run-queue time the rank's CPU quota held back since watch started, summed over CPUs (cpu.stat throttled_usec)"},
 };
 
 const Family& family(std::string_view name) {
@@ -199,6 +212,20 @@ std::string metrics_text(const MetricsInput& in) {
   per_gpu("gpubind_gpu_pcie_tx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_tx; });
   per_gpu("gpubind_gpu_pcie_rx_bytes_per_second", [](const probe::GpuUsage& g) { return g.pcie_rx; });
   per_rank("gpubind_rank_context_switches_total", totals, [](const Sum& r) { return std::optional<double>(double(r.context_switches)); });
+  per_rank("gpubind_rank_run_delay_seconds_total", totals, [](const Sum& r) { return r.run_delay_seconds; });
+  per_rank("gpubind_rank_runnable_threads", last, [](const Now& r) { return r.runnable; });
+  {  // the cgroup as a label, one sample per rank under a quota
+    const Family& f = family("gpubind_rank_cpu_quota_cpus");
+    header(out, f);
+    if (last)
+      for (const Now& r : *last)
+        if (live.count(r.pid) && r.quota)
+          out += std::string(f.name) + labels(r, "cgroup", r.quota->cgroup) + " " + number(r.quota->cpus) + "\n";
+  }
+  auto quota_total = [](auto value) { return [value](const Sum& r) { return r.quota ? std::optional<double>(value(r)) : std::nullopt; }; };
+  per_rank("gpubind_rank_cfs_periods_total", totals, quota_total([](const Sum& r) { return double(r.periods); }));
+  per_rank("gpubind_rank_cfs_throttled_periods_total", totals, quota_total([](const Sum& r) { return double(r.throttled_periods); }));
+  per_rank("gpubind_rank_throttled_seconds_total", totals, quota_total([](const Sum& r) { return r.throttled_seconds; }));
   {  // with --enforce, every rank watched: 0 until its first repin, so that increase() sees the first
     const Family& f = family("gpubind_rank_repins_total");
     header(out, f);

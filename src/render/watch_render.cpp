@@ -50,6 +50,11 @@ nlohmann::ordered_json change_object(const watch::MaskChange& c) {
   return {{"tid", c.tid}, {"thread", c.thread}, {"before", c.before.to_list()}, {"after", c.after.to_list()}};
 }
 
+nlohmann::ordered_json quota_object(const std::optional<probe::CpuQuota>& q) {
+  if (!q) return nlohmann::ordered_json();
+  return {{"cgroup", q->cgroup}, {"setting", q->setting}, {"cpus", q->cpus}};
+}
+
 nlohmann::ordered_json optional_number(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); }
 
 }  // namespace
@@ -61,13 +66,14 @@ std::string interval_text(const watch::Interval& iv) {
   if (iv.gpu_imbalance) head += ", GPU utilization spread " + share(iv.gpu_imbalance);
   std::string out = head + "\n";
   if (!iv.ranks.empty()) {
-    TextTable t({"PID", "RANK", "COMMAND", "GPU", "CPUS", "GPU-UTIL", "THREADS", "CPU-S", "MIGR/S", "CSW/S", "CROSS-NUMA", "REMOTE-MEM",
-                 "FINDINGS"});
+    TextTable t({"PID", "RANK", "COMMAND", "GPU", "CPUS", "GPU-UTIL", "THREADS", "CPU-S", "RUNNABLE", "MIGR/S", "CSW/S", "CROSS-NUMA",
+                 "REMOTE-MEM", "FINDINGS"});
     for (const watch::RankInterval& r : iv.ranks)
       t.add({std::to_string(r.pid), who(r.rank, r.local_rank), r.comm, r.gpus.empty() ? "-" : join(r.gpus, ","), r.cpus.to_list(),
-             share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2), r.started ? "-" : fixed(r.migrations_per_second, 1),
-             r.started ? "-" : fixed(r.context_switches_per_second, 0),
-             share(r.cross_numa), share(r.remote_memory), r.holder.empty() ? findings_text(r.findings) : r.holder_verdict});
+             share(r.gpu_utilization), std::to_string(r.threads), r.started ? "new" : fixed(r.cpu_seconds, 2),
+             r.pool_runnable ? fixed(*r.pool_runnable, 1) : "-", r.started ? "-" : fixed(r.migrations_per_second, 1),
+             r.started ? "-" : fixed(r.context_switches_per_second, 0), share(r.cross_numa), share(r.remote_memory),
+             r.holder.empty() ? findings_text(r.findings) : r.holder_verdict});
     out += t.str();
     for (const watch::RankInterval& r : iv.ranks)
       for (const watch::RankFinding& f : r.findings)
@@ -135,6 +141,13 @@ nlohmann::ordered_json interval_json(const watch::Interval& iv, const std::strin
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["cross_socket_ratio"] = optional_number(r.cross_socket);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["run_delay_seconds"] = optional_number(r.run_delay_seconds);
+    e["runnable_threads"] = optional_number(r.runnable);
+    e["pool_runnable_threads"] = optional_number(r.pool_runnable);
+    e["cpu_quota"] = quota_object(r.quota);
+    e["cfs_periods"] = r.quota ? nlohmann::ordered_json(r.periods) : nlohmann::ordered_json();
+    e["cfs_throttled_periods"] = r.quota ? nlohmann::ordered_json(r.throttled_periods) : nlohmann::ordered_json();
+    e["throttled_seconds"] = r.quota ? nlohmann::ordered_json(r.throttled_seconds) : nlohmann::ordered_json();
     e["mask_changes"] = nlohmann::ordered_json::array();
     for (const watch::MaskChange& c : r.mask_changes) e["mask_changes"].push_back(change_object(c));
     e["findings"] = nlohmann::ordered_json::array();
@@ -162,6 +175,10 @@ nlohmann::ordered_json summary_json(const watch::Summary& s, const std::string& 
     e["cpu_seconds"] = r.cpu_seconds;
     e["cross_numa_ratio"] = optional_number(r.cross_numa);
     e["remote_memory_ratio"] = optional_number(r.remote_memory);
+    e["run_delay_seconds"] = optional_number(r.run_delay_seconds);
+    e["cfs_periods"] = r.quota ? nlohmann::ordered_json(r.periods) : nlohmann::ordered_json();
+    e["cfs_throttled_periods"] = r.quota ? nlohmann::ordered_json(r.throttled_periods) : nlohmann::ordered_json();
+    e["throttled_seconds"] = r.quota ? nlohmann::ordered_json(r.throttled_seconds) : nlohmann::ordered_json();
     e["holder"] = r.holder.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.holder);
     e["cpus"] = r.cpus.to_list();
     e["mask_changes"] = r.mask_changes();

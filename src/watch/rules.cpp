@@ -76,6 +76,24 @@ std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds&) {
   return RankFinding{Finding::overlap, join(e.overlaps, "; ")};
 }
 
+std::optional<RankFinding> oversubscribed(const RankEvidence& e, const Thresholds& th) {
+  if (!e.rank.pool_runnable) return std::nullopt;
+  std::string how = "running or waiting for a CPU on average over the last " + std::to_string(e.rank.runnable_intervals) + " interval(s)";
+  if (e.rank.runnable && *e.rank.pool_runnable > *e.rank.runnable + 0.05)
+    how += " (" + fixed(*e.rank.runnable, 1) + " its own, the rest its children's)";
+  auto why = check::oversubscribed(*e.rank.pool_runnable, unsigned(e.rank.cpus.count()), th.oversubscribed, how, e.pools);
+  if (!why) return std::nullopt;
+  return RankFinding{Finding::oversubscribed, *why};
+}
+
+std::optional<RankFinding> throttled(const RankEvidence& e, const Thresholds& th) {
+  if (!e.rank.quota) return std::nullopt;
+  auto why = check::throttled(*e.rank.quota, e.rank.periods, e.rank.throttled_periods, e.rank.throttled_seconds,
+                              unsigned(e.rank.cpus.count()), th.throttled, "in the interval");
+  if (!why) return std::nullopt;
+  return RankFinding{Finding::throttled, *why};
+}
+
 std::optional<CpuSpread> cpu_spread(const std::vector<double>& cpu_seconds, double seconds) {
   if (cpu_seconds.size() < 2) return std::nullopt;
   auto [lo, hi] = std::minmax_element(cpu_seconds.begin(), cpu_seconds.end());

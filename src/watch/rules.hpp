@@ -21,6 +21,7 @@ struct RankEvidence {
   std::optional<double> since_change;  // seconds since a thread's allowed CPUs last changed, if ever
   bool drifted_from_intent = false;    // allowed CPUs differ from what gpubind applied (check's DRIFTED)
   std::vector<std::string> overlaps;   // check's OVERLAP reasons
+  std::string pools;                   // its busy threads and children by name (check::thread_pools), when oversubscribed
 };
 
 using RankRule = std::optional<RankFinding> (*)(const RankEvidence&, const Thresholds&);
@@ -32,9 +33,11 @@ std::optional<RankFinding> cross_numa(const RankEvidence& e, const Thresholds& t
 std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds& th);
 std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th);
 std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds& th);
+std::optional<RankFinding> oversubscribed(const RankEvidence& e, const Thresholds& th);
+std::optional<RankFinding> throttled(const RankEvidence& e, const Thresholds& th);
 
 // In the order a rank's findings are listed.
-inline constexpr RankRule kRankRules[] = {migrating, cross_socket, cross_numa, remote_memory, drifted, overlap};
+inline constexpr RankRule kRankRules[] = {migrating, cross_socket, cross_numa, remote_memory, drifted, overlap, oversubscribed, throttled};
 
 // The spread of the ranks' CPU time in an interval (ranks there for all of it), when judged: at
 // least two ranks, the busiest busy for kMinBusyShare of the interval.

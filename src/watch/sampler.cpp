@@ -25,13 +25,15 @@ Taken Sampler::take() {
   m_options.selection.gpu_context_pids.clear();
   if (contexts)
     for (const probe::GpuProcess& c : *contexts) m_options.selection.gpu_context_pids.push_back(c.pid);
-  probe::Probed probed = probe::probe_selected(root, probe::select_processes(root, m_options.selection),
-                                               {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr, nullptr, m_options.numa_cpus});
+  probe::Probed probed = probe::probe_selected(
+      root, probe::select_processes(root, m_options.selection),
+      {numa_maps, m_kept.get(), m_counters.get(), m_counters ? &m_memo : nullptr, nullptr, m_options.numa_cpus, &m_quotas});
   if (contexts) probe::add_context_gpus(probed.states, *contexts);
   // Threads that ended: their files, counters and memo close.
   if (m_kept) m_kept->sweep();
   if (m_counters) m_counters->sweep();
   m_memo.sweep();
+  m_quotas.sweep();
   std::vector<probe::GpuUsage> gpus;
   if (m_options.gpu_usage) gpus = m_options.gpu_usage();
   auto after = m_clock.now();

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "probe/cpu_quota.hpp"
 #include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "sys/clock.hpp"
@@ -67,6 +68,7 @@ class Sampler {
   std::unique_ptr<sys::KeptOpenFiles> m_kept;
   std::unique_ptr<sys::TaskCounters> m_counters;  // the live system only
   probe::ThreadMemo m_memo;                        // with m_counters
+  probe::CpuQuotaMemo m_quotas;
 };
 
 // A clock that moves only when slept on: a recorded sequence replays at its own pace, with the

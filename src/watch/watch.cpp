@@ -1,14 +1,13 @@
 #include "watch/watch.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 #include <map>
 #include <set>
 
 #include "check/check.hpp"
-#include "watch/rules.hpp"
+#include "check/contention.hpp"
 #include "util/strings.hpp"
+#include "watch/rules.hpp"
 
 namespace gpubind::watch {
 
@@ -86,16 +85,14 @@ const char* to_string(Finding f) {
     case Finding::drifted: return "DRIFTED";
     case Finding::remote_memory: return "REMOTE_MEMORY";
     case Finding::overlap: return "OVERLAP";
+    case Finding::oversubscribed: return "OVERSUBSCRIBED";
+    case Finding::throttled: return "THROTTLED";
     case Finding::imbalance: return "IMBALANCE";
   }
   return "?";
 }
 
-std::string thread_family(const std::string& comm) {
-  size_t end = comm.size();
-  while (end > 0 && (std::isdigit((unsigned char)comm[end - 1]) || std::strchr(" -_/:", comm[end - 1]))) --end;
-  return end ? comm.substr(0, end) : "(unnamed)";
-}
+std::string thread_family(const std::string& comm) { return check::name_family(comm); }
 
 uint64_t RankSummary::mask_changes() const {
   uint64_t n = 0;
@@ -148,6 +145,17 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
     if (th.migrations && before->migrations && *th.migrations >= *before->migrations) r.migrations += *th.migrations - *before->migrations;
     if (th.switches && before->switches && *th.switches >= *before->switches) r.context_switches += *th.switches - *before->switches;
     if (th.run_ns && before->run_ns && *th.run_ns >= *before->run_ns) r.cpu_seconds += double(*th.run_ns - *before->run_ns) / 1e9;
+    if (th.run_delay_ns && before->run_delay_ns && *th.run_delay_ns >= *before->run_delay_ns)
+      r.run_delay_seconds = r.run_delay_seconds.value_or(0) + double(*th.run_delay_ns - *before->run_delay_ns) / 1e9;
+  }
+  r.ppid = cur.ppid;
+  r.quota = cur.cpu_quota;
+  if (const probe::CpuQuota* was = prev_process && prev_process->cpu_quota ? &*prev_process->cpu_quota : nullptr;
+      was && r.quota && was->cgroup == r.quota->cgroup && r.quota->periods >= was->periods &&
+      r.quota->throttled_periods >= was->throttled_periods && r.quota->throttled_ns >= was->throttled_ns) {
+    r.periods = r.quota->periods - was->periods;
+    r.throttled_periods = r.quota->throttled_periods - was->throttled_periods;
+    r.throttled_seconds = double(r.quota->throttled_ns - was->throttled_ns) / 1e9;
   }
   r.migrations_per_second = double(r.migrations) / seconds;
   r.context_switches_per_second = double(r.context_switches) / seconds;
@@ -218,7 +226,25 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
   check::Report judged = check::judge(m_topo, std::move(s.processes), {}, {s.contexts_known});
   note_exited(judged, iv);
   std::set<std::pair<int, int>> present;  // (pid, tid) of every thread in this sample
-  for (const check::ProcessReport& pr : judged.processes) iv.ranks.push_back(judge_rank(pr, iv.end, seconds, present));
+  for (const check::ProcessReport& pr : judged.processes) {
+    const ProcessState* prev_process = nullptr;
+    for (const ProcessState& q : m_prev->processes)
+      if (q.pid == pr.state.pid) prev_process = &q;
+    Placement placed;
+    iv.ranks.push_back(measure(m_topo, pr, prev_process, seconds, placed));
+    Totals& tot = m_totals[pr.state.pid];
+    if (tot.summary.exited) {  // the PID was reused by a new process: its totals start afresh
+      tot = Totals{};
+      std::erase(m_exited, pr.state.pid);
+    }
+    tot.weight += placed.weight;
+    tot.off_weight += placed.off_node;
+  }
+  std::map<size_t, std::string> pools = judge_load(judged, iv.ranks, seconds);
+  for (size_t i = 0; i < judged.processes.size(); ++i) {
+    auto it = pools.find(i);
+    judge_rank(judged.processes[i], iv.ranks[i], iv.end, seconds, it == pools.end() ? "" : it->second, present);
+  }
   // Threads that ended take their first-seen CPUs with them: a long watch over short-lived
   // threads stays small.
   std::erase_if(m_first_allowed, [&](const auto& e) { return !present.count(e.first); });
@@ -256,22 +282,71 @@ void Watcher::note_exited(const check::Report& judged, Interval& iv) {
   }
 }
 
-RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double now, double seconds, std::set<std::pair<int, int>>& present) {
-  const ProcessState& cur = pr.state;
-  const ProcessState* prev_process = nullptr;
-  for (const ProcessState& q : m_prev->processes)
-    if (q.pid == cur.pid) prev_process = &q;
-  Placement placed;
-  RankInterval r = measure(m_topo, pr, prev_process, seconds, placed);
-  Totals& tot = m_totals[cur.pid];
-  if (tot.summary.exited) {  // the PID was reused by a new process: its totals start afresh
-    tot = Totals{};
-    std::erase(m_exited, cur.pid);
+std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds) {
+  std::map<int, int> parent_of;
+  for (const RankInterval& r : ranks) parent_of[r.pid] = r.ppid;
+  // Each process's mean runnable threads over its window.
+  std::vector<std::optional<Load>> window(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankInterval& r = ranks[i];
+    Totals& tot = m_totals[r.pid];
+    if (r.started || !r.run_delay_seconds) continue;
+    tot.window.push_back({seconds, r.cpu_seconds, *r.run_delay_seconds});
+    while (tot.window.size() > kLoadWindow) tot.window.pop_front();
+    Load sum;
+    for (const Load& l : tot.window) {
+      sum.seconds += l.seconds;
+      sum.cpu += l.cpu;
+      sum.delay += l.delay;
+    }
+    window[i] = sum;
+    r.runnable_intervals = unsigned(tot.window.size());
+    r.runnable = (sum.cpu + sum.delay) / std::max(sum.seconds, 1e-9);
   }
-  tot.weight += placed.weight;
-  tot.off_weight += placed.off_node;
+  std::map<size_t, std::string> pools;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    RankInterval& r = ranks[i];
+    if (!window[i]) continue;
+    double busy = 0;
+    std::vector<size_t> members;
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      int p = ranks[j].pid;
+      for (int hops = 0; hops < 64 && p != r.pid && parent_of.count(p); ++hops) p = parent_of[p];
+      if (p != r.pid || !window[j]) continue;
+      members.push_back(j);
+      busy += window[j]->cpu + window[j]->delay;
+    }
+    r.pool_runnable = busy / std::max(window[i]->seconds, 1e-9);
+    if (*r.pool_runnable <= m_th.oversubscribed * double(r.cpus.count())) continue;
+    // Over the threshold: which threads and children ran in the interval, by name.
+    std::map<std::pair<std::string, bool>, unsigned> busy_names;
+    for (size_t j : members) {
+      const ProcessState& cur = judged.processes[j].state;
+      ThreadsById before;
+      for (const ProcessState& q : m_prev->processes)
+        if (q.pid == cur.pid) before = threads_by_id(&q);
+      unsigned ran = 0;
+      for (const ThreadState& t : cur.threads) {
+        const ThreadState* b = find_thread(before, t.tid);
+        if (!b || !t.run_ns || !b->run_ns || *t.run_ns <= *b->run_ns) continue;
+        ++ran;
+        if (j == i) ++busy_names[{thread_family(t.comm), false}];
+      }
+      if (j != i && ran) ++busy_names[{thread_family(cur.comm), true}];
+    }
+    std::vector<check::BusyName> names;
+    for (const auto& [key, n] : busy_names) names.push_back({key.first, n, key.second});
+    const ProcessState& me = judged.processes[i].state;
+    pools[i] = check::thread_pools(names, me.threads.empty() ? me.comm : thread_family(me.threads.front().comm), me.env);
+  }
+  return pools;
+}
 
-  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}};
+void Watcher::judge_rank(const check::ProcessReport& pr, RankInterval& r, double now, double seconds, const std::string& pools,
+                         std::set<std::pair<int, int>>& present) {
+  const ProcessState& cur = pr.state;
+  Totals& tot = m_totals[cur.pid];
+  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}, pools};
   if (pr.gpu_local && !pr.gpu_local->empty()) e.gpu_cpus = pr.gpu_local;
   for (const ThreadState& t : cur.threads) {
     present.emplace(cur.pid, t.tid);
@@ -281,10 +356,9 @@ RankInterval Watcher::judge_rank(const check::ProcessReport& pr, double now, dou
   if (!r.mask_changes.empty()) tot.last_change = now;
   if (tot.last_change) e.since_change = now - *tot.last_change;
   add_check_findings(pr, e);
-  if (!r.holder.empty()) return r;  // a GPU daemon: listed, not judged
+  if (!r.holder.empty()) return;  // a GPU daemon: listed, not judged
   for (rules::RankRule rule : rules::kRankRules)
     if (auto f = rule(e, m_th)) r.findings.push_back(std::move(*f));
-  return r;
 }
 
 void Watcher::judge_node(Interval& iv, double seconds) const {
@@ -317,6 +391,11 @@ void Watcher::add_totals(const Interval& iv) {
     };
     add(sum.cross_numa_seconds, r.cross_numa_seconds);
     add(sum.cross_socket_seconds, r.cross_socket_seconds);
+    add(sum.run_delay_seconds, r.run_delay_seconds);
+    sum.periods += r.periods;
+    sum.throttled_periods += r.throttled_periods;
+    sum.throttled_seconds += r.throttled_seconds;
+    sum.quota = sum.quota || r.quota.has_value();
     for (const MaskChange& c : r.mask_changes) {
       std::string name = thread_family(c.thread);
       if (!sum.changes_by_thread.count(name) && sum.changes_by_thread.size() >= kMaxThreadNames) name = kOtherThreads;

@@ -20,6 +20,13 @@
 //   remote-memory  the share of resident pages off the GPU's node(s) exceeds remote_memory (when
 //                  numa_maps was read)
 //   overlap        the rank's CPUs overlap another pinned rank's (as `check` judges it)
+//   oversubscribed its threads and those of the processes watched below it (DataLoader workers)
+//                  ran or waited for a CPU, on average over the last kLoadWindow intervals, more
+//                  than oversubscribed times its allowed CPUs: (CPU time + run delay) / seconds,
+//                  the delay from each thread's schedstat (check/contention.hpp)
+//   throttled      its cgroup's CPU quota (the smallest over it) throttled it in more than
+//                  throttled of the interval's enforcement periods (cpu.stat's nr_throttled
+//                  over nr_periods)
 //   imbalance      the ranks' CPU time in the interval differs by more than imbalance of the
 //                  busiest: (max - min) / max; a node-wide finding, on every rank. Ranks are the
 //                  processes with a GPU or a launcher's rank variable (not a launcher itself).
@@ -36,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "check/contention.hpp"
 #include "probe/state.hpp"
 #include "topo/topology.hpp"
 
@@ -54,6 +62,10 @@ struct Snapshot {
 };
 
 inline constexpr double kMinBusyShare = 0.1;
+// How many intervals OVERSUBSCRIBED averages over: the light probe reads a running thread's wait
+// for a CPU at every ThreadMemo::kDelayEvery-th sample (4), so each thread's wait is read once in
+// that many intervals.
+inline constexpr size_t kLoadWindow = 4;
 
 struct Thresholds {
   double migrations_per_second = 1.0;
@@ -61,6 +73,8 @@ struct Thresholds {
   double remote_memory = 0.20;
   double imbalance = 0.25;
   double drift_hold = 30;  // seconds DRIFTED holds after a thread's allowed CPUs changed
+  double oversubscribed = check::kOversubscribed;  // runnable threads per allowed CPU
+  double throttled = check::kThrottled;            // share of the quota's periods throttled
 };
 
 // A thread whose allowed CPUs changed: which thread (its name tells who: NCCL, OpenMP, CUDA and
@@ -79,7 +93,7 @@ inline constexpr const char* kOtherThreads = "(other)";
 // and '/' ("pt_nccl_0" and "pt_nccl_1" are one name), "(unnamed)" when nothing is left.
 std::string thread_family(const std::string& comm);
 
-enum class Finding { migrating, cross_numa, cross_socket, drifted, remote_memory, overlap, imbalance };
+enum class Finding { migrating, cross_numa, cross_socket, drifted, remote_memory, overlap, oversubscribed, throttled, imbalance };
 const char* to_string(Finding f);  // "MIGRATING", "CROSS_NUMA"...
 
 struct RankFinding {
@@ -121,6 +135,20 @@ struct RankInterval : RankIdentity {
   std::optional<double> cross_numa_seconds, cross_socket_seconds;
   std::optional<double> remote_memory;  // nullopt: numa_maps not read, or locality unknown
   std::vector<MaskChange> mask_changes;  // threads whose allowed CPUs changed since the last sample
+  int ppid = 0;
+  // Time its threads waited for a CPU, as read in the interval (threads whose wait was read at
+  // both ends; the light probe reads each running thread's every kLoadWindow samples). nullopt:
+  // the kernel keeps no waits (no CONFIG_SCHED_INFO), or none read yet.
+  std::optional<double> run_delay_seconds;
+  // Its threads running or waiting for a CPU, on average over the last kLoadWindow intervals
+  // ((CPU time + waits) / seconds): alone, and with the processes watched below it (its pool).
+  std::optional<double> runnable, pool_runnable;
+  unsigned runnable_intervals = 0;       // how many intervals those are of (kLoadWindow once it has run that long)
+  std::optional<probe::CpuQuota> quota;  // the CPU quota over it at the interval's end
+  // That quota's counters in the interval (the same cgroup at both ends): enforcement periods,
+  // those throttled, and run queues' time held back.
+  uint64_t periods = 0, throttled_periods = 0;
+  double throttled_seconds = 0;
   bool started = false;                 // first seen in this interval (no deltas yet)
   std::vector<RankFinding> findings;    // in the order of the rules (watch/rules.hpp)
   bool has(Finding f) const;
@@ -145,6 +173,10 @@ struct RankSummary : RankIdentity {
   std::optional<double> cross_numa;     // over the whole watch, weighted like each interval's
   std::optional<double> cross_numa_seconds, cross_socket_seconds;  // sums of the intervals' (counters)
   std::optional<double> remote_memory;  // the last one read
+  std::optional<double> run_delay_seconds;      // sum of the intervals'
+  uint64_t periods = 0, throttled_periods = 0;  // its quota's, summed over the intervals
+  double throttled_seconds = 0;
+  bool quota = false;                                 // a CPU quota was over it in some interval
   std::map<std::string, uint64_t> changes_by_thread;  // threads' allowed-CPU changes seen, by thread_family
   std::optional<MaskChange> last_change;
   std::vector<Finding> seen;            // every finding of any interval, in enum order
@@ -174,15 +206,24 @@ class Watcher {
   Summary summary() const;
 
  private:
+  // One interval of a process's load: seconds, CPU time and waits for a CPU.
+  struct Load {
+    double seconds = 0, cpu = 0, delay = 0;
+  };
   struct Totals {
     RankSummary summary;
+    std::deque<Load> window;            // the last kLoadWindow intervals, when waits were read
     std::optional<double> last_change;  // when a thread's allowed CPUs last changed
     double weight = 0, off_weight = 0;  // for the whole-watch cross-NUMA share
     size_t worst_findings = 0;
   };
   void note_exited(const check::Report& judged, Interval& iv);
-  // The rank's measures and the findings of every rule of rules::kRankRules.
-  RankInterval judge_rank(const check::ProcessReport& pr, double now, double seconds, std::set<std::pair<int, int>>& present);
+  // Each process's runnable threads over the window, alone and with the processes below it, and
+  // the thread pools of those over the threshold (by index in `ranks`).
+  std::map<size_t, std::string> judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds);
+  // The findings of every rule of rules::kRankRules on the rank's measures.
+  void judge_rank(const check::ProcessReport& pr, RankInterval& r, double now, double seconds, const std::string& pools,
+                  std::set<std::pair<int, int>>& present);
   void judge_node(Interval& iv, double seconds) const;  // IMBALANCE and the GPUs' utilization
   void add_totals(const Interval& iv);
 

@@ -1,4 +1,5 @@
 #include "probe/probe.hpp"
+#include "probe/cpu_quota.hpp"
 #include "probe/select.hpp"
 
 #include <gtest/gtest.h>
@@ -498,6 +499,113 @@ TEST(ProbeSelect, RunnableThreadsOutsideCountOthersNotTheProcessOrItsDescendants
   ASSERT_TRUE(root);
   EXPECT_EQ(runnable_threads_outside(**root, 100), 3u);
   EXPECT_EQ(runnable_threads_outside(**root, 101), 4u);  // bench itself counts when it is not the one asking
+}
+
+}  // namespace gpubind::probe
+
+namespace gpubind::probe {
+
+TEST(CpuQuota, CpuMaxAndCpuStatAreParsedAsTheKernelWritesThem) {
+  EXPECT_EQ(parse_cpu_max("max 100000\n"), std::nullopt);
+  EXPECT_DOUBLE_EQ(*parse_cpu_max("150000 100000\n"), 1.5);
+  EXPECT_DOUBLE_EQ(*parse_cpu_max("50000\n"), 0.5);  // the period is the default 100 ms
+  EXPECT_EQ(parse_cpu_max("12x 100000"), std::nullopt);
+  EXPECT_EQ(parse_cpu_max("1000 0"), std::nullopt);
+  CpuQuota v2, v1;
+  ASSERT_TRUE(
+      parse_cpu_stat("usage_usec 9\nuser_usec 5\nsystem_usec 4\nnr_periods 40\nnr_throttled 12\nthrottled_usec 3500000\n"
+                     "nr_bursts 0\nburst_usec 0\n",
+                     v2));
+  EXPECT_EQ(v2.periods, 40u);
+  EXPECT_EQ(v2.throttled_periods, 12u);
+  EXPECT_EQ(v2.throttled_ns, 3'500'000'000u);
+  ASSERT_TRUE(parse_cpu_stat("nr_periods 10\nnr_throttled 9\nthrottled_time 123456789\n", v1));
+  EXPECT_EQ(v1.throttled_ns, 123456789u);
+  EXPECT_FALSE(parse_cpu_stat("usage_usec 9\n", v1));  // no bandwidth control
+}
+
+TEST(CpuQuota, TheQuotaOverAProcessIsTheSmallestOfItsCgroupsAndTheirAncestorsOnCgroupV2) {
+  gpubind::testing::FakeTree t;
+  t.file("sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n");
+  t.file("sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
+  t.file("sys/fs/cgroup/kubepods/pod1/cpu.max", "150000 100000\n");
+  t.file("sys/fs/cgroup/kubepods/pod1/cpu.stat", "usage_usec 1\nnr_periods 40\nnr_throttled 12\nthrottled_usec 3500000\n");
+  t.file("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "400000 100000\n");
+  t.file("sys/fs/cgroup/kubepods/pod1/ctr/cpu.stat", "usage_usec 1\nnr_periods 40\nnr_throttled 0\nthrottled_usec 0\n");
+  auto root = sys::open_fsroot(t.root());
+  CpuQuotaMemo memo;
+  auto q = cpu_quota_of(**root, "0::/kubepods/pod1/ctr\n", &memo);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->cgroup, (*root)->path_of("sys/fs/cgroup/kubepods/pod1"));
+  EXPECT_EQ(q->setting, "cpu.max 150000 100000");
+  EXPECT_DOUBLE_EQ(q->cpus, 1.5);
+  EXPECT_EQ(q->throttled_periods, 12u);
+  // The counters are read at each call; the limiter is found again every kRefreshEvery-th.
+  t.file("sys/fs/cgroup/kubepods/pod1/cpu.stat", "usage_usec 1\nnr_periods 50\nnr_throttled 20\nthrottled_usec 4000000\n");
+  t.file("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "50000 100000\n");  // resized below the pod's
+  unsigned calls = 0;
+  for (; calls < CpuQuotaMemo::kRefreshEvery && q->cgroup == (*root)->path_of("sys/fs/cgroup/kubepods/pod1"); ++calls) {
+    q = cpu_quota_of(**root, "0::/kubepods/pod1/ctr\n", &memo);
+    ASSERT_TRUE(q.has_value());
+    if (q->cgroup != (*root)->path_of("sys/fs/cgroup/kubepods/pod1")) break;
+    EXPECT_EQ(q->throttled_periods, 20u);
+  }
+  EXPECT_EQ(q->cgroup, (*root)->path_of("sys/fs/cgroup/kubepods/pod1/ctr"));
+  EXPECT_EQ(calls, CpuQuotaMemo::kRefreshEvery - 1);
+  // No quota anywhere: none.
+  EXPECT_EQ(cpu_quota_of(**root, "0::/kubepods\n", nullptr), std::nullopt);
+}
+
+TEST(CpuQuota, CgroupV1sCpuControllerIsPreferredOverAnEmptyUnifiedHierarchy) {
+  gpubind::testing::FakeTree t;
+  t.file("sys/fs/cgroup/unified/cgroup.controllers", "\n");
+  t.file("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  t.file("sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  t.file("sys/fs/cgroup/cpu,cpuacct/slurm/job_5/cpu.cfs_quota_us", "50000\n");
+  t.file("sys/fs/cgroup/cpu,cpuacct/slurm/job_5/cpu.cfs_period_us", "100000\n");
+  t.file("sys/fs/cgroup/cpu,cpuacct/slurm/job_5/cpu.stat", "nr_periods 10\nnr_throttled 9\nthrottled_time 123456789\n");
+  auto root = sys::open_fsroot(t.root());
+  auto q = cpu_quota_of(**root, "5:cpu,cpuacct:/slurm/job_5\n0::/slurm/job_5\n", nullptr);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->setting, "cpu.cfs_quota_us 50000 (period 100000)");
+  EXPECT_DOUBLE_EQ(q->cpus, 0.5);
+  EXPECT_EQ(q->periods, 10u);
+  EXPECT_EQ(q->throttled_ns, 123456789u);
+}
+
+// A running thread's wait for a CPU (schedstat's second field) is read at every kDelayEvery-th
+// sample it ran in; in between, the value read last stands.
+TEST(Probe, LightProbeReadsARunningThreadsWaitForACpuEveryFewSamplesItRan) {
+  LightProbeRig rig(84, "0-1", 1);
+  rig.options.numa_cpus = {CpuSet::range(0, 1)};
+  EXPECT_FALSE(rig.probe().run_delay_ns.has_value());  // first seen: not read
+  std::string schedstat = "proc/84/task/84/schedstat";
+  rig.t.file(schedstat, "2000 500 3\n");
+  unsigned read_at = 0;
+  for (unsigned k = 1; k <= ThreadMemo::kDelayEvery && !read_at; ++k) {
+    rig.counters.values[84] = {1000 + k * 1000, 4, 0, false};  // it ran
+    if (rig.probe().run_delay_ns == 500u) read_at = k;
+  }
+  ASSERT_NE(read_at, 0u);
+  rig.t.file(schedstat, "9000 900 7\n");
+  for (unsigned k = 1; k < ThreadMemo::kDelayEvery; ++k) {
+    rig.counters.values[84] = {10000 + k * 1000, 4, 0, false};
+    EXPECT_EQ(rig.probe().run_delay_ns, 500u) << "sample " << k << " after the read";
+  }
+  rig.counters.values[84] = {20000, 4, 0, false};
+  EXPECT_EQ(rig.probe().run_delay_ns, 900u);
+}
+
+TEST(Probe, TheFullProbeReadsEachThreadsStateAndWait) {
+  gpubind::testing::FakeTree t;
+  process(t, 78, "worker", "0-1", 1);
+  t.file("proc/78/task/78/schedstat", "4000 2500 9\n");
+  auto root = sys::open_fsroot(t.root());
+  auto p = probe_process(**root, 78, {});
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->threads[0].state, 'S');
+  EXPECT_EQ(p->threads[0].run_ns, 4000u);
+  EXPECT_EQ(p->threads[0].run_delay_ns, 2500u);
 }
 
 }  // namespace gpubind::probe
