@@ -76,14 +76,33 @@ std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds&) {
   return RankFinding{Finding::overlap, join(e.overlaps, "; ")};
 }
 
+namespace {
+// More busy threads than CPUs, the CPUs kept busy.
+bool wider_than_cpus(const RankInterval& r) {
+  double cpus = double(r.cpus.count());
+  return r.pool_busy_threads && r.pool_cpus_used && cpus > 0 && *r.pool_busy_threads > cpus + 0.5 && *r.pool_cpus_used >= kSaturated * cpus;
+}
+}  // namespace
+
+bool oversubscribed_pool(const RankInterval& r, const Thresholds& th) {
+  return (r.pool_runnable && *r.pool_runnable > th.oversubscribed * double(r.cpus.count())) || wider_than_cpus(r);
+}
+
 std::optional<RankFinding> oversubscribed(const RankEvidence& e, const Thresholds& th) {
-  if (!e.rank.pool_runnable) return std::nullopt;
-  std::string how = "running or waiting for a CPU on average over the last " + std::to_string(e.rank.runnable_intervals) + " interval(s)";
-  if (e.rank.runnable && *e.rank.pool_runnable > *e.rank.runnable + 0.05)
-    how += " (" + fixed(*e.rank.runnable, 1) + " its own, the rest its children's)";
-  auto why = check::oversubscribed(*e.rank.pool_runnable, unsigned(e.rank.cpus.count()), th.oversubscribed, how, e.pools);
-  if (!why) return std::nullopt;
-  return RankFinding{Finding::oversubscribed, *why};
+  const RankInterval& r = e.rank;
+  if (!oversubscribed_pool(r, th)) return std::nullopt;
+  unsigned cpus = unsigned(r.cpus.count());
+  std::string window = " on average over the last " + std::to_string(r.runnable_intervals) + " interval(s)";
+  std::string how = "running or waiting for a CPU" + window;
+  if (r.runnable && *r.pool_runnable > *r.runnable + 0.05) how += " (" + fixed(*r.runnable, 1) + " its own, the rest its children's)";
+  if (auto why = check::oversubscribed(*r.pool_runnable, cpus, th.oversubscribed, how, e.pools))
+    return RankFinding{Finding::oversubscribed, *why};
+  // Busy threads beyond its CPUs that queue little: they wait for each other instead.
+  std::string out = fixed(*r.pool_busy_threads, 1) + " threads busy (a tenth of a CPU or more each)" + window + " on " +
+                    std::to_string(cpus) + " allowed CPU(s), kept " + percent(*r.pool_cpus_used / cpus) +
+                    " busy: a pool wider than its CPUs waits for its slowest thread at each barrier";
+  if (!e.pools.empty()) out += ": " + e.pools;
+  return RankFinding{Finding::oversubscribed, out + "; size its pools to its " + std::to_string(cpus) + " CPU(s)"};
 }
 
 std::optional<RankFinding> throttled(const RankEvidence& e, const Thresholds& th) {

@@ -33,6 +33,8 @@ std::optional<RankFinding> cross_numa(const RankEvidence& e, const Thresholds& t
 std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds& th);
 std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th);
 std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds& th);
+// Whether the rank's pool (watch.hpp, oversubscribed) is over either bound, by its window's figures.
+bool oversubscribed_pool(const RankInterval& r, const Thresholds& th);
 std::optional<RankFinding> oversubscribed(const RankEvidence& e, const Thresholds& th);
 std::optional<RankFinding> throttled(const RankEvidence& e, const Thresholds& th);
 

@@ -144,7 +144,11 @@ RankInterval measure(const topo::Topology& t, const check::ProcessReport& pr, co
     if (before->cpus_allowed != th.cpus_allowed) r.mask_changes.push_back({th.tid, th.comm, before->cpus_allowed, th.cpus_allowed});
     if (th.migrations && before->migrations && *th.migrations >= *before->migrations) r.migrations += *th.migrations - *before->migrations;
     if (th.switches && before->switches && *th.switches >= *before->switches) r.context_switches += *th.switches - *before->switches;
-    if (th.run_ns && before->run_ns && *th.run_ns >= *before->run_ns) r.cpu_seconds += double(*th.run_ns - *before->run_ns) / 1e9;
+    if (th.run_ns && before->run_ns && *th.run_ns >= *before->run_ns) {
+      double ran = double(*th.run_ns - *before->run_ns) / 1e9;
+      r.cpu_seconds += ran;
+      r.busy_threads += ran >= kBusyThread * seconds;
+    }
     if (th.run_delay_ns && before->run_delay_ns && *th.run_delay_ns >= *before->run_delay_ns)
       r.run_delay_seconds = r.run_delay_seconds.value_or(0) + double(*th.run_delay_ns - *before->run_delay_ns) / 1e9;
   }
@@ -291,13 +295,14 @@ std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, s
     RankInterval& r = ranks[i];
     Totals& tot = m_totals[r.pid];
     if (r.started || !r.run_delay_seconds) continue;
-    tot.window.push_back({seconds, r.cpu_seconds, *r.run_delay_seconds});
+    tot.window.push_back({seconds, r.cpu_seconds, *r.run_delay_seconds, r.busy_threads * seconds});
     while (tot.window.size() > kLoadWindow) tot.window.pop_front();
     Load sum;
     for (const Load& l : tot.window) {
       sum.seconds += l.seconds;
       sum.cpu += l.cpu;
       sum.delay += l.delay;
+      sum.busy += l.busy;
     }
     window[i] = sum;
     r.runnable_intervals = unsigned(tot.window.size());
@@ -307,17 +312,22 @@ std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, s
   for (size_t i = 0; i < ranks.size(); ++i) {
     RankInterval& r = ranks[i];
     if (!window[i]) continue;
-    double busy = 0;
+    Load pool;
     std::vector<size_t> members;
     for (size_t j = 0; j < ranks.size(); ++j) {
       int p = ranks[j].pid;
       for (int hops = 0; hops < 64 && p != r.pid && parent_of.count(p); ++hops) p = parent_of[p];
       if (p != r.pid || !window[j]) continue;
       members.push_back(j);
-      busy += window[j]->cpu + window[j]->delay;
+      pool.cpu += window[j]->cpu;
+      pool.delay += window[j]->delay;
+      pool.busy += window[j]->busy / std::max(window[j]->seconds, 1e-9);
     }
-    r.pool_runnable = busy / std::max(window[i]->seconds, 1e-9);
-    if (*r.pool_runnable <= m_th.oversubscribed * double(r.cpus.count())) continue;
+    double span = std::max(window[i]->seconds, 1e-9);
+    r.pool_runnable = (pool.cpu + pool.delay) / span;
+    r.pool_cpus_used = pool.cpu / span;
+    r.pool_busy_threads = pool.busy;
+    if (!rules::oversubscribed_pool(r, m_th)) continue;
     // Over the threshold: which threads and children ran in the interval, by name.
     std::map<std::pair<std::string, bool>, unsigned> busy_names;
     for (size_t j : members) {

@@ -23,7 +23,10 @@
 //   oversubscribed its threads and those of the processes watched below it (DataLoader workers)
 //                  ran or waited for a CPU, on average over the last kLoadWindow intervals, more
 //                  than oversubscribed times its allowed CPUs: (CPU time + run delay) / seconds,
-//                  the delay from each thread's schedstat (check/contention.hpp)
+//                  the delay from each thread's schedstat (check/contention.hpp); or more of them
+//                  were busy (kBusyThread of a CPU each) than it has CPUs while they kept its CPUs
+//                  kSaturated busy: a pool that waits at barriers sleeps rather than queues, so its
+//                  loss shows in no run delay (docs/cli.md, "Contention", has the measurement)
 //   throttled      its cgroup's CPU quota (the smallest over it) throttled it in more than
 //                  throttled of the interval's enforcement periods (cpu.stat's nr_throttled
 //                  over nr_periods)
@@ -66,6 +69,10 @@ inline constexpr double kMinBusyShare = 0.1;
 // for a CPU at every ThreadMemo::kDelayEvery-th sample (4), so each thread's wait is read once in
 // that many intervals.
 inline constexpr size_t kLoadWindow = 4;
+// A thread that used at least this share of a CPU in an interval is busy (OVERSUBSCRIBED's count).
+inline constexpr double kBusyThread = 0.1;
+// OVERSUBSCRIBED by busy threads only while they use this share of the rank's CPUs.
+inline constexpr double kSaturated = 0.65;
 
 struct Thresholds {
   double migrations_per_second = 1.0;
@@ -143,6 +150,10 @@ struct RankInterval : RankIdentity {
   // Its threads running or waiting for a CPU, on average over the last kLoadWindow intervals
   // ((CPU time + waits) / seconds): alone, and with the processes watched below it (its pool).
   std::optional<double> runnable, pool_runnable;
+  unsigned busy_threads = 0;  // its threads that used at least kBusyThread of a CPU in the interval
+  // With the processes watched below it, over the same window: busy threads and CPU time per
+  // second, on average.
+  std::optional<double> pool_busy_threads, pool_cpus_used;
   unsigned runnable_intervals = 0;       // how many intervals those are of (kLoadWindow once it has run that long)
   std::optional<probe::CpuQuota> quota;  // the CPU quota over it at the interval's end
   // That quota's counters in the interval (the same cgroup at both ends): enforcement periods,
@@ -209,6 +220,7 @@ class Watcher {
   // One interval of a process's load: seconds, CPU time and waits for a CPU.
   struct Load {
     double seconds = 0, cpu = 0, delay = 0;
+    double busy = 0;  // busy threads x seconds
   };
   struct Totals {
     RankSummary summary;
