@@ -200,7 +200,7 @@ void judge_contention(ProcessReport& r, const std::vector<ProcessReport>& all, c
     if (child && here) ++busy[{name_family(q.state.comm), true}];
   }
   double wait_share = ran + waited ? double(waited) / double(ran + waited) : 0;
-  if (wait_share > 1 - 1 / kOversubscribed) {
+  if (wait_share > kWaitShare) {
     std::vector<BusyName> names;
     for (const auto& [key, n] : busy) names.push_back({key.first, n, key.second});
     std::string main = s.threads.empty() ? s.comm : name_family(s.threads.front().comm);

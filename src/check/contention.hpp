@@ -17,9 +17,9 @@ namespace gpubind::check {
 // default): a quarter more threads than CPUs keep every CPU busy while one thread in five waits
 // at any time. docs/cli.md ("Contention") gives the measurement behind it.
 inline constexpr double kOversubscribed = 1.25;
-// check: the share of its threads' time since they started spent waiting for a CPU, beside the
-// threads runnable now, above which OVERSUBSCRIBED is said: one probe sees a moment, the waits say
-// it was not one.
+// check: the share of its threads' runnable time since they started spent waiting for a CPU,
+// beside the threads runnable now, above which OVERSUBSCRIBED is said: one probe sees a moment, the
+// waits say it was not one. 1 - 1/kOversubscribed: the share threads wait at that many per CPU.
 inline constexpr double kWaitShare = 0.2;
 // The share of a quota's enforcement periods in which its cgroup was throttled above which a rank
 // is THROTTLED: kubernetes-mixin's CPUThrottlingHigh threshold (25 %), for the same counters.
@@ -36,10 +36,11 @@ struct BusyName {
   bool process = false;  // a child process (DataLoader worker), not a thread of the rank
 };
 
-// The thread pools these names are, most first, and the settings that size each, in one clause:
-// "6 threads named like its main thread 'pt_main_thread' (OpenMP and torch's intra-op workers keep
-// its name; sized by OMP_NUM_THREADS, unset, or torch.set_num_threads), 2 child processes
-// 'pt_data_worker' (DataLoader workers: num_workers)". `env`: the rank's environment (probe::env_names).
+// The thread pools these names are, most first (four at most), and the settings that size each, in
+// one clause: "6 thread(s) named like its main thread 'pt_main_thread' (OpenMP's and torch's
+// intra-op workers keep it: sized by OMP_NUM_THREADS unset, MKL_NUM_THREADS unset or
+// torch.set_num_threads), 2 child process(es) 'pt_data_worker' (DataLoader workers: num_workers)".
+// `env`: the rank's environment (probe::env_names).
 std::string thread_pools(const std::vector<BusyName>& busy, const std::string& main_name, const std::map<std::string, std::string>& env);
 
 // OVERSUBSCRIBED's reason for `runnable` threads (mean or now) on `cpus` allowed CPUs, or none
