@@ -99,6 +99,8 @@ def main():
         "last_cpu": last_cpu(),
         "gpubind_cpus": os.environ.get("GPUBIND_CPUS"),
         "gpubind_mem": os.environ.get("GPUBIND_MEM"),
+        "pool_env": {n: os.environ.get(n) for n in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
+        "torch_threads": torch.get_num_threads(),
         "loss": round(float(loss), 4),
         "steps": len(steps),
         "step_ms": {"median": round(sorted(steps)[len(steps) // 2] * 1000, 2), "max": round(max(steps) * 1000, 2)},

@@ -121,11 +121,36 @@ Result<Applied> apply_binding(const plan::Plan& p, const plan::RankBinding& rb, 
   }
   for (const auto& [k, v] : plan::rank_environment(p, rb)) {
     std::optional<std::string> before = binder.get_env(k);
+    if (plan::is_pool_size_env(k)) {
+      applied.pool_size = unsigned(parse_uint(v).value_or(0));
+      (before ? applied.pools_kept : applied.pools_set).emplace_back(k, before ? *before : v);
+      if (before) continue;  // the user's (or the launcher's) size stands
+    }
     bool was_refused = k == topo::binding_env::kMemPolicy && applied.memory == MemoryApplied::refused;
     if (Status s = binder.set_env(k, was_refused ? "refused" : v); !s) return undo(s.error());
     env_before.emplace_back(k, std::move(before));
   }
   return applied;
+}
+
+std::string pools_note(const Applied& a) {
+  unsigned cores = a.pool_size;
+  auto words = [](const std::vector<std::pair<std::string, std::string>>& vars) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : vars) out.push_back(k + "=" + one_line(v));
+    return join(out, ", ");
+  };
+  std::vector<std::string> parts;
+  if (!a.pools_set.empty()) parts.push_back(words(a.pools_set) + " set to its " + std::to_string(cores) + " core(s)");
+  if (!a.pools_kept.empty()) {
+    bool over = std::any_of(a.pools_kept.begin(), a.pools_kept.end(), [&](const auto& kv) {
+      auto n = parse_uint(kv.second);
+      return n && *n > cores;
+    });
+    parts.push_back(words(a.pools_kept) + " kept (set before gpubind" +
+                    (over ? ", over its " + std::to_string(cores) + " core(s): its pools will wait for CPUs" : std::string()) + ")");
+  }
+  return parts.empty() ? "" : "thread pools: " + join(parts, "; ");
 }
 
 }  // namespace gpubind::bind

@@ -42,9 +42,19 @@ enum class MemRefused { warn, error };
 
 struct Applied {
   MemoryApplied memory = MemoryApplied::unchanged;
+  // The thread-pool sizes (plan::kPoolSizeEnv) set from the rank's cores, and those its
+  // environment already had, kept as the user's (name, value).
+  std::vector<std::pair<std::string, std::string>> pools_set, pools_kept;
+  unsigned pool_size = 0;  // the size the plan gave them: the rank's cores
 };
 
-// Checks and applies CPU affinity, memory policy and environment (plan::rank_environment).
+// One clause on the thread pools' sizes, as --report-bindings and --verbose say it: "thread pools:
+// OMP_NUM_THREADS=14, MKL_NUM_THREADS=14 set to its 14 core(s); OPENBLAS_NUM_THREADS=32 kept (set
+// before gpubind, over its 14 cores)"; "" when none was set or kept.
+std::string pools_note(const Applied& a);
+
+// Checks and applies CPU affinity, memory policy and environment (plan::rank_environment), but a
+// thread-pool size (plan::kPoolSizeEnv) the process's environment already has, which is kept.
 // Unless best effort, a failed step undoes the ones before it (the CPU affinity back to
 // m.allowed_cpus, the default memory policy, the variables as they were) and its Error says
 // if any of that failed. A memory policy the environment refuses (EPERM, EACCES, ENOSYS from

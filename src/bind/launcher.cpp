@@ -102,7 +102,7 @@ Result<LaunchResult> launch_once(const plan::Plan& plan, const MachineState& mac
         if (!spec.quiet)
           for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
         if (!applied) return applied.error();
-        if (spec.on_bound) spec.on_bound(rb, applied->memory);
+        if (spec.on_bound) spec.on_bound(rb, *applied);
         return Ok{};
       };
     }

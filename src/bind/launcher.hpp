@@ -39,7 +39,7 @@ struct LaunchSpec {
   bool quiet = false;             // no warnings on stderr
   // Called in each rank's process once its binding is applied, before the command runs
   // (--report-bindings); empty: nothing.
-  std::function<void(const plan::RankBinding&, MemoryApplied)> on_bound;
+  std::function<void(const plan::RankBinding&, const Applied&)> on_bound;
 };
 
 // The environment one rank gets from the launcher (torchrun's names).

@@ -39,7 +39,7 @@ LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBindin
                  " core(s); the plan's were " + rb.cpus.to_list() + ")";
       rb.cpus = launcher;
       for (auto& [k, v] : rb.env)
-        if (k == "OMP_NUM_THREADS") v = std::to_string(std::max(1u, have));
+        if (plan::is_pool_size_env(k)) v = std::to_string(std::max(1u, have));
       return out;
     }
   }

@@ -144,6 +144,12 @@ void print_notes(const ExecFlags& f, const bind::BoundRank& b, unsigned local_ra
   if (!b.launcher_note.empty() && !f.o.quiet) std::fprintf(stderr, "gpubind: note: %s\n", one_line(b.launcher_note).c_str());
 }
 
+// The thread pools' sizes gpubind set or kept (bind::pools_note), once applied.
+void print_pools(const bind::BoundRank& b) {
+  if (std::string note = b.applied ? bind::pools_note(*b.applied) : ""; !note.empty())
+    std::fprintf(stderr, "gpubind: local rank %u: %s\n", b.binding.local_rank, note.c_str());
+}
+
 // --report-bindings' line, once the binding is applied (or previewed): what the rank has.
 void print_report(const ExecFlags& f, const topo::Topology& t, const bind::BoundRank& b) {
   if (!f.report) return;
@@ -152,6 +158,7 @@ void print_report(const ExecFlags& f, const topo::Topology& t, const bind::Bound
   std::fprintf(
       stderr, "%s\n",
       render::report_line(t, sys::current_pid(), g, unsigned(b.plan.ranks.size()), b.binding, bind::memory_applied_note(memory)).c_str());
+  print_pools(b);
 }
 
 void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bind::BoundRank& b) {
@@ -161,6 +168,7 @@ void print_applied(const bind::RankRequest& r, const topo::Topology& t, const bi
       plan::allowed_cpus(t, b.request).to_list().c_str(),
       render::describe_binding(b.binding, t, bind::memory_applied_note(b.applied ? b.applied->memory : bind::MemoryApplied::unchanged))
           .c_str());
+  print_pools(b);
 }
 
 }  // namespace
@@ -197,7 +205,9 @@ int cmd_exec(const std::vector<std::string>& args) {
     print_report(f, *topo, *bound);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
                 render::describe_binding(bound->binding, *topo).c_str());
-    std::fputs(render::plan_env(bound->plan, lr->rank).c_str(), stdout);
+    std::fputs(
+        render::plan_env(bound->plan, lr->rank, environment_of({std::begin(plan::kPoolSizeEnv), std::end(plan::kPoolSizeEnv)})).c_str(),
+        stdout);
     return exec_command(*binder, f);
   }
   if (!bound->applied)

@@ -121,10 +121,13 @@ Result<plan::Plan> launch_plan(const bind::JobShape& shape, const topo::Topology
 int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
   std::string out = spec.bind ? render::plan_table(plan, false) : "ranks start unbound (--no-bind or binding = off)\n";
   unsigned n = unsigned(plan.ranks.size());
+  // Thread-pool sizes launch's own environment has: the ranks inherit them and keep them.
+  auto kept = environment_of({std::begin(plan::kPoolSizeEnv), std::end(plan::kPoolSizeEnv)});
   for (unsigned i = 0; i < n; ++i) {
     auto env = bind::launcher_environment(spec, i, n);
     if (spec.bind) {
       auto own = plan::rank_environment(plan, plan.ranks[i]);
+      std::erase_if(own, [&](const auto& kv) { return plan::is_pool_size_env(kv.first) && kept.count(kv.first); });
       env.insert(env.end(), own.begin(), own.end());
     }
     std::vector<std::string> argv = spec.substitute_local_rank ? bind::substitute_local_rank(spec.command, i) : spec.command;
@@ -132,6 +135,7 @@ int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
     out += "\nrank " + std::to_string(spec.node_rank * n + i) + " (local " + std::to_string(i) + " of " + std::to_string(n) +
            "):\n  env " + render::env_words(env) + " " + join(argv, " ") + "\n";
   }
+  if (!kept.empty()) out += "\nkept for every rank, set before gpubind: " + render::env_words({kept.begin(), kept.end()}) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
@@ -194,9 +198,12 @@ int cmd_launch(const std::vector<std::string>& args) {
   if (f.dry_run) return print_dry_run(*plan, spec);
   if (f.report)
     spec.on_bound = [&t = *topo, n = unsigned(plan->ranks.size()), node = spec.node_rank](const plan::RankBinding& rb,
-                                                                                          bind::MemoryApplied m) {
-      std::fprintf(stderr, "%s\n",
-                   render::report_line(t, sys::current_pid(), long(node * n + rb.local_rank), n, rb, bind::memory_applied_note(m)).c_str());
+                                                                                          const bind::Applied& a) {
+      std::fprintf(
+          stderr, "%s\n",
+          render::report_line(t, sys::current_pid(), long(node * n + rb.local_rank), n, rb, bind::memory_applied_note(a.memory)).c_str());
+      if (std::string note = bind::pools_note(a); !note.empty())
+        std::fprintf(stderr, "gpubind: local rank %u: %s\n", rb.local_rank, note.c_str());
     };
   auto machine = bind::live_machine_state();
   if (!machine) return fail(machine.error());

@@ -301,6 +301,10 @@ Result<Plan> make_plan(const Topology& t, const Request& req) {
   return c.plan;
 }
 
+bool is_pool_size_env(std::string_view name) {
+  return std::any_of(std::begin(kPoolSizeEnv), std::end(kPoolSizeEnv), [&](const char* n) { return name == n; });
+}
+
 std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb) {
   std::vector<std::string> gpus;
   for (const GpuRef& g : rb.gpus) gpus.push_back(g.pci);

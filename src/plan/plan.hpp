@@ -115,8 +115,15 @@ struct Plan {
 
 Result<Plan> make_plan(const topo::Topology& t, const Request& req);
 
+// The variables that size the thread pools inside a rank, each set to its planned cores (issue
+// 55): OpenMP's (libgomp, torch's intra-op pool), Intel MKL's (torch's MKL builds, numpy's) and
+// OpenBLAS's (numpy and scipy with OpenBLAS start one thread per CPU otherwise). A value the rank's
+// environment already has is the user's and is kept (bind::apply_binding).
+inline constexpr const char* kPoolSizeEnv[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+bool is_pool_size_env(std::string_view name);
+
 // The environment a bound rank gets: the GPUBIND_* variables that record what was applied (so
-// `check` can compare intent with reality later), then the plan's own (OMP_NUM_THREADS...).
+// `check` can compare intent with reality later), then the plan's own (kPoolSizeEnv...).
 std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb);
 
 // The plan's warnings that concern one rank: plan-wide ones and its own ("rank R: ..."), not

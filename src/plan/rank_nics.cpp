@@ -107,7 +107,7 @@ std::vector<std::pair<std::string, std::string>> node_nic_env(const Topology& t,
 
 void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
   if (c.req.policy == Policy::none) return;
-  rb.env.push_back({"OMP_NUM_THREADS", std::to_string(std::max(1u, c.cores.count(rb.cpus)))});
+  for (const char* pool : kPoolSizeEnv) rb.env.push_back({pool, std::to_string(std::max(1u, c.cores.count(rb.cpus)))});
   if (c.req.omp) {
     rb.env.push_back({"OMP_PLACES", "cores"});
     rb.env.push_back({"OMP_PROC_BIND", "close"});

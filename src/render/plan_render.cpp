@@ -182,10 +182,14 @@ nlohmann::ordered_json plan_json(const Plan& p, bool explain) {
   return j;
 }
 
-std::string plan_env(const Plan& p, unsigned rank) {
+std::string plan_env(const Plan& p, unsigned rank, const std::map<std::string, std::string>& kept) {
   const RankBinding& rb = p.ranks.at(rank);
   std::string out = "# gpubind plan: local rank " + std::to_string(rank) + " of " + std::to_string(p.ranks.size()) + "\n";
-  for (const auto& [k, v] : plan::rank_environment(p, rb)) out += "export " + k + "=" + shell_quote(v) + "\n";
+  for (const auto& [k, v] : plan::rank_environment(p, rb)) {
+    auto mine = plan::is_pool_size_env(k) ? kept.find(k) : kept.end();
+    if (mine == kept.end()) out += "export " + k + "=" + shell_quote(v) + "\n";
+    else out += "# " + k + "=" + shell_quote(mine->second) + " kept: set before gpubind (the plan's " + v + ")\n";
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Renderings of a Plan: the table people read, JSON for programs, and the formats other
 // launchers take (shell env, srun flags, an Open MPI rankfile, numactl command lines).
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@ std::string env_words(const std::vector<std::pair<std::string, std::string>>& en
 std::string plan_table(const plan::Plan& p, bool explain);
 nlohmann::ordered_json plan_json(const plan::Plan& p, bool explain);
 // Shell `export` lines for one rank: plan::rank_environment, what `gpubind exec` sets.
-std::string plan_env(const plan::Plan& p, unsigned rank);
+// `kept`: thread-pool sizes (plan::kPoolSizeEnv) the rank's environment already has, which exec
+// keeps: shown as comments instead of exports.
+std::string plan_env(const plan::Plan& p, unsigned rank, const std::map<std::string, std::string>& kept = {});
 // srun flags: --cpu-bind=mask_cpu:..., --gpu-bind=map_gpu:... (mask_gpu with several GPUs per
 // rank), --mem-bind=... .
 std::string plan_slurm(const plan::Plan& p);

@@ -326,6 +326,7 @@ void report(spank_t sp, const bind::BoundRank& b, const topo::Topology& t, bool 
   std::string line = binding_line(sp, rb, t, b.applied ? b.applied->memory : bind::MemoryApplied::unchanged);
   if (!held_back.empty())
     line += "; CPUs " + held_back.to_list() + " held back: not among the step's cores (Slurm's core specialization or other jobs')";
+  if (std::string note = b.applied ? bind::pools_note(*b.applied) : ""; !note.empty()) line += "; " + note;
   if (g_opt.verbose) std::fprintf(stderr, "gpubind: %s\n", line.c_str());
   slurm_debug("gpubind: %s", line.c_str());
 }

@@ -11,7 +11,7 @@ TMPDIR=$(mktemp -d)
 trap 'rm -rf "$TMPDIR"' EXIT
 # Hermetic: no launcher, GPU or gpubind variable of the caller's shell reaches the case, and the
 # topology cache is the case's own (exec would otherwise write the user's).
-for v in $(compgen -e | grep -E '^(GPUBIND_|SLURM_|OMPI_|PMI_|PMIX_|MV2_|MPI_LOCALRANKID|FLUX_|LOCAL_RANK|LOCAL_WORLD_SIZE|RANK$|WORLD_SIZE|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ZE_AFFINITY_MASK)'); do
+for v in $(compgen -e | grep -E '^(GPUBIND_|SLURM_|OMPI_|PMI_|PMIX_|MV2_|MPI_LOCALRANKID|FLUX_|LOCAL_RANK|LOCAL_WORLD_SIZE|RANK$|WORLD_SIZE|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ZE_AFFINITY_MASK)'); do
   unset "$v"
 done
 export GPUBIND TMPDIR GPUBIND_CACHE_DIR="$TMPDIR/cache"

@@ -220,3 +220,30 @@ TEST(MachineState, BindingIsRefusedUnderAnyRootButThisSystem) {
 }
 
 }  // namespace gpubind::bind
+
+namespace gpubind::bind {
+
+TEST(ApplyBinding, ThreadPoolSizesFollowTheRanksCoresButTheUsersOwnIsKept) {
+  PlannedMachine f = planned_dgx();
+  testing::RecordingBinder b;
+  b.env["OPENBLAS_NUM_THREADS"] = "32";  // the user's, exported before gpubind ran
+  std::vector<std::string> warnings;
+  auto applied = apply_binding(f.plan, f.plan.ranks[5], f.machine, b, BestEffort::no, MemRefused::warn, warnings);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_TRUE(has(b.calls, "env OMP_NUM_THREADS=14"));
+  EXPECT_TRUE(has(b.calls, "env MKL_NUM_THREADS=14"));
+  EXPECT_FALSE(std::any_of(b.calls.begin(), b.calls.end(), [](const std::string& c) { return c.starts_with("env OPENBLAS_NUM_THREADS"); }));
+  EXPECT_EQ(b.env["OPENBLAS_NUM_THREADS"], "32");
+  EXPECT_EQ(pools_note(*applied),
+            "thread pools: OMP_NUM_THREADS=14, MKL_NUM_THREADS=14 set to its 14 core(s); OPENBLAS_NUM_THREADS=32 kept (set before "
+            "gpubind, over its 14 core(s): its pools will wait for CPUs)");
+  // A smaller size of the user's is kept without a word on CPUs; nothing set is no note.
+  testing::RecordingBinder c;
+  for (const char* n : plan::kPoolSizeEnv) c.env[n] = "1";
+  applied = apply_binding(f.plan, f.plan.ranks[5], f.machine, c, BestEffort::no, MemRefused::warn, warnings);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(pools_note(*applied), "thread pools: OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1 kept (set before gpubind)");
+  EXPECT_EQ(pools_note(Applied{}), "");
+}
+
+}  // namespace gpubind::bind

@@ -1092,9 +1092,11 @@ TEST(Nic, IpoibSlingshotAndInfinibandClassesAreFabric) {
 
 // --- 7. environment --------------------------------------------------------------------------
 
-TEST(Env, OmpNumThreadsIsTheRanksCores) {
+TEST(Env, ThreadPoolSizesAreTheRanksCores) {
   Plan p = must_plan(example("dgx-h100"), {});
   EXPECT_EQ(env_of(p.ranks[0], "OMP_NUM_THREADS"), "14");
+  EXPECT_EQ(env_of(p.ranks[0], "MKL_NUM_THREADS"), "14");  // every pool size the rank's cores (issue 55)
+  EXPECT_EQ(env_of(p.ranks[0], "OPENBLAS_NUM_THREADS"), "14");
   EXPECT_EQ(env_of(p.ranks[0], "OMP_PLACES"), "");
   Request r;
   r.omp = true;
