@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "topo/pinning_env.hpp"
 #include "util/strings.hpp"
 
 namespace gpubind::check {
@@ -79,6 +80,16 @@ std::optional<std::string> throttled(const probe::CpuQuota& quota, uint64_t peri
     out += ", under its " + std::to_string(cpus) +
            " allowed CPU(s): a pool sized to its CPUs outruns the quota; raise the quota or size the pools to it";
   return out;
+}
+
+std::string library_behind(const std::string& thread, const std::map<std::string, std::string>& env) {
+  namespace pe = topo::pinning_env;
+  bool nccl_named = thread.starts_with("NCCL");
+  for (const pe::Knob& k : pe::kKnobs) {
+    if (!pe::on(env, k.name) || (nccl_named && std::string_view(k.library) != "NCCL")) continue;
+    return std::string(nccl_named ? "" : "likely ") + k.library + ": " + k.name + "=" + one_line(env.at(k.name)) + " is set: " + k.stop;
+  }
+  return nccl_named ? "NCCL (it keeps its threads within the rank's CPUs unless NCCL_IGNORE_CPU_AFFINITY or NCCL_PROXY_CPUSET is set)" : "";
 }
 
 }  // namespace gpubind::check

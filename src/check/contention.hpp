@@ -54,4 +54,11 @@ std::optional<std::string> oversubscribed(double runnable, unsigned cpus, double
 std::optional<std::string> throttled(const probe::CpuQuota& quota, uint64_t periods, uint64_t throttled, double throttled_seconds,
                                      unsigned cpus, double share, const std::string& when);
 
+// The library likely behind a thread whose allowed CPUs changed, by the thread's name (NCCL
+// names its threads "NCCL ..." with NCCL_SET_THREAD_NAME=1) or the knobs of its process's
+// environment (topo/pinning_env.hpp), with the setting that stops it: "NCCL:
+// NCCL_IGNORE_CPU_AFFINITY=1 is set: unset NCCL_IGNORE_CPU_AFFINITY (or set it to 0)"; "" when
+// neither tells.
+std::string library_behind(const std::string& thread, const std::map<std::string, std::string>& env);
+
 }  // namespace gpubind::check

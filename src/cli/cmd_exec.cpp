@@ -201,6 +201,7 @@ int cmd_exec(const std::vector<std::string>& args) {
   auto bound = bind::bind_rank(*topo, *r, *binder);
   if (!bound) return fail_exec(bound.error());
   print_notes(f, *bound, lr->rank);
+  print_pinning(*topo, bound->plan, {&bound->binding}, r->machine.allowed_cpus, r->from == AllowedFrom::affinity && !f.dry_run, f.o.quiet);
   if (f.dry_run) {
     print_report(f, *topo, *bound);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),

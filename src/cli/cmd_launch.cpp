@@ -117,6 +117,12 @@ Result<plan::Plan> launch_plan(const bind::JobShape& shape, const topo::Topology
   return plan::make_plan(t, *req);
 }
 
+std::vector<const plan::RankBinding*> rank_pointers(const plan::Plan& p) {
+  std::vector<const plan::RankBinding*> out;
+  for (const plan::RankBinding& rb : p.ranks) out.push_back(&rb);
+  return out;
+}
+
 // --dry-run: the plan, then each rank's environment and command as `env` would run them.
 int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
   std::string out = spec.bind ? render::plan_table(plan, false) : "ranks start unbound (--no-bind or binding = off)\n";
@@ -207,6 +213,7 @@ int cmd_launch(const std::vector<std::string>& args) {
     };
   auto machine = bind::live_machine_state();
   if (!machine) return fail(machine.error());
+  if (spec.bind) print_pinning(*topo, *plan, rank_pointers(*plan), machine->allowed_cpus, o.allowed.empty(), o.quiet);
   // Nodes other than 0 wait for node 0's rank 0 to host the store, at most join_timeout.
   if (spec.node_rank > 0)
     if (Status s = bind::wait_for_master(spec.master_addr, spec.master_port,

@@ -1,5 +1,8 @@
 #include "cli/common.hpp"
 
+#include "bind/pinning.hpp"
+#include "topo/pinning_env.hpp"
+
 #include <cstdio>
 
 #include "cli/plan_options.hpp"
@@ -145,6 +148,19 @@ Result<topo::Topology> acquire_topology(const TopologyFrom& from) {
 }
 
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names) { return sys::env_values(names); }
+
+void print_pinning(const topo::Topology& t, const plan::Plan& p, const std::vector<const plan::RankBinding*>& ranks, const CpuSet& affinity,
+                   bool check_start, bool quiet) {
+  if (quiet) return;
+  std::vector<std::string> names;
+  for (const topo::pinning_env::Knob& k : topo::pinning_env::kKnobs) names.push_back(k.name);
+  auto env = environment_of(names);
+  if (check_start)
+    if (auto w = bind::narrowed_before(t, affinity, env)) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(*w).c_str());
+  for (const plan::RankBinding* rb : ranks)
+    for (const std::string& line : bind::pinning_notes(t, p, *rb, env))
+      std::fprintf(stderr, "gpubind: note: local rank %u: %s\n", rb->local_rank, line.c_str());
+}
 
 std::string node_name(const std::string& flag, const std::string& slurm_node, const topo::Topology& t) {
   if (!flag.empty()) return flag;

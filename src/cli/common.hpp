@@ -10,6 +10,7 @@
 
 #include "bind/config.hpp"
 #include "cli/args.hpp"
+#include "plan/plan.hpp"
 #include "probe/select.hpp"
 #include "util/result.hpp"
 
@@ -117,6 +118,11 @@ struct TopologyFrom {
 Result<topo::Topology> acquire_topology(const TopologyFrom& from);
 
 // The named variables of this process's environment, for the pure layers that take a map.
+// The libraries' own CPU pinning a rank's environment asks for (topo/pinning_env.hpp), one note
+// per knob on (bind::pinning_notes), and, when `check_start` (no launcher is known to have pinned
+// this process), a warning when its CPUs are fewer than its cgroup's (bind::narrowed_before).
+void print_pinning(const topo::Topology& t, const plan::Plan& p, const std::vector<const plan::RankBinding*>& ranks, const CpuSet& affinity,
+                   bool check_start, bool quiet);
 std::map<std::string, std::string> environment_of(const std::vector<std::string>& names);
 
 // The node name records and metrics carry: the flag, else Slurm's name for the node (NodeName may

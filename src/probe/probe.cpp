@@ -13,6 +13,7 @@
 #include "sys/task_mover.hpp"
 #include "topo/binding_env.hpp"
 #include "topo/launcher_env.hpp"
+#include "topo/pinning_env.hpp"
 #include "util/strings.hpp"
 #include "util/sweep.hpp"
 
@@ -386,6 +387,8 @@ const std::vector<std::string>& env_names() {
     for (const char* n : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) v.push_back(n);
     // What sizes the thread pools inside a rank (check/contention.hpp names them in its reasons).
     for (const char* n : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) v.push_back(n);
+    // What makes a library inside it pin its threads itself (watch names it behind a DRIFTED thread).
+    for (const topo::pinning_env::Knob& k : topo::pinning_env::kKnobs) v.push_back(k.name);
     return v;
   }();
   return names;

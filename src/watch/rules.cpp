@@ -53,11 +53,20 @@ std::optional<RankFinding> remote_memory(const RankEvidence& e, const Thresholds
                      percent(*e.rank.remote_memory) + " of its resident pages off its GPU's node " + join_numbers(e.gpu_nodes)};
 }
 
+namespace {
+// "; likely NCCL: ..." for the thread whose CPUs changed (check::library_behind), or "".
+std::string behind(const RankEvidence& e, const MaskChange& c) {
+  static const std::map<std::string, std::string> none;
+  std::string who = check::library_behind(c.thread, e.env ? *e.env : none);
+  return who.empty() ? "" : "; " + who;
+}
+}  // namespace
+
 std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th) {
   std::string changed;  // the threads allowed elsewhere than when watch first saw them, first named
   if (!e.drifted_threads.empty())
     changed = "allowed CPUs of " + std::to_string(e.drifted_threads.size()) + " thread(s) differ from when watch first saw them (" +
-              thread_change(e.drifted_threads[0]) + ")";
+              thread_change(e.drifted_threads[0]) + ")" + behind(e, e.drifted_threads[0]);
   if (e.drifted_from_intent)
     return RankFinding{Finding::drifted, "allowed CPUs differ from what gpubind applied (GPUBIND_CPUS)" + (changed.empty() ? "" : "; " + changed)};
   if (!changed.empty()) return RankFinding{Finding::drifted, changed};
@@ -65,7 +74,7 @@ std::optional<RankFinding> drifted(const RankEvidence& e, const Thresholds& th) 
     char held[96];
     std::snprintf(held, sizeof held, " %.0f s ago (DRIFTED holds %.0f s after a change)", *e.since_change, th.drift_hold);
     std::string what = "allowed CPUs changed";
-    if (!e.rank.mask_changes.empty()) what += " (" + thread_change(e.rank.mask_changes[0]) + ")";
+    if (!e.rank.mask_changes.empty()) what += " (" + thread_change(e.rank.mask_changes[0]) + ")" + behind(e, e.rank.mask_changes[0]);
     return RankFinding{Finding::drifted, what + held};
   }
   return std::nullopt;

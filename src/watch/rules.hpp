@@ -2,6 +2,7 @@
 // watch's rules, one pure function each (watch.hpp says what each judges): the evidence of one
 // rank in one interval in, a finding with its reason or none out. The Watcher measures the
 // evidence and calls every rule of kRankRules in turn, then the node-wide imbalance rule.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct RankEvidence {
   bool drifted_from_intent = false;    // allowed CPUs differ from what gpubind applied (check's DRIFTED)
   std::vector<std::string> overlaps;   // check's OVERLAP reasons
   std::string pools;                   // its busy threads and children by name (check::thread_pools), when oversubscribed
+  const std::map<std::string, std::string>* env = nullptr;  // its environment, as probed (DRIFTED names the library)
 };
 
 using RankRule = std::optional<RankFinding> (*)(const RankEvidence&, const Thresholds&);

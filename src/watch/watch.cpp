@@ -356,7 +356,7 @@ void Watcher::judge_rank(const check::ProcessReport& pr, RankInterval& r, double
                          std::set<std::pair<int, int>>& present) {
   const ProcessState& cur = pr.state;
   Totals& tot = m_totals[cur.pid];
-  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}, pools};
+  rules::RankEvidence e{r, seconds, std::nullopt, pr.gpu_nodes, {}, std::nullopt, false, {}, pools, &cur.env};
   if (pr.gpu_local && !pr.gpu_local->empty()) e.gpu_cpus = pr.gpu_local;
   for (const ThreadState& t : cur.threads) {
     present.emplace(cur.pid, t.tid);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# OVERSUBSCRIBED and THROTTLED on live processes (issue 55): a torch rank whose intra-op pool
-# (6 OpenMP threads) runs on the one CPU it is bound to, beside the same rank sized to its CPU;
-# and a busy rank in a cgroup this test makes with a CPU quota of a fifth of a CPU. watch judges
-# each over intervals and exports the counters; check, from one probe, says the same.
+# OVERSUBSCRIBED, THROTTLED and a library's re-pinning on live processes (issue 55): a torch rank
+# whose intra-op pool (6 OpenMP threads) runs on the one CPU it is bound to, beside the same rank
+# sized to its CPU; a thread that widens itself as NCCL does under NCCL_IGNORE_CPU_AFFINITY=1; and
+# a busy rank in a cgroup this test makes with a CPU quota of a fifth of a CPU. watch judges each
+# over intervals and exports the counters; check, from one probe, says the same.
 set -u
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
@@ -60,7 +61,35 @@ check("OVERSUBSCRIBED" not in r["seen"], "watch: a pool of 1 on its 1 CPU is not
 PYEOF
 kill "$one"; wait "$one" 2>/dev/null
 
-# 3. A CPU quota of a fifth of a CPU over a busy rank, in a cgroup made here.
+# 3. A stand-in for NCCL with NCCL_IGNORE_CPU_AFFINITY=1: one of the rank's threads widens itself
+# from the rank's CPU 0 to every CPU, as NCCL pins its threads to its GPU's node.
+cat >"$WORK/repin.py" <<'PYEOF'
+import os, sys, threading, time
+def nccl_like():
+    while not os.path.exists(sys.argv[1]):  # the test's go, once watch has its first interval
+        time.sleep(0.05)
+    os.sched_setaffinity(0, range(os.cpu_count()))  # this thread only
+    time.sleep(300)
+threading.Thread(target=nccl_like, daemon=True).start()
+time.sleep(300)
+PYEOF
+if [ "$(nproc)" -ge 2 ]; then
+  env RANK=0 NCCL_IGNORE_CPU_AFFINITY=1 taskset -c 0 $PY "$WORK/repin.py" "$WORK/go" &
+  pids+=($!)
+  repin=${pids[-1]}
+  wait_until 30 sh -c "[ \$(ls /proc/$repin/task | wc -l) -ge 2 ]" || fail "the stand-in's thread did not start"
+  "$GPUBIND" watch --pid "$repin" --interval 0.5 --count 10 --no-tty >"$WORK/repin.txt" 2>&1 &
+  watcher=$!
+  wait_until 60 grep -q '^interval 1 ' "$WORK/repin.txt" && touch "$WORK/go"
+  wait "$watcher"
+  grep -q "DRIFTED: .*likely NCCL: NCCL_IGNORE_CPU_AFFINITY=1 is set: unset NCCL_IGNORE_CPU_AFFINITY" "$WORK/repin.txt" \
+    && pass "watch: the re-pinned thread is DRIFTED, naming NCCL and the variable that stops it" || fail "watch: $(grep -E 'DRIFTED|->' "$WORK/repin.txt" | head -3)"
+  kill "$repin"; wait "$repin" 2>/dev/null
+else
+  echo "SKIP part 3: one CPU, nowhere to widen a thread to"
+fi
+
+# 4. A CPU quota of a fifth of a CPU over a busy rank, in a cgroup made here.
 [ "$(id -u)" = 0 ] || { finish; }
 if [ -e /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
   cg=/sys/fs/cgroup/gpubind-contention-$$

@@ -148,3 +148,19 @@ TEST(Contention, PoolsAreNamedByTheirThreadsNamesAndTheSettingsThatSizeThem) {
 }
 
 }  // namespace gpubind::check
+
+namespace gpubind::check {
+
+TEST(Contention, TheLibraryBehindAThreadsChangeIsNamedByItsNameOrTheKnobsSet) {
+  EXPECT_EQ(library_behind("python3", {}), "");
+  EXPECT_EQ(library_behind("python3", {{"NCCL_IGNORE_CPU_AFFINITY", "1"}}),
+            "likely NCCL: NCCL_IGNORE_CPU_AFFINITY=1 is set: unset NCCL_IGNORE_CPU_AFFINITY (or set it to 0)");
+  EXPECT_EQ(library_behind("NCCL Service 0", {{"AMD_CPU_AFFINITY", "1"}, {"NCCL_PROXY_CPUSET", "0-3"}}),
+            "NCCL: NCCL_PROXY_CPUSET=0-3 is set: unset NCCL_PROXY_CPUSET, or list CPUs of the rank's in it");
+  EXPECT_NE(library_behind("NCCL Progress 1", {}).find("unless NCCL_IGNORE_CPU_AFFINITY or NCCL_PROXY_CPUSET is set"), std::string::npos);
+  EXPECT_EQ(library_behind("pt_main_thread", {{"AMD_CPU_AFFINITY", "true"}}),
+            "likely the HIP runtime: AMD_CPU_AFFINITY=true is set: set AMD_CPU_AFFINITY=0");
+  EXPECT_EQ(library_behind("pt_main_thread", {{"AMD_CPU_AFFINITY", "0"}}), "");
+}
+
+}  // namespace gpubind::check

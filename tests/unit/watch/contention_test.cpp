@@ -226,3 +226,25 @@ TEST(WatchContention, TheMetricsCarryTheWaitsRunnableThreadsAndTheQuotasCounters
 }
 
 }  // namespace gpubind::watch
+
+namespace gpubind::watch {
+
+TEST(WatchContention, DriftedNamesTheLibraryTheRanksEnvironmentSaysPinsItsThreads) {
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  auto p = [](const char* thread_cpus) {
+    probe::ProcessState x = proc(10, 1, "python3", "0-1", 2, 0, 0);
+    x.env["NCCL_IGNORE_CPU_AFFINITY"] = "1";
+    x.threads[1].cpus_allowed = *CpuSet::parse_list(thread_cpus);
+    return x;
+  };
+  w.observe(sample_at(0, {p("0-1")}));
+  auto iv = w.observe(sample_at(1, {p("0-55")}));  // NCCL widened a thread to its GPU's node
+  const RankFinding* f = finding_of(rank_of(*iv, 10), Finding::drifted);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->reason.find("; likely NCCL: NCCL_IGNORE_CPU_AFFINITY=1 is set: unset NCCL_IGNORE_CPU_AFFINITY (or set it to 0)"),
+            std::string::npos)
+      << f->reason;
+}
+
+}  // namespace gpubind::watch
