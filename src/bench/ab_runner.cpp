@@ -43,7 +43,15 @@ std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& po
                                        std::vector<std::string>& warnings) {
   // Not --quiet: the ranks' binding warnings (a memory policy the container refuses) are read from
   // the output and said once; launch's own lines are not a rank's and are left aside.
-  std::vector<std::string> argv = {o.self, "launch", "--policy", policy, "--tag-output"};
+  std::vector<std::string> argv = {o.self, "launch", "--tag-output"};
+  sys::CommandOptions how{.late_is_error = false};
+  if (o.env_name.empty()) {
+    argv.insert(argv.end(), {"--policy", policy});
+  } else {  // the arm is "NAME=VALUE"
+    std::string v = policy.substr(o.env_name.size() + 1);
+    if (v == "auto") how.unset_env.push_back(o.env_name);
+    else how.set_env.emplace_back(o.env_name, v);
+  }
   argv.insert(argv.end(), o.launch_args.begin(), o.launch_args.end());
   argv.push_back("--");
   argv.insert(argv.end(), o.command.begin(), o.command.end());
@@ -53,7 +61,7 @@ std::variant<AbRun, AbFailure> run_one(const AbOptions& o, const std::string& po
   auto start = clock.now();
   // No --timeout: a day, the longest any run is waited for.
   auto deadline = o.timeout.count() > 0 ? o.timeout : std::chrono::seconds(86400);
-  auto r = sys::run_command(argv, deadline, {.late_is_error = false});
+  auto r = sys::run_command(argv, deadline, how);
   double wall_s = std::chrono::duration<double>(clock.now() - start).count();
   if (!r) return AbFailure{Error{what, r.error().why}};
   if (r->late)

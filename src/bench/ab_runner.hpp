@@ -19,6 +19,9 @@ namespace gpubind::bench {
 
 struct AbOptions {
   std::vector<std::string> strategies;   // plan policies; the first is the base
+  // --ab-env: the arms are this variable's values instead, "NAME=VALUE" in `strategies` ("NAME=auto":
+  // unset, so launch sizes it itself), every run under the policy in `launch_args` (--policy X).
+  std::string env_name;
   std::vector<std::string> launch_args;  // plan flags for launch, as given (-n 2, --reserve 0...)
   std::vector<std::string> command;      // the user's
   unsigned ranks = 0;                    // as the plan has them (recorded)

@@ -1,6 +1,7 @@
 // gpubind bench: a synthetic synchronous data-parallel job run under several binding strategies,
 // interleaved, and what each did to step time, jitter, idle ranks, migrations and locality.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <variant>
@@ -54,7 +55,7 @@ struct BenchFlags {
   bench::RunOptions run;
   std::string strategies, plot, input, noise_on;
   // --ab: the user's command under each strategy.
-  std::string ab, step_regex, step_file;
+  std::string ab, ab_env, step_regex, step_file;
   unsigned step_rank = 0, timeout_s = 0;
   std::vector<std::string> command;
   std::optional<unsigned> buffer_mib;
@@ -89,6 +90,10 @@ void add_bench_options(Args& app, BenchFlags& f) {
   app.option("--input", f.input, "Report a saved run (gpubind bench --json output, or bench --ab's) instead of running one");
   app.option("--ab", f.ab, "Run YOUR command (after --) through gpubind launch under each of these policies in turn, "
                            "--rounds times, and compare its step times (closest,none): the first is the base");
+  app.option("--ab-env", f.ab_env,
+             "Run YOUR command (after --) as --ab does, once per value of one variable in its environment "
+             "(OMP_NUM_THREADS=1,4,auto; auto: unset, so launch sizes it from each rank's cores), under "
+             "the one policy of --ab (default closest): the first value is the base");
   app.option("--step-regex", f.step_regex, "--ab: a step time in the job's output: a regular expression whose named group "
                                            "(?<ms>...), (?<s>...) or (?<us>...) holds it, in the lines of --step-rank");
   app.option("--step-file", f.step_file, "--ab: a file the job writes, one step time in ms per line (removed before each run)");
@@ -174,10 +179,10 @@ constexpr const char* kSyntheticFlags[] = {"--strategies", "--threads", "--steps
 
 // The options before "--" that are launch's (the plan flags, -n...): all but bench's own.
 std::vector<std::string> launch_args(const std::vector<std::string>& args) {
-  static const std::map<std::string, bool> own = {{"--ab", true},        {"--rounds", true},    {"--warmup", true},
-                                                  {"--step-regex", true}, {"--step-file", true}, {"--step-rank", true},
-                                                  {"--timeout", true},   {"--input", true},     {"--json", false},
-                                                  {"--per-rank", false}, {"--quiet", false},    {"-q", false}};
+  static const std::map<std::string, bool> own = {{"--ab", true},         {"--ab-env", true},    {"--rounds", true},    {"--warmup", true},
+                                                  {"--step-regex", true}, {"--step-file", true}, {"--step-rank", true}, {"--timeout", true},
+                                                  {"--input", true},      {"--json", false},     {"--per-rank", false}, {"--quiet", false},
+                                                  {"-q", false}};
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
     auto it = own.find(args[i].substr(0, args[i].find('=')));
@@ -187,12 +192,17 @@ std::vector<std::string> launch_args(const std::vector<std::string>& args) {
   return out;
 }
 
+Result<bench::AbOptions> ab_env_options(const BenchFlags& f, const std::vector<std::string>& args, bench::AbOptions o);
+Result<bench::AbOptions> ab_common(const BenchFlags& f, const std::vector<std::string>& args, bench::AbOptions o);
+
 Result<bench::AbOptions> ab_options(const Args& app, BenchFlags& f, const std::vector<std::string>& args) {
   if (f.command.empty())
-    return Error{"--ab", "give the command after --: gpubind bench --ab closest,none [options] -- CMD [ARGS...]", ErrorKind::usage};
+    return Error{f.ab_env.empty() ? "--ab" : "--ab-env",
+                 "give the command after --: gpubind bench --ab closest,none [options] -- CMD [ARGS...]", ErrorKind::usage};
   for (const char* flag : kSyntheticFlags)
     if (app.count(flag)) return Error{flag, "applies to bench's own job, not to --ab (which runs yours)", ErrorKind::usage};
   bench::AbOptions o;
+  if (!f.ab_env.empty()) return ab_env_options(f, args, std::move(o));
   for (std::string_view v : split(f.ab, ',')) {
     auto s = bench::parse_strategy(std::string(trim(v)));
     if (s && s->batch != 1)
@@ -205,6 +215,43 @@ Result<bench::AbOptions> ab_options(const Args& app, BenchFlags& f, const std::v
     o.strategies.push_back(s->name);
   }
   if (o.strategies.size() < 2) return Error{"--ab " + f.ab, "name two policies or more to compare (closest,none)", ErrorKind::usage};
+  return ab_common(f, args, std::move(o));
+}
+
+// --ab-env NAME=V1,V2,...: the arms are the variable's values under one policy.
+Result<bench::AbOptions> ab_env_options(const BenchFlags& f, const std::vector<std::string>& args, bench::AbOptions o) {
+  std::string what = "--ab-env " + f.ab_env;
+  size_t eq = f.ab_env.find('=');
+  std::string name = f.ab_env.substr(0, eq);
+  bool valid = eq != std::string::npos && !name.empty() && !std::isdigit((unsigned char)name[0]) &&
+               std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum((unsigned char)c) || c == '_'; });
+  if (!valid) return Error{what, "give NAME=VALUE,VALUE,... (OMP_NUM_THREADS=1,4,auto)", ErrorKind::usage};
+  if (name.starts_with("GPUBIND_"))
+    return Error{what, "GPUBIND_* variables are gpubind's own record of a binding, not a setting to compare", ErrorKind::usage};
+  std::string values = f.ab_env.substr(eq + 1);  // split's views point into it
+  for (std::string_view v : split(values, ',')) {
+    std::string arm = name + "=" + std::string(trim(v));
+    if (trim(v).empty()) return Error{what, "an empty value (write auto to leave the variable unset)", ErrorKind::usage};
+    if (std::find(o.strategies.begin(), o.strategies.end(), arm) != o.strategies.end())
+      return Error{what, std::string(trim(v)) + " is named twice", ErrorKind::usage};
+    o.strategies.push_back(arm);
+  }
+  if (o.strategies.size() < 2) return Error{what, "name two values or more to compare (1,auto)", ErrorKind::usage};
+  std::string policy = f.ab.empty() ? "closest" : f.ab;
+  auto s = bench::parse_strategy(policy);
+  if (!s || s->batch != 1)
+    return Error{"--ab " + f.ab,
+                 "with --ab-env, one policy to run every value under (closest, socket-split, socket, numa, l3, cpu-only, "
+                 "none); --ab compares policies, --ab-env the values of a variable",
+                 ErrorKind::usage};
+  o.env_name = name;
+  auto done = ab_common(f, args, std::move(o));
+  if (done) done->launch_args.insert(done->launch_args.begin(), {"--policy", s->name});
+  return done;
+}
+
+// What --ab and --ab-env share: where the step times come from, the rounds, the command.
+Result<bench::AbOptions> ab_common(const BenchFlags& f, const std::vector<std::string>& args, bench::AbOptions o) {
   if (!f.step_regex.empty() && !f.step_file.empty())
     return Error{"--step-regex", "read the step times from the output or from --step-file, not both", ErrorKind::usage};
   if (!f.step_regex.empty()) {
@@ -260,9 +307,11 @@ int cmd_bench(const std::vector<std::string>& args) {
     return fail(Error{"--plot " + f.plot, "writes SVG: give a FILE ending in .svg (a browser or rsvg-convert makes a PNG)", ErrorKind::usage});
   if (!f.input.empty() && with_command) return fail(Error{"--input", "reports a saved run: no command after --", ErrorKind::usage});
   if (!f.input.empty()) return saved_run(app, f);
-  if (!f.ab.empty() || with_command) return f.ab.empty() ? fail(Error{"bench -- CMD", "runs your command only with --ab POLICIES "
-                                                                       "(closest,none)", ErrorKind::usage})
-                                                         : bench_ab(app, f, args);
+  if (!f.ab.empty() || !f.ab_env.empty() || with_command)
+    return f.ab.empty() && f.ab_env.empty()
+               ? fail(Error{"bench -- CMD", "runs your command only with --ab POLICIES (closest,none) or --ab-env NAME=VALUES",
+                            ErrorKind::usage})
+               : bench_ab(app, f, args);
   auto record = new_run(f);
   if (!record) return fail(record.error());
   return report_record(*record, f);

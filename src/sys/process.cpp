@@ -208,6 +208,7 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, std::chr
     ::dup2(child->write_end.get(), STDOUT_FILENO);
     ::dup2(err.get(), STDERR_FILENO);
     for (const std::string& name : options.unset_env) ::unsetenv(name.c_str());
+    for (const auto& [name, value] : options.set_env) ::setenv(name.c_str(), value.c_str(), 1);
     ::execvp(args[0], args.data());
     ::_exit(127);
   }

@@ -80,6 +80,7 @@ struct CommandOptions {
   // Variables removed from its environment (a setting the program reads from there that this
   // call must not get: tar's TAR_OPTIONS).
   std::vector<std::string> unset_env;
+  std::vector<std::pair<std::string, std::string>> set_env;  // variables set in its environment
 };
 
 // Runs argv[0] (searched in PATH) with this process's environment, stdin from /dev/null, as

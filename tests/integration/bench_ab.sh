@@ -111,4 +111,24 @@ rc=$?
 left() { ! pgrep -f "$tag" >/dev/null && ! pgrep -fx "sleep 3$$" >/dev/null; }
 wait_until 10 left && pass "its ranks and what they started were stopped with it" \
   || { fail "a rank outlived --timeout"; pkill -f "$tag"; pkill -fx "sleep 3$$"; }
+
+# --ab-env (issue 55): one variable's values as the arms, under one policy; auto leaves it unset,
+# so launch sizes it from the rank's cores. Each run's rank writes the value it got.
+cat >"$WORK/pool.sh" <<'SHEOF'
+#!/bin/sh
+echo "${OMP_NUM_THREADS:-unset}" >>"$1"
+for i in 1 2 3; do echo "step $i 1.0 ms"; done
+SHEOF
+chmod +x "$WORK/pool.sh"
+"$GPUBIND" bench --ab-env OMP_NUM_THREADS=1,3,auto -n 1 --rounds 2 --warmup 0 --step-regex "$REGEX" --json -- "$WORK/pool.sh" "$WORK/seen" \
+  >"$WORK/env.json" 2>"$WORK/env.err"
+rc=$?
+[ $rc = 0 ] && pass "bench --ab-env OMP_NUM_THREADS=1,3,auto" || fail "rc $rc: $(cat "$WORK/env.err")"
+cores=$("$GPUBIND" plan -n 1 --format env --rank 0 2>/dev/null | sed -n 's/^export OMP_NUM_THREADS=//p')
+[ "$(sort "$WORK/seen" | tr '\n' ' ')" = "$(printf '%s\n' 1 1 3 3 "$cores" "$cores" | sort | tr '\n' ' ')" ] \
+  && pass "each arm's rank got its value, and auto the rank's $cores core(s)" || fail "values seen: $(tr '\n' ' ' <"$WORK/seen")"
+check_json "$WORK/env.json" <<'PYEOF' || fail "the --ab-env record"
+check(j["config"]["strategies"] == ["OMP_NUM_THREADS=1", "OMP_NUM_THREADS=3", "OMP_NUM_THREADS=auto"], "the arms are the values", j["config"]["strategies"])
+check(j["config"]["launch_args"][:2] == ["--policy", "closest"], "under one policy, closest by default", j["config"]["launch_args"])
+PYEOF
 finish

@@ -17,6 +17,12 @@ CLI = (["gpubind"], "cli")
 
 # name, file, text, replacement, (targets, ctest label): one breakage each, named after what it breaks.
 MUTATIONS = [
+    ("bind: a thread-pool size the user set overridden", "src/bind/apply.cpp",
+     "if (before) continue;", "if (false) continue;", UNIT),
+    ("watch: OVERSUBSCRIBED blind to the rank's children", "src/watch/watch.cpp",
+     "pool.cpu += window[j]->cpu;", "pool.cpu += j == i ? window[j]->cpu : 0;", UNIT),
+    ("check: THROTTLED at a quarter of the periods", "src/check/contention.cpp",
+     "double(throttled) <= share * double(periods)", "double(throttled) < share * double(periods)", UNIT),
     ("plan: oversubscribed ranks all on one core", "src/plan/cpu_split.cpp",
      "s.blocks[r] = cores[r % n]->pus & domain;", "s.blocks[r] = cores[0]->pus & domain;", UNIT),
     ("plan: socket policy planned as numa", "src/plan/rank_cpus.cpp",
