@@ -94,7 +94,10 @@ bool wider_than_cpus(const RankInterval& r) {
 }  // namespace
 
 bool oversubscribed_pool(const RankInterval& r, const Thresholds& th) {
-  return (r.pool_runnable && *r.pool_runnable > th.oversubscribed * double(r.cpus.count())) || wider_than_cpus(r);
+  double cpus = double(r.cpus.count());
+  // Its own threads keep its CPUs busy: waits from other processes' load on them are not its pools'.
+  bool busy = r.pool_cpus_used && *r.pool_cpus_used >= kSaturated * cpus;
+  return busy && ((r.pool_runnable && *r.pool_runnable > th.oversubscribed * cpus) || wider_than_cpus(r));
 }
 
 std::optional<RankFinding> oversubscribed(const RankEvidence& e, const Thresholds& th) {

@@ -24,9 +24,10 @@
 //                  ran or waited for a CPU, on average over the last kLoadWindow intervals, more
 //                  than oversubscribed times its allowed CPUs: (CPU time + run delay) / seconds,
 //                  the delay from each thread's schedstat (check/contention.hpp); or more of them
-//                  were busy (kBusyThread of a CPU each) than it has CPUs while they kept its CPUs
-//                  kSaturated busy: a pool that waits at barriers sleeps rather than queues, so its
-//                  loss shows in no run delay (docs/cli.md, "Contention", has the measurement)
+//                  were busy (kBusyThread of a CPU each) than it has CPUs: a pool that waits at
+//                  barriers sleeps rather than queues, so its loss shows in no run delay. Either
+//                  only while they keep kSaturated of its CPUs busy themselves: waits that other
+//                  processes' load causes are not its pools' (docs/cli.md, "Contention")
 //   throttled      its cgroup's CPU quota (the smallest over it) throttled it in more than
 //                  throttled of the interval's enforcement periods (cpu.stat's nr_throttled
 //                  over nr_periods)
@@ -71,7 +72,7 @@ inline constexpr double kMinBusyShare = 0.1;
 inline constexpr size_t kLoadWindow = 4;
 // A thread that used at least this share of a CPU in an interval is busy (OVERSUBSCRIBED's count).
 inline constexpr double kBusyThread = 0.1;
-// OVERSUBSCRIBED by busy threads only while they use this share of the rank's CPUs.
+// OVERSUBSCRIBED only while the rank's pool uses this share of its CPUs.
 inline constexpr double kSaturated = 0.65;
 
 struct Thresholds {

@@ -120,6 +120,17 @@ TEST(WatchContention, MoreBusyThreadsThanCpusKeepingThemBusyAreOversubscribedTho
   EXPECT_EQ(finding_of(rank_of(*iv, 10), Finding::oversubscribed), nullptr);
 }
 
+TEST(WatchContention, WaitsOtherProcessesCauseAreNotTheRanksPools) {
+  // 2 threads on 1 CPU that would each use a third of it, waiting most of each second because
+  // other processes' load takes the CPU: the rank uses 0.4 of its CPU, so its pools are not wider.
+  auto t = example("dgx-h100");
+  Watcher w(t, {});
+  w.observe(sample_at(0, {proc(10, 1, "python3", "0", 2, 0, 0)}));
+  auto iv = w.observe(sample_at(1, {proc(10, 1, "python3", "0", 2, 0.2, 0.7)}));
+  EXPECT_NEAR(*rank_of(*iv, 10).pool_runnable, 1.8, 1e-9);
+  EXPECT_EQ(finding_of(rank_of(*iv, 10), Finding::oversubscribed), nullptr);
+}
+
 TEST(WatchContention, WaitsReadEveryFourthSampleCountOverTheWindow) {
   // 3 threads on 1 CPU, each running a third of each second and waiting two thirds; their waits
   // are read only at the 4th sample (the light probe's turn), the last read standing in between.
