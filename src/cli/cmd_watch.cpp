@@ -58,7 +58,7 @@ void add_watch_options(Args& app, WatchFlags& f) {
   app.option("--max-imbalance", f.th.imbalance, "IMBALANCE above this spread of the ranks' CPU time, 0-1 (default 0.25)").range(0.0, 1.0);
   app.option("--max-runnable", f.th.oversubscribed,
              "OVERSUBSCRIBED above this many threads running or waiting for a CPU per allowed CPU, the rank's and its children's, "
-             "over 4 intervals (default 1.25)")
+             "over 8 intervals (default 1.25)")
       .range(0.0, 1e6);
   app.option("--max-throttled", f.th.throttled, "THROTTLED above this share of the CPU quota's periods throttled, 0-1 (default 0.25)")
       .range(0.0, 1.0);

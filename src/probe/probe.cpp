@@ -178,7 +178,7 @@ Result<ThreadState> read_thread_light(const ThreadReader& r, const std::string& 
       }
     }
     // A thread that ran has its wait read at every kDelayEvery-th sample it ran, threads taking
-    // turns by id: the rank's waits are all read within that many samples, at a quarter of the cost.
+    // turns by id: the rank's waits are all read within that many samples, at an eighth of the cost.
     if (same && m->idle == 0 && (++m->ran + unsigned(tid)) % ThreadMemo::kDelayEvery == 0)
       if (auto text = r.read(schedstat)) {
         ThreadState read;

@@ -53,7 +53,7 @@ class ThreadMemo {
   static constexpr unsigned kIdentityEvery = 4;
   // A thread that runs has its `schedstat` read for its wait for a CPU at every kDelayEvery-th
   // sample it ran in (threads take turns by id); between reads its wait is the one read last.
-  static constexpr unsigned kDelayEvery = 4;
+  static constexpr unsigned kDelayEvery = 8;
   // The entry of a thread probed before, marked as used; nullptr when none.
   Entry* find(int tid);
   void put(int tid, Entry e);

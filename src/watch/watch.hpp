@@ -67,9 +67,9 @@ struct Snapshot {
 
 inline constexpr double kMinBusyShare = 0.1;
 // How many intervals OVERSUBSCRIBED averages over: the light probe reads a running thread's wait
-// for a CPU at every ThreadMemo::kDelayEvery-th sample (4), so each thread's wait is read once in
+// for a CPU at every ThreadMemo::kDelayEvery-th sample (8), so each thread's wait is read once in
 // that many intervals.
-inline constexpr size_t kLoadWindow = 4;
+inline constexpr size_t kLoadWindow = 8;
 // A thread that used at least this share of a CPU in an interval is busy (OVERSUBSCRIBED's count).
 inline constexpr double kBusyThread = 0.1;
 // OVERSUBSCRIBED only while the rank's pool uses this share of its CPUs.
