@@ -9,7 +9,7 @@ namespace {
 
 namespace pe = topo::pinning_env;
 
-std::string value(const std::map<std::string, std::string>& env, const char* name) { return name + ("=" + one_line(env.at(name))); }
+std::string knob_setting(const std::map<std::string, std::string>& env, const char* name) { return name + ("=" + one_line(env.at(name))); }
 
 const char* stop_of(const char* name) {
   for (const pe::Knob& k : pe::kKnobs)
@@ -67,7 +67,7 @@ std::vector<std::string> pinning_notes(const topo::Topology& t, const plan::Plan
     return off.empty() ? line : line + ", " + off + ": " + stop_of(name);
   };
   if (pe::on(env, "NCCL_IGNORE_CPU_AFFINITY")) {
-    std::string v = value(env, "NCCL_IGNORE_CPU_AFFINITY");
+    std::string v = knob_setting(env, "NCCL_IGNORE_CPU_AFFINITY");
     if (near.empty())
       out.push_back(v + ": NCCL pins its threads to its GPU's NUMA node's CPUs, whatever the rank's; gpubind does not know that node here");
     else
@@ -76,7 +76,7 @@ std::vector<std::string> pinning_notes(const topo::Topology& t, const plan::Plan
                     outside(p, rb, near), "NCCL_IGNORE_CPU_AFFINITY"));
   }
   if (pe::on(env, "NCCL_PROXY_CPUSET")) {
-    std::string v = value(env, "NCCL_PROXY_CPUSET");
+    std::string v = knob_setting(env, "NCCL_PROXY_CPUSET");
     auto set = CpuSet::parse_list(env.at("NCCL_PROXY_CPUSET"));
     if (!set || set->empty()) out.push_back(v + ": not a CPU list; NCCL ignores it (\"failed to decode NCCL_PROXY_CPUSET\")");
     else
@@ -84,14 +84,14 @@ std::vector<std::string> pinning_notes(const topo::Topology& t, const plan::Plan
                               "NCCL_PROXY_CPUSET"));
   }
   if (pe::on(env, "AMD_CPU_AFFINITY")) {
-    std::string line = value(env, "AMD_CPU_AFFINITY") + ": the HIP runtime pins the thread that initializes it to " +
+    std::string line = knob_setting(env, "AMD_CPU_AFFINITY") + ": the HIP runtime pins the thread that initializes it to " +
                        (near.empty() ? std::string("its GPU's nearest NUMA node") : gpu + "'s NUMA node, CPUs " + near.to_list()) +
                        " (ROCm since rocm-systems PR #6134 leaves a thread already narrowed, as gpubind's, alone), and every process that "
                        "thread starts inherits it";
     out.push_back(with_stop(line, near.empty() ? "" : outside(p, rb, near), "AMD_CPU_AFFINITY"));
   }
   if (pe::on(env, "GOMP_CPU_AFFINITY")) {
-    std::string v = value(env, "GOMP_CPU_AFFINITY");
+    std::string v = knob_setting(env, "GOMP_CPU_AFFINITY");
     auto set = parse_gomp_cpu_list(env.at("GOMP_CPU_AFFINITY"));
     if (!set) {
       out.push_back(v + ": not a CPU list libgomp reads");

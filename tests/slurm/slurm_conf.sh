@@ -21,5 +21,8 @@ SlurmctldLogFile=$2/log/slurmctld.log
 SlurmdLogFile=$2/log/slurmd-%n.log
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
+# A loaded 2-CPU test machine (the CI runs a VM beside these) can keep slurmctld from answering
+# within the default 10 s: srun then fails with "Socket timed out on send/recv operation".
+MessageTimeout=60
 CONF
 }
