@@ -42,6 +42,8 @@ const char* to_string(Verdict v) {
     case Verdict::no_gpu: return "NO_GPU";
     case Verdict::oversubscribed: return "OVERSUBSCRIBED";
     case Verdict::throttled: return "THROTTLED";
+    case Verdict::remote_nic: return "REMOTE_NIC";
+    case Verdict::no_gdr: return "NO_GDR";
   }
   return "?";
 }

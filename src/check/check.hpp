@@ -12,7 +12,8 @@
 
 namespace gpubind::check {
 
-enum class Verdict { ok, unbound, misplaced, overlap, remote_memory, drifted, no_gpu, oversubscribed, throttled };
+// remote_nic and no_gdr are said by `check --nccl-log` only (check/nccl_check.hpp).
+enum class Verdict { ok, unbound, misplaced, overlap, remote_memory, drifted, no_gpu, oversubscribed, throttled, remote_nic, no_gdr };
 const char* to_string(Verdict v);
 
 // Who a process is, from the variables its launcher set ("" when none says): its local rank

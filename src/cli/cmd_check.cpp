@@ -1,17 +1,20 @@
 // gpubind check: what running processes are actually bound to, judged against the topology.
 #include <cstdio>
 
+#include "bind/request.hpp"
 #include "check/check.hpp"
+#include "check/nccl_check.hpp"
 #include "check/slurm_job.hpp"
 #include "cli/check_slurm_job.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
-#include "render/json_text.hpp"
-#include "render/node_svg.hpp"
+#include "cli/plan_options.hpp"
 #include "discover/gpu_runtime.hpp"
 #include "probe/probe.hpp"
 #include "probe/select.hpp"
 #include "render/check_render.hpp"
+#include "render/json_text.hpp"
+#include "render/node_svg.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
 #include "sys/process.hpp"
@@ -22,8 +25,13 @@ namespace gpubind::cli {
 
 namespace {
 
+// The largest NCCL log read whole: NCCL_DEBUG=INFO of a thousand ranks in one stream.
+constexpr size_t kMaxNcclLog = size_t(4) << 30;
+
 struct CheckFlags {
   std::string topology, root_dir, format = "text", slurm_job, slurm_node, node_name;
+  std::vector<std::string> nccl_logs;
+  PlanOptions nccl_plan;  // --policy and --reserve for --nccl-log's plan
   SelectionFlags which;
   bool numa_maps = false, verbose = false, json = false, no_gpu_runtime = false, require_processes = false, quiet = false;
 };
@@ -46,6 +54,12 @@ void add_check_options(Args& app, CheckFlags& f) {
            "Do not ask NVML / ROCm SMI which processes have a context on which GPU (judge by open device files)");
   app.flag("--require-processes", f.require_processes,
            "Exit 1 when no process is found to check (an epilog notices a check that saw nothing)");
+  app.option("--nccl-log", f.nccl_logs,
+             "Judge what NCCL (or RCCL) logged with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE per rank, or one stream): each rank's CPU "
+             "affinity, NICs and GPU Direct RDMA against the topology and gpubind's plan for the GPUs the ranks used; repeat it or "
+             "give several files");
+  add_policy_option(app, f.nccl_plan.policy);
+  app.option("--reserve", f.nccl_plan.reserve, "--nccl-log: CPUs the plan never uses (cpulist), as exec and launch were told");
   app.option("--node-name", f.node_name,
              "The node named in --json (default: $NODE_NAME (Kubernetes' downward API), else the hostname)");
   add_quiet_option(app, f.quiet);
@@ -53,7 +67,8 @@ void add_check_options(Args& app, CheckFlags& f) {
   gpubind check --all-gpu-procs                 every process holding a GPU open
   gpubind check --children-of $(pgrep -o torchrun) --json
   gpubind check --match 'python.*train' --verbose
-  gpubind check --slurm-job 4242               every node of Slurm job 4242, one table)");
+  gpubind check --slurm-job 4242               every node of Slurm job 4242, one table
+  gpubind check --nccl-log nccl.node01.*.log    what NCCL did in each rank, against the plan)");
 }
 
 std::string render_check(const check::Report& report, const topo::Topology& t, const CheckFlags& f) {
@@ -82,6 +97,43 @@ int check_job(const CheckFlags& f) {
   return report->has_findings() ? kExitCheckFindings : kExitOk;
 }
 
+// --nccl-log: the logs read and judged against the plan for the GPUs the ranks used, with the
+// policy and reserve given, else gpubind.conf's (what exec, launch and the plugin bound with).
+int check_nccl_logs(const Args& app, CheckFlags& f) {
+  if (!f.root_dir.empty() || f.which.any() || !f.slurm_node.empty() || f.format == "svg" || f.numa_maps)
+    return fail(Error{"--nccl-log",
+                      "judges NCCL's own log, not running processes: --root, --pid, --self, --all-gpu-procs, --children-of, "
+                      "--match, --slurm-node, --numa-maps and --format svg do not combine with it",
+                      ErrorKind::usage});
+  auto cfg = load_config();
+  if (!cfg) return fail(cfg.error());
+  std::vector<std::string> taken = apply_config(app, *cfg, f.nccl_plan);
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const std::string& path : f.nccl_logs) {
+    auto text = sys::read_file(path, kMaxNcclLog);
+    if (!text) return fail(Error{"--nccl-log " + path, text.error().why, text.error().kind});
+    texts.emplace_back(path, std::move(*text));
+  }
+  check::NcclLog log = check::parse_nccl_logs(texts);
+  if (log.processes.empty())
+    return fail(Error{"--nccl-log " + join(f.nccl_logs, " "),
+                      "no NCCL INFO line with HOST:PID:TID in it (run the job with NCCL_DEBUG=INFO, "
+                      "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH or unset)"});
+  auto topo = acquire_topology({.flag = f.topology, .config = &*cfg, .quiet = f.quiet});
+  if (!topo) return fail(topo.error());
+  auto req = bind::make_request(f.nccl_plan, *topo, bind::AllowedFrom::topology, {}, {});
+  if (!req) return fail(req.error());
+  check::NcclReport report = check::judge_nccl_log(*topo, log, *req);
+  std::string origin = topo->origin.empty() ? "this machine" : topo->origin;
+  std::string out =
+      f.format == "json"
+          ? render::json_text(render::nccl_json(report, f.nccl_plan.policy, origin))
+          : render::nccl_text(report, "gpubind's plan (policy " + f.nccl_plan.policy +
+                                          (taken.empty() ? "" : ", " + join(taken, ", ") + " from " + cfg->path) + ") on " + origin);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return report.has_findings() ? kExitCheckFindings : kExitOk;
+}
+
 // --slurm-node: which of this node's processes are the job's tasks (not the step gpubind runs in).
 probe::SlurmTasks node_tasks(const std::string& job) {
   return {job, sys::env_value("SLURMD_NODENAME").value_or(""), sys::env_value("SLURM_STEP_ID").value_or("")};
@@ -99,6 +151,7 @@ int cmd_check(const std::vector<std::string>& args) {
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (f.json) f.format = "json";
   if (!f.slurm_job.empty()) return check_job(f);
+  if (!f.nccl_logs.empty()) return check_nccl_logs(app, f);
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
   if (!f.slurm_node.empty()) sel->slurm_job = node_tasks(f.slurm_node);

@@ -6,25 +6,26 @@
 
 namespace gpubind::cli {
 
-namespace {
-void add_policy(Args& app, std::string& policy) {
+void add_policy_option(Args& app, std::string& policy) {
   app.option("--policy", policy, "closest (default), socket-split, socket, numa, l3, cpu-only (GPU-unaware), none")
       .one_of({"closest", "socket-split", "socket", "numa", "l3", "cpu-only", "none"});
 }
+
+namespace {
 void add_mem(Args& app, std::string& mem, const std::string& help) {
   app.option("--mem", mem, help).one_of({"preferred", "bind", "interleave", "none"});
 }
 }  // namespace
 
 void add_policy_and_mem_options(Args& app, bind::PlanOptions& o, const std::string& mem_help) {
-  add_policy(app, o.policy);
+  add_policy_option(app, o.policy);
   add_mem(app, o.mem, mem_help);
 }
 
 void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
   app.option("-n,--ranks", o.ranks, "Local ranks (default: visible GPUs / --gpus-per-rank)");
   app.option("--gpus-per-rank", o.gpus_per_rank, "GPUs per rank, chosen close to each other (default 1; a single rank gets every visible GPU)");
-  if (with_policy) add_policy(app, o.policy);
+  if (with_policy) add_policy_option(app, o.policy);
   app.flag("--no-smt,!--smt", o.no_smt, "One PU per core (default: all SMT siblings of a chosen core)");
   app.option("--reserve", o.reserve, "CPUs never to use (cpulist)");
   app.option("--allowed", o.allowed, "Allowed CPUs (cpulist; default: this process's affinity, or all for a file)");

@@ -30,6 +30,9 @@ Result<bind::Config> load_config();
 // configuration file. Returns the settings it took ("reserve = 56"), for plan to say.
 std::vector<std::string> apply_config(const Args& app, const bind::Config& cfg, PlanOptions& o);
 
+// --policy with its choices (check --nccl-log plans with it alone).
+void add_policy_option(Args& app, std::string& policy);
+
 // --policy and --mem with their choices, for the commands that plan with a few flags only
 // (rebind); `mem_help` words what the memory policy does there.
 void add_policy_and_mem_options(Args& app, bind::PlanOptions& o, const std::string& mem_help);

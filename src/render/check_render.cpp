@@ -215,4 +215,90 @@ nlohmann::ordered_json job_watch_json(const check::JobWatchReport& r) {
   return j;
 }
 
+namespace {
+
+std::string rank_id(const check::NcclRankReport& x) {
+  return one_line(x.host) + " PID " + std::to_string(x.pid) + (x.rank ? " rank " + std::to_string(*x.rank) : std::string());
+}
+
+std::string set_or_dash(const std::optional<CpuSet>& s, const char* empty) {
+  if (!s) return "-";
+  return s->empty() ? empty : s->to_list();
+}
+
+}  // namespace
+
+std::string nccl_text(const check::NcclReport& r, const std::string& compared) {
+  TextTable t(
+      {"HOST", "PID", "RANK", "LOCAL", "GPU", "NCCL", "CPUS AT INIT", "NCCL PINNED", "PLANNED", "NIC", "PLANNED NIC", "GDR", "VERDICT"});
+  auto opt = [](const std::optional<unsigned>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  for (const check::NcclRankReport& x : r.ranks)
+    t.add({one_line(x.host), std::to_string(x.pid), opt(x.rank), opt(x.local_rank),
+           x.gpu              ? std::to_string(*x.gpu)
+           : x.bus_id.empty() ? "-"
+                              : x.bus_id,
+           x.version.empty() ? "-" : std::string(x.rccl ? "RCCL " : "") + one_line(x.version.substr(0, x.version.find('+'))),
+           set_or_dash(x.cpus_at_init, "-"), set_or_dash(x.nccl_cpus, "empty"), set_or_dash(x.planned, "-"),
+           x.nics.empty() ? "-" : one_line(join(x.nics, ",")), x.planned_nics.empty() ? "-" : x.planned_nics[0],
+           x.gdr ? (*x.gdr ? "yes" : "no") : "-", check::verdicts_of(x)});
+  std::string out = t.str();
+  bool any = false;
+  auto line = [&](const std::string& text) {
+    if (!any) out += "\n";
+    any = true;
+    out += one_line(text) + "\n";
+  };
+  for (const check::NcclRankReport& x : r.ranks)
+    for (const check::Finding& f : x.findings) line(rank_id(x) + " " + check::to_string(f.verdict) + ": " + f.reason);
+  for (const check::NcclRankReport& x : r.ranks)
+    for (const std::string& n : x.notes) line(rank_id(x) + " note: " + n);
+  for (const std::string& n : r.notes) line("note: " + n);
+  std::map<std::string, size_t> hosts;
+  size_t found = 0;
+  for (const check::NcclRankReport& x : r.ranks) ++hosts[x.host], found += !x.findings.empty();
+  return out + "\n" + std::to_string(r.ranks.size()) + " rank(s) on " + std::to_string(hosts.size()) +
+         " host(s): " + std::to_string(r.ranks.size() - found) + " OK, " + std::to_string(found) + " with findings; compared with " +
+         compared + "\n";
+}
+
+nlohmann::ordered_json nccl_json(const check::NcclReport& r, const std::string& policy, const std::string& topology) {
+  using oj = nlohmann::ordered_json;
+  auto set = [](const std::optional<CpuSet>& s) { return s ? oj(s->to_list()) : oj(); };
+  auto num = [](const std::optional<unsigned>& v) { return v ? oj(*v) : oj(); };
+  oj j;
+  j["schema_version"] = kCheckSchemaVersion;
+  j["policy"] = policy;
+  j["topology"] = topology;
+  j["ranks"] = oj::array();
+  for (const check::NcclRankReport& x : r.ranks) {
+    oj o;
+    o["host"] = x.host;
+    o["pid"] = x.pid;
+    o["file"] = x.file;
+    o["library"] = x.rccl ? "RCCL" : "NCCL";
+    o["version"] = x.version.empty() ? oj() : oj(x.version);
+    o["rank"] = num(x.rank);
+    o["nranks"] = num(x.nranks);
+    o["local_rank"] = num(x.local_rank);
+    o["gpu_pci"] = x.bus_id.empty() ? oj() : oj(x.bus_id);
+    o["gpu"] = num(x.gpu);
+    o["cpus_at_init"] = set(x.cpus_at_init);
+    o["nccl_cpus"] = set(x.nccl_cpus);
+    o["gpu_cpus"] = set(x.gpu_cpus);
+    o["planned_cpus"] = set(x.planned);
+    o["ignore_cpu_affinity"] = x.ignore_cpu_affinity;
+    o["nics"] = x.nics;
+    o["planned_nics"] = x.planned_nics;
+    o["planned_nic_path"] = x.planned_nic_path ? oj(topo::to_string(*x.planned_nic_path)) : oj();
+    o["gdr"] = x.gdr ? oj(*x.gdr) : oj();
+    o["verdict"] = check::verdicts_of(x);
+    o["findings"] = oj::array();
+    for (const check::Finding& f : x.findings) o["findings"].push_back({{"verdict", check::to_string(f.verdict)}, {"reason", f.reason}});
+    o["notes"] = x.notes;
+    j["ranks"].push_back(std::move(o));
+  }
+  j["notes"] = r.notes;
+  return j;
+}
+
 }  // namespace gpubind::render

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "check/check.hpp"
+#include "check/nccl_check.hpp"
 #include "check/slurm_job.hpp"
 
 namespace gpubind::render {
@@ -27,5 +28,12 @@ nlohmann::ordered_json job_json(const check::JobReport& r);
 // seen, the worst interval) and a summary line; and its JSON.
 std::string job_watch_text(const check::JobWatchReport& r);
 nlohmann::ordered_json job_watch_json(const check::JobWatchReport& r);
+
+// `check --nccl-log`: one line per rank NCCL logged (host, PID, ranks, GPU, NCCL's version, the
+// rank's CPUs at init, the set NCCL pinned, the plan's, the NICs used and planned, GPU Direct
+// RDMA, verdict), each finding's reason and note, and a summary line; and its JSON. `compared`
+// says what the plan was ("policy closest on example:dgx-h100").
+std::string nccl_text(const check::NcclReport& r, const std::string& compared);
+nlohmann::ordered_json nccl_json(const check::NcclReport& r, const std::string& policy, const std::string& topology);
 
 }  // namespace gpubind::render
