@@ -17,11 +17,19 @@ std::string gpu_said(const NcclRankReport& r) {
 
 void add(NcclRankReport& r, Verdict v, std::string why) { r.findings.push_back({v, std::move(why)}); }
 
-// Whether the log shows 2.28+'s affinity line format: its version says so, or (no version line)
-// its affinity line has the range form.
+// Whether the process's NCCL prints an affinity line for an empty set (2.28+): its version says
+// so, or (no version line) its affinity line has the range form.
 bool says_empty_sets(const NcclProcess& p) {
   if (auto v = nccl_version(p.version)) return !p.rccl && (v->first > 2 || (v->first == 2 && v->second >= 28));
   return p.affinity && p.affinity->range_form;
+}
+
+// Whether a process's missing affinity line means an empty set: its NCCL prints none for one
+// (through 2.27, RCCL), as its version says, or, with no version line, as the other processes'
+// hex lines in the same log show (a log cut before the version line proves nothing by silence).
+bool silence_means_empty(const NcclProcess& p, bool hex_lines_in_log) {
+  if (nccl_version(p.version)) return !says_empty_sets(p);
+  return hex_lines_in_log;
 }
 
 // The rank's CPUs as the rules judge them: at NCCL's init where the log says, else the set NCCL
@@ -133,13 +141,15 @@ NcclRankReport report_of(const NcclProcess& p) {
 
 namespace nccl_rules {
 
-void affinity(NcclRankReport& r, const NcclProcess& p) {
+void affinity(NcclRankReport& r, const NcclProcess& p, bool silence_means_empty) {
   const std::optional<NcclAffinity>& a = p.affinity;
   if (!a) {
     if (p.comms.empty()) return;  // no INIT lines: nothing to expect
-    if (says_empty_sets(p) || !r.gpu_cpus || r.gpu_cpus->empty()) {
+    if (!silence_means_empty || !r.gpu_cpus || r.gpu_cpus->empty()) {
       r.notes.push_back("NCCL logged no CPU affinity for its init" +
-                        std::string(says_empty_sets(p) ? "" : " (the GPU's CPUs are unknown here, as they may have been to NCCL)"));
+                        std::string(silence_means_empty ? " (the GPU's CPUs are unknown here, as they may have been to NCCL)"
+                                    : p.version.empty() ? " (no version line: a cut log proves nothing by silence)"
+                                                        : ""));
       return;
     }
     add(r, Verdict::misplaced,
@@ -272,6 +282,8 @@ std::string verdicts_of(const NcclRankReport& r) {
 NcclReport judge_nccl_log(const topo::Topology& t, const NcclLog& log, const plan::Request& base) {
   NcclReport rep;
   std::map<std::string, std::vector<size_t>> hosts;
+  bool hex_lines =
+      std::any_of(log.processes.begin(), log.processes.end(), [](const NcclProcess& p) { return p.affinity && !p.affinity->range_form; });
   for (const NcclProcess& p : log.processes) {
     hosts[p.host].push_back(rep.ranks.size());
     rep.ranks.push_back(report_of(p));
@@ -289,7 +301,7 @@ NcclReport judge_nccl_log(const topo::Topology& t, const NcclLog& log, const pla
     for (size_t i : on_host) {
       NcclRankReport& r = rep.ranks[i];
       const NcclProcess& p = log.processes[i];
-      nccl_rules::affinity(r, p);
+      nccl_rules::affinity(r, p, silence_means_empty(p, hex_lines));
       nccl_rules::unbound(r);
       nccl_rules::remote_nic(r, t);
       nccl_rules::no_gdr(r, p);

@@ -56,10 +56,11 @@ NcclReport judge_nccl_log(const topo::Topology& t, const NcclLog& log, const pla
 // The rules, one per verdict, each applied to one rank (exposed for their tests).
 namespace nccl_rules {
 // MISPLACED: none of the rank's CPUs are its GPU's: NCCL's "empty, ignoring" (2.28+), or no
-// affinity line at all before 2.28, which printed none for an empty set, where the GPU's CPUs
-// are known; a note instead where NCCL does not know the GPU's CPUs (a VM, numa_node -1).
-// Some of its CPUs off the GPU's: MISPLACED too.
-void affinity(NcclRankReport& r, const NcclProcess& p);
+// affinity line at all where `silence_means_empty` (NCCL through 2.27 and RCCL print none for an
+// empty set: the version says so, or the log's other ranks' hex lines do) and the GPU's CPUs are
+// known; a note instead where NCCL does not know the GPU's CPUs (a VM, numa_node -1). Some of its
+// CPUs off the GPU's: MISPLACED too.
+void affinity(NcclRankReport& r, const NcclProcess& p, bool silence_means_empty);
 // UNBOUND: the rank had more CPUs than the plan gives it (and all of those): NCCL narrows only
 // the threads it starts during init (its proxy threads); it gives the calling thread its mask
 // back when init ends (src/init.cc, every version read), so the rank itself stays unbound.

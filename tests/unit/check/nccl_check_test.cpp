@@ -180,7 +180,44 @@ TEST(NcclCheck, NoGdrNotExpectedOverSockets) {
       "n:1:1 [0] NCCL INFO NET/Socket : Using [0]ibp26s0:10.0.0.1<0>\n"
       "n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n");
   EXPECT_EQ(r.ranks[0].gdr, false);
-  EXPECT_EQ(verdicts_of(r.ranks[0]), "MISPLACED") << "no affinity line, version unknown: only the affinity rule speaks";
+  EXPECT_EQ(verdicts_of(r.ranks[0]), "OK");
+}
+
+TEST(NcclCheck, AffinitySilenceInACutLogProvesNothing) {
+  // No version line and no other rank's affinity line: the log may have been cut, so no finding.
+  NcclReport cut = judge_text("n:1:1 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - Init START\n");
+  EXPECT_EQ(verdicts_of(cut.ranks[0]), "OK");
+  EXPECT_TRUE(noted(cut.ranks[0], "no version line"));
+  // Another rank's hex line in the same log shows this NCCL prints them: the silent rank had an empty set.
+  NcclReport whole = judge_text(
+      "n:1:1 [0] NCCL INFO comm 0xa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1 - Init START\n"
+      "n:2:2 [1] NCCL INFO comm 0xb rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2a000 commId 0x1 - Init START\n"
+      "n:2:2 [1] NCCL INFO Setting affinity for GPU 1 to 3fff,00000000,00000000,00000000,0fffc000\n");
+  EXPECT_EQ(verdicts(whole.ranks[0]), std::vector<Verdict>{Verdict::misplaced});
+  EXPECT_EQ(verdicts_of(whole.ranks[1]), "OK");
+}
+
+TEST(NcclCheck, ARealDgxH100LogsGpusAreTheTopologysGpus) {
+  // nvidia/nccl#1357's qh100-gpu19 (2.2x; its Init START lines as posted): the busIds name the
+  // example DGX H100's GPUs 3-6, planned there, and nothing is claimed of the lines not posted.
+  NcclReport r = judge_text(
+      "qh100-gpu19:49360:49416 [6] NCCL INFO ncclCommInitRank comm 0x55d900e4a6c0 rank 6 nranks 16 cudaDev 6 nvmlDev 6 busId ba000 commId "
+      "0xd8289d3e6e217d26 - Init START\n"
+      "qh100-gpu19:49358:49415 [4] NCCL INFO ncclCommInitRank comm 0x55f93813b890 rank 4 nranks 16 cudaDev 4 nvmlDev 4 busId 9a000 commId "
+      "0xd8289d3e6e217d26 - Init START\n"
+      "qh100-gpu19:49359:49413 [5] NCCL INFO ncclCommInitRank comm 0x55c18f112200 rank 5 nranks 16 cudaDev 5 nvmlDev 5 busId ab000 commId "
+      "0xd8289d3e6e217d26 - Init START\n"
+      "qh100-gpu19:49357:49418 [3] NCCL INFO ncclCommInitRank comm 0x5555e0b324c0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 5d000 commId "
+      "0xd8289d3e6e217d26 - Init START\n"
+      "qh100-gpu20:39636:39690 [7] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP [2]mlx5_4:1/IB/SHARP "
+      "[3]mlx5_5:1/IB/SHARP [RO]; OOB ibp25s0:10.20.0.120<0>\n");
+  ASSERT_EQ(r.ranks.size(), 5u);
+  std::vector<unsigned> gpus;
+  for (const NcclRankReport& x : r.ranks)
+    if (x.host == "qh100-gpu19") gpus.push_back(x.gpu.value_or(99));
+  EXPECT_EQ(gpus, (std::vector<unsigned>{3, 4, 5, 6}));
+  EXPECT_FALSE(r.has_findings());
+  EXPECT_TRUE(r.ranks[0].planned.has_value());
 }
 
 TEST(NcclCheck, AGpuTheTopologyLacksIsNotedNotPlanned) {
