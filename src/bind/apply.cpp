@@ -124,8 +124,9 @@ Result<Applied> apply_binding(const plan::Plan& p, const plan::RankBinding& rb, 
     if (plan::is_pool_size_env(k)) {
       applied.pool_size = unsigned(parse_uint(v).value_or(0));
       (before ? applied.pools_kept : applied.pools_set).emplace_back(k, before ? *before : v);
-      if (before) continue;  // the user's (or the launcher's) size stands
     }
+    if (k == plan::kNcclProxyCpusetEnv) applied.proxy_cpuset = std::make_pair(before ? *before : v, before.has_value());
+    if (plan::is_user_kept_env(k) && before) continue;  // the user's (or the launcher's) value stands
     bool was_refused = k == topo::binding_env::kMemPolicy && applied.memory == MemoryApplied::refused;
     if (Status s = binder.set_env(k, was_refused ? "refused" : v); !s) return undo(s.error());
     env_before.emplace_back(k, std::move(before));
@@ -150,7 +151,11 @@ std::string pools_note(const Applied& a) {
     parts.push_back(words(a.pools_kept) + " kept (set before gpubind" +
                     (over ? ", over its " + std::to_string(cores) + " core(s): its pools will wait for CPUs" : std::string()) + ")");
   }
-  return parts.empty() ? "" : "thread pools: " + join(parts, "; ");
+  std::string out = parts.empty() ? "" : "thread pools: " + join(parts, "; ");
+  if (a.proxy_cpuset)
+    out += std::string(out.empty() ? "" : "; ") + plan::kNcclProxyCpusetEnv + "=" + one_line(a.proxy_cpuset->first) +
+           (a.proxy_cpuset->second ? " kept (set before gpubind)" : " set to its last core");
+  return out;
 }
 
 }  // namespace gpubind::bind

@@ -46,11 +46,14 @@ struct Applied {
   // environment already had, kept as the user's (name, value).
   std::vector<std::pair<std::string, std::string>> pools_set, pools_kept;
   unsigned pool_size = 0;  // the size the plan gave them: the rank's cores
+  // NCCL_PROXY_CPUSET (--nccl-proxy-cpus) as the rank has it, and whether it was the user's, kept.
+  std::optional<std::pair<std::string, bool>> proxy_cpuset;
 };
 
 // One clause on the thread pools' sizes, as --report-bindings and --verbose say it: "thread pools:
 // OMP_NUM_THREADS=14, MKL_NUM_THREADS=14 set to its 14 core(s); OPENBLAS_NUM_THREADS=32 kept (set
-// before gpubind, over its 14 cores)"; "" when none was set or kept.
+// before gpubind, over its 14 cores)", then NCCL_PROXY_CPUSET's where --nccl-proxy-cpus asked
+// for it ("NCCL_PROXY_CPUSET=27,139 set to its last core"); "" when none was set or kept.
 std::string pools_note(const Applied& a);
 
 // Checks and applies CPU affinity, memory policy and environment (plan::rank_environment), but a

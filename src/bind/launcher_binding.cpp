@@ -12,6 +12,14 @@ unsigned cores_in(const topo::Topology& t, const CpuSet& cpus) {
   return n;
 }
 
+// The PUs in `cpus` of the core holding its highest PU (the plan's "last core", for NCCL_PROXY_CPUSET).
+CpuSet last_core_of(const topo::Topology& t, const CpuSet& cpus) {
+  std::optional<unsigned> top = cpus.last();
+  for (const topo::Core& c : t.cores)
+    if (top && c.pus.test(*top)) return c.pus & cpus;
+  return top ? CpuSet::of({*top}) : CpuSet();
+}
+
 }  // namespace
 
 LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBinding& rb, const CpuSet& launcher,
@@ -38,8 +46,10 @@ LauncherBinding judge_launcher_binding(const topo::Topology& t, plan::RankBindin
       out.note = who + ": keeps the launcher's CPUs " + launcher.to_list() + " (on the rank's NUMA node, " + std::to_string(have) +
                  " core(s); the plan's were " + rb.cpus.to_list() + ")";
       rb.cpus = launcher;
-      for (auto& [k, v] : rb.env)
+      for (auto& [k, v] : rb.env) {
         if (plan::is_pool_size_env(k)) v = std::to_string(std::max(1u, have));
+        if (k == plan::kNcclProxyCpusetEnv) v = join_numbers(last_core_of(t, launcher).ids());
+      }
       return out;
     }
   }

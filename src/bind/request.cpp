@@ -28,6 +28,7 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
   r.isolate_gpus = o.isolate_gpus;
   r.spread_gpus = !o.no_spread_gpus;
   r.omp = o.omp;
+  r.nccl_proxy_cpus = o.nccl_proxy_cpus;
   r.require_gpu = o.require_gpu;
   if (!o.reserve.empty()) {
     auto s = CpuSet::parse_list(o.reserve);

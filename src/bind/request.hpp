@@ -32,6 +32,7 @@ struct PlanOptions {
   bool isolate_gpus = false;
   bool no_spread_gpus = false;
   bool omp = false;
+  bool nccl_proxy_cpus = false;
   bool balanced = false;
   bool require_gpu = false;
   // Each rank's GPUs as positions in the visible list (plan::Request::rank_gpus): Slurm's

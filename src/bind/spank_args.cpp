@@ -43,16 +43,17 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
       out.config_set = true;
     } else if (a.starts_with("topology=")) {
       out.topology = a.substr(9);
-    } else if (bool* flag = a == "no-smt"          ? &out.plan.no_smt
-                            : a == "nic-env"       ? &out.plan.nic_env
-                            : a == "isolate-gpus"  ? &out.plan.isolate_gpus
-                            : a == "no-spread-gpus" ? &out.plan.no_spread_gpus
-                            : a == "omp"           ? &out.plan.omp
-                            : a == "balanced"      ? &out.plan.balanced
-                            : a == "mem-on-gpu"    ? &out.plan.mem_on_gpu
-                            : a == "require-gpu"   ? &out.plan.require_gpu
+    } else if (bool* flag = a == "no-smt"               ? &out.plan.no_smt
+                            : a == "nic-env"            ? &out.plan.nic_env
+                            : a == "isolate-gpus"       ? &out.plan.isolate_gpus
+                            : a == "no-spread-gpus"     ? &out.plan.no_spread_gpus
+                            : a == "omp"                ? &out.plan.omp
+                            : a == "nccl-proxy-cpus"    ? &out.plan.nccl_proxy_cpus
+                            : a == "balanced"           ? &out.plan.balanced
+                            : a == "mem-on-gpu"         ? &out.plan.mem_on_gpu
+                            : a == "require-gpu"        ? &out.plan.require_gpu
                             : a == "require-mem-policy" ? &out.require_mem_policy
-                                                   : nullptr) {
+                                                        : nullptr) {
       *flag = true;
     } else if (a.starts_with("gpus-per-rank=") || a.starts_with("mem-node=")) {
       bool per_rank = a.starts_with("gpus-per-rank=");
@@ -63,7 +64,7 @@ Result<PlugstackArgs> parse_plugstack_args(const std::vector<std::string>& args)
     } else {
       return Error{"plugstack.conf: unknown argument '" + one_line(a) + "'",
                    "default=, mem=, strict, require-mem-policy, topology=, dryrun, config=, no-smt, nic-env, isolate-gpus, "
-                   "no-spread-gpus, omp, balanced, mem-on-gpu, require-gpu, gpus-per-rank=, mem-node="};
+                   "no-spread-gpus, omp, nccl-proxy-cpus, balanced, mem-on-gpu, require-gpu, gpus-per-rank=, mem-node="};
     }
   }
   return out;

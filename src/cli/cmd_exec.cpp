@@ -206,9 +206,7 @@ int cmd_exec(const std::vector<std::string>& args) {
     print_report(f, *topo, *bound);
     std::printf("local rank %u of %zu (%s): %s\n", lr->rank, bound->plan.ranks.size(), lr->source.c_str(),
                 render::describe_binding(bound->binding, *topo).c_str());
-    std::fputs(
-        render::plan_env(bound->plan, lr->rank, environment_of({std::begin(plan::kPoolSizeEnv), std::end(plan::kPoolSizeEnv)})).c_str(),
-        stdout);
+    std::fputs(render::plan_env(bound->plan, lr->rank, environment_of(plan::user_kept_env_names())).c_str(), stdout);
     return exec_command(*binder, f);
   }
   if (!bound->applied)

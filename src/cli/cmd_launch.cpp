@@ -127,13 +127,13 @@ std::vector<const plan::RankBinding*> rank_pointers(const plan::Plan& p) {
 int print_dry_run(const plan::Plan& plan, const bind::LaunchSpec& spec) {
   std::string out = spec.bind ? render::plan_table(plan, false) : "ranks start unbound (--no-bind or binding = off)\n";
   unsigned n = unsigned(plan.ranks.size());
-  // Thread-pool sizes launch's own environment has: the ranks inherit them and keep them.
-  auto kept = environment_of({std::begin(plan::kPoolSizeEnv), std::end(plan::kPoolSizeEnv)});
+  // Thread-pool sizes (and NCCL_PROXY_CPUSET) launch's own environment has: the ranks inherit them and keep them.
+  auto kept = environment_of(plan::user_kept_env_names());
   for (unsigned i = 0; i < n; ++i) {
     auto env = bind::launcher_environment(spec, i, n);
     if (spec.bind) {
       auto own = plan::rank_environment(plan, plan.ranks[i]);
-      std::erase_if(own, [&](const auto& kv) { return plan::is_pool_size_env(kv.first) && kept.count(kv.first); });
+      std::erase_if(own, [&](const auto& kv) { return plan::is_user_kept_env(kv.first) && kept.count(kv.first); });
       env.insert(env.end(), own.begin(), own.end());
     }
     std::vector<std::string> argv = spec.substitute_local_rank ? bind::substitute_local_rank(spec.command, i) : spec.command;

@@ -42,6 +42,8 @@ void add_plan_options(Args& app, PlanOptions& o, bool with_policy) {
            "Fewer ranks than GPUs: rank r on visible GPU r (default: GPUs spread over packages and NUMA nodes, exported "
            "as the workers' visible list, unless CUDA_VISIBLE_DEVICES or the like already fixed them)");
   app.flag("--omp", o.omp, "Export OMP_PLACES=cores and OMP_PROC_BIND=close");
+  app.flag("--nccl-proxy-cpus", o.nccl_proxy_cpus,
+           "Export NCCL_PROXY_CPUSET (NCCL 2.28+): the rank's last core, for NCCL's proxy thread (a user's value is kept)");
   app.flag("--balanced", o.balanced, "Give every rank the same core count, leaving leftover cores idle");
   app.flag("--require-gpu", o.require_gpu, "Fail when no GPU is visible instead of planning CPU-only");
   add_quiet_option(app, o.quiet);

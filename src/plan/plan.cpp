@@ -305,6 +305,14 @@ bool is_pool_size_env(std::string_view name) {
   return std::any_of(std::begin(kPoolSizeEnv), std::end(kPoolSizeEnv), [&](const char* n) { return name == n; });
 }
 
+bool is_user_kept_env(std::string_view name) { return is_pool_size_env(name) || name == kNcclProxyCpusetEnv; }
+
+std::vector<std::string> user_kept_env_names() {
+  std::vector<std::string> names(std::begin(kPoolSizeEnv), std::end(kPoolSizeEnv));
+  names.push_back(kNcclProxyCpusetEnv);
+  return names;
+}
+
 std::vector<std::pair<std::string, std::string>> rank_environment(const Plan& p, const RankBinding& rb) {
   std::vector<std::string> gpus;
   for (const GpuRef& g : rb.gpus) gpus.push_back(g.pci);

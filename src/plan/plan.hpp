@@ -45,6 +45,7 @@ struct Request {
   // as every rank's visible list. false: rank r on visible GPU r.
   bool spread_gpus = true;
   bool omp = false;                    // export OMP_PLACES / OMP_PROC_BIND
+  bool nccl_proxy_cpus = false;        // export NCCL_PROXY_CPUSET: the rank's last core (nccl_proxy_cpuset)
   bool require_gpu = false;            // a topology without GPUs is an error
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
   // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, ZE_FLAT_DEVICE_HIERARCHY, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
@@ -121,6 +122,16 @@ Result<Plan> make_plan(const topo::Topology& t, const Request& req);
 // environment already has is the user's and is kept (bind::apply_binding).
 inline constexpr const char* kPoolSizeEnv[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
 bool is_pool_size_env(std::string_view name);
+// NCCL 2.28+ pins its proxy progress thread to NCCL_PROXY_CPUSET (src/proxy.cc), read as CPU ids
+// separated by commas (ncclStrListToCpuset: strtoull per token, so "0-3" would be CPU 0 alone).
+// With --nccl-proxy-cpus the plan exports the rank's last core's PUs there ("13,125"), so the
+// proxy thread keeps to one core of the rank's instead of every CPU NCCL's init mask holds. Not
+// a default: its effect on a real job is for `bench --ab` to measure (docs/cli.md).
+inline constexpr const char* kNcclProxyCpusetEnv = "NCCL_PROXY_CPUSET";
+// The values a user (or a launcher) may have set that exec, launch and the plugin keep: the pool
+// sizes and NCCL_PROXY_CPUSET.
+bool is_user_kept_env(std::string_view name);
+std::vector<std::string> user_kept_env_names();
 
 // The environment a bound rank gets: the GPUBIND_* variables that record what was applied (so
 // `check` can compare intent with reality later), then the plan's own (kPoolSizeEnv...).

@@ -108,6 +108,10 @@ std::vector<std::pair<std::string, std::string>> node_nic_env(const Topology& t,
 void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
   if (c.req.policy == Policy::none) return;
   for (const char* pool : kPoolSizeEnv) rb.env.push_back({pool, std::to_string(std::max(1u, c.cores.count(rb.cpus)))});
+  if (std::vector<const CoreSlot*> own = c.cores.within(rb.cpus); c.req.nccl_proxy_cpus && !own.empty()) {
+    CpuSet last = own.back()->pus & rb.cpus;  // the rank's last core, in the table's (L3, first PU) order
+    rb.env.push_back({kNcclProxyCpusetEnv, join_numbers(last.ids())});
+  }
   if (c.req.omp) {
     rb.env.push_back({"OMP_PLACES", "cores"});
     rb.env.push_back({"OMP_PROC_BIND", "close"});

@@ -186,7 +186,7 @@ std::string plan_env(const Plan& p, unsigned rank, const std::map<std::string, s
   const RankBinding& rb = p.ranks.at(rank);
   std::string out = "# gpubind plan: local rank " + std::to_string(rank) + " of " + std::to_string(p.ranks.size()) + "\n";
   for (const auto& [k, v] : plan::rank_environment(p, rb)) {
-    auto mine = plan::is_pool_size_env(k) ? kept.find(k) : kept.end();
+    auto mine = plan::is_user_kept_env(k) ? kept.find(k) : kept.end();
     if (mine == kept.end()) out += "export " + k + "=" + shell_quote(v) + "\n";
     else out += "# " + k + "=" + shell_quote(mine->second) + " kept: set before gpubind (the plan's " + v + ")\n";
   }

@@ -246,4 +246,23 @@ TEST(ApplyBinding, ThreadPoolSizesFollowTheRanksCoresButTheUsersOwnIsKept) {
   EXPECT_EQ(pools_note(Applied{}), "");
 }
 
+TEST(ApplyBinding, NcclProxyCpusetIsSetOnRequestAndTheUsersKept) {
+  PlannedMachine f = planned_dgx();
+  plan::RankBinding rb = f.plan.ranks[5];
+  rb.env.push_back({plan::kNcclProxyCpusetEnv, "83,195"});
+  testing::RecordingBinder b;
+  std::vector<std::string> warnings;
+  auto applied = apply_binding(f.plan, rb, f.machine, b, BestEffort::no, MemRefused::warn, warnings);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_TRUE(has(b.calls, "env NCCL_PROXY_CPUSET=83,195"));
+  EXPECT_NE(pools_note(*applied).find("NCCL_PROXY_CPUSET=83,195 set to its last core"), std::string::npos) << pools_note(*applied);
+  testing::RecordingBinder c;
+  c.env["NCCL_PROXY_CPUSET"] = "5";  // the user's
+  applied = apply_binding(f.plan, rb, f.machine, c, BestEffort::no, MemRefused::warn, warnings);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_FALSE(has(c.calls, "env NCCL_PROXY_CPUSET=83,195"));
+  EXPECT_EQ(c.env["NCCL_PROXY_CPUSET"], "5");
+  EXPECT_NE(pools_note(*applied).find("NCCL_PROXY_CPUSET=5 kept (set before gpubind)"), std::string::npos) << pools_note(*applied);
+}
+
 }  // namespace gpubind::bind

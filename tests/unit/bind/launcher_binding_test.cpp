@@ -73,6 +73,18 @@ TEST(LauncherBinding, KeepTakesALauncherBindingOnTheGpusNodeWithEnoughCores) {
   EXPECT_EQ(omp(rb), "20");
 }
 
+TEST(LauncherBinding, KeepMovesNcclsProxyCpusetToTheKeptCpusLastCore) {
+  MachineAndPlan f = h100();
+  plan::RankBinding rb = f.p.ranks[0];
+  rb.env.push_back({plan::kNcclProxyCpusetEnv, "13,125"});
+  CpuSet launcher = CpuSet::range(20, 39) | CpuSet::range(132, 151);
+  judge_launcher_binding(f.t, rb, launcher, f.t.allowed_cpus, true);
+  std::string proxy;
+  for (const auto& [k, v] : rb.env)
+    if (k == plan::kNcclProxyCpusetEnv) proxy = v;
+  EXPECT_EQ(proxy, "39,151");
+}
+
 TEST(LauncherBinding, KeepRefusesCpusOffTheGpusNode) {
   MachineAndPlan f = h100();
   plan::RankBinding rb = f.p.ranks[0];

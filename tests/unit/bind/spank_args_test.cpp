@@ -22,14 +22,17 @@ TEST(SpankArgs, EveryPlugstackArgument) {
 }
 
 TEST(SpankArgs, ExecsPlanningOptions) {
-  auto a = parse_plugstack_args({"no-smt", "nic-env", "isolate-gpus", "omp", "balanced", "require-gpu", "gpus-per-rank=2", "mem-node=3"});
+  auto a = parse_plugstack_args(
+      {"no-smt", "nic-env", "isolate-gpus", "omp", "nccl-proxy-cpus", "balanced", "require-gpu", "gpus-per-rank=2", "mem-node=3"});
   ASSERT_TRUE(a.ok()) << a.error().message();
   EXPECT_TRUE(a->plan.no_smt && a->plan.nic_env && a->plan.isolate_gpus && a->plan.omp && a->plan.balanced && a->plan.require_gpu);
+  EXPECT_TRUE(a->plan.nccl_proxy_cpus);
   EXPECT_EQ(a->plan.gpus_per_rank, 2u);
   EXPECT_EQ(a->plan.mem_node, 3u);
   auto none = parse_plugstack_args({});
   ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none->plan.no_smt || none->plan.nic_env || none->plan.isolate_gpus || none->plan.omp || none->plan.balanced);
+  EXPECT_FALSE(none->plan.no_smt || none->plan.nic_env || none->plan.isolate_gpus || none->plan.omp || none->plan.balanced ||
+               none->plan.nccl_proxy_cpus);
   EXPECT_FALSE(none->plan.gpus_per_rank || none->plan.mem_node);
   for (const char* bad : {"gpus-per-rank=0", "gpus-per-rank=x", "mem-node=", "mem-node=99999", "no-smt=1"})
     EXPECT_FALSE(parse_plugstack_args({bad}).ok()) << bad;

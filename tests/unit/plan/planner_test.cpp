@@ -1105,6 +1105,17 @@ TEST(Env, ThreadPoolSizesAreTheRanksCores) {
   EXPECT_EQ(env_of(q.ranks[0], "OMP_PROC_BIND"), "close");
 }
 
+TEST(Env, NcclProxyCpusIsTheRanksLastCoreAsNcclReadsIt) {
+  EXPECT_EQ(env_of(must_plan(example("dgx-h100"), {}).ranks[1], "NCCL_PROXY_CPUSET"), "") << "only on request";
+  Request r;
+  r.nccl_proxy_cpus = true;
+  Plan p = must_plan(example("dgx-h100"), r);
+  // Rank 1 has 14-27,126-139: its last core is PUs 27 and 139, as a comma list (NCCL takes no ranges).
+  EXPECT_EQ(env_of(p.ranks[1], "NCCL_PROXY_CPUSET"), "27,139");
+  r.smt = false;
+  EXPECT_EQ(env_of(must_plan(example("dgx-h100"), r).ranks[1], "NCCL_PROXY_CPUSET"), "27");
+}
+
 TEST(Env, EveryGpuStaysVisibleUnlessIsolated) {
   Plan p = must_plan(example("dgx-h100"), {});
   EXPECT_EQ(env_of(p.ranks[3], "CUDA_VISIBLE_DEVICES"), "");
