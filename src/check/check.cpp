@@ -166,17 +166,6 @@ void judge_one(const topo::Topology& t, ProcessReport& r, const JudgeOptions& op
   }
 }
 
-// Whether `pid` is `ancestor` or below it, by the parents of the processes checked.
-bool descends_from(int pid, int ancestor, const std::map<int, int>& parent_of) {
-  for (int hops = 0; hops < 64; ++hops) {
-    if (pid == ancestor) return true;
-    auto it = parent_of.find(pid);
-    if (it == parent_of.end()) return false;
-    pid = it->second;
-  }
-  return false;
-}
-
 // OVERSUBSCRIBED and THROTTLED (check/contention.hpp) of one process, its pool being it and the
 // processes checked below it (a DataLoader worker runs on the rank's CPUs).
 void judge_contention(ProcessReport& r, const std::vector<ProcessReport>& all, const std::map<int, int>& parent_of) {

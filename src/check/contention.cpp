@@ -9,6 +9,16 @@
 
 namespace gpubind::check {
 
+bool descends_from(int pid, int ancestor, const std::map<int, int>& parent_of) {
+  for (int hops = 0; hops < 64; ++hops) {
+    if (pid == ancestor) return true;
+    auto it = parent_of.find(pid);
+    if (it == parent_of.end()) return false;
+    pid = it->second;
+  }
+  return false;
+}
+
 namespace {
 
 // What a name says of the pool it belongs to: thread names the libraries give their own threads

@@ -25,6 +25,10 @@ inline constexpr double kWaitShare = 0.2;
 // is THROTTLED: kubernetes-mixin's CPUThrottlingHigh threshold (25 %), for the same counters.
 inline constexpr double kThrottled = 0.25;
 
+// Whether `pid` is `ancestor` or below it, by `parent_of` (PID -> its parent's PID, of the
+// processes judged), at most 64 generations up: a rank's pool is it and the processes below it.
+bool descends_from(int pid, int ancestor, const std::map<int, int>& parent_of);
+
 // A thread's or process's name as one pool's: its comm without trailing digits, spaces, '-',
 // '_', '/' and ':' ("pt_nccl_0" and "pt_nccl_1" are one name), "(unnamed)" when nothing is left.
 std::string name_family(const std::string& comm);

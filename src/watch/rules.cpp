@@ -87,9 +87,10 @@ std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds&) {
 
 namespace {
 // More busy threads than CPUs, the CPUs kept busy.
+// (only asked once oversubscribed_pool found the pool's CPUs busy)
 bool wider_than_cpus(const RankInterval& r) {
   double cpus = double(r.cpus.count());
-  return r.pool_busy_threads && r.pool_cpus_used && cpus > 0 && *r.pool_busy_threads > cpus + 0.5 && *r.pool_cpus_used >= kSaturated * cpus;
+  return r.pool_busy_threads && cpus > 0 && *r.pool_busy_threads > cpus + 0.5;
 }
 }  // namespace
 

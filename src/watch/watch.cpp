@@ -315,9 +315,7 @@ std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, s
     Load pool;
     std::vector<size_t> members;
     for (size_t j = 0; j < ranks.size(); ++j) {
-      int p = ranks[j].pid;
-      for (int hops = 0; hops < 64 && p != r.pid && parent_of.count(p); ++hops) p = parent_of[p];
-      if (p != r.pid || !window[j]) continue;
+      if (!window[j] || !check::descends_from(ranks[j].pid, r.pid, parent_of)) continue;
       members.push_back(j);
       pool.cpu += window[j]->cpu;
       pool.delay += window[j]->delay;
