@@ -33,15 +33,16 @@ def cpus(text):
 
 
 def range_str(s):
-    """ncclCpusetToRangeStr (2.28+): "a-b" for a run, "a" alone."""
-    out, ids, i = [], sorted(s), 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
+    """ncclCpusetToRangeStr (2.28+), as it walks the set: every CPU up to one past the last, a run
+    closed at the first CPU not in it, "a-b" for a run of two or more, "a" alone."""
+    parts, start = [], None
+    for cpu in range(max(s, default=-1) + 2):
+        if cpu in s and start is None:
+            start = cpu
+        elif cpu not in s and start is not None:
+            parts.append(str(start) if cpu - 1 == start else f"{start}-{cpu - 1}")
+            start = None
+    return ",".join(parts)
 
 
 def hex_str(s):
