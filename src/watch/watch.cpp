@@ -230,10 +230,11 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
   check::Report judged = check::judge(m_topo, std::move(s.processes), {}, {s.contexts_known});
   note_exited(judged, iv);
   std::set<std::pair<int, int>> present;  // (pid, tid) of every thread in this sample
+  std::map<int, const ProcessState*> prev_of;  // each process's state in the sample before
+  for (const ProcessState& q : m_prev->processes) prev_of[q.pid] = &q;
   for (const check::ProcessReport& pr : judged.processes) {
-    const ProcessState* prev_process = nullptr;
-    for (const ProcessState& q : m_prev->processes)
-      if (q.pid == pr.state.pid) prev_process = &q;
+    auto at = prev_of.find(pr.state.pid);
+    const ProcessState* prev_process = at == prev_of.end() ? nullptr : at->second;
     Placement placed;
     iv.ranks.push_back(measure(m_topo, pr, prev_process, seconds, placed));
     Totals& tot = m_totals[pr.state.pid];
@@ -244,7 +245,7 @@ std::optional<Interval> Watcher::observe(Snapshot s) {
     tot.weight += placed.weight;
     tot.off_weight += placed.off_node;
   }
-  std::map<size_t, std::string> pools = judge_load(judged, iv.ranks, seconds);
+  std::map<size_t, std::string> pools = judge_load(judged, iv.ranks, seconds, prev_of);
   for (size_t i = 0; i < judged.processes.size(); ++i) {
     auto it = pools.find(i);
     judge_rank(judged.processes[i], iv.ranks[i], iv.end, seconds, it == pools.end() ? "" : it->second, present);
@@ -286,7 +287,8 @@ void Watcher::note_exited(const check::Report& judged, Interval& iv) {
   }
 }
 
-std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds) {
+std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds,
+                                                  const std::map<int, const ProcessState*>& prev_of) {
   std::map<int, int> parent_of;
   for (const RankInterval& r : ranks) parent_of[r.pid] = r.ppid;
   // Each process's mean runnable threads over its window.
@@ -330,9 +332,8 @@ std::map<size_t, std::string> Watcher::judge_load(const check::Report& judged, s
     std::map<std::pair<std::string, bool>, unsigned> busy_names;
     for (size_t j : members) {
       const ProcessState& cur = judged.processes[j].state;
-      ThreadsById before;
-      for (const ProcessState& q : m_prev->processes)
-        if (q.pid == cur.pid) before = threads_by_id(&q);
+      auto at = prev_of.find(cur.pid);
+      ThreadsById before = threads_by_id(at == prev_of.end() ? nullptr : at->second);
       unsigned ran = 0;
       for (const ThreadState& t : cur.threads) {
         const ThreadState* b = find_thread(before, t.tid);

@@ -232,8 +232,10 @@ class Watcher {
   };
   void note_exited(const check::Report& judged, Interval& iv);
   // Each process's runnable threads over the window, alone and with the processes below it, and
-  // the thread pools of those over the threshold (by index in `ranks`).
-  std::map<size_t, std::string> judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds);
+  // the thread pools of those over the threshold (by index in `ranks`); `prev_of`: each PID's
+  // state in the sample before.
+  std::map<size_t, std::string> judge_load(const check::Report& judged, std::vector<RankInterval>& ranks, double seconds,
+                                           const std::map<int, const probe::ProcessState*>& prev_of);
   // The findings of every rule of rules::kRankRules on the rank's measures.
   void judge_rank(const check::ProcessReport& pr, RankInterval& r, double now, double seconds, const std::string& pools,
                   std::set<std::pair<int, int>>& present);
