@@ -100,10 +100,12 @@ int check_job(const CheckFlags& f) {
 // --nccl-log: the logs read and judged against the plan for the GPUs the ranks used, with the
 // policy and reserve given, else gpubind.conf's (what exec, launch and the plugin bound with).
 int check_nccl_logs(const Args& app, CheckFlags& f) {
-  if (!f.root_dir.empty() || f.which.any() || !f.slurm_node.empty() || f.format == "svg" || f.numa_maps)
+  if (!f.root_dir.empty() || f.which.any() || !f.slurm_job.empty() || !f.slurm_node.empty() || f.format == "svg" || f.numa_maps ||
+      f.no_gpu_runtime || f.require_processes || f.verbose || !f.node_name.empty())
     return fail(Error{"--nccl-log",
                       "judges NCCL's own log, not running processes: --root, --pid, --self, --all-gpu-procs, --children-of, "
-                      "--match, --slurm-node, --numa-maps and --format svg do not combine with it",
+                      "--match, --slurm-job, --slurm-node, --numa-maps, --no-gpu-runtime, --require-processes, --verbose, "
+                      "--node-name and --format svg do not combine with it",
                       ErrorKind::usage});
   auto cfg = load_config();
   if (!cfg) return fail(cfg.error());
@@ -150,8 +152,13 @@ int cmd_check(const std::vector<std::string>& args) {
   add_check_options(app, f);
   if (int rc = app.parse(args); rc >= 0) return rc;
   if (f.json) f.format = "json";
-  if (!f.slurm_job.empty()) return check_job(f);
   if (!f.nccl_logs.empty()) return check_nccl_logs(app, f);
+  if (app.count("--policy") || app.count("--reserve"))
+    return fail(Error{app.count("--policy") ? "--policy" : "--reserve",
+                      "plans for --nccl-log only: check judges running processes "
+                      "against the topology and what gpubind applied (GPUBIND_*)",
+                      ErrorKind::usage});
+  if (!f.slurm_job.empty()) return check_job(f);
   auto sel = make_selection(f.which, f.root_dir.empty());
   if (!sel) return fail(sel.error());
   if (!f.slurm_node.empty()) sel->slurm_job = node_tasks(f.slurm_node);
