@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
 #include <tuple>
 
 #include "util/strings.hpp"
@@ -199,7 +200,8 @@ struct Builder {
     p.gdr_support[std::string(m.substr(q + 1, q2 - q - 1))] = m.find("RDMA Enabled") != std::string_view::npos;
   }
 
-  void line(const std::string& file, const InfoLine& l) {
+  // The line's process, its record updated.
+  NcclProcess* line(const std::string& file, const InfoLine& l) {
     NcclProcess& p = processes[{std::string(l.host), l.pid}];
     if (p.file.empty()) p.file = file, p.host = std::string(l.host), p.pid = l.pid;
     if (l.dev && !p.cuda_dev) p.cuda_dev = l.dev;
@@ -230,6 +232,7 @@ struct Builder {
       std::string_view set = m.substr(20);
       p.proxy_cpuset = std::string(set.substr(0, set.find(':')));
     }
+    return &p;
   }
 
   // Each process's affinity: the line its largest communicator's init thread logged, else its first.
@@ -298,7 +301,7 @@ NcclLog parse_nccl_logs(const std::vector<std::pair<std::string, std::string>>& 
   Builder b;
   for (const auto& [name, text] : files) {
     std::optional<std::pair<std::string, bool>> file_version;  // a version line without HOST:PID:TID
-    std::vector<std::pair<std::string, int>> seen;             // processes with lines in this file
+    std::set<NcclProcess*> seen;                               // processes with lines in this file
     for (std::string_view raw : split(text, '\n')) {
       std::string_view line = raw.ends_with('\r') ? raw.substr(0, raw.size() - 1) : raw;
       auto l = info_line(line);
@@ -312,13 +315,11 @@ NcclLog parse_nccl_logs(const std::vector<std::pair<std::string, std::string>>& 
         if (auto v = version_in(l->message)) file_version = v;
         continue;
       }
-      b.line(name, *l);
-      std::pair<std::string, int> key{std::string(l->host), l->pid};
-      if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
+      seen.insert(b.line(name, *l));
     }
     if (file_version)
-      for (const auto& key : seen)
-        if (NcclProcess& p = b.processes[key]; p.version.empty()) p.version = file_version->first, p.rccl = file_version->second;
+      for (NcclProcess* p : seen)
+        if (p->version.empty()) p->version = file_version->first, p->rccl = file_version->second;
   }
   b.settle();
   for (auto& [key, p] : b.processes) log.processes.push_back(std::move(p));
