@@ -17,6 +17,7 @@
 #include "render/node_svg.hpp"
 #include "sys/clock.hpp"
 #include "sys/environment.hpp"
+#include "sys/fsroot.hpp"
 #include "sys/process.hpp"
 #include "util/exit_status.hpp"
 #include "util/strings.hpp"
@@ -57,7 +58,7 @@ void add_check_options(Args& app, CheckFlags& f) {
   app.option("--nccl-log", f.nccl_logs,
              "Judge what NCCL (or RCCL) logged with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE per rank, or one stream): each rank's CPU "
              "affinity, NICs and GPU Direct RDMA against the topology and gpubind's plan for the GPUs the ranks used; repeat it or "
-             "give several files");
+             "give several files; - reads standard input");
   add_policy_option(app, f.nccl_plan.policy);
   app.option("--reserve", f.nccl_plan.reserve, "--nccl-log: CPUs the plan never uses (cpulist), as exec and launch were told");
   app.option("--node-name", f.node_name,
@@ -112,7 +113,7 @@ int check_nccl_logs(const Args& app, CheckFlags& f) {
   std::vector<std::string> taken = apply_config(app, *cfg, f.nccl_plan);
   std::vector<std::pair<std::string, std::string>> texts;
   for (const std::string& path : f.nccl_logs) {
-    auto text = sys::read_file(path, kMaxNcclLog);
+    auto text = path == "-" ? sys::read_standard_input(kMaxNcclLog) : sys::read_file(path, kMaxNcclLog);
     if (!text) return fail(Error{"--nccl-log " + path, text.error().why, text.error().kind});
     texts.emplace_back(path, std::move(*text));
   }

@@ -161,6 +161,12 @@ Result<std::string> read_to_end(UniqueFd fd, const std::string& what, size_t max
   }
 }
 
+Result<std::string> read_standard_input(size_t max_bytes) {
+  int fd = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return errno_error("standard input", errno);
+  return read_to_end(UniqueFd(fd), "standard input", max_bytes);
+}
+
 namespace {
 
 // The whole file from offset 0, leaving it open. A read shorter than the buffer is the end: /proc

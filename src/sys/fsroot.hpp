@@ -98,6 +98,9 @@ Result<UniqueFd> regular_only(UniqueFd fd, const std::string& what);
 // Reads `fd` to its end, then closes it. An Error naming `what` when a read fails or the content
 // grows past `max_bytes`.
 Result<std::string> read_to_end(UniqueFd fd, const std::string& what, size_t max_bytes = SIZE_MAX);
+// This process's standard input to its end (a pipe: `kubectl logs POD | gpubind check --nccl-log -`),
+// read through a duplicate so that descriptor 0 stays open.
+Result<std::string> read_standard_input(size_t max_bytes = SIZE_MAX);
 // Writes all of `data` to `fd`, through short writes and EINTR; an Error with errno's text.
 // `fault_point` names its libfiu point (docs/FAULTS.md).
 Status write_fully(int fd, std::string_view data, const char* fault_point = "gpubind/write");
