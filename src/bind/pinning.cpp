@@ -1,5 +1,7 @@
 #include "bind/pinning.hpp"
 
+#include <algorithm>
+
 #include "topo/pinning_env.hpp"
 #include "util/strings.hpp"
 
@@ -76,11 +78,15 @@ std::vector<std::string> pinning_notes(const topo::Topology& t, const plan::Plan
                     outside(p, rb, near), "NCCL_IGNORE_CPU_AFFINITY"));
   }
   if (pe::on(env, "NCCL_PROXY_CPUSET")) {
+    const std::string& raw = env.at("NCCL_PROXY_CPUSET");
     std::string v = knob_setting(env, "NCCL_PROXY_CPUSET");
-    auto set = CpuSet::parse_list(env.at("NCCL_PROXY_CPUSET"));
-    if (!set || set->empty()) out.push_back(v + ": not a CPU list; NCCL ignores it (\"failed to decode NCCL_PROXY_CPUSET\")");
+    CpuSet set = pe::nccl_cpu_list(raw);
+    // NCCL reads CPU ids between commas, each as a C number: say so where that is not what it looks like.
+    auto as_written = CpuSet::parse_list(raw);
+    std::string read = as_written && *as_written == set ? "" : " (NCCL reads CPU ids between commas, each a C number: no ranges)";
+    if (set.empty()) out.push_back(v + ": no CPU NCCL can use in it" + read + ": NCCL leaves its proxy threads where they are");
     else
-      out.push_back(with_stop(v + ": NCCL 2.28 and later pin its proxy threads to CPUs " + set->to_list(), outside(p, rb, *set),
+      out.push_back(with_stop(v + ": NCCL 2.28 and later pin its proxy threads to CPUs " + set.to_list() + read, outside(p, rb, set),
                               "NCCL_PROXY_CPUSET"));
   }
   if (pe::on(env, "AMD_CPU_AFFINITY")) {
@@ -89,6 +95,24 @@ std::vector<std::string> pinning_notes(const topo::Topology& t, const plan::Plan
                        " (ROCm since rocm-systems PR #6134 leaves a thread already narrowed, as gpubind's, alone), and every process that "
                        "thread starts inherits it";
     out.push_back(with_stop(line, near.empty() ? "" : outside(p, rb, near), "AMD_CPU_AFFINITY"));
+  }
+  if (pe::on(env, "AMD_GRAPH_CPU_AFFINITY")) {
+    bool hold = pe::on(env, "AMD_GRAPH_CPU_AFFINITY_HOLD");
+    std::string line = knob_setting(env, "AMD_GRAPH_CPU_AFFINITY") + ": the HIP runtime pins the thread launching a HIP graph to " +
+                       (near.empty() ? std::string("its GPU's nearest NUMA node") : gpu + "'s NUMA node, CPUs " + near.to_list()) +
+                       (hold ? ", and holds it there until the graph is destroyed (AMD_GRAPH_CPU_AFFINITY_HOLD)" : " for each launch");
+    out.push_back(with_stop(line, near.empty() ? "" : outside(p, rb, near), "AMD_GRAPH_CPU_AFFINITY"));
+  }
+  if (pe::on(env, "AMD_GRAPH_NUMA_BIND")) {
+    // Memory, not threads (rocm-systems PR #6738): the graph's host-side packet buffers, mbind preferred.
+    std::string line = knob_setting(env, "AMD_GRAPH_NUMA_BIND") + ": the HIP runtime places its graph launch buffers on " +
+                       (rb.gpus.empty() ? std::string("its GPU") : gpu) + "'s nearest NUMA node (preferred; no thread is pinned)";
+    const topo::Gpu* g = rb.gpus.empty() ? nullptr : topo::find_gpu(t, rb.gpus.front().pci);
+    if (g && g->numa && !rb.mem_nodes.empty() && !std::any_of(g->numa->begin(), g->numa->end(), [&](unsigned n) {
+          return std::find(rb.mem_nodes.begin(), rb.mem_nodes.end(), n) != rb.mem_nodes.end();
+        }))
+      line += ", not the rank's memory node(s) " + join_numbers(rb.mem_nodes);
+    out.push_back(line);
   }
   if (pe::on(env, "GOMP_CPU_AFFINITY")) {
     std::string v = knob_setting(env, "GOMP_CPU_AFFINITY");

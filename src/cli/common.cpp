@@ -152,9 +152,7 @@ std::map<std::string, std::string> environment_of(const std::vector<std::string>
 void print_pinning(const topo::Topology& t, const plan::Plan& p, const std::vector<const plan::RankBinding*>& ranks, const CpuSet& affinity,
                    bool check_start, bool quiet) {
   if (quiet) return;
-  std::vector<std::string> names;
-  for (const topo::pinning_env::Knob& k : topo::pinning_env::kKnobs) names.push_back(k.name);
-  auto env = environment_of(names);
+  auto env = environment_of(topo::pinning_env::names_read());
   if (check_start)
     if (auto w = bind::narrowed_before(t, affinity, env)) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(*w).c_str());
   for (const plan::RankBinding* rb : ranks)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "discover/source.hpp"
+#include "topo/pinning_env.hpp"
 
 namespace gpubind::bind {
 
@@ -44,9 +45,46 @@ TEST(Pinning, NcclProxyCpusetInsideOrOutsideTheRanksCpus) {
   auto in = pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "13"}});
   ASSERT_EQ(in.size(), 1u);
   EXPECT_EQ(in[0], "NCCL_PROXY_CPUSET=13: NCCL 2.28 and later pin its proxy threads to CPUs 13");
-  auto out = pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "13-14"}});
+  auto out = pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "13,14"}});
   EXPECT_TRUE(mentions(out, "1 of them outside this rank's 0-13,112-125 (local rank(s) 1's): unset NCCL_PROXY_CPUSET")) << out[0];
-  EXPECT_TRUE(mentions(pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "x"}}), "NCCL ignores it"));
+  // NCCL reads no ranges: "13-14" is CPU 13, inside the rank's; a word is CPU 0 (strtoull).
+  auto range = pinning_notes(f.t, f.p, f.p.ranks[1], {{"NCCL_PROXY_CPUSET", "20-21"}});
+  EXPECT_TRUE(mentions(range, "to CPUs 20 (NCCL reads CPU ids between commas, each a C number: no ranges)")) << range[0];
+  EXPECT_TRUE(mentions(pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "x"}}), "to CPUs 0 ("));
+  EXPECT_TRUE(
+      mentions(pinning_notes(f.t, f.p, f.p.ranks[0], {{"NCCL_PROXY_CPUSET", "99999"}}), "NCCL leaves its proxy threads where they are"));
+}
+
+TEST(Pinning, NcclCpuListIsReadAsNcclReadsIt) {
+  namespace pe = topo::pinning_env;
+  EXPECT_EQ(pe::nccl_cpu_list("27,139").to_list(), "27,139");
+  EXPECT_EQ(pe::nccl_cpu_list("0-3").to_list(), "0") << "strtoull stops at '-'";
+  EXPECT_EQ(pe::nccl_cpu_list("0x10,010,9").to_list(), "8-9,16") << "hex and octal as C numbers";
+  EXPECT_EQ(pe::nccl_cpu_list(",,5,").to_list(), "5") << "strtok skips empty tokens";
+  EXPECT_EQ(pe::nccl_cpu_list(" 7").to_list(), "7");
+  EXPECT_EQ(pe::nccl_cpu_list("abc").to_list(), "0");
+  EXPECT_EQ(pe::nccl_cpu_list("-1,99999999999999999999").to_list(), "") << "no room in NCCL's set";
+  EXPECT_EQ(pe::nccl_cpu_list("").to_list(), "");
+}
+
+TEST(Pinning, AmdGraphCpuAffinityAndNumaBind) {
+  Planned f = dgx8();
+  auto graph = pinning_notes(f.t, f.p, f.p.ranks[4], {{"AMD_GRAPH_CPU_AFFINITY", "1"}});
+  ASSERT_EQ(graph.size(), 1u);
+  EXPECT_TRUE(mentions(graph, "pins the thread launching a HIP graph to GPU 4's NUMA node, CPUs 56-111,168-223 for each launch"))
+      << graph[0];
+  EXPECT_TRUE(mentions(graph, "(local rank(s) 5,6,7's): unset AMD_GRAPH_CPU_AFFINITY")) << graph[0];
+  auto held = pinning_notes(f.t, f.p, f.p.ranks[4], {{"AMD_GRAPH_CPU_AFFINITY", "1"}, {"AMD_GRAPH_CPU_AFFINITY_HOLD", "1"}});
+  EXPECT_TRUE(mentions(held, "holds it there until the graph is destroyed")) << held[0];
+  auto bind = pinning_notes(f.t, f.p, f.p.ranks[4], {{"AMD_GRAPH_NUMA_BIND", "1"}});
+  ASSERT_EQ(bind.size(), 1u);
+  EXPECT_EQ(bind[0],
+            "AMD_GRAPH_NUMA_BIND=1: the HIP runtime places its graph launch buffers on GPU 4's nearest NUMA node (preferred; no thread is "
+            "pinned)");
+  plan::RankBinding elsewhere = f.p.ranks[4];
+  elsewhere.mem_nodes = {0};
+  EXPECT_TRUE(mentions(pinning_notes(f.t, f.p, elsewhere, {{"AMD_GRAPH_NUMA_BIND", "1"}}), ", not the rank's memory node(s) 0"));
+  EXPECT_TRUE(pinning_notes(f.t, f.p, f.p.ranks[4], {{"AMD_GRAPH_NUMA_BIND", "0"}}).empty());
 }
 
 TEST(Pinning, AmdCpuAffinityAndGompCpuAffinity) {
