@@ -45,7 +45,7 @@ struct Request {
   // as every rank's visible list. false: rank r on visible GPU r.
   bool spread_gpus = true;
   bool omp = false;                    // export OMP_PLACES / OMP_PROC_BIND
-  bool nccl_proxy_cpus = false;        // export NCCL_PROXY_CPUSET: the rank's last core (nccl_proxy_cpuset)
+  bool nccl_proxy_cpus = false;        // export NCCL_PROXY_CPUSET: the rank's last core (kNcclProxyCpusetEnv)
   bool require_gpu = false;            // a topology without GPUs is an error
   // The variables that decide which GPUs a worker sees (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
   // ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, ZE_FLAT_DEVICE_HIERARCHY, SLURM_STEP_GPUS, SLURM_JOB_GPUS).
@@ -124,7 +124,8 @@ inline constexpr const char* kPoolSizeEnv[] = {"OMP_NUM_THREADS", "MKL_NUM_THREA
 bool is_pool_size_env(std::string_view name);
 // NCCL 2.28+ pins its proxy progress thread to NCCL_PROXY_CPUSET (src/proxy.cc), read as CPU ids
 // separated by commas (ncclStrListToCpuset: strtoull per token, so "0-3" would be CPU 0 alone).
-// With --nccl-proxy-cpus the plan exports the rank's last core's PUs there ("13,125"), so the
+// With --nccl-proxy-cpus the plan exports the rank's last core (the core of its highest CPU: its
+// PUs among the rank's, "13,125") there, so the
 // proxy thread keeps to one core of the rank's instead of every CPU NCCL's init mask holds. Not
 // a default: its effect on a real job is for `bench --ab` to measure (docs/cli.md).
 inline constexpr const char* kNcclProxyCpusetEnv = "NCCL_PROXY_CPUSET";

@@ -108,8 +108,11 @@ std::vector<std::pair<std::string, std::string>> node_nic_env(const Topology& t,
 void assign_env(Ctx& c, RankBinding& rb, const std::vector<const Gpu*>& gpus) {
   if (c.req.policy == Policy::none) return;
   for (const char* pool : kPoolSizeEnv) rb.env.push_back({pool, std::to_string(std::max(1u, c.cores.count(rb.cpus)))});
-  if (std::vector<const CoreSlot*> own = c.cores.within(rb.cpus); c.req.nccl_proxy_cpus && !own.empty()) {
-    CpuSet last = own.back()->pus & rb.cpus;  // the rank's last core, in the table's (L3, first PU) order
+  if (std::optional<unsigned> top = rb.cpus.last(); c.req.nccl_proxy_cpus && top) {
+    // The rank's last core: the one holding its highest CPU (bind::judge_launcher_binding picks
+    // the same in a launcher's CPUs it keeps).
+    int slot = *top < c.cores.slot_of_pu.size() ? c.cores.slot_of_pu[*top] : -1;
+    CpuSet last = slot < 0 ? CpuSet::of({*top}) : c.cores.slots[size_t(slot)].pus & rb.cpus;
     rb.env.push_back({kNcclProxyCpusetEnv, join_numbers(last.ids())});
   }
   if (c.req.omp) {

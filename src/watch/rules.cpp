@@ -86,8 +86,7 @@ std::optional<RankFinding> overlap(const RankEvidence& e, const Thresholds&) {
 }
 
 namespace {
-// More busy threads than CPUs, the CPUs kept busy.
-// (only asked once oversubscribed_pool found the pool's CPUs busy)
+// More busy threads than CPUs (asked only once oversubscribed_pool found the CPUs kept busy).
 bool wider_than_cpus(const RankInterval& r) {
   double cpus = double(r.cpus.count());
   return r.pool_busy_threads && cpus > 0 && *r.pool_busy_threads > cpus + 0.5;
