@@ -12,12 +12,12 @@ namespace gpubind::check {
 
 namespace {
 
-bool all_digits(std::string_view s) {
+bool nccl_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::optional<unsigned> small_number(std::string_view s) {
-  if (!all_digits(s) || s.size() > 9) return std::nullopt;
+  if (!nccl_digits(s) || s.size() > 9) return std::nullopt;
   return unsigned(*parse_uint(s));
 }
 
@@ -64,7 +64,7 @@ std::optional<InfoLine> info_line(std::string_view line) {
   size_t start = head.find_last_of(" :", middle - 1);
   std::string_view host =
       head.substr(start == std::string_view::npos ? 0 : start + 1, middle - (start == std::string_view::npos ? 0 : start + 1));
-  if (!all_digits(pid) || pid.size() > 9 || !all_digits(tid) || host.empty()) return l;
+  if (!nccl_digits(pid) || pid.size() > 9 || !nccl_digits(tid) || host.empty()) return l;
   l.host = host;
   l.pid = int(*parse_uint(pid));
   l.tid = tid;

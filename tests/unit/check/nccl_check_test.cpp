@@ -50,16 +50,6 @@ bool noted(const NcclRankReport& r, const std::string& part) {
   return false;
 }
 
-}  // namespace nccl_check_fixture
-
-using nccl_check_fixture::dgx;
-using nccl_check_fixture::judge_text;
-using nccl_check_fixture::kNode0;
-using nccl_check_fixture::kNode1;
-using nccl_check_fixture::noted;
-using nccl_check_fixture::rank228;
-using nccl_check_fixture::verdicts;
-
 TEST(NcclCheck, BoundAsPlannedOnItsOwnNicIsOk) {
   NcclReport r = judge_text(rank228("n", 0, "0-13,112-125", kNode0, 0) + rank228("n", 1, "14-27,126-139", kNode0, 1));
   ASSERT_EQ(r.ranks.size(), 2u);
@@ -127,8 +117,8 @@ TEST(NcclCheck, UnboundFromNcclsOwnSetBefore228) {
   for (int l : {0, 1}) {
     std::string pre = "n:" + std::to_string(l + 1) + ":2 [" + std::to_string(l) + "] NCCL INFO ";
     log += pre + "NCCL version 2.22.3+cuda12.6\n" + pre + "ncclCommInitRank comm 0xa rank " + std::to_string(l) + " nranks 8 cudaDev " +
-           std::to_string(l) + " nvmlDev 0 busId " + nccl_check_fixture::kBus[l] + " commId 0x1 - Init START\n" + pre +
-           "Setting affinity for GPU " + std::to_string(l) + " to ff,ffffffff,ffff0000,00000000,00ffffff,ffffffff\n";
+           std::to_string(l) + " nvmlDev 0 busId " + kBus[l] + " commId 0x1 - Init START\n" + pre + "Setting affinity for GPU " +
+           std::to_string(l) + " to ff,ffffffff,ffff0000,00000000,00ffffff,ffffffff\n";
   }
   NcclReport r = judge_text(log);
   EXPECT_EQ(r.ranks[0].nccl_cpus->to_list(), kNode0);
@@ -148,7 +138,7 @@ TEST(NcclCheck, IgnoreCpuAffinityOverlapsOtherRanksButIsNotUnbound) {
   for (int l : {0, 1}) {
     std::string pre = "n:" + std::to_string(100 + l) + ":1 [" + std::to_string(l) + "] NCCL INFO ";
     log += pre + "ncclCommInitRank comm 0x" + std::to_string(l) + " rank " + std::to_string(l) + " nranks 2 cudaDev " + std::to_string(l) +
-           " nvmlDev " + std::to_string(l) + " busId " + nccl_check_fixture::kBus[l] + " commId 0x1 - Init START\n" + pre +
+           " nvmlDev " + std::to_string(l) + " busId " + kBus[l] + " commId 0x1 - Init START\n" + pre +
            "ncclTopoGetCpuAffinity: Affinity for GPU " + std::to_string(l) + " is " + kNode0 + ". (GPU affinity = " + kNode0 + ").\n";
   }
   NcclReport r = judge_text(log);
@@ -233,5 +223,7 @@ TEST(NcclCheck, ProxyThreadOutsideThePlanIsNoted) {
   NcclReport r = judge_text(rank228("n", 0, "0-13,112-125", kNode0, 0) + "n:100:300 [0] NCCL INFO [Proxy Progress] Device 0 CPU core 60\n");
   EXPECT_TRUE(noted(r.ranks[0], "proxy thread ran on CPU 60"));
 }
+
+}  // namespace nccl_check_fixture
 
 }  // namespace gpubind::check

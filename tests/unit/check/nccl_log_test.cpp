@@ -14,11 +14,6 @@ const NcclProcess* process(const NcclLog& log, int pid) {
   return nullptr;
 }
 
-}  // namespace nccl_log_fixture
-
-using nccl_log_fixture::parse_one;
-using nccl_log_fixture::process;
-
 TEST(NcclLog, BusIdIsNcclsInt64FormOfThePciAddress) {
   EXPECT_EQ(nccl_bus_id("1b000"), "0000:1b:00.0");
   EXPECT_EQ(nccl_bus_id("4e000"), "0000:4e:00.0");
@@ -189,5 +184,7 @@ TEST(NcclLog, ProxyThreadsCoreAndCpuset) {
   EXPECT_EQ(process(log, 1)->proxy_cpuset, "12");
   EXPECT_EQ(process(log, 1)->proxy_cores, std::vector<unsigned>{12});
 }
+
+}  // namespace nccl_log_fixture
 
 }  // namespace gpubind::check
