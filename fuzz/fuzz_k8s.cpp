@@ -1,13 +1,15 @@
 // The kubelet's files as k8s check reads them (root reads them on every node): the first byte picks
 // the parser (config as JSON, cpu_manager_state, memory_manager_state, the device checkpoint, the
-// pod-resources API's answer with DRA claims, the DRA checkpoint), the rest is the file. What parses is judged on the DGX H100-like
-// example: every container gets a verdict, every finding a reason.
+// pod-resources API's answer with DRA claims, the DRA checkpoint, ResourceSlices as kubectl prints
+// them, the CPU DRA driver's CDI spec), the rest is the file. What parses is judged on the DGX
+// H100-like example: every container gets a verdict, every finding a reason.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "discover/source.hpp"
 #include "fuzz_util.hpp"
+#include "k8s/dra_objects.hpp"
 #include "k8s/judge.hpp"
 
 using namespace gpubind;
@@ -17,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const topo::Topology t = *discover::load_topology("example:dgx-h100");
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   k8s::NodeState s;
-  switch (data[0] % 6) {
+  switch (data[0] % 8) {
     case 0: {
       auto c = k8s::parse_kubelet_config(text, "config");
       if (!c) return 0;
@@ -54,6 +56,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.cpu = k8s::CpuManagerState{"static", {}, {}};
       for (const auto& e : d->entries)
         for (const auto& uid : e.pod_uids) s.cpu->exclusive[uid]["worker"] = CpuSet::of({1, 2});
+      break;
+    }
+    case 6: {  // every slice device given to one container through one claim, the GPU beside it
+      auto slices = k8s::parse_resource_slices(text, "slices");
+      if (!slices) return 0;
+      s.slices = *slices;
+      s.devices.emplace();
+      s.devices->assignments.push_back({"p", "c", "gpu.nvidia.com", {{"gpu-0", std::nullopt}}, "ns/claim", "node", "u"});
+      for (const auto& d : *slices)
+        s.devices->assignments.push_back({"p", "c", d.driver, {{d.name, std::nullopt}}, "ns/claim", d.pool, "u"});
+      break;
+    }
+    case 7: {  // each claim of the spec a dra.cpu device of a container with a GPU
+      auto claims = k8s::parse_cdi_cpu_spec(text, "cdi");
+      if (!claims) return 0;
+      s.cpu_driver = "fuzz";
+      s.devices.emplace();
+      for (const auto& c : *claims) {
+        s.cpu_claims[c.claim_uid] = c.cpus;
+        s.devices->assignments.push_back({c.claim_uid, "c", "gpu.nvidia.com", {{"gpu-1", std::nullopt}}, "ns/claim", "node", c.claim_uid});
+        s.devices->assignments.push_back(
+            {c.claim_uid, "c", "dra.cpu", {{"cpudevsocket000", std::nullopt}}, "ns/claim", "node", c.claim_uid});
+      }
       break;
     }
     default: {

@@ -31,9 +31,10 @@ Result<topo::Topology> node_topology(const std::string& topology, const std::str
 int cmd_k8s(const std::vector<std::string>& args) {
   Args app("Kubernetes helpers. Usage: gpubind k8s check [--root DIR] [--topology SRC] [--json]", "gpubind k8s");
   app.require_subcommand();
-  Args& check = app.subcommand("check",
-                               "Judge each container the kubelet gave GPUs: its CPUs (CPU manager) against its GPUs' NUMA nodes "
-                               "(device plugins): ALIGNED, CROSS_NUMA, SHARED_CPUS, NO_EXCLUSIVE_CPUS, LOCALITY_UNKNOWN");
+  Args& check =
+      app.subcommand("check",
+                     "Judge each container the kubelet gave GPUs: its CPUs (CPU manager) against its GPUs' NUMA nodes "
+                     "(device plugins, DRA): ALIGNED, CROSS_NUMA, REMOTE_NIC, SHARED_CPUS, SPLIT_L3, NO_EXCLUSIVE_CPUS, LOCALITY_UNKNOWN");
   std::string topology, root_dir, format = "text";
   k8s::ReaderOptions options;
   bool json = false, quiet = false, gpu_runtime = false, no_gpu_runtime = false;
@@ -45,6 +46,9 @@ int cmd_k8s(const std::vector<std::string>& args) {
   check.option("--pod-logs", options.pod_logs, "Where pods' log directories name them (default /var/log/pods)");
   check.option("--pod-resources", options.pod_resources,
                "The kubelet's pod-resources API socket (default KUBELET_DIR/pod-resources/kubelet.sock), asked where it exists");
+  check.option("--resource-slices", options.resource_slices,
+               "This node's ResourceSlices (kubectl get resourceslices -o json or yaml): DRA devices' PCI addresses, NUMA nodes, CPU ids");
+  check.option("--cdi-dir", options.cdi_dir, "Where the CPU DRA driver writes its CDI specs (default /var/run/cdi)");
   bool no_pod_resources = false;
   check.flag("--no-pod-resources", no_pod_resources, "Do not ask the pod-resources API: read the kubelet's checkpoint files only");
   check.flag("--gpu-runtime", gpu_runtime,
@@ -56,7 +60,8 @@ int cmd_k8s(const std::vector<std::string>& args) {
   check.footer(R"(Examples:
   gpubind k8s check                                 this node, as root
   gpubind k8s check --root /tmp/node7 --json        a node's captured /var/lib/kubelet, /var/log/pods and /sys
-  gpubind k8s check --kubelet-config /etc/kubernetes/kubelet.yaml)");
+  gpubind k8s check --kubelet-config /etc/kubernetes/kubelet.yaml
+  kubectl get resourceslices -o json > slices.json && gpubind k8s check --resource-slices slices.json)");
   if (int rc = app.parse(args); rc >= 0) return rc;
 
   if (gpu_runtime && no_gpu_runtime) return fail(Error{"--gpu-runtime", "cannot be given with --no-gpu-runtime", ErrorKind::usage});

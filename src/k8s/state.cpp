@@ -307,7 +307,7 @@ Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::s
   if (!entries->is_array()) return Error{what, "Entries is not a list"};
   for (const json& e : *entries) {
     if (!e.is_object()) return Error{what, "an entry that is not an object"};
-    DraCheckpoint::Entry entry{{text_of(e, "ClaimName"), text_of(e, "Namespace"), {}}, {}};
+    DraCheckpoint::Entry entry{{text_of(e, "ClaimName"), text_of(e, "Namespace"), {}, text_of(e, "ClaimUID")}, {}};
     if (const json* pods = json_field::member(e, "PodUIDs")) {
       if (pods->is_object())
         for (const auto& [uid, _] : pods->items()) entry.pod_uids.push_back(uid);  // a Go set: {"uid": {}}

@@ -59,6 +59,8 @@ struct DeviceAssignment {
   std::string resource;      // "nvidia.com/gpu", "amd.com/gpu"...; a DRA driver, "gpu.nvidia.com"
   std::vector<Device> devices;
   std::string claim;         // "NAMESPACE/NAME" of the DRA ResourceClaim; "" from a device plugin
+  std::string pool;          // DRA: the driver's pool the device is in
+  std::string claim_uid;     // DRA: the claim's UID, where the source gives it
 };
 struct DeviceCheckpoint {
   std::vector<DeviceAssignment> assignments;
@@ -79,6 +81,7 @@ struct ClaimDevice {
 struct Claim {
   std::string name, namespace_name;
   std::vector<ClaimDevice> devices;
+  std::string uid;  // the checkpoint's ClaimUID; the API gives none
 };
 
 // The kubelet's DRA checkpoint (dra_manager_state): each prepared ResourceClaim, the pods that

@@ -77,15 +77,20 @@ std::string k8s_text(const k8s::Report& r) {
   std::string table = k.str("  ");
   out += table.substr(table.find('\n') + 1);  // no header row
   out += "Topology: " + one_line(r.topology_origin) + "\n";
-  out += "Assignments: " + s.assignments_from + "\n\n";
+  out += "Assignments: " + s.assignments_from +
+         (s.container_cpus.empty() ? "" : "; CPUs: each container's cgroup where read (" + std::to_string(s.container_cpus.size()) + ")") +
+         "\n";
+  if (!s.cpu_driver.empty()) out += "CPU DRA driver: dra.cpu (" + one_line(s.cpu_driver) + ")\n";
+  out += "\n";
 
   if (r.containers.empty()) {
     out += "No container on this node has been given a GPU.\n";
   } else {
     TextTable t({"POD", "CONTAINER", "GPU", "GPU NODE", "CPUS", "EXCLUSIVE", "CPU NODE", "MEM NODE", "VERDICT"});
     for (const ContainerReport& x : r.containers)
-      t.add({pod_of(x), x.container, device_column(x.gpus), nodes(x.gpu_nodes), x.cpus.to_list(), x.exclusive ? "yes" : "no",
-             nodes(x.cpu_nodes), x.memory_nodes ? join_numbers(*x.memory_nodes) : "-", verdict_column(x)});
+      t.add({pod_of(x), x.container, device_column(x.gpus), nodes(x.gpu_nodes), x.cpus.to_list(),
+             x.exclusive ? (x.cpu_claims.empty() ? "yes" : "dra.cpu") : "no", nodes(x.cpu_nodes),
+             x.memory_nodes ? join_numbers(*x.memory_nodes) : "-", verdict_column(x)});
     out += t.str();
     std::vector<std::string> reasons;
     for (const ContainerReport& x : r.containers)
@@ -134,6 +139,10 @@ nlohmann::ordered_json k8s_json(const k8s::Report& r) {
   state["device_checkpoint"] = s.devices.has_value();
   state["pod_resources_socket"] = s.pod_resources_socket;
   state["assignments_from"] = s.assignments_from;
+  state["cpu_dra_driver"] = s.cpu_driver.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.cpu_driver);
+  state["cpu_claims"] = s.cpu_claims.size();
+  state["container_cgroups"] = s.container_cpus.size();
+  state["resource_slice_devices"] = s.slices.size();
   j["state"] = state;
   j["topology"] = r.topology_origin;
   j["containers"] = nlohmann::ordered_json::array();
@@ -156,6 +165,15 @@ nlohmann::ordered_json k8s_json(const k8s::Report& r) {
     x["gpu_numa"] = c.gpu_nodes;
     x["exclusive_cpus"] = c.exclusive;
     x["cpus"] = c.cpus.to_list();
+    x["cpus_source"] = c.cpus_source;
+    x["given_cpus"] = c.given_cpus ? nlohmann::ordered_json(c.given_cpus->to_list()) : nlohmann::ordered_json();
+    x["cpu_claims"] = nlohmann::ordered_json::array();
+    for (const k8s::CpuClaimView& claim : c.cpu_claims)
+      x["cpu_claims"].push_back(
+          {{"claim", claim.claim},
+           {"device", claim.device},
+           {"cpus", claim.cpus ? nlohmann::ordered_json(claim.cpus->to_list()) : nlohmann::ordered_json()},
+           {"cpus_source", claim.cpus_source.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(claim.cpus_source)}});
     x["cpu_numa"] = c.cpu_nodes;
     x["memory_numa"] = c.memory_nodes ? nlohmann::ordered_json(*c.memory_nodes) : nlohmann::ordered_json();
     j["containers"].push_back(x);

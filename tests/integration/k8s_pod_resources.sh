@@ -85,4 +85,29 @@ field '[f["text"] for f in r["findings"]]' | grep -q "Topology Manager does not 
   && pass "DRA: the report says the Topology Manager does not align DRA devices" || fail "DRA advice: $(field 'r["findings"]')"
 [ $rc = 3 ] && pass "DRA: exit 3 (infer-0 misaligned)" || fail "DRA: exit $rc"
 kill "$fake"; wait "$fake" 2>/dev/null
+
+# The CPU DRA driver (issue 56): the API names each container's dra.cpu claim (its CDI id holds
+# the claim's UID, whose CDI spec holds its CPUs), and the container's cgroup is what it runs on.
+# The node is tests/data/k8s/dra-cpu: cpuManagerPolicy none, the driver's plugin registered.
+rm -rf "$node" "$sock"
+cp -r "$here/tests/data/k8s/dra-cpu" "$node"
+mkdir -p "$node/var/lib/kubelet/pod-resources"
+"$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/dra-cpu.json" 2>"$WORK/fake.err" &
+fake=$!
+wait_until 10 test -S "$sock" || fail "the fake kubelet (dra.cpu) did not listen"
+"$GPUBIND" k8s check --root "$node" --topology example:dgx-a100-nps4 --json >"$WORK/out.json" 2>"$WORK/err"
+rc=$?
+[ "$(field 'r["state"]["assignments_from"], c["ml/train-0 trainer"]["verdict"], c["ml/train-0 trainer"]["cpus_source"]')" = \
+  "('the pod-resources API', 'ALIGNED', 'cgroup')" ] && pass "dra.cpu through the API: train-0's trainer judged by its cgroup, ALIGNED" \
+  || fail "dra.cpu train-0: $(field 'c.get("ml/train-0 trainer")') $(cat "$WORK/err")"
+[ "$(field 'c["ml/train-3 trainer"]["verdicts"], c["ml/train-3 trainer"]["given_cpus"]')" = "(['CROSS_NUMA', 'SHARED_CPUS'], '80-87,208-215')" ] \
+  && pass "dra.cpu through the API: train-3's cgroup wider than its claim (80-87,208-215): SHARED_CPUS, CROSS_NUMA" \
+  || fail "dra.cpu train-3: $(field 'c.get("ml/train-3 trainer")')"
+[ "$(field 'c["ml/infer-1 server"]["verdict"], c["ml/train-2 trainer"]["verdict"], c["ml/train-1 trainer"]["verdict"]')" = \
+  "('NO_EXCLUSIVE_CPUS', 'REMOTE_NIC', 'CROSS_NUMA')" ] && pass "dra.cpu through the API: no claim, a NIC off the GPU's node, a socket group's CPUs off it" \
+  || fail "dra.cpu verdicts: $(field '{k: v["verdicts"] for k, v in c.items()}')"
+field '[f["text"] for f in r["findings"]]' | grep -q "cpuManagerPolicy is none" \
+  && fail "dra.cpu: cpuManagerPolicy none advised against on a CPU DRA driver node" || pass "dra.cpu: no advice against cpuManagerPolicy none"
+[ $rc = 3 ] && pass "dra.cpu: exit 3" || fail "dra.cpu: exit $rc"
+kill "$fake"; wait "$fake" 2>/dev/null
 finish

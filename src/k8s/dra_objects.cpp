@@ -1,0 +1,145 @@
+#include "k8s/dra_objects.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "util/json_field.hpp"
+#include "util/strings.hpp"
+
+namespace gpubind::k8s {
+
+namespace {
+
+using nlohmann::json;
+
+Result<json> parse_object(const std::string& text, const std::string& what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error{what, "not JSON"};
+  if (!j.is_object()) return Error{what, "not a JSON object"};
+  return j;
+}
+
+std::string string_of(const json& o, const char* key) { return json_field::get<std::string>(o, key).value_or(""); }
+
+Attribute attribute_of(const json& v) {
+  Attribute a;
+  a.number = json_field::get<long long>(v, "int");
+  a.flag = json_field::get<bool>(v, "bool");
+  a.text = json_field::get<std::string>(v, "string");
+  if (!a.text) a.text = json_field::get<std::string>(v, "version");
+  a.strings = json_field::get<std::vector<std::string>>(v, "strings").value_or(std::vector<std::string>{});
+  if (a.strings.empty()) a.strings = json_field::get<std::vector<std::string>>(v, "versions").value_or(std::vector<std::string>{});
+  if (a.strings.empty() && a.text) a.strings = {*a.text};
+  a.numbers = json_field::get<std::vector<long long>>(v, "ints").value_or(std::vector<long long>{});
+  if (a.numbers.empty() && a.number) a.numbers = {*a.number};
+  return a;
+}
+
+Attributes attributes_of(const json& device, const std::string& driver) {
+  Attributes out;
+  const json* attrs = json_field::member(device, "attributes");
+  if (const json* basic = json_field::member(device, "basic"); basic && basic->is_object())  // resource.k8s.io/v1beta1
+    attrs = json_field::member(*basic, "attributes");
+  if (!attrs || !attrs->is_object()) return out;
+  for (const auto& [name, value] : attrs->items())
+    out[name.find('/') == std::string::npos ? driver + "/" + name : name] = attribute_of(value);
+  return out;
+}
+
+Status add_slice(const json& slice, const std::string& what, std::vector<SliceDevice>& out) {
+  const json* spec = json_field::member(slice, "spec");
+  if (!spec || !spec->is_object()) return Error{what, "a ResourceSlice without spec"};
+  std::string driver = string_of(*spec, "driver");
+  const json* pool = json_field::member(*spec, "pool");
+  std::string pool_name = pool ? string_of(*pool, "name") : "";
+  if (driver.empty() || pool_name.empty()) return Error{what, "a ResourceSlice without spec.driver or spec.pool.name"};
+  const json* devices = json_field::member(*spec, "devices");
+  if (!devices || devices->is_null()) return Ok{};
+  if (!devices->is_array()) return Error{what, "spec.devices of a " + driver + " slice is not a list"};
+  for (const json& d : *devices) {
+    std::string name = string_of(d, "name");
+    if (name.empty()) return Error{what, "a device of driver " + driver + " pool " + pool_name + " without a name"};
+    out.push_back({driver, pool_name, string_of(*spec, "nodeName"), name, attributes_of(d, driver)});
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+bool is_cpu_driver(const std::string& driver) { return driver == kCpuDriver; }
+
+std::optional<CpuDeviceGroup> cpu_device_group(const std::string& device) {
+  if (device == "cpudevmachine") return CpuDeviceGroup{CpuDeviceGroup::Kind::machine, std::nullopt};
+  for (auto [prefix, kind] : {std::pair{"cpudevnuma", CpuDeviceGroup::Kind::numa}, std::pair{"cpudevsocket", CpuDeviceGroup::Kind::socket},
+                              std::pair{"cpudev", CpuDeviceGroup::Kind::cpu}}) {
+    std::string_view p = prefix;
+    if (!device.starts_with(p)) continue;
+    auto n = parse_uint(device.substr(p.size()));
+    if (!n) return std::nullopt;
+    return CpuDeviceGroup{kind, kind == CpuDeviceGroup::Kind::cpu ? std::nullopt : std::optional<unsigned>(*n)};
+  }
+  return std::nullopt;
+}
+
+const Attribute* SliceDevice::find(const std::string& qualified) const {
+  auto it = attributes.find(qualified);
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+std::optional<long long> SliceDevice::number(const std::string& qualified) const {
+  const Attribute* a = find(qualified);
+  return a ? a->number : std::nullopt;
+}
+
+std::optional<std::string> SliceDevice::text(const std::string& qualified) const {
+  const Attribute* a = find(qualified);
+  return a ? a->text : std::nullopt;
+}
+
+Result<std::vector<SliceDevice>> parse_resource_slices(const std::string& text, const std::string& what) {
+  auto j = parse_object(text, what);
+  if (!j) return j.error();
+  std::vector<SliceDevice> out;
+  if (const json* items = json_field::member(*j, "items")) {
+    if (!items->is_array()) return Error{what, "items is not a list"};
+    for (const json& slice : *items)
+      if (Status st = add_slice(slice, what, out); !st) return st.error();
+  } else if (Status st = add_slice(*j, what, out); !st) {
+    return st.error();
+  }
+  return out;
+}
+
+const SliceDevice* find_slice_device(const std::vector<SliceDevice>& slices, const std::string& driver, const std::string& pool,
+                                     const std::string& name) {
+  for (const SliceDevice& d : slices)
+    if (d.driver == driver && d.name == name && (pool.empty() || d.pool == pool)) return &d;
+  return nullptr;
+}
+
+Result<std::vector<CdiCpuClaim>> parse_cdi_cpu_spec(const std::string& text, const std::string& what) {
+  auto j = parse_object(text, what);
+  if (!j) return j.error();
+  constexpr std::string_view kPrefix = "DRA_CPUSET_";
+  std::vector<CdiCpuClaim> out;
+  const json* devices = json_field::member(*j, "devices");
+  if (!devices || !devices->is_array()) return out;
+  for (const json& d : *devices) {
+    const json* edits = json_field::member(d, "containerEdits");
+    for (const std::string& env :
+         json_field::get<std::vector<std::string>>(edits ? *edits : json(), "env").value_or(std::vector<std::string>{})) {
+      auto eq = env.find('=');
+      if (!env.starts_with(kPrefix) || eq == std::string::npos || eq == kPrefix.size()) continue;
+      auto cpus = CpuSet::parse_list(env.substr(eq + 1));
+      if (!cpus) return Error{what, env.substr(0, eq) + " \"" + env.substr(eq + 1) + "\": " + cpus.error().why};
+      out.push_back({env.substr(kPrefix.size(), eq - kPrefix.size()), *cpus});
+    }
+  }
+  return out;
+}
+
+std::string cpu_claim_uid_of_cdi(const std::string& cdi_id) {
+  constexpr std::string_view kKind = "dra.k8s.io/cpu=claim-";
+  return cdi_id.starts_with(kKind) && cdi_id.size() > kKind.size() ? cdi_id.substr(kKind.size()) : "";
+}
+
+}  // namespace gpubind::k8s

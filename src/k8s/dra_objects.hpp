@@ -1,0 +1,80 @@
+#pragma once
+// What Dynamic Resource Allocation's drivers and the API server write about devices, parsed (pure:
+// text in, values out):
+//   ResourceSlices   a node's devices with their attributes, as `kubectl get resourceslices -o json`
+//                    (or -o yaml, read through the YAML module) prints them: a List or one object
+//   CDI specs        the CPU DRA driver's (kubernetes-sigs/dra-driver-cpu, driver "dra.cpu"):
+//                    /var/run/cdi/dra.k8s.io-cpu_claim-<claimUID>.json, whose one device sets
+//                    DRA_CPUSET_<claimUID>=<CPU list> in the container; the driver's NRI plugin pins
+//                    the container's cgroup to that list
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/cpuset.hpp"
+#include "util/result.hpp"
+
+namespace gpubind::k8s {
+
+// The CPU DRA driver's name, and its device names: grouped mode "cpudevnumaNNN" (the CPUs of NUMA
+// node NNN), "cpudevsocketNNN" (of package NNN), "cpudevmachine" (every allocatable CPU); individual
+// mode "cpudevNNN" (one CPU, numbered core by core: not the CPU's id).
+inline constexpr const char* kCpuDriver = "dra.cpu";
+bool is_cpu_driver(const std::string& driver);
+
+struct CpuDeviceGroup {
+  enum class Kind { numa, socket, machine, cpu } kind = Kind::cpu;
+  std::optional<unsigned> id;  // the node or package; nullopt for machine and cpu
+};
+// nullopt for a name the driver does not write.
+std::optional<CpuDeviceGroup> cpu_device_group(const std::string& device);
+
+// A device attribute's value, as resource.k8s.io writes it: one of int, bool, string, version, or
+// a list (ints, bools, strings, versions; DRAListTypeAttributes). Lists of ints and strings are
+// kept; a scalar string is also its own one-element `strings`.
+struct Attribute {
+  std::optional<long long> number;
+  std::optional<bool> flag;
+  std::optional<std::string> text;  // string or version
+  std::vector<std::string> strings;
+  std::vector<long long> numbers;
+};
+// Attributes by their qualified name: an unqualified one ("uuid") is in its driver's domain
+// ("gpu.nvidia.com/uuid"), as the API server reads it.
+using Attributes = std::map<std::string, Attribute>;
+
+// The standard attributes (resource.kubernetes.io).
+inline constexpr const char* kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+inline constexpr const char* kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
+inline constexpr const char* kNumaNodeAttribute = "resource.kubernetes.io/numaNode";
+
+struct SliceDevice {
+  std::string driver, pool, node, name;
+  Attributes attributes;
+  const Attribute* find(const std::string& qualified) const;
+  std::optional<long long> number(const std::string& qualified) const;
+  std::optional<std::string> text(const std::string& qualified) const;
+};
+// `json` is kubectl's output as JSON; `what` names the file. A slice or device without the fields
+// the API server requires (driver, pool name, device name) is an Error naming it.
+Result<std::vector<SliceDevice>> parse_resource_slices(const std::string& json, const std::string& what);
+
+// The device `driver`/`pool`/`name` of the slices, nullptr when none. A pool's devices are one
+// driver's on one node.
+const SliceDevice* find_slice_device(const std::vector<SliceDevice>& slices, const std::string& driver, const std::string& pool,
+                                     const std::string& name);
+
+// One CPU claim the driver prepared: its claim's UID and CPUs.
+struct CdiCpuClaim {
+  std::string claim_uid;
+  CpuSet cpus;
+};
+// The DRA_CPUSET_<claimUID> variables of a CDI spec's devices. A spec with none is an empty list;
+// one that is not JSON, or a variable whose value is not a CPU list, an Error naming it.
+Result<std::vector<CdiCpuClaim>> parse_cdi_cpu_spec(const std::string& text, const std::string& what);
+
+// The claim UID in a dra.cpu CDI device id ("dra.k8s.io/cpu=claim-<UID>"); "" when it is not one.
+std::string cpu_claim_uid_of_cdi(const std::string& cdi_id);
+
+}  // namespace gpubind::k8s
