@@ -30,7 +30,7 @@ struct LaunchFlags {
   std::string start_method = "spawn";
   bool standalone = false, module = false, no_python = false, run_path = false;
   bool tag_output = false, no_bind = false, best_effort = false, quiet = false, require_mem_policy = false;
-  bool dry_run = false, report = false;  // --dry-run, --report-bindings (the CLI's)
+  bool dry_run = false, report = false, explain = false;  // --dry-run, --report-bindings, --explain (the CLI's)
   std::vector<std::string> rest;
 };
 

@@ -1,5 +1,7 @@
 #include "bind/request.hpp"
 
+#include "bind/pod_metadata.hpp"
+
 namespace gpubind::bind {
 
 void apply_config(const Config& cfg, PlanOptions& o, GivenExplicitly given) {
@@ -51,6 +53,8 @@ Result<plan::Request> make_request(const PlanOptions& o, const topo::Topology& t
     r.allowed_mems = live.mems;
   }
   r.env = std::move(gpu_env);
+  if (from != AllowedFrom::topology)
+    r.pod_metadata = pod_metadata(live.pod_metadata_files, live.pod_metadata_unreadable, t, r.allowed.value_or(t.allowed_cpus));
   if (from != AllowedFrom::topology && !t.gpus.empty()) {
     // Which GPUs this process may open decides how the runtime numbers them.
     r.openable_gpus = live.openable_gpus;

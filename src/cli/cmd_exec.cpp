@@ -26,7 +26,7 @@ struct ExecFlags {
   PlanOptions o;
   std::optional<unsigned> local_rank, local_size;
   bool dry_run = false, verbose = false, best_effort = false, no_cache = false, report = false, keep_launcher = false;
-  bool require_mem_policy = false;
+  bool require_mem_policy = false, explain = false;
   std::vector<std::string> command;
 };
 
@@ -45,6 +45,8 @@ void add_exec_options(Args& app, ExecFlags& f) {
   app.flag("--report-bindings", f.report,
            "Print one line per rank on stderr, as mpirun --report-bindings does: host, rank, GPU, CPUs as a core map, "
            "memory, NIC");
+  app.flag("--explain", f.explain,
+           "Print every step of the GPU resolution and the CPU choice on stderr (the pod's DRA device metadata where read)");
   app.flag("--keep-launcher-binding", f.keep_launcher,
            "Keep CPUs the launcher already bound this rank to when they lie on its GPU's NUMA node and are at least "
            "as many cores as the plan's");
@@ -138,6 +140,7 @@ Result<bind::RankRequest> rank_request(const ExecFlags& f, const topo::LocalRank
 // --cpu-bind): kept on request, otherwise replaced with a note, never silently.
 void print_notes(const ExecFlags& f, const bind::BoundRank& b, unsigned local_rank) {
   print_warnings(b.plan_warnings, f.o.quiet);
+  print_explain(f.explain ? b.plan.explain : std::vector<std::string>{});
   if (b.split_sockets && !f.o.quiet)
     std::fprintf(stderr, "gpubind: note: local rank %u: the launcher bound ranks to whole NUMA nodes; planned socket-split so "
                          "no rank gets fewer cores than a node's share (--policy closest overrides)\n", local_rank);

@@ -65,6 +65,8 @@ void add_launch_options(Args& app, bind::LaunchFlags& f, PlanOptions& o) {
            "name any machine's topology)");
   app.flag("--report-bindings", f.report,
            "Print one line per rank on stderr once its binding is applied, as exec --report-bindings (and mpirun) do");
+  app.flag("--explain", f.explain,
+           "Print every step of the GPU resolution and the CPU choice on stderr (the pod's DRA device metadata where read)");
   // The command starts at the first argument that is not an option: "-- CMD ARGS" (run as given)
   // or torchrun's "SCRIPT ARGS" (run with python unless --no-python).
   app.prefix_command();
@@ -201,6 +203,7 @@ int cmd_launch(const std::vector<std::string>& args) {
   auto plan = launch_plan(*shape, *topo, o, f.dry_run);
   if (!plan) return fail(plan.error());
   if (spec.bind) print_warnings(plan->warnings, o.quiet);
+  print_explain(f.explain ? plan->explain : std::vector<std::string>{});
   if (f.dry_run) return print_dry_run(*plan, spec);
   if (f.report)
     spec.on_bound = [&t = *topo, n = unsigned(plan->ranks.size()), node = spec.node_rank](const plan::RankBinding& rb,

@@ -48,6 +48,10 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet) {
   for (const std::string& w : warnings) std::fprintf(stderr, "gpubind: warning: %s\n", one_line(w).c_str());
 }
 
+void print_explain(const std::vector<std::string>& steps) {
+  for (const std::string& e : steps) std::fprintf(stderr, "gpubind: explain: %s\n", one_line(e).c_str());
+}
+
 std::optional<InstalledSlurm> installed_slurm() {
   for (const char* slurmd : {"slurmd", "/usr/sbin/slurmd", "/usr/local/sbin/slurmd"}) {
     auto r = sys::run_command({slurmd, "-V"}, std::chrono::seconds(10));

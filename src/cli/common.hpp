@@ -41,6 +41,8 @@ void add_quiet_option(Args& app, bool& target);
 // command, unless --quiet. Control characters (a newline in a device name) are escaped so one
 // warning stays one line.
 void print_warnings(const std::vector<std::string>& warnings, bool quiet);
+// --explain of exec and launch: the plan's steps on stderr, one line each ("gpubind: explain: ...").
+void print_explain(const std::vector<std::string>& steps);
 
 // What this host's slurmd says it is (`slurmd -V`: "slurm 25.11.4"), and which slurmd said it (in
 // PATH, else /usr/sbin or /usr/local/sbin); nullopt when none runs here.

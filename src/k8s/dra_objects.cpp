@@ -1,5 +1,6 @@
 #include "k8s/dra_objects.hpp"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "util/json_field.hpp"
@@ -114,6 +115,86 @@ const SliceDevice* find_slice_device(const std::vector<SliceDevice>& slices, con
   for (const SliceDevice& d : slices)
     if (d.driver == driver && d.name == name && (pool.empty() || d.pool == pool)) return &d;
   return nullptr;
+}
+
+std::optional<std::string> pci_of(const SliceDevice& d) {
+  for (const std::string& attribute : {std::string(kPciBusIdAttribute), std::string("dra.net/pciAddress"), d.driver + "/pciAddr"})
+    if (auto pci = d.text(attribute); pci && !pci->empty()) return pci;
+  return std::nullopt;
+}
+
+std::string pcie_root_name(const std::vector<std::string>& pcie_path) {
+  if (pcie_path.empty() || !pcie_path.front().starts_with("hb:")) return "";
+  std::string bridge = pcie_path.front().substr(3);
+  return bridge.size() == 7 && bridge[4] == ':' ? "pci" + to_lower(bridge) : "";
+}
+
+namespace {
+
+// The top-level JSON values of a stream ("{...}\n{...}"), each as its text; nullopt when the text
+// between them is not whitespace or a value does not close.
+std::optional<std::vector<std::string>> json_stream(const std::string& text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (true) {
+    while (i < text.size() && std::isspace((unsigned char)text[i])) ++i;
+    if (i == text.size()) return out;
+    if (text[i] != '{') return std::nullopt;
+    size_t start = i, depth = 0;
+    bool in_string = false;
+    for (; i < text.size(); ++i) {
+      char c = text[i];
+      if (in_string) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        break;
+      }
+    }
+    if (i >= text.size()) return std::nullopt;
+    out.push_back(text.substr(start, ++i - start));
+  }
+}
+
+}  // namespace
+
+Result<DeviceMetadata> parse_device_metadata(const std::string& text, const std::string& what) {
+  auto objects = json_stream(text);
+  if (!objects) return Error{what, "not a stream of JSON objects"};
+  std::vector<std::string> seen;
+  for (const std::string& o : *objects) {
+    auto j = parse_object(o, what);
+    if (!j) return j.error();
+    std::string version = string_of(*j, "apiVersion");
+    if (version != "metadata.resource.k8s.io/v1beta1" && version != "metadata.resource.k8s.io/v1alpha1") {
+      seen.push_back(version.empty() ? "no apiVersion" : version);
+      continue;
+    }
+    DeviceMetadata m;
+    m.api_version = version;
+    if (const json* meta = json_field::member(*j, "metadata")) {
+      m.claim = string_of(*meta, "name");
+      m.namespace_name = string_of(*meta, "namespace");
+      m.uid = string_of(*meta, "uid");
+    }
+    m.pod_claim_name = string_of(*j, "podClaimName");
+    const json* requests = json_field::member(*j, "requests");
+    if (requests && !requests->is_null() && !requests->is_array()) return Error{what, "requests is not a list"};
+    for (const json& r : requests && requests->is_array() ? *requests : json::array()) {
+      const json* devices = json_field::member(r, "devices");
+      for (const json& d : devices && devices->is_array() ? *devices : json::array()) {
+        std::string driver = string_of(d, "driver");
+        m.devices.push_back({string_of(r, "name"), {driver, string_of(d, "pool"), "", string_of(d, "name"), attributes_of(d, driver)}});
+      }
+    }
+    return m;
+  }
+  if (seen.empty()) return DeviceMetadata{};
+  return Error{what, "no DeviceMetadata of a version gpubind reads (metadata.resource.k8s.io/v1beta1, v1alpha1): " + join(seen, ", ")};
 }
 
 Result<std::vector<CdiCpuClaim>> parse_cdi_cpu_spec(const std::string& text, const std::string& what) {

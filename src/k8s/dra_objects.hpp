@@ -1,12 +1,16 @@
 #pragma once
-// What Dynamic Resource Allocation's drivers and the API server write about devices, parsed (pure:
-// text in, values out):
+// What Dynamic Resource Allocation's drivers, the kubelet and the API server write about devices,
+// parsed (pure: text in, values out):
 //   ResourceSlices   a node's devices with their attributes, as `kubectl get resourceslices -o json`
 //                    (or -o yaml, read through the YAML module) prints them: a List or one object
 //   CDI specs        the CPU DRA driver's (kubernetes-sigs/dra-driver-cpu, driver "dra.cpu"):
 //                    /var/run/cdi/dra.k8s.io-cpu_claim-<claimUID>.json, whose one device sets
 //                    DRA_CPUSET_<claimUID>=<CPU list> in the container; the driver's NRI plugin pins
 //                    the container's cgroup to that list
+//   device metadata  KEP-5304's files inside a container (Kubernetes 1.36+, drivers that enable it):
+//                    /var/run/kubernetes.io/dra-device-attributes/{resourceclaims,resourceclaimtemplates}/
+//                    <claim>/<request>/<driver>-metadata.json, a stream of DeviceMetadata objects,
+//                    one per schema version the driver writes, newest first
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +68,31 @@ Result<std::vector<SliceDevice>> parse_resource_slices(const std::string& json, 
 // driver's on one node.
 const SliceDevice* find_slice_device(const std::vector<SliceDevice>& slices, const std::string& driver, const std::string& pool,
                                      const std::string& name);
+
+// A device's PCI address as its driver publishes it: resource.kubernetes.io/pciBusID, DraNet's
+// dra.net/pciAddress, AMD's GPU driver's pciAddr; nullopt when none.
+std::optional<std::string> pci_of(const SliceDevice& d);
+
+// The PCIe root Linux names a device's host bridge by ("pci0000:02", the standard pcieRoot
+// attribute's form) from the topology's path ("hb:0000:02"); "" when unknown.
+std::string pcie_root_name(const std::vector<std::string>& pcie_path);
+
+// One KEP-5304 metadata file: the claim, and each device of each of its requests (SliceDevice's
+// node is "").
+struct DeviceMetadata {
+  std::string api_version;  // the version read: metadata.resource.k8s.io/v1beta1 or v1alpha1
+  std::string claim, namespace_name, uid;
+  std::string pod_claim_name;  // a claim made from a ResourceClaimTemplate: the pod's name for it
+  struct Device {
+    std::string request;
+    SliceDevice device;
+  };
+  std::vector<Device> devices;
+};
+// The first object of the stream whose apiVersion gpubind reads. An empty file (a driver that
+// writes its metadata after preparing the claim, before the pod starts) has no devices; text that
+// is not a stream of JSON objects, or holds no version gpubind reads, is an Error naming it.
+Result<DeviceMetadata> parse_device_metadata(const std::string& text, const std::string& what);
 
 // One CPU claim the driver prepared: its claim's UID and CPUs.
 struct CdiCpuClaim {

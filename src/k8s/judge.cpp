@@ -67,11 +67,10 @@ std::string dashed_pci(const std::string& name) {
 // The topology's GPU a DRA driver's device is. Drivers name devices in their own pool: a PCI
 // address written with dashes, or "gpu-N" for GPU index N of the driver's vendor (NVIDIA's and
 // AMD's, "gpu-N-mig-..." for a MIG device of GPU N); a CDI id ("k8s.gpu.nvidia.com/device=gpu-0")
-// names the same after its '='. The device's pciBusID in the ResourceSlices, where read, decides.
+// names the same after its '='. The device's PCI address in the ResourceSlices, where read, decides.
 const topo::Gpu* find_dra_gpu(const topo::Topology& t, const std::string& driver, const std::string& id, const SliceDevice* slice) {
-  if (slice)
-    if (auto pci = slice->text(kPciBusIdAttribute))
-      if (const topo::Gpu* g = topo::find_gpu(t, pci_address(*pci))) return g;
+  if (auto pci = slice ? pci_of(*slice) : std::nullopt)
+    if (const topo::Gpu* g = topo::find_gpu(t, pci_address(*pci))) return g;
   std::string name = to_lower(id.substr(id.find('=') == std::string::npos ? 0 : id.find('=') + 1));
   if (const topo::Gpu* g = topo::find_gpu(t, dashed_pci(name))) return g;
   std::optional<topo::Vendor> vendor = driver == "gpu.nvidia.com" ? std::optional(topo::Vendor::nvidia)
@@ -87,13 +86,11 @@ const topo::Gpu* find_dra_gpu(const topo::Topology& t, const std::string& driver
   return find_gpu(t, "", id);  // a PCI address or UUID as it is
 }
 
-// The NIC a DRA driver's device is: its pciBusID in the slices (DraNet's dra.net/pciAddress), else
-// a PCI address in its name, else the interface it is named after.
+// The NIC a DRA driver's device is: its PCI address in the slices (pci_of), else a PCI address in
+// its name, else the interface it is named after.
 const topo::Nic* find_dra_nic(const topo::Topology& t, const std::string& id, const SliceDevice* slice) {
-  if (slice)
-    for (const char* attribute : {kPciBusIdAttribute, "dra.net/pciAddress"})
-      if (auto pci = slice->text(attribute))
-        if (const topo::Nic* n = find_nic(t, *pci)) return n;
+  if (auto pci = slice ? pci_of(*slice) : std::nullopt)
+    if (const topo::Nic* n = find_nic(t, *pci)) return n;
   std::string pci = dashed_pci(id);
   if (const topo::Nic* n = find_nic(t, pci.empty() ? id : pci)) return n;
   for (const auto& n : t.nics)  // DraNet names a device after its interface ("ib0")

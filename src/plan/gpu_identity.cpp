@@ -368,6 +368,27 @@ Status container(GpuView& v) {
   return Ok{};
 }
 
+// The GPUs the pod's DRA metadata files name: the container's when nothing else tells (the
+// device files do where they can), a warning where they disagree.
+void pod_claims(GpuView& v, const Request& req) {
+  if (!req.pod_metadata) return;
+  v.explain.insert(v.explain.end(), req.pod_metadata->explain.begin(), req.pod_metadata->explain.end());
+  v.warnings.insert(v.warnings.end(), req.pod_metadata->warnings.begin(), req.pod_metadata->warnings.end());
+  std::vector<const Gpu*> named;
+  for (const Gpu* g : v.physical)
+    if (std::find(req.pod_metadata->gpus.begin(), req.pod_metadata->gpus.end(), g->pci) != req.pod_metadata->gpus.end()) named.push_back(g);
+  if (named.empty()) return;
+  if (!v.openable) {
+    v.openable = named;
+    v.explain.push_back("the pod's DRA metadata: the container's GPUs are " + describe(named));
+  } else if (std::set<const Gpu*>(v.openable->begin(), v.openable->end()) != std::set<const Gpu*>(named.begin(), named.end())) {
+    v.warnings.push_back("the pod's DRA metadata names GPU(s) " + describe(named) + " but this process may open " + describe(*v.openable) +
+                         ": planning for the ones it can open");
+  } else {
+    v.explain.push_back("the pod's DRA metadata names GPU(s) " + describe(named) + ", the ones this process may open");
+  }
+}
+
 // What the runtime enumerates: the GPUs this process may open, when that hides some.
 void enumerated(GpuView& v) {
   v.confined = v.openable && v.openable->size() < v.physical.size();
@@ -522,6 +543,7 @@ Result<VisibleGpus> visible_gpus(const Topology& t, const Request& req, std::vec
   v.pci_order = v.physical;
   v.reordered = v.vendor == Vendor::nvidia && cuda_fastest_first(v.physical, req.env, explain, warnings);
   device_confinement(v, req);
+  pod_claims(v, req);
   if (Status s = container(v); !s) return s.error();
   enumerated(v);
   if (Status s = scheduler_allocation(v); !s) return s.error();

@@ -61,6 +61,15 @@ struct Request {
   // openable_mig_parents): a MIG-<uuid> names no parent, but a container given one MIG device
   // holds the capabilities of one GPU only. Default unknown.
   std::optional<std::vector<std::string>> openable_mig_parents;
+  // What the pod's DRA device metadata files (KEP-5304) say this container was given, where the
+  // caller read them (bind::read_pod_metadata): its GPUs' PCI addresses, and the lines for
+  // --explain and the warnings (the files disagreeing with sysfs, one that cannot be read).
+  // nullopt: no such files (not in a pod, or no driver writes them).
+  struct PodMetadata {
+    std::vector<std::string> gpus;
+    std::vector<std::string> explain, warnings;
+  };
+  std::optional<PodMetadata> pod_metadata;
 };
 
 // Names of the environment variables Request::env may carry; the CLI copies exactly these.

@@ -498,6 +498,36 @@ std::optional<std::vector<std::string>> openable_gpus(const sys::FsRoot& root, c
   return out;
 }
 
+namespace {
+
+// KEP-5304's files are at most a few KiB (a claim's devices and their attributes).
+constexpr size_t kMaxPodMetadataBytes = 1 << 20;
+
+void collect_pod_metadata(const sys::FsRoot& root, const std::string& dir, int depth, ProcessAllowance& a) {
+  auto names = root.list(dir);
+  if (!names) {
+    if (depth == 0 && names.error().kind != ErrorKind::not_found) a.pod_metadata_unreadable.push_back(names.error().message());
+    return;
+  }
+  for (const std::string& name : *names) {
+    std::string rel = dir + "/" + name;
+    if (name.ends_with("-metadata.json")) {
+      auto fd = root.open_read(rel);
+      auto text = fd ? sys::read_to_end(std::move(*fd), root.path_of(rel), kMaxPodMetadataBytes) : Result<std::string>(fd.error());
+      if (text) a.pod_metadata_files[root.path_of(rel)] = std::move(*text);
+      else a.pod_metadata_unreadable.push_back(text.error().message());
+    } else if (depth < 4) {
+      collect_pod_metadata(root, rel, depth + 1, a);
+    }
+  }
+}
+
+}  // namespace
+
+void pod_metadata_files(const sys::FsRoot& root, ProcessAllowance& a) {
+  if (root.exists(kPodMetadataDir)) collect_pod_metadata(root, kPodMetadataDir, 0, a);
+}
+
 Result<ProcessAllowance> this_process_allowance(const topo::Topology& t, const std::map<std::string, std::string>& gpu_env) {
   ProcessAllowance a;
   auto cpus = sys::current_affinity();
@@ -506,9 +536,10 @@ Result<ProcessAllowance> this_process_allowance(const topo::Topology& t, const s
   if (!mems) return mems.error();
   a.cpus = std::move(*cpus);
   a.mems = std::move(*mems);
-  if (t.gpus.empty()) return a;
   auto root = sys::open_fsroot("/");
   if (!root) return a;  // which GPUs it may open stays unknown
+  pod_metadata_files(**root, a);
+  if (t.gpus.empty()) return a;
   std::vector<std::string> pcis;
   for (const topo::Gpu& g : t.gpus) pcis.push_back(g.pci);
   a.openable_gpus = openable_gpus(**root, pcis);

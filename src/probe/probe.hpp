@@ -114,6 +114,12 @@ std::string container_id_of_cgroup(std::string_view text);
 // ("POD_NAMESPACE_CONTAINER-ID.log"; Kubernetes names hold no '_'). Other names are skipped.
 std::map<std::string, KubeContainer> kube_containers_of_log_names(const std::vector<std::string>& names);
 
+// Where Kubernetes mounts a container's DRA device metadata (KEP-5304), under a root.
+inline constexpr const char* kPodMetadataDir = "var/run/kubernetes.io/dra-device-attributes";
+// The "*-metadata.json" files under it (resourceclaims/ and resourceclaimtemplates/, each
+// <claim>/<request>[/<subrequest>]/), into `a`; none when it does not exist.
+void pod_metadata_files(const sys::FsRoot& root, ProcessAllowance& a);
+
 // The environment variables a probe keeps.
 const std::vector<std::string>& env_names();
 

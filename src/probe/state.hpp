@@ -111,6 +111,10 @@ struct ProcessAllowance {
   // variable names a MIG instance); nullopt where that cannot be told.
   std::optional<std::vector<std::string>> openable_gpus;
   std::optional<std::vector<std::string>> openable_mig_parents;
+  // The pod's DRA device metadata files (KEP-5304) this container sees, by path
+  // (probe::pod_metadata_files), and those that could not be read (each an error's message).
+  std::map<std::string, std::string> pod_metadata_files;
+  std::vector<std::string> pod_metadata_unreadable;
 };
 
 }  // namespace gpubind::probe

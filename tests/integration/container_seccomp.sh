@@ -35,7 +35,7 @@ fi
 
 bin_dir=$(cd "$(dirname "$GPUBIND")" && pwd)
 rootfs=$WORK/rootfs
-mkdir -p "$rootfs"/{usr,proc,sys,dev,etc,tmp,run,gpubind}
+mkdir -p "$rootfs"/{usr,proc,sys,dev,etc,tmp,run,gpubind,var/run}
 for l in bin lib lib64 sbin; do [ -e "/$l" ] && ln -s "usr/$l" "$rootfs/$l"; done
 echo 0-1 >"$WORK/two-nodes"
 
@@ -207,5 +207,47 @@ assert len(w) == 1 and w[0].startswith("closest'"'"'s ranks: memory policy refus
   fi
 else
   fail "bench --ab in the container failed"; show
+fi
+# 12. In a Kubernetes pod (issue 56): the DRA device metadata files (KEP-5304) mounted where the
+#     kubelet mounts them, one per driver and request, read-only. exec and launch name the GPU the
+#     metadata names by PCI address (this machine's topology with two GPUs added, as a file),
+#     --explain says they read it, and where the files disagree with the topology (a PCIe root)
+#     or the claim gave fewer CPUs than the container may run on, a warning says so. A file that
+#     is not JSON is a warning and the job runs.
+dra=$WORK/dra
+mkdir -p "$dra/resourceclaims/train-0/gpu" "$dra/resourceclaimtemplates/cpus/cpus" "$dra/resourceclaims/train-0/nic"
+"$GPUBIND" topo --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+node = t["numa_nodes"][0]
+gpu = {"index": 0, "vendor": "nvidia", "name": "NVIDIA A100-SXM4-40GB", "uuid": "", "pci": "0000:07:00.0", "vendor_id": "0x10de",
+       "device_id": "0x20b0", "class_id": "0x0302", "os_names": ["cuda0"], "numa": [node["os_index"]], "cpus": node["cpus"],
+       "pcie_path": ["hb:0000:02", "0000:02:00.0"], "memory_numa": []}
+t["gpus"] = [gpu, dict(gpu, index=1, pci="0000:0f:00.0", os_names=["cuda1"])]
+json.dump(t, open(sys.argv[1], "w"))' "$WORK/pod-topo.json" || fail "could not write this machine's topology with GPUs"
+cat >"$dra/resourceclaims/train-0/gpu/gpu.nvidia.com-metadata.json" <<'EOF'
+{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1","metadata":{"name":"train-0","namespace":"ml","uid":"ca000000-0000-4000-8000-000000000001","generation":1},"requests":[{"name":"gpu","devices":[{"driver":"gpu.nvidia.com","pool":"node-a","name":"gpu-1","attributes":{"resource.kubernetes.io/pciBusID":{"string":"0000:0f:00.0"},"resource.kubernetes.io/pcieRoot":{"string":"pci0000:42"}}}]}]}
+{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1alpha1","metadata":{"name":"train-0","namespace":"ml"},"requests":[]}
+EOF
+cat >"$dra/resourceclaimtemplates/cpus/cpus/dra.cpu-metadata.json" <<'EOF'
+{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1","metadata":{"name":"train-0-cpus-x7k2p","namespace":"ml","uid":"ca000000-0000-4000-8000-000000000002","generation":1},"podClaimName":"cpus","requests":[{"name":"cpus","devices":[{"driver":"dra.cpu","pool":"node-a","name":"cpudevnuma000","attributes":{"dra.cpu/numCPUs":{"int":2},"dra.cpu/allocatedNumCPUs":{"int":1},"resource.kubernetes.io/numaNode":{"int":0},"dra.cpu/socketID":{"int":0}}}]}]}
+EOF
+printf '{"kind": "DeviceMetadata", ' >"$dra/resourceclaims/train-0/nic/dra.net-metadata.json"
+pod=(-v "$dra:/var/run/kubernetes.io/dra-device-attributes:ro" -v "$WORK/pod-topo.json:/pod-topo.json:ro")
+if in_container debian real "${pod[@]}" -- sh -c '/gpubind/gpubind exec --topology /pod-topo.json --explain --local-rank 0 --local-size 1 -- sh -c "echo ran"; echo exec=$?
+  GPUBIND_TOPOLOGY=/pod-topo.json /gpubind/gpubind launch --explain -n 1 -- sh -c "echo ran"; echo launch=$?'; then
+  m=/var/run/kubernetes.io/dra-device-attributes
+  if grep -q exec=0 "$WORK/out" && grep -q launch=0 "$WORK/out" && [ "$(grep -c '^ran$' "$WORK/out")" = 2 ] &&
+    [ "$(count "^gpubind: explain: $m/resourceclaims/train-0/gpu/gpu.nvidia.com-metadata.json: GPU gpu-1 of gpu.nvidia.com is GPU 1 (0000:0f:00.0, by its PCI address")" = 2 ] &&
+    [ "$(count "^gpubind: explain: the pod's DRA metadata: the container's GPUs are 1 (0000:0f:00.0)")" = 2 ] &&
+    [ "$(count "^gpubind: warning: $m/resourceclaims/train-0/gpu/gpu.nvidia.com-metadata.json puts GPU 0000:0f:00.0 under PCIe root pci0000:42, the topology under pci0000:02")" = 2 ] &&
+    [ "$(count "^gpubind: warning: $m/resourceclaimtemplates/cpus/cpus/dra.cpu-metadata.json: the claim was given 1 CPU, this process may run on 2")" = 2 ] &&
+    [ "$(count "^gpubind: warning: DRA device metadata: $m/resourceclaims/train-0/nic/dra.net-metadata.json: not a stream of JSON objects: not used")" = 2 ]; then
+    pass "in a pod: exec and launch name the GPU the DRA metadata names, --explain says so, disagreements and a broken file are warnings"
+  else
+    fail "in a pod: expected the metadata's GPU explained and three warnings from exec and launch each"; show
+  fi
+else
+  fail "exec and launch in the pod container did not run"; show
 fi
 finish

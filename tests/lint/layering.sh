@@ -7,8 +7,9 @@
 #      netdb, pthread, spawn, sys/*, arpa/*, netinet/*, linux/*) only in src/sys and src/modules
 #      (the sys layer's loadable parts)
 #   R4 the pure layers (util, topo, plan, check, render, and the pure parts of watch, k8s, bench
-#      and bind: watch.cpp and rules.cpp, k8s state.cpp and judge.cpp, bench stats.cpp and
-#      record.cpp, bind's torchrun, launcher_binding and hostlist, rebind's plan and outcome) include no header of sys,
+#      and bind: watch.cpp and rules.cpp, k8s state.cpp, judge.cpp and dra_objects.cpp, bench
+#      stats.cpp and record.cpp, bind's torchrun, launcher_binding, hostlist and pod_metadata,
+#      rebind's plan and outcome) include no header of sys,
 #      discover, probe, bind or cli, nor the impure parts of their own layers (watch's sampler and
 #      loop, k8s's reader, bench's runner, rebind's move); but probe/state.hpp, the plain values a probe fills
 #      and check judges, and bind's pure headers
@@ -27,7 +28,7 @@ set -u
 root=${1:-"$(dirname "$0")/../.."}
 cd "$root" || exit 2
 bad=0
-pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome|enforce)\.|doctor/(doctor|facts)\.|watch/(watch|rules)\.|k8s/(state|judge)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist)\.)'
+pure='src/((util|topo|plan|check|render)/|rebind/(rebind|outcome|enforce)\.|doctor/(doctor|facts)\.|watch/(watch|rules)\.|k8s/(state|judge|dra_objects)\.|bench/(stats|record)\.|bind/(torchrun|launcher_binding|hostlist|pod_metadata)\.)'
 # rule NAME PATTERN FILES_REGEX ALLOWED_REGEX MESSAGE: PATTERN in a file matching FILES_REGEX and
 # not ALLOWED_REGEX breaks the rule.
 rule() {
@@ -44,7 +45,7 @@ rule R2 '#include <libxml' 'src/' 'NONE' "libxml2 is not a dependency (src/disco
 rule R3 '#include <((unistd|fcntl|dirent|sched|numaif|numa|dlfcn|signal|poll|netdb|pthread|spawn|termios|pwd|grp)\.h|(sys|arpa|netinet|linux)/)' \
   'src/' 'src/(sys|modules)/' "a syscall or platform header outside src/sys and src/modules"
 rule R4 '#include "((sys|discover|probe|bind|cli)/|rebind/move\.|doctor/reader\.|watch/(sampler|run)\.|k8s/reader\.|bench/runner\.)' "$pure" \
-  '[^:]*:[0-9]+:#include "(probe/state|bind/(torchrun|launcher_binding|hostlist))\.hpp"' "a pure layer includes a header of sys, discover, probe, bind or cli, or an impure part of its own layer"
+  '[^:]*:[0-9]+:#include "(probe/state|bind/(torchrun|launcher_binding|hostlist|pod_metadata))\.hpp"' "a pure layer includes a header of sys, discover, probe, bind or cli, or an impure part of its own layer"
 rule R5 '(\b(getenv|secure_getenv|setenv|unsetenv|putenv|popen|fopen)\s*\(|std::system\s*\(|#include <(thread|chrono|ctime|mutex|condition_variable|future|fstream|filesystem|csignal|random)>)' \
   "$pure" 'NONE' "a pure layer reads the environment, a clock, a file or starts a thread or process"
 rule R6 '\b(setenv|unsetenv|putenv)\s*\(' 'src/' 'src/sys/' \

@@ -92,5 +92,48 @@ TEST(K8sDraObjects, ResourceSlicesMissingWhatTheApiServerRequiresAreErrors) {
   EXPECT_TRUE(empty->empty());
 }
 
+// KEP-5304: a stream of DeviceMetadata objects, one per version the driver writes, newest first.
+TEST(K8sDraObjects, DeviceMetadataTakesTheFirstVersionItReads) {
+  auto m = parse_device_metadata(R"({"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v2","requests":[]}
+{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1","metadata":{"name":"gpu-claim","namespace":"ml","uid":"c7e7","generation":1},
+ "podClaimName":"my-gpu","requests":[{"name":"gpu","devices":[{"driver":"gpu.example.com","pool":"worker-0","name":"gpu-0",
+ "attributes":{"model":{"string":"a {brace} \" quote"},"index":{"int":0}}}]}]}
+{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1alpha1","requests":[]})",
+                                 "m.json");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->api_version, "metadata.resource.k8s.io/v1beta1");
+  EXPECT_EQ(m->claim, "gpu-claim");
+  EXPECT_EQ(m->namespace_name, "ml");
+  EXPECT_EQ(m->pod_claim_name, "my-gpu");
+  ASSERT_EQ(m->devices.size(), 1u);
+  EXPECT_EQ(m->devices[0].request, "gpu");
+  EXPECT_EQ(m->devices[0].device.name, "gpu-0");
+  EXPECT_EQ(m->devices[0].device.text("gpu.example.com/model"), "a {brace} \" quote");
+  EXPECT_EQ(m->devices[0].device.number("gpu.example.com/index"), 0);
+}
+
+TEST(K8sDraObjects, DeviceMetadataEmptyUnknownOrBroken) {
+  auto empty = parse_device_metadata("\n", "m");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->devices.empty());
+  EXPECT_EQ(parse_device_metadata(R"({"apiVersion":"metadata.resource.k8s.io/v9"})", "m").error().message(),
+            "m: no DeviceMetadata of a version gpubind reads (metadata.resource.k8s.io/v1beta1, v1alpha1): metadata.resource.k8s.io/v9");
+  EXPECT_EQ(parse_device_metadata(R"({"kind": "DeviceMetadata", )", "m").error().message(), "m: not a stream of JSON objects");
+  EXPECT_EQ(parse_device_metadata(R"([1])", "m").error().message(), "m: not a stream of JSON objects");
+  EXPECT_EQ(parse_device_metadata(R"({"apiVersion":"metadata.resource.k8s.io/v1beta1","requests":{}})", "m").error().message(),
+            "m: requests is not a list");
+}
+
+TEST(K8sDraObjects, PciOfEachDriversAttributeAndPcieRootNames) {
+  SliceDevice amd{"gpu.amd.com", "n", "", "gpu-1-128", {{"gpu.amd.com/pciAddr", {{}, {}, "0000:c1:00.0", {"0000:c1:00.0"}, {}}}}};
+  EXPECT_EQ(pci_of(amd), "0000:c1:00.0");
+  SliceDevice net{"dra.net", "n", "", "ib0", {{"dra.net/pciAddress", {{}, {}, "0000:0c:00.0", {"0000:0c:00.0"}, {}}}}};
+  EXPECT_EQ(pci_of(net), "0000:0c:00.0");
+  EXPECT_FALSE(pci_of(SliceDevice{"gpu.nvidia.com", "n", "", "gpu-0", {}}));
+  EXPECT_EQ(pcie_root_name({"hb:0000:02", "0000:02:00.0"}), "pci0000:02");
+  EXPECT_EQ(pcie_root_name({"cpu:0"}), "");
+  EXPECT_EQ(pcie_root_name({}), "");
+}
+
 }  // namespace dra_object_parsing
 }  // namespace gpubind::k8s

@@ -313,6 +313,24 @@ TEST(GpuIdentity, AmbiguousConfinementIsDecidedByTheDevicesTheJobCanOpen) {
   EXPECT_FALSE(has_warning(open, "This is a guess"));
 }
 
+TEST(GpuIdentity, PodMetadataNamesTheContainersGpusWhereTheDeviceFilesCannot) {
+  // A pod whose DRA metadata names GPU 1 (its pciBusID); the device files tell nothing.
+  Request r;
+  r.pod_metadata = Request::PodMetadata{{"0000:02:00.0"}, {"/m/f: GPU gpu-1 ..."}, {}};
+  Plan p = must_plan(eight_l3_node(), r);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].gpus[0].index, 1u);
+  EXPECT_TRUE(std::any_of(p.explain.begin(), p.explain.end(), [](const std::string& e) { return e == "/m/f: GPU gpu-1 ..."; }));
+  EXPECT_TRUE(std::any_of(p.explain.begin(), p.explain.end(), [](const std::string& e) {
+    return e.find("the pod's DRA metadata: the container's GPUs are 1 (0000:02:00.0)") != std::string::npos;
+  }));
+  // The device files say GPU 0: they win, and the disagreement is a warning.
+  r.openable_gpus = std::vector<std::string>{"0000:01:00.0"};
+  Plan files = must_plan(eight_l3_node(), r);
+  EXPECT_EQ(files.ranks[0].gpus[0].index, 0u);
+  EXPECT_TRUE(has_warning(files, "the pod's DRA metadata names GPU(s) 1 (0000:02:00.0) but this process may open 0 (0000:01:00.0)"));
+}
+
 TEST(GpuIdentity, GpusTheProcessCannotOpenAreNotEnumerated) {
   // A container that holds only GPU 1's device file: cuda:0 is GPU 1, with no variable set.
   Request r;
