@@ -659,11 +659,64 @@ CheckResult slurm_gres(const topo::Topology& t, const NodeFacts& f) {
   return ok(id, std::to_string(judged) + " GPU core lists, each holding its GPU's own cores; " + taken + " (" + where + ")");
 }
 
+// The CPU DRA driver's configuration as it places claims' CPUs: a group wider than a GPU's NUMA
+// node, reserved CPUs that hold a GPU's node or differ from the kubelet's.
+std::optional<CheckResult> cpu_driver_config(const topo::Topology& t, const NodeFacts& f, const std::string& seen) {
+  const char* id = "kubelet";
+  const k8s::CpuDriverConfig& c = *f.cpu_driver;
+  const k8s::KubeletConfig& k = *f.kubelet;
+  std::string conf = "cpuDeviceMode " + c.cpu_device_mode + (c.cpu_device_mode == "grouped" ? ", groupBy " + c.group_by : "") +
+                     ", reservedCPUs " + (c.reserved_cpus ? c.reserved_cpus->to_list() : "none") + " (" + f.cpu_driver_source + ")";
+  if (c.cpu_device_mode == "grouped" && c.group_by != "numanode")
+    for (const topo::Package& p : t.packages) {
+      std::vector<unsigned> nodes = topo::nodes_covering(t, c.group_by == "machine" ? t.cpus : p.cpus);
+      bool gpus = std::any_of(nodes.begin(), nodes.end(), [&](unsigned n) { return !topo::gpus_on_node(t, n).empty(); });
+      if (nodes.size() < 2 || !gpus) continue;
+      return CheckResult{
+          id, Severity::warn,
+          seen + ", " + conf + ": a group holds NUMA nodes " + join_numbers(nodes) +
+              ", so a claim matched to a GPU's pcieRoot or socket may get CPUs on another node than its GPU",
+          "groupBy: numanode (or claims with matchAttribute: resource.kubernetes.io/numaNode over the GPU and CPU requests)"};
+    }
+  if (c.reserved_cpus)
+    for (const topo::NumaNode& n : t.numa_nodes)
+      if (!n.cpus.empty() && n.cpus.is_subset_of(*c.reserved_cpus) && !topo::gpus_on_node(t, n.os_index).empty())
+        return CheckResult{id, Severity::warn,
+                           seen + ", " + conf + ": its reserved CPUs hold every CPU of NUMA node " + std::to_string(n.os_index) +
+                               ", where GPU(s) " + join(topo::gpus_on_node(t, n.os_index), ", ") + " are: no claim gets CPUs near them",
+                           "reserve CPUs of a node without GPUs, or fewer"};
+  if (k.reserved_system_cpus && (!c.reserved_cpus || c.reserved_cpus->count() != k.reserved_system_cpus->count()))
+    return CheckResult{
+        id, Severity::warn,
+        seen + ", " + conf + ": the kubelet's reservedSystemCPUs " + k.reserved_system_cpus->to_list() +
+            " are not as many: the node's allocatable CPUs and the CPUs the driver gives claims disagree",
+        "reservedCPUs in the driver's configuration as many as reservedSystemCPUs (the same list keeps system daemons off claims)"};
+  return std::nullopt;
+}
+
+// A node where the CPU DRA driver gives exclusive CPUs: the kubelet's CPU manager must be off.
+CheckResult cpu_dra_driver(const topo::Topology& t, const NodeFacts& f, const std::string& policies) {
+  const char* id = "kubelet";
+  std::string seen = "the CPU DRA driver (dra.cpu) runs here (" + f.cpu_driver_seen + ")";
+  if (f.kubelet->cpu_manager_policy != "none")
+    return {id, Severity::fail, seen + " beside " + policies + ": both set containers' CPUs, and each undoes the other's",
+            "cpuManagerPolicy: none (the driver gives exclusive CPUs through its claims)"};
+  if (!f.cpu_driver)
+    return ok(id, seen + "; " + policies + ", as it needs; its configuration " +
+                      (f.cpu_driver_source.empty() ? "not read (no dracpu process visible here)"
+                                                   : "in " + f.cpu_driver_source + " could not be read (notes)"));
+  if (auto r = cpu_driver_config(t, f, seen)) return *r;
+  return ok(id, seen + "; " + policies + ", as it needs; cpuDeviceMode " + f.cpu_driver->cpu_device_mode +
+                    (f.cpu_driver->cpu_device_mode == "grouped" ? ", groupBy " + f.cpu_driver->group_by : "") + " (" + f.cpu_driver_source +
+                    ")");
+}
+
 CheckResult kubelet(const topo::Topology& t, const NodeFacts& f) {
   const char* id = "kubelet";
   const k8s::KubeletConfig& k = *f.kubelet;
   std::string policies = "cpuManagerPolicy " + k.cpu_manager_policy + ", topologyManagerPolicy " + k.topology_manager_policy +
                          " (scope " + k.topology_manager_scope + "), memoryManagerPolicy " + k.memory_manager_policy;
+  if (!f.cpu_driver_seen.empty()) return cpu_dra_driver(t, f, policies);
   if (k.cpu_manager_policy != "static")
     return {id, Severity::warn,
             policies + " (" + f.kubelet_config + "): no pod gets CPUs of its own, so GPU workers share every CPU and migrate",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/dra_objects.hpp"
 #include "k8s/state.hpp"
 #include "util/cpuset.hpp"
 
@@ -134,6 +135,14 @@ struct NodeFacts {
   std::string systemd_conf;                // the file that set it
   std::optional<k8s::KubeletConfig> kubelet;  // nullopt: no kubelet config.yaml (not a Kubernetes node)
   std::string kubelet_config;              // the file read
+  // The CPU DRA driver (dra.cpu): what shows it runs here ("" nothing: its kubelet plugin's
+  // registration socket or directory, its process), and its configuration where its process
+  // (comm "dracpu") could be read: its command line and the --config file in its container
+  // (/proc/PID/root/...), named in cpu_driver_source ("/proc/PID" alone: its configuration could
+  // not be read).
+  std::string cpu_driver_seen;
+  std::optional<k8s::CpuDriverConfig> cpu_driver;
+  std::string cpu_driver_source;
   // nullopt: not asked (a captured tree, --no-gpu-runtime, no GPU in the topology).
   std::optional<RuntimeCheck> gpu_runtime;
   std::string gpu_runtime_skipped;         // why not asked, for the note

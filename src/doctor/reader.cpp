@@ -245,6 +245,50 @@ Status kubelet(const sys::FsRoot& root, const ReaderOptions& o, NodeFacts& f) {
   return Ok{};
 }
 
+// The CPU DRA driver: its kubelet plugin's registration, its process, and the configuration its
+// command line and --config file (read in its container's root) give.
+void cpu_dra_driver(const sys::FsRoot& root, NodeFacts& f) {
+  std::string name = k8s::kCpuDriver;
+  for (const std::string& rel : {"var/lib/kubelet/plugins_registry/" + name + "-reg.sock", "var/lib/kubelet/plugins/" + name})
+    if (f.cpu_driver_seen.empty() && root.exists(rel)) f.cpu_driver_seen = "/" + rel;
+  auto pids = root.list("proc");
+  for (const std::string& pid : pids ? *pids : std::vector<std::string>{}) {
+    auto comm = parse_uint(pid) ? root.read("proc/" + pid + "/comm") : Result<std::string>(Error{"", ""});
+    if (!comm || trim(*comm) != "dracpu") continue;
+    auto cmdline = read(root, "proc/" + pid + "/cmdline", f);
+    if (!cmdline) continue;
+    std::vector<std::string> args;
+    for (std::string_view a : split(*cmdline, '\0')) args.emplace_back(a);
+    while (!args.empty() && args.back().empty()) args.pop_back();
+    if (!args.empty()) args.erase(args.begin());  // the program
+    std::string source = "/proc/" + pid + "/cmdline";
+    if (f.cpu_driver_seen.empty()) f.cpu_driver_seen = "/proc/" + pid + " (dracpu)";
+    f.cpu_driver_source = "/proc/" + pid;  // its configuration, once read, replaces it
+    k8s::CpuDriverConfig flags = k8s::cpu_driver_flags(args);
+    std::optional<std::string> json;
+    if (!flags.config_file.empty()) {
+      std::string rel = "proc/" + pid + "/root/" + under_root(flags.config_file);
+      auto text = read(root, rel, f);
+      if (!text) continue;  // absent or unreadable: said in f.unreadable where it exists
+      auto j = sys::yaml_to_json(*text, root.path_of(rel));
+      if (!j) {
+        f.unreadable.push_back(j.error().message());
+        continue;
+      }
+      json = *j;
+      source += ", /" + rel;
+    }
+    auto c = k8s::parse_cpu_driver_config(args, json ? &*json : nullptr, "/proc/" + pid);
+    if (!c) {
+      f.unreadable.push_back(c.error().message());
+      continue;
+    }
+    f.cpu_driver = *c;
+    f.cpu_driver_source = source;
+    break;
+  }
+}
+
 // The files an include pattern names, as on the node, sorted as glob(3) sorts them: a pattern in
 // the last component only (Slurm's own lines use "plugstack.conf.d/*.conf").
 std::vector<std::string> included(const sys::FsRoot& root, const std::string& pattern) {
@@ -531,6 +575,7 @@ Result<NodeFacts> read_node_facts(const sys::FsRoot& root, const topo::Topology&
   }
   systemd_affinity(root, f);
   if (Status s = kubelet(root, o, f); !s) return s.error();
+  if (f.kubelet) cpu_dra_driver(root, f);
   return f;
 }
 

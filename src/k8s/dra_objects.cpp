@@ -218,6 +218,75 @@ Result<std::vector<CdiCpuClaim>> parse_cdi_cpu_spec(const std::string& text, con
   return out;
 }
 
+namespace {
+
+// "--name=value" or "--name value" (Go's flag package; "-name" too); the last one given.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, std::string_view name) {
+  std::optional<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a.starts_with("--")) a.remove_prefix(2);
+    else if (a.starts_with("-")) a.remove_prefix(1);
+    else continue;
+    if (a == name && i + 1 < args.size()) out = args[i + 1];
+    else if (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '=') out = std::string(a.substr(name.size() + 1));
+  }
+  return out;
+}
+
+bool flag_given(const std::vector<std::string>& args, std::string_view name) {
+  for (std::string_view a : args) {
+    while (a.starts_with("-")) a.remove_prefix(1);
+    if (a == name || (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '=')) return true;
+  }
+  return false;
+}
+
+Status check_one_of(const std::string& value, std::initializer_list<const char*> allowed, const std::string& what, const char* key) {
+  for (const char* a : allowed)
+    if (value == a) return Ok{};
+  std::vector<std::string> list(allowed.begin(), allowed.end());
+  return Error{what, std::string(key) + " \"" + value + "\" is not one the driver knows (" + join(list, ", ") + ")"};
+}
+
+}  // namespace
+
+CpuDriverConfig cpu_driver_flags(const std::vector<std::string>& args) {
+  CpuDriverConfig c;
+  if (auto v = flag_value(args, "config")) c.config_file = *v;
+  return c;
+}
+
+Result<CpuDriverConfig> parse_cpu_driver_config(const std::vector<std::string>& args, const std::string* file_json,
+                                                const std::string& what) {
+  CpuDriverConfig c = cpu_driver_flags(args);
+  std::optional<std::string> reserved;
+  if (file_json) {
+    auto j = parse_object(*file_json, what + " " + c.config_file);
+    if (!j) return j.error();
+    if (auto v = json_field::get<std::string>(*j, "cpuDeviceMode")) c.cpu_device_mode = *v;
+    if (auto v = json_field::get<std::string>(*j, "groupBy")) c.group_by = *v;
+    if (auto v = json_field::get<std::string>(*j, "reservedCPUs")) reserved = *v;
+  }
+  if (auto v = flag_value(args, "cpu-device-mode")) c.cpu_device_mode = *v;
+  if (auto v = flag_value(args, "group-by")) c.group_by = *v;
+  if (auto v = flag_value(args, "reserved-cpus")) reserved = *v;
+  if (flag_given(args, "expose-pcie-roots")) {  // a Go bool flag: bare, or "=false"; never a separate value
+    std::string v = "true";
+    for (const std::string& a : args)
+      if (auto eq = a.find("expose-pcie-roots="); eq != std::string::npos && a.find_first_not_of('-') == eq) v = a.substr(eq + 18);
+    c.expose_pcie_roots = v != "false" && v != "0";
+  }
+  if (Status st = check_one_of(c.cpu_device_mode, {"grouped", "individual"}, what, "cpuDeviceMode"); !st) return st.error();
+  if (Status st = check_one_of(c.group_by, {"numanode", "socket", "machine"}, what, "groupBy"); !st) return st.error();
+  if (reserved && !trim(*reserved).empty()) {
+    auto cpus = CpuSet::parse_list(std::string(trim(*reserved)));
+    if (!cpus) return Error{what, "reservedCPUs \"" + *reserved + "\": " + cpus.error().why};
+    c.reserved_cpus = *cpus;
+  }
+  return c;
+}
+
 std::string cpu_claim_uid_of_cdi(const std::string& cdi_id) {
   constexpr std::string_view kKind = "dra.k8s.io/cpu=claim-";
   return cdi_id.starts_with(kKind) && cdi_id.size() > kKind.size() ? cdi_id.substr(kKind.size()) : "";

@@ -94,6 +94,25 @@ struct DeviceMetadata {
 // is not a stream of JSON objects, or holds no version gpubind reads, is an Error naming it.
 Result<DeviceMetadata> parse_device_metadata(const std::string& text, const std::string& what);
 
+// The CPU DRA driver's configuration (kubernetes-sigs/dra-driver-cpu internal/driverconfig): its
+// command line (/dracpu --cpu-device-mode=..., --group-by, --reserved-cpus, --expose-pcie-roots,
+// --config=FILE) over its configuration file (flat YAML: cpuDeviceMode, groupBy, reservedCPUs),
+// over the defaults (grouped, numanode, none reserved). A flag given wins over the file.
+struct CpuDriverConfig {
+  std::string cpu_device_mode = "grouped";  // grouped, individual
+  std::string group_by = "numanode";        // numanode, socket, machine (grouped mode)
+  std::optional<CpuSet> reserved_cpus;
+  bool expose_pcie_roots = false;
+  std::string config_file;  // --config's path, "" none
+};
+// The flags of `args` (argv without the program); the config file's path is config_file, whose
+// text (as JSON) `file_json` is when given. A value the driver would refuse (a mode or grouping
+// it does not know, a CPU list that is not one) is an Error naming it.
+Result<CpuDriverConfig> parse_cpu_driver_config(const std::vector<std::string>& args, const std::string* file_json,
+                                                const std::string& what);
+// Only the flags, for --config's path before the file is read.
+CpuDriverConfig cpu_driver_flags(const std::vector<std::string>& args);
+
 // One CPU claim the driver prepared: its claim's UID and CPUs.
 struct CdiCpuClaim {
   std::string claim_uid;

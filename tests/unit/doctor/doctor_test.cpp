@@ -496,6 +496,40 @@ TEST(Doctor, KubeletWithoutStaticCpusOrWithUnalignedTopologyWarns) {
   EXPECT_EQ(severity(example("dgx-h100"), f, "kubelet"), Severity::ok);
 }
 
+// The CPU DRA driver (dra.cpu) gives exclusive CPUs on this node: the CPU manager must be off, and
+// its own configuration is judged instead (the DGX A100 NPS4 example: 4 NUMA nodes per package).
+TEST(Doctor, KubeletBesideTheCpuDraDriverJudgesTheDriver) {
+  NodeFacts f = clean();
+  f.kubelet = k8s::KubeletConfig{};
+  f.kubelet_config = "/var/lib/kubelet/config.yaml";
+  f.cpu_driver_seen = "/var/lib/kubelet/plugins_registry/dra.cpu-reg.sock";
+  const topo::Topology& nps4 = example("dgx-a100-nps4");
+  const CheckResult unread = result(judge(nps4, f), "kubelet");  // cpuManagerPolicy none: what the driver needs
+  EXPECT_EQ(unread.severity, Severity::ok);
+  EXPECT_NE(unread.why.find("its configuration not read (no dracpu process visible here)"), std::string::npos) << unread.why;
+  f.cpu_driver = k8s::CpuDriverConfig{};
+  f.cpu_driver_source = "/proc/7/cmdline";
+  EXPECT_EQ(severity(nps4, f, "kubelet"), Severity::ok);  // grouped by NUMA node
+  f.cpu_driver->group_by = "socket";
+  const CheckResult wide = result(judge(nps4, f), "kubelet");
+  EXPECT_EQ(wide.severity, Severity::warn);
+  EXPECT_NE(wide.why.find("a group holds NUMA nodes 0,1,2,3"), std::string::npos) << wide.why;
+  EXPECT_NE(wide.fix.find("groupBy: numanode"), std::string::npos);
+  EXPECT_EQ(severity(example("dgx-h100"), f, "kubelet"), Severity::ok);  // one NUMA node per socket: a socket group is a node
+  f.cpu_driver->group_by = "numanode";
+  f.cpu_driver->reserved_cpus = *CpuSet::parse_list("48-63,176-191");  // node 3, GPUs 0 and 1
+  EXPECT_NE(result(judge(nps4, f), "kubelet").why.find("its reserved CPUs hold every CPU of NUMA node 3"), std::string::npos);
+  f.cpu_driver->reserved_cpus = *CpuSet::parse_list("0-1");
+  f.kubelet->reserved_system_cpus = *CpuSet::parse_list("0-3");
+  EXPECT_NE(result(judge(nps4, f), "kubelet").why.find("the kubelet's reservedSystemCPUs 0-3 are not as many"), std::string::npos);
+  f.kubelet->reserved_system_cpus = *CpuSet::parse_list("0,128");
+  EXPECT_EQ(severity(nps4, f, "kubelet"), Severity::ok);
+  f.kubelet->cpu_manager_policy = "static";
+  const CheckResult both = result(judge(nps4, f), "kubelet");
+  EXPECT_EQ(both.severity, Severity::fail);
+  EXPECT_EQ(both.fix, "cpuManagerPolicy: none (the driver gives exclusive CPUs through its claims)");
+}
+
 TEST(DoctorReader, SlurmConfKeysAreCaseInsensitiveAndTheLastWins) {
   EXPECT_EQ(slurm_conf_value("ClusterName=c\n#TaskPlugin=task/none\ntaskplugin=task/affinity # bind\n", "TaskPlugin"), "task/affinity");
   EXPECT_EQ(slurm_conf_value("TaskPlugin=task/none\nTaskPlugin=task/cgroup,task/affinity\n", "TaskPlugin"), "task/cgroup,task/affinity");

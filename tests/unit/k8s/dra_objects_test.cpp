@@ -135,5 +135,38 @@ TEST(K8sDraObjects, PciOfEachDriversAttributeAndPcieRootNames) {
   EXPECT_EQ(pcie_root_name({}), "");
 }
 
+// The driver's flags (Go's flag package: --name=value, --name value, -name) over its config file.
+TEST(K8sDraObjects, CpuDriverConfigFlagsWinOverTheFile) {
+  std::string file = R"({"cpuDeviceMode":"grouped","groupBy":"socket","reservedCPUs":"0-1"})";
+  auto c = parse_cpu_driver_config({"--v=4", "--config=/etc/dracpu/config.yaml", "--expose-pcie-roots"}, &file, "p");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->config_file, "/etc/dracpu/config.yaml");
+  EXPECT_EQ(c->group_by, "socket");
+  EXPECT_EQ(c->reserved_cpus->to_list(), "0-1");
+  EXPECT_TRUE(c->expose_pcie_roots);
+  auto flags = parse_cpu_driver_config(
+      {"-group-by", "numanode", "--reserved-cpus=4-7", "--expose-pcie-roots=false", "--cpu-device-mode=individual"}, &file, "p");
+  ASSERT_TRUE(flags) << flags.error().message();
+  EXPECT_EQ(flags->group_by, "numanode");
+  EXPECT_EQ(flags->cpu_device_mode, "individual");
+  EXPECT_EQ(flags->reserved_cpus->to_list(), "4-7");
+  EXPECT_FALSE(flags->expose_pcie_roots);
+  auto defaults = parse_cpu_driver_config({}, nullptr, "p");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->cpu_device_mode, "grouped");
+  EXPECT_EQ(defaults->group_by, "numanode");
+  EXPECT_FALSE(defaults->reserved_cpus);
+}
+
+TEST(K8sDraObjects, CpuDriverConfigTheDriverWouldRefuseIsAnError) {
+  EXPECT_EQ(parse_cpu_driver_config({"--group-by=cache"}, nullptr, "p").error().message(),
+            "p: groupBy \"cache\" is not one the driver knows (numanode, socket, machine)");
+  EXPECT_EQ(parse_cpu_driver_config({"--cpu-device-mode=x"}, nullptr, "p").error().message(),
+            "p: cpuDeviceMode \"x\" is not one the driver knows (grouped, individual)");
+  EXPECT_FALSE(parse_cpu_driver_config({"--reserved-cpus=a"}, nullptr, "p"));
+  std::string not_json = "{";
+  EXPECT_FALSE(parse_cpu_driver_config({"--config=/c"}, &not_json, "p"));
+}
+
 }  // namespace dra_object_parsing
 }  // namespace gpubind::k8s
