@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "k8s/judge.hpp"
 #include "plan/slurm_node.hpp"
 #include "util/strings.hpp"
 
@@ -716,6 +717,9 @@ CheckResult kubelet(const topo::Topology& t, const NodeFacts& f) {
   const k8s::KubeletConfig& k = *f.kubelet;
   std::string policies = "cpuManagerPolicy " + k.cpu_manager_policy + ", topologyManagerPolicy " + k.topology_manager_policy +
                          " (scope " + k.topology_manager_scope + "), memoryManagerPolicy " + k.memory_manager_policy;
+  if (auto refused = k8s::topology_manager_refusal(k, t))
+    return {id, Severity::fail, *refused,
+            "topologyManagerPolicyOptions max-allowable-numa-nodes: \"" + std::to_string(t.numa_nodes.size()) + "\""};
   if (!f.cpu_driver_seen.empty()) return cpu_dra_driver(t, f, policies);
   if (k.cpu_manager_policy != "static")
     return {id, Severity::warn,

@@ -509,6 +509,7 @@ void node_findings(Report& r, const topo::Topology& t) {
     problem("cpu_manager_state was written under the CPU manager policy \"" + s.cpu->policy + "\", config.yaml asks for \"" +
             s.config.cpu_manager_policy + "\": the kubelet will not start until the node is drained and the file removed");
   bool gpu_pods = !r.containers.empty();
+  if (auto refused = topology_manager_refusal(s.config, t)) problem(*refused);
   if (!s.cpu_driver.empty() && policy == "static")
     problem("the CPU DRA driver (dra.cpu) runs here (" + s.cpu_driver +
             ") beside cpuManagerPolicy static: both set containers' CPUs and undo each other's; the driver needs cpuManagerPolicy: none");
@@ -660,6 +661,18 @@ Report judge(NodeState state, const topo::Topology& t) {
   r.state = std::move(state);
   node_findings(r, t);
   return r;
+}
+
+std::optional<std::string> topology_manager_refusal(const KubeletConfig& c, const topo::Topology& t) {
+  if (c.topology_manager_policy == "none") return std::nullopt;
+  size_t most = 8;
+  if (auto o = c.topology_manager_policy_options.find("max-allowable-numa-nodes"); o != c.topology_manager_policy_options.end())
+    if (auto n = parse_uint(o->second)) most = size_t(*n);
+  if (t.numa_nodes.size() <= most) return std::nullopt;
+  return "topologyManagerPolicy " + c.topology_manager_policy + " on " + std::to_string(t.numa_nodes.size()) +
+         " NUMA nodes, more than the " + std::to_string(most) +
+         " the Topology Manager allows: the kubelet does not start; topologyManagerPolicyOptions max-allowable-numa-nodes: \"" +
+         std::to_string(t.numa_nodes.size()) + "\" lets it (its hint computation grows with the nodes)";
 }
 
 std::vector<Verdict> ContainerReport::verdicts() const {

@@ -105,6 +105,12 @@ struct Report {
 
 Report judge(NodeState state, const topo::Topology& t);
 
+// The most NUMA nodes the kubelet's Topology Manager starts on: topologyManagerPolicyOptions
+// max-allowable-numa-nodes (beta 1.31, GA 1.35), else 8. A policy other than none on a machine with
+// more nodes stops the kubelet at start ("unsupported on machines with more than 8 NUMA Nodes").
+// nullopt: the machine is within it, or the policy is none.
+std::optional<std::string> topology_manager_refusal(const KubeletConfig& c, const topo::Topology& t);
+
 // Whether the report has anything wrong: a container not ALIGNED, or a node problem.
 bool has_problems(const Report& r);
 

@@ -524,6 +524,12 @@ TEST(Doctor, KubeletBesideTheCpuDraDriverJudgesTheDriver) {
   EXPECT_NE(result(judge(nps4, f), "kubelet").why.find("the kubelet's reservedSystemCPUs 0-3 are not as many"), std::string::npos);
   f.kubelet->reserved_system_cpus = *CpuSet::parse_list("0,128");
   EXPECT_EQ(severity(nps4, f, "kubelet"), Severity::ok);
+  topo::Topology nine = nps4;
+  nine.numa_nodes.push_back({8, {}, 0, 0, "HBM"});
+  f.kubelet->topology_manager_policy = "single-numa-node";
+  const CheckResult refused = result(judge(nine, f), "kubelet");  // the kubelet would not start
+  EXPECT_EQ(refused.severity, Severity::fail);
+  EXPECT_EQ(refused.fix, "topologyManagerPolicyOptions max-allowable-numa-nodes: \"9\"");
   f.kubelet->cpu_manager_policy = "static";
   const CheckResult both = result(judge(nps4, f), "kubelet");
   EXPECT_EQ(both.severity, Severity::fail);

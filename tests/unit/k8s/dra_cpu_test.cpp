@@ -243,5 +243,23 @@ TEST(K8sDraCpu, CrossNumaAcrossSocketsHintsTheClosestNodesOption) {
   EXPECT_EQ(reason(judge(s, nps4())).find("prefer-closest-numa-nodes"), std::string::npos);
 }
 
+TEST(K8sDraCpu, TheTopologyManagerRefusesMoreThanEightNumaNodesUnlessAllowed) {
+  topo::Topology t = nps4();
+  t.numa_nodes.push_back({8, {}, 0, 0, "HBM"});  // a ninth node, CPU-less: the kubelet counts it too
+  KubeletConfig c;
+  EXPECT_FALSE(topology_manager_refusal(c, t));  // policy none: no Topology Manager
+  c.topology_manager_policy = "single-numa-node";
+  EXPECT_EQ(topology_manager_refusal(c, nps4()), std::nullopt);  // 8 nodes: within the default
+  auto refused = topology_manager_refusal(c, t);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->find("on 9 NUMA nodes, more than the 8 the Topology Manager allows: the kubelet does not start"), std::string::npos)
+      << *refused;
+  c.topology_manager_policy_options["max-allowable-numa-nodes"] = "9";
+  EXPECT_FALSE(topology_manager_refusal(c, t));
+  NodeState s = driver_node();
+  s.config.topology_manager_policy = "restricted";
+  EXPECT_TRUE(has_problems(judge(s, t)));
+}
+
 }  // namespace dra_cpu_rules
 }  // namespace gpubind::k8s
