@@ -2,15 +2,19 @@
 // the parser (config as JSON, cpu_manager_state, memory_manager_state, the device checkpoint, the
 // pod-resources API's answer with DRA claims, the DRA checkpoint, ResourceSlices as kubectl prints
 // them, the CPU DRA driver's CDI spec), the rest is the file. What parses is judged on the DGX
-// H100-like example: every container gets a verdict, every finding a reason.
+// H100-like example: every container gets a verdict, every finding a reason. Two more read inside
+// a pod or on the node: a KEP-5304 device metadata file (judged by bind::pod_metadata against the
+// example's CPUs), and the CPU DRA driver's command line (NUL-separated, as /proc/PID/cmdline).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "bind/pod_metadata.hpp"
 #include "discover/source.hpp"
 #include "fuzz_util.hpp"
 #include "k8s/dra_objects.hpp"
 #include "k8s/judge.hpp"
+#include "util/strings.hpp"
 
 using namespace gpubind;
 
@@ -19,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const topo::Topology t = *discover::load_topology("example:dgx-h100");
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   k8s::NodeState s;
-  switch (data[0] % 8) {
+  switch (data[0] % 10) {
     case 0: {
       auto c = k8s::parse_kubelet_config(text, "config");
       if (!c) return 0;
@@ -80,6 +84,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             {c.claim_uid, "c", "dra.cpu", {{"cpudevsocket000", std::nullopt}}, "ns/claim", "node", c.claim_uid});
       }
       break;
+    }
+    case 8: {
+      auto m = bind::pod_metadata({{"metadata.json", text}}, {}, t, t.cpus);
+      fuzz::require(m.has_value(), "a file read gives metadata");
+      for (const std::string& pci : m->gpus) fuzz::require(topo::find_gpu(t, pci) != nullptr, "a named GPU is the topology's");
+      return 0;
+    }
+    case 9: {
+      std::vector<std::string> args;
+      for (std::string_view a : split(text, '\0')) args.emplace_back(a);
+      auto c = k8s::parse_cpu_driver_config(args, nullptr, "cmdline");
+      if (c) fuzz::require(c->group_by == "numanode" || c->group_by == "socket" || c->group_by == "machine", "a known grouping");
+      return 0;
     }
     default: {
       auto p = k8s::parse_pod_resources(text, "api");

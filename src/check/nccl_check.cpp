@@ -65,6 +65,7 @@ HostPlan plan_host(const topo::Topology& t, std::vector<NcclRankReport>& ranks, 
     notes.push_back("no plan to compare with: " + visible.error().message());
     return h;
   }
+  std::map<size_t, unsigned> position;  // each member's GPU among the visible ones
   for (size_t i : on_host) {
     NcclRankReport& r = ranks[i];
     auto at = std::find_if(visible->gpus.begin(), visible->gpus.end(), [&](const topo::Gpu* g) { return g->pci == r.bus_id; });
@@ -77,6 +78,7 @@ HostPlan plan_host(const topo::Topology& t, std::vector<NcclRankReport>& ranks, 
     r.gpu = (*at)->index;
     r.gpu_cpus = (*at)->cpus;
     h.members.push_back(i);
+    position[i] = unsigned(at - visible->gpus.begin());
   }
   std::stable_sort(h.members.begin(), h.members.end(), [&](size_t a, size_t b) {
     return std::make_pair(ranks[a].local_rank.value_or(~0u), ranks[a].rank.value_or(~0u)) <
@@ -93,10 +95,7 @@ HostPlan plan_host(const topo::Topology& t, std::vector<NcclRankReport>& ranks, 
         " local ranks are in the log: the plan shares the CPUs among those only (give every rank's log for the node's whole plan)");
   req.ranks = unsigned(h.members.size());
   req.rank_gpus.clear();
-  for (size_t i : h.members) {
-    auto at = std::find_if(visible->gpus.begin(), visible->gpus.end(), [&](const topo::Gpu* g) { return g->pci == ranks[i].bus_id; });
-    req.rank_gpus.push_back({unsigned(at - visible->gpus.begin())});
-  }
+  for (size_t i : h.members) req.rank_gpus.push_back({position[i]});
   auto p = plan::make_plan(t, req);
   if (!p) {
     notes.push_back("host " + ranks[h.members[0]].host + ": no plan to compare with: " + p.error().message());

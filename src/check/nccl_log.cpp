@@ -12,23 +12,18 @@ namespace gpubind::check {
 
 namespace {
 
-bool nccl_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::optional<unsigned> small_number(std::string_view s) {
-  if (!nccl_digits(s) || s.size() > 9) return std::nullopt;
+  if (!all_digits(s) || s.size() > 9) return std::nullopt;
   return unsigned(*parse_uint(s));
 }
 
-// The word after `key` in `msg` (up to a space or `stop`), where `key` starts the message or
-// follows a space: " rank " does not match inside "nranks ".
-std::string_view word_after(std::string_view msg, std::string_view key, char stop = ' ') {
+// The word after `key` in `msg` (up to a space), where `key` starts the message or follows a
+// space: " rank " does not match inside "nranks ".
+std::string_view word_after(std::string_view msg, std::string_view key) {
   for (size_t at = msg.find(key); at != std::string_view::npos; at = msg.find(key, at + 1)) {
     if (at != 0 && msg[at - 1] != ' ') continue;
     std::string_view rest = msg.substr(at + key.size());
-    size_t end = std::min(rest.find(' '), rest.find(stop));
-    return rest.substr(0, end);
+    return rest.substr(0, rest.find(' '));
   }
   return {};
 }
@@ -64,7 +59,7 @@ std::optional<InfoLine> info_line(std::string_view line) {
   size_t start = head.find_last_of(" :", middle - 1);
   std::string_view host =
       head.substr(start == std::string_view::npos ? 0 : start + 1, middle - (start == std::string_view::npos ? 0 : start + 1));
-  if (!nccl_digits(pid) || pid.size() > 9 || !nccl_digits(tid) || host.empty()) return l;
+  if (!all_digits(pid) || pid.size() > 9 || !all_digits(tid) || host.empty()) return l;
   l.host = host;
   l.pid = int(*parse_uint(pid));
   l.tid = tid;

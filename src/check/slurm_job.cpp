@@ -43,9 +43,8 @@ void close_merge(Report& rep, const char* what) {
   std::stable_sort(rep.rows.begin(), rep.rows.end(), [](const auto& a, const auto& b) { return a.node != b.node ? a.node < b.node : a.pid < b.pid; });
 }
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
+// A job id's number: digits, at most 20 (what a 64-bit id prints).
+bool job_number(std::string_view s) { return all_digits(s) && s.size() <= 20; }
 
 }  // namespace
 
@@ -55,8 +54,8 @@ bool JobReport::has_findings() const {
 
 bool valid_job_id(const std::string& job) {
   size_t us = job.find('_');
-  if (us == std::string::npos) return all_digits(job);
-  return all_digits(std::string_view(job).substr(0, us)) && all_digits(std::string_view(job).substr(us + 1));
+  if (us == std::string::npos) return job_number(job);
+  return job_number(std::string_view(job).substr(0, us)) && job_number(std::string_view(job).substr(us + 1));
 }
 
 Result<SqueueJob> squeue_job(const std::string& job, const std::string& squeue_out) {
@@ -78,7 +77,7 @@ Result<SqueueJob> squeue_job(const std::string& job, const std::string& squeue_o
   }
   const std::vector<std::string>& r = rows[0];
   auto n = parse_uint(r[2]);
-  if (!all_digits(r[0]) || r[0].empty() || !n || *n == 0) return Error{what, "squeue gave no job id or node count ('" + one_line(join(r, "|")) + "')"};
+  if (!job_number(r[0]) || !n || *n == 0) return Error{what, "squeue gave no job id or node count ('" + one_line(join(r, "|")) + "')"};
   if (r[3] != "RUNNING")
     return Error{what, "the job is " + (r[3].empty() ? std::string("in an unknown state") : r[3]) + ": only a running job's tasks can be checked"};
   return SqueueJob{r[0], unsigned(*n)};

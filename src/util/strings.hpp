@@ -14,6 +14,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string to_lower(std::string_view s);
 // Parses a whole string as an unsigned number in the given base; nullopt on any junk.
 std::optional<uint64_t> parse_uint(std::string_view s, int base = 10);
+// Whether `s` is one or more decimal digits and nothing else (no sign, no space).
+bool all_digits(std::string_view s);
 // Parses a whole string (spaces around allowed) as a finite decimal number (strtod's syntax);
 // nullopt on any junk, inf or nan.
 std::optional<double> parse_double(std::string_view s);
