@@ -3,6 +3,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "k8s/json_object.hpp"
 #include "util/json_field.hpp"
 #include "util/strings.hpp"
 
@@ -11,13 +12,6 @@ namespace gpubind::k8s {
 namespace {
 
 using nlohmann::json;
-
-Result<json> parse_object(const std::string& text, const std::string& what) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{what, "not JSON"};
-  if (!j.is_object()) return Error{what, "not a JSON object"};
-  return j;
-}
 
 std::string string_of(const json& o, const char* key) { return json_field::get<std::string>(o, key).value_or(""); }
 
@@ -97,7 +91,7 @@ std::optional<std::string> SliceDevice::text(const std::string& qualified) const
 }
 
 Result<std::vector<SliceDevice>> parse_resource_slices(const std::string& text, const std::string& what) {
-  auto j = parse_object(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   std::vector<SliceDevice> out;
   if (const json* items = json_field::member(*j, "items")) {
@@ -167,7 +161,7 @@ Result<DeviceMetadata> parse_device_metadata(const std::string& text, const std:
   if (!objects) return Error{what, "not a stream of JSON objects"};
   std::vector<std::string> seen;
   for (const std::string& o : *objects) {
-    auto j = parse_object(o, what);
+    auto j = parse_json_object(o, what);
     if (!j) return j.error();
     std::string version = string_of(*j, "apiVersion");
     if (version != "metadata.resource.k8s.io/v1beta1" && version != "metadata.resource.k8s.io/v1alpha1") {
@@ -198,7 +192,7 @@ Result<DeviceMetadata> parse_device_metadata(const std::string& text, const std:
 }
 
 Result<std::vector<CdiCpuClaim>> parse_cdi_cpu_spec(const std::string& text, const std::string& what) {
-  auto j = parse_object(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   constexpr std::string_view kPrefix = "DRA_CPUSET_";
   std::vector<CdiCpuClaim> out;
@@ -262,7 +256,7 @@ Result<CpuDriverConfig> parse_cpu_driver_config(const std::vector<std::string>& 
   CpuDriverConfig c = cpu_driver_flags(args);
   std::optional<std::string> reserved;
   if (file_json) {
-    auto j = parse_object(*file_json, what + " " + c.config_file);
+    auto j = parse_json_object(*file_json, what + " " + c.config_file);
     if (!j) return j.error();
     if (auto v = json_field::get<std::string>(*j, "cpuDeviceMode")) c.cpu_device_mode = *v;
     if (auto v = json_field::get<std::string>(*j, "groupBy")) c.group_by = *v;

@@ -1,6 +1,7 @@
 #include "k8s/reader.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "probe/probe.hpp"
 #include "sys/pod_resources.hpp"
@@ -125,20 +126,26 @@ void read_container_cpus(const sys::FsRoot& root, const ReaderOptions& o, NodeSt
 }
 
 // What shows the CPU DRA driver runs here: its kubelet plugin's registration socket (or its plugin
-// directory), its ResourceSlices, its claims.
+// directory), its claims, its ResourceSlices for this node (a node-local driver's pool is the
+// node's name: one of the pools this node's claims name; a cluster's slices name every node).
 std::string cpu_driver_evidence(const sys::FsRoot& root, const std::string& dir, const NodeState& s) {
   std::string name = kCpuDriver;
   for (const std::string& rel : {dir + "/plugins_registry/" + name + "-reg.sock", dir + "/plugins/" + name})
     if (root.exists(rel)) return root.path_of(rel);
-  if (std::any_of(s.slices.begin(), s.slices.end(), [](const SliceDevice& d) { return is_cpu_driver(d.driver); }))
-    return "its ResourceSlices";
+  std::set<std::string> pools;
   if (s.devices)
-    for (const DeviceAssignment& a : s.devices->assignments)
+    for (const DeviceAssignment& a : s.devices->assignments) {
       if (!a.claim.empty() && is_cpu_driver(a.resource)) return "claim " + a.claim;
+      if (!a.claim.empty()) pools.insert(a.pool);
+    }
   if (s.dra)
     for (const DraCheckpoint::Entry& e : s.dra->entries)
-      for (const ClaimDevice& d : e.claim.devices)
+      for (const ClaimDevice& d : e.claim.devices) {
         if (is_cpu_driver(d.driver)) return "claim " + e.claim.namespace_name + "/" + e.claim.name;
+        pools.insert(d.pool);
+      }
+  if (std::any_of(s.slices.begin(), s.slices.end(), [&](const SliceDevice& d) { return is_cpu_driver(d.driver) && pools.count(d.pool); }))
+    return "its ResourceSlices";
   return "";
 }
 

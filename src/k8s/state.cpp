@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "k8s/json_object.hpp"
 #include "util/json_field.hpp"
 
 namespace gpubind::k8s {
@@ -12,13 +13,6 @@ namespace gpubind::k8s {
 namespace {
 
 using nlohmann::json;
-
-Result<json> parse_json(const std::string& text, const std::string& what) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{what, "not JSON"};
-  if (!j.is_object()) return Error{what, "not a JSON object"};
-  return j;
-}
 
 // A scalar as the kubelet would read it into a string: YAML types "0" as a number.
 std::optional<std::string> scalar_text(const json& v) {
@@ -136,7 +130,7 @@ Result<KubeletConfig> parse_kubelet_config(const std::string& text, const std::s
 }
 
 Result<CpuManagerState> parse_cpu_manager_state(const std::string& text, const std::string& what) {
-  auto j = parse_json(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   CpuManagerState s;
   auto policy = string_field(*j, "policyName", what, "");
@@ -160,7 +154,7 @@ Result<CpuManagerState> parse_cpu_manager_state(const std::string& text, const s
 }
 
 Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, const std::string& what) {
-  auto j = parse_json(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   MemoryManagerState s;
   auto policy = string_field(*j, "policyName", what, "");
@@ -188,7 +182,7 @@ Result<MemoryManagerState> parse_memory_manager_state(const std::string& text, c
 }
 
 Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const std::string& what) {
-  auto j = parse_json(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   const json* data = json_field::member(*j, "Data");
   if (!data || !data->is_object()) return Error{what, "no Data object: not the device manager's checkpoint"};
@@ -239,7 +233,7 @@ Result<DeviceCheckpoint> parse_device_checkpoint(const std::string& text, const 
 }
 
 Result<PodResources> parse_pod_resources(const std::string& text, const std::string& what) {
-  auto j = parse_json(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   auto nodes = [&](const json& a, std::vector<unsigned>& out) -> Status {
     if (!a.is_array()) return Error{what, "a NUMA node list that is not a list"};
@@ -289,12 +283,12 @@ Result<PodResources> parse_pod_resources(const std::string& text, const std::str
 }
 
 Result<DraCheckpoint> parse_dra_checkpoint(const std::string& text, const std::string& what) {
-  auto j = parse_json(text, what);
+  auto j = parse_json_object(text, what);
   if (!j) return j.error();
   json body = *j;
   // 1.31+: the entries are a JSON document inside the string "Data".
   if (const json* data = json_field::member(*j, "Data"); data && data->is_string()) {
-    auto inner = parse_json(data->get<std::string>(), what + " (Data)");
+    auto inner = parse_json_object(data->get<std::string>(), what + " (Data)");
     if (!inner) return inner.error();
     body = *inner;
   }

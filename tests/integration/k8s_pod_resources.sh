@@ -29,6 +29,15 @@ c = {x["namespace"] + "/" + x["pod"] + " " + x["container"]: x for x in r["conta
 print(eval(sys.argv[2]))' "$WORK/out.json" "$1" 2>&1
 }
 
+serve() {  # serve TREE ANSWER LABEL: the node afresh from tests/data/k8s/TREE, a fake kubelet answering pod-resources/ANSWER
+  rm -rf "$node" "$sock"
+  cp -r "$here/tests/data/k8s/$1" "$node"
+  mkdir -p "$node/var/lib/kubelet/pod-resources"
+  "$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/$2" 2>"$WORK/fake.err" &
+  fake=$!
+  wait_until 10 test -S "$sock" || fail "the fake kubelet ($3) did not listen"
+}
+
 "$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/misaligned-now.json" 2>"$WORK/fake.err" &
 fake=$!
 wait_until 10 test -S "$sock" || { cat "$WORK/fake.err"; fail "the fake kubelet did not listen on $sock"; finish; }
@@ -68,12 +77,7 @@ kill "$fake"; wait "$fake" 2>/dev/null
 # Dynamic Resource Allocation (issue 32): the API's dynamic_resources give each container its
 # claims' devices, named in the driver's pool ("gpu-5"); judged like device-plugin GPUs, with the
 # Topology Manager's blind spot said. The node's checkpoint files are tests/data/k8s/dra's.
-rm -rf "$node" "$sock"
-cp -r "$here/tests/data/k8s/dra" "$node"
-mkdir -p "$node/var/lib/kubelet/pod-resources"
-"$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/dra.json" 2>"$WORK/fake.err" &
-fake=$!
-wait_until 10 test -S "$sock" || fail "the fake kubelet (DRA) did not listen"
+serve dra dra.json DRA
 check
 [ "$(field 'c["ml/infer-0 server"]["verdict"], c["ml/infer-0 server"]["gpus"][0]["claim"], c["ml/infer-0 server"]["gpus"][0]["pci"]')" = \
   "('CROSS_NUMA', 'ml/infer-0-gpu', '0000:ab:00.0')" ] && pass "DRA: ml/infer-0's claimed gpu-5 (0000:ab:00.0, node 1) with CPUs on node 0: CROSS_NUMA" \
@@ -89,12 +93,7 @@ kill "$fake"; wait "$fake" 2>/dev/null
 # The CPU DRA driver (issue 56): the API names each container's dra.cpu claim (its CDI id holds
 # the claim's UID, whose CDI spec holds its CPUs), and the container's cgroup is what it runs on.
 # The node is tests/data/k8s/dra-cpu: cpuManagerPolicy none, the driver's plugin registered.
-rm -rf "$node" "$sock"
-cp -r "$here/tests/data/k8s/dra-cpu" "$node"
-mkdir -p "$node/var/lib/kubelet/pod-resources"
-"$FAKE" "$sock" "$here/tests/data/k8s/pod-resources/dra-cpu.json" 2>"$WORK/fake.err" &
-fake=$!
-wait_until 10 test -S "$sock" || fail "the fake kubelet (dra.cpu) did not listen"
+serve dra-cpu dra-cpu.json dra.cpu
 "$GPUBIND" k8s check --root "$node" --topology example:dgx-a100-nps4 --json >"$WORK/out.json" 2>"$WORK/err"
 rc=$?
 [ "$(field 'r["state"]["assignments_from"], c["ml/train-0 trainer"]["verdict"], c["ml/train-0 trainer"]["cpus_source"]')" = \
